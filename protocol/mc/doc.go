@@ -1,0 +1,14 @@
+// Package mc holds allocation-free codecs for the parts of the Minecraft
+// Java Edition protocol a transparent proxy reads or writes: VarInts, frame
+// splitting, the handshake, status, login start, set compression and the
+// compressed frame header, plus Forge marker detection, BungeeCord legacy
+// IP forwarding and offline-mode UUIDs.
+//
+// Parsers take a frame body (packet ID and data, as located by SplitFrame)
+// and return sub-slices of it instead of copies; Append functions follow the
+// strconv convention of appending to a caller-supplied slice. Errors are
+// *ProtocolError values whose Reason is a stable label for metrics.
+//
+// Nothing here knows about connection state or encryption: after an
+// Encryption Request the stream is opaque and cannot be parsed.
+package mc

@@ -1,0 +1,70 @@
+package mc
+
+// Login state packet IDs.
+const (
+	PacketLoginStart        = 0x00 // serverbound: username (and more)
+	PacketLoginDisconnect   = 0x00 // clientbound: JSON text component
+	PacketEncryptionRequest = 0x01 // clientbound: online mode; the stream is encrypted afterwards
+	PacketLoginSuccess      = 0x02 // clientbound: login finished
+	PacketSetCompression    = 0x03 // clientbound: compressed framing follows
+)
+
+// MaxUsernameLen is the longest username ParseLoginStart accepts, in bytes.
+const MaxUsernameLen = 16
+
+// ParseLoginStart decodes the username, the first field of a login start
+// packet, from a frame body (packet ID and data). It requires packet ID 0x00
+// and a name of 1 to MaxUsernameLen bytes, reporting violations with
+// ReasonBadLoginStart. The fields after the name vary by version (signature
+// data in 1.19–1.19.2, a UUID from 1.19.1 on, optional until 1.20.2) and are
+// ignored. username aliases body, and ParseLoginStart does not allocate on
+// success.
+func ParseLoginStart(body []byte) (username []byte, err error) {
+	const packet = "login start"
+	r := NewReader(body)
+	id, err := r.ReadVarInt()
+	if err != nil {
+		return nil, relabel(err, packet, ReasonBadLoginStart)
+	}
+	if id != PacketLoginStart {
+		return nil, packetError(packet, ReasonBadLoginStart, kindUnexpected, "packet id", int64(id), PacketLoginStart)
+	}
+	username, err = r.ReadString(MaxUsernameLen)
+	if err != nil {
+		return nil, relabel(err, packet, ReasonBadLoginStart)
+	}
+	if len(username) == 0 {
+		return nil, packetError(packet, ReasonBadLoginStart, kindTooSmall, "username length", 0, 1)
+	}
+	return username, nil
+}
+
+// ParseSetCompression decodes the threshold from a Set Compression frame
+// body (packet ID 0x03 and a VarInt). Frames after it use the compressed
+// format; see ParseCompressedHeader. A negative threshold disables
+// compression.
+func ParseSetCompression(body []byte) (threshold int32, err error) {
+	const packet = "set compression"
+	r := NewReader(body)
+	id, err := r.ReadVarInt()
+	if err != nil {
+		return 0, relabel(err, packet, ReasonBadSetCompression)
+	}
+	if id != PacketSetCompression {
+		return 0, packetError(packet, ReasonBadSetCompression, kindUnexpected, "packet id", int64(id), PacketSetCompression)
+	}
+	if threshold, err = r.ReadVarInt(); err != nil {
+		return 0, relabel(err, packet, ReasonBadSetCompression)
+	}
+	if n := r.Remaining(); n != 0 {
+		return 0, packetError(packet, ReasonBadSetCompression, kindTrailing, "threshold", int64(n), 0)
+	}
+	return threshold, nil
+}
+
+// AppendLoginDisconnect appends a whole login-state Disconnect frame
+// carrying reasonJSON, a JSON text component such as {"text":"Bye"}, to dst
+// and returns the extended slice.
+func AppendLoginDisconnect(dst []byte, reasonJSON []byte) []byte {
+	return appendStringPacket(dst, PacketLoginDisconnect, reasonJSON)
+}

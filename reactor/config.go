@@ -1,0 +1,96 @@
+package reactor
+
+import (
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Defaults for Config fields left at their zero value.
+const (
+	DefaultReadBufferCap = 64 << 10
+	DefaultHighWatermark = 2 << 20
+	DefaultLowWatermark  = 1 << 20
+	DefaultTick          = 10 * time.Millisecond
+	DefaultDrainPoll     = time.Millisecond
+	DefaultLinger        = 5 * time.Second
+)
+
+// Config holds the options of a Server. The zero value of each field selects
+// its default; Normalize fills them in and reports values that cannot work.
+type Config struct {
+	// Addrs are the listen addresses, as "tcp://host:port" or "host:port".
+	Addrs []string
+	// Loops is the number of event loops; 0 means one per core.
+	Loops int
+	// ReusePort sets SO_REUSEPORT on the listeners (ignored by gnet on BSD/macOS).
+	ReusePort bool
+	// Nagle enables Nagle's algorithm on accepted connections (TCP_NODELAY is
+	// set by default).
+	Nagle bool
+	// ReadBufferCap is the size of each loop's read buffer: the most one read
+	// syscall takes from a socket.
+	ReadBufferCap int
+	// WriteBufferCap is the static part of gnet's outbound buffer per connection.
+	WriteBufferCap int
+	// EdgeTriggered selects edge-triggered polling.
+	EdgeTriggered bool
+	// HighWatermark is the output a connection may have queued before the
+	// connections producing into it stop being read.
+	HighWatermark int
+	// LowWatermark is the queued output under which they are read again.
+	LowWatermark int
+	// Tick is the resolution of loop timers.
+	Tick time.Duration
+	// DrainPoll is how often connections waiting for their output to drain are
+	// checked while any exists.
+	DrainPoll time.Duration
+	// Linger bounds how long Close waits for queued output to drain.
+	Linger time.Duration
+	// Logger receives the server's and gnet's logs.
+	Logger zerolog.Logger
+}
+
+// Normalize fills in defaults and validates the configuration.
+func (c *Config) Normalize() error {
+	if len(c.Addrs) == 0 {
+		return fmt.Errorf("reactor: no listen address")
+	}
+	if c.Loops < 0 {
+		return fmt.Errorf("reactor: loops %d is negative", c.Loops)
+	}
+	if c.Loops == 0 {
+		c.Loops = runtime.NumCPU()
+	}
+	if c.ReadBufferCap == 0 {
+		c.ReadBufferCap = DefaultReadBufferCap
+	}
+	if c.ReadBufferCap < 512 {
+		return fmt.Errorf("reactor: read buffer %d bytes is below 512", c.ReadBufferCap)
+	}
+	if c.HighWatermark == 0 && c.LowWatermark == 0 {
+		c.HighWatermark, c.LowWatermark = DefaultHighWatermark, DefaultLowWatermark
+	}
+	if c.HighWatermark <= 0 || c.LowWatermark < 0 || c.LowWatermark > c.HighWatermark {
+		return fmt.Errorf("reactor: watermarks low %d / high %d: need 0 <= low <= high and high > 0",
+			c.LowWatermark, c.HighWatermark)
+	}
+	if c.Tick == 0 {
+		c.Tick = DefaultTick
+	}
+	if c.DrainPoll == 0 {
+		c.DrainPoll = DefaultDrainPoll
+	}
+	if c.Tick < time.Millisecond || c.DrainPoll < 100*time.Microsecond {
+		return fmt.Errorf("reactor: tick %v or drain poll %v is too fine", c.Tick, c.DrainPoll)
+	}
+	if c.Linger == 0 {
+		c.Linger = DefaultLinger
+	}
+	if c.Linger < 0 {
+		return fmt.Errorf("reactor: linger %v is negative", c.Linger)
+	}
+	return nil
+}

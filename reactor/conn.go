@@ -1,0 +1,265 @@
+package reactor
+
+import (
+	"errors"
+	"net"
+
+	"github.com/panjf2000/gnet/v2"
+)
+
+// ErrClosed is returned by writes to a connection that has closed or is closing.
+var ErrClosed = errors.New("reactor: connection closed")
+
+// Handler receives the events of connections. Every method runs on the loop
+// that owns the connection.
+type Handler interface {
+	// OnOpen runs once the connection is registered on its loop.
+	OnOpen(c *Conn)
+	// OnTraffic runs when the connection has inbound bytes (Peek, Discard).
+	// Bytes left unconsumed stay buffered and are offered again with the next
+	// event. It does not run while the connection is paused.
+	OnTraffic(c *Conn)
+	// OnClose runs once when the connection has closed, or when an outbound
+	// connection could not be made; err says why (nil for a local close).
+	OnClose(c *Conn, err error)
+}
+
+// pauseReason is a bit set of the reasons a connection is not being read.
+type pauseReason uint8
+
+const (
+	// pauseSinkFull: the connection this one writes into has output past the high watermark.
+	pauseSinkFull pauseReason = 1 << iota
+	// pausePeerInboundFull: the connection this one writes into is paused and
+	// its own unread input has reached the inbound cap.
+	pausePeerInboundFull
+	// pauseClosing: the connection is closing and its input is no longer wanted.
+	pauseClosing
+	// pauseUser: the handler asked for it with PauseRead.
+	pauseUser
+)
+
+type connState uint8
+
+const (
+	stateOutbound connState = 1 << iota
+	stateClosing            // Close was called: output drains, then the socket closes
+	stateCloseQueued        // gnet's Close was called
+	stateClosed             // OnClose ran, or the dial failed
+	stateCanceled           // closed while the dial was pending; the handler has been told
+)
+
+// Conn is one connection on a loop. Its methods must be called on its loop.
+type Conn struct {
+	gc      gnet.Conn
+	loop    *Loop
+	handler Handler
+
+	// Value is the handler's per-connection state.
+	Value any
+
+	pause    pauseReason
+	state    connState
+	sink     *Conn // where the bytes read from this connection are written
+	producer *Conn // the connection whose input is written into this one
+	waitIdx  int   // 1 + position in loop.waiters; 0 when not waiting
+	deferIdx int   // 1 + position in loop.deferred; 0 when not queued
+
+	lingerUntil int64
+	dialTimer   Timer
+}
+
+func newConn(l *Loop, h Handler) *Conn {
+	c := &Conn{loop: l, handler: h}
+	c.sink, c.producer = c, c
+	return c
+}
+
+// Loop returns the loop that owns the connection.
+func (c *Conn) Loop() *Loop { return c.loop }
+
+// Opened reports whether the socket exists: false while an outbound dial is pending.
+func (c *Conn) Opened() bool { return c.gc != nil && c.state&stateClosed == 0 }
+
+// Closing reports whether Close or Abort was called or the connection has closed.
+func (c *Conn) Closing() bool {
+	return c.state&(stateClosing|stateCloseQueued|stateClosed|stateCanceled) != 0
+}
+
+// Outbound reports whether the connection was made by Loop.Dial.
+func (c *Conn) Outbound() bool { return c.state&stateOutbound != 0 }
+
+// Paused reports whether the connection is currently not being read.
+func (c *Conn) Paused() bool { return c.pause != 0 }
+
+// RemoteAddr returns the peer's address, or nil before the socket exists.
+func (c *Conn) RemoteAddr() net.Addr {
+	if c.gc == nil {
+		return nil
+	}
+	return c.gc.RemoteAddr()
+}
+
+// LocalAddr returns the local address, or nil before the socket exists.
+func (c *Conn) LocalAddr() net.Addr {
+	if c.gc == nil {
+		return nil
+	}
+	return c.gc.LocalAddr()
+}
+
+// Peek returns the next n buffered inbound bytes without consuming them;
+// n <= 0 returns all of them. The slice is valid until Discard or the end of
+// the callback.
+func (c *Conn) Peek(n int) ([]byte, error) { return c.gc.Peek(n) }
+
+// Discard consumes n inbound bytes; n <= 0 consumes all of them.
+func (c *Conn) Discard(n int) { _, _ = c.gc.Discard(n) }
+
+// InboundBuffered returns the number of inbound bytes not yet consumed.
+func (c *Conn) InboundBuffered() int {
+	if c.gc == nil || c.state&stateClosed != 0 {
+		return 0
+	}
+	return c.gc.InboundBuffered()
+}
+
+// OutboundBuffered returns the number of bytes written but not yet taken by the kernel.
+func (c *Conn) OutboundBuffered() int {
+	if c.gc == nil || c.state&stateClosed != 0 {
+		return 0
+	}
+	return c.gc.OutboundBuffered()
+}
+
+// Write writes p at once; what the kernel does not take is queued by gnet.
+// p may be reused when Write returns.
+func (c *Conn) Write(p []byte) error {
+	if c.gc == nil || c.state&(stateCloseQueued|stateClosed) != 0 {
+		return ErrClosed
+	}
+	before := c.gc.OutboundBuffered()
+	_, err := c.gc.Write(p)
+	c.afterWrite(before)
+	return err
+}
+
+// Writev writes bs with one vectored write; what the kernel does not take is
+// copied and queued by gnet. bs must hold at most MaxIovecs slices.
+func (c *Conn) Writev(bs [][]byte) error {
+	if c.gc == nil || c.state&(stateCloseQueued|stateClosed) != 0 {
+		return ErrClosed
+	}
+	before := c.gc.OutboundBuffered()
+	_, err := c.gc.Writev(bs)
+	c.afterWrite(before)
+	return err
+}
+
+// afterWrite restores a pause that gnet undid: when a write leaves output
+// queued, gnet rewrites the epoll mask to include EPOLLIN.
+func (c *Conn) afterWrite(before int) {
+	if c.pause != 0 && before == 0 && c.state&stateClosed == 0 && c.gc.OutboundBuffered() > 0 {
+		c.loop.setReadInterest(c, false)
+	}
+}
+
+// SetSink declares that the bytes read from c are written into sink, so that
+// c stops being read while sink's output is past the high watermark.
+func (c *Conn) SetSink(sink *Conn) {
+	c.sink = sink
+	sink.producer = c
+}
+
+// Backpressure checks c's sink after the handler wrote into it, and pauses
+// reading c when the sink's output is past the high watermark. It reports
+// whether c is paused; a handler should stop consuming input when it is.
+func (c *Conn) Backpressure() bool {
+	s := c.sink
+	if s.gc != nil && s.state&stateClosed == 0 && s.gc.OutboundBuffered() > c.loop.srv.cfg.HighWatermark {
+		c.pauseFor(pauseSinkFull)
+		c.loop.watch(s)
+	}
+	return c.pause != 0
+}
+
+// PauseRead stops reading c until ResumeRead.
+func (c *Conn) PauseRead() { c.pauseFor(pauseUser) }
+
+// ResumeRead undoes PauseRead; bytes buffered meanwhile are offered to OnTraffic.
+func (c *Conn) ResumeRead() { c.resumeFor(pauseUser) }
+
+func (c *Conn) pauseFor(r pauseReason) {
+	was := c.pause
+	c.pause |= r
+	if was != 0 || c.state&stateClosed != 0 {
+		return
+	}
+	c.loop.stats.Paused.Add(1)
+	c.loop.stats.PauseEvents.Add(1)
+	if c.gc != nil {
+		c.loop.setReadInterest(c, false)
+	}
+}
+
+func (c *Conn) resumeFor(r pauseReason) {
+	if c.pause&r == 0 {
+		return
+	}
+	c.pause &^= r
+	if c.pause != 0 || c.state&stateClosed != 0 {
+		return
+	}
+	c.loop.stats.Paused.Add(-1)
+	if c.gc == nil {
+		return
+	}
+	c.loop.setReadInterest(c, true)
+	if c.gc.InboundBuffered() > 0 {
+		c.loop.deferTraffic(c)
+	}
+}
+
+// Close closes c without losing output: reading stops at once, and the socket
+// closes when its queued output has drained or after the server's Linger,
+// whichever comes first (an expired linger is counted and logged).
+func (c *Conn) Close() {
+	if c.Closing() {
+		return
+	}
+	c.state |= stateClosing
+	if c.gc == nil { // dial pending: OnOpen will close it
+		c.state |= stateCanceled
+		c.loop.timers.stop(&c.dialTimer)
+		return
+	}
+	c.pauseFor(pauseClosing)
+	if c.gc.OutboundBuffered() == 0 {
+		c.closeNow()
+		return
+	}
+	c.lingerUntil = c.loop.Now() + int64(c.loop.srv.cfg.Linger)
+	c.loop.watch(c)
+}
+
+// Abort closes c at once; queued output gets one write attempt, then is dropped.
+func (c *Conn) Abort() {
+	if c.state&(stateCloseQueued|stateClosed) != 0 {
+		return
+	}
+	c.state |= stateClosing
+	if c.gc == nil {
+		c.state |= stateCanceled
+		c.loop.timers.stop(&c.dialTimer)
+		return
+	}
+	c.closeNow()
+}
+
+func (c *Conn) closeNow() {
+	if c.state&(stateCloseQueued|stateClosed) != 0 {
+		return
+	}
+	c.state |= stateCloseQueued
+	_ = c.gc.Close()
+}

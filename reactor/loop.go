@@ -1,0 +1,218 @@
+package reactor
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/panjf2000/gnet/v2"
+	"golang.org/x/sys/unix"
+)
+
+// Loop is tidegate's state for one gnet event loop: its timers, the
+// connections waiting for output to drain, and its counters. Its methods,
+// except Stats, must be called on the loop.
+type Loop struct {
+	srv    *Server
+	el     gnet.EventLoop
+	index  int
+	pollFD int // the loop's epoll or kqueue descriptor
+
+	timers   timerHeap
+	waiters  []*Conn // connections whose output drain someone waits for
+	deferred []*Conn // resumed connections with input to offer to OnTraffic
+
+	stats LoopStats
+
+	iovecs []unix.Iovec // scratch for writevBatch
+	batch  Batch        // scratch for handlers, see Batch
+
+	// Read by the ticker goroutine.
+	nextDeadline atomic.Int64
+	waiting      atomic.Int32
+	tickQueued   atomic.Bool
+	tickRunnable gnet.RunnableFunc
+}
+
+// LoopStats are one loop's counters. They are written only on the loop
+// (atomically, so that Stats can read them from elsewhere).
+type LoopStats struct {
+	Accepted      atomic.Int64 // connections accepted
+	Dialed        atomic.Int64 // outbound connections opened
+	DialFailed    atomic.Int64 // outbound connections that could not be made
+	Active        atomic.Int64 // connections open now
+	Paused        atomic.Int64 // connections not being read now
+	PauseEvents   atomic.Int64 // times a connection stopped being read
+	SpuriousWakes atomic.Int64 // reads gnet made on a paused connection
+	LingerExpired atomic.Int64 // closes that dropped output after the linger deadline
+}
+
+func newLoop(s *Server, el gnet.EventLoop, index int, pollFD int) *Loop {
+	l := &Loop{srv: s, el: el, index: index, pollFD: pollFD}
+	l.tickRunnable = func(context.Context) error {
+		l.tickQueued.Store(false)
+		l.onTick()
+		return nil
+	}
+	return l
+}
+
+// Index returns the loop's position among the server's loops, in order of first use.
+func (l *Loop) Index() int { return l.index }
+
+// Now returns the loop clock: nanoseconds since the server started, updated
+// every Tick (and every DrainPoll while connections wait for drain).
+func (l *Loop) Now() int64 { return l.srv.clock.Load() }
+
+// Schedule arms t to fire d from now; an armed timer is moved.
+func (l *Loop) Schedule(t *Timer, d time.Duration) { l.timers.schedule(t, l.Now()+int64(d)) }
+
+// ScheduleAt arms t to fire at the loop clock time when.
+func (l *Loop) ScheduleAt(t *Timer, when int64) { l.timers.schedule(t, when) }
+
+// Stop disarms t; stopping a timer that is not armed does nothing.
+func (l *Loop) Stop(t *Timer) { l.timers.stop(t) }
+
+// Execute runs f on the loop; it is the way to reach a loop from another goroutine.
+func (l *Loop) Execute(f func()) error {
+	return l.el.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+		f()
+		l.afterCallback()
+		return nil
+	}))
+}
+
+func (l *Loop) onTick() {
+	now := l.Now()
+	for t := l.timers.popDue(now); t != nil; t = l.timers.popDue(now) {
+		t.F()
+	}
+	for i := 0; i < len(l.waiters); {
+		w := l.waiters[i]
+		if l.checkDrain(w, now) {
+			l.unwatch(w) // swaps the last waiter into i
+			continue
+		}
+		i++
+	}
+	l.afterCallback()
+}
+
+// watch adds c to the connections whose output drain is awaited.
+func (l *Loop) watch(c *Conn) {
+	if c.waitIdx != 0 {
+		return
+	}
+	l.waiters = append(l.waiters, c)
+	c.waitIdx = len(l.waiters)
+}
+
+func (l *Loop) unwatch(c *Conn) {
+	if c.waitIdx == 0 {
+		return
+	}
+	i, last := c.waitIdx-1, len(l.waiters)-1
+	if i != last {
+		l.waiters[i] = l.waiters[last]
+		l.waiters[i].waitIdx = i + 1
+	}
+	l.waiters[last] = nil
+	l.waiters = l.waiters[:last]
+	c.waitIdx = 0
+}
+
+// checkDrain acts on a connection whose drain is awaited and reports whether
+// the wait is over.
+func (l *Loop) checkDrain(w *Conn, now int64) bool {
+	if w.state&(stateClosed|stateCloseQueued) != 0 {
+		return true
+	}
+	out := w.gc.OutboundBuffered()
+	if w.state&stateClosing != 0 {
+		if out == 0 {
+			w.closeNow()
+			return true
+		}
+		if now >= w.lingerUntil {
+			l.stats.LingerExpired.Add(1)
+			l.srv.log.Warn().Str("remote", addrString(w.RemoteAddr())).Int("dropped_bytes", out).
+				Dur("linger", l.srv.cfg.Linger).Msg("closing with output still queued: linger expired")
+			w.closeNow()
+			return true
+		}
+		return false
+	}
+	p := w.producer
+	if p.sink != w || p.pause&pauseSinkFull == 0 {
+		return true
+	}
+	if out <= l.srv.cfg.LowWatermark {
+		p.resumeFor(pauseSinkFull)
+		return true
+	}
+	return false
+}
+
+// deferTraffic queues c's buffered input for OnTraffic once the current callback ends.
+func (l *Loop) deferTraffic(c *Conn) {
+	if c.deferIdx != 0 {
+		return
+	}
+	l.deferred = append(l.deferred, c)
+	c.deferIdx = len(l.deferred)
+}
+
+// afterCallback runs at the end of every callback on the loop: it offers
+// resumed connections their buffered input and publishes the loop's state to
+// the ticker.
+func (l *Loop) afterCallback() {
+	for i := 0; i < len(l.deferred); i++ {
+		c := l.deferred[i]
+		c.deferIdx = 0
+		if c.pause == 0 && c.state&(stateClosing|stateCloseQueued|stateClosed) == 0 && c.gc.InboundBuffered() > 0 {
+			l.traffic(c)
+		}
+		l.deferred[i] = nil
+	}
+	l.deferred = l.deferred[:0]
+	l.nextDeadline.Store(l.timers.next())
+	l.waiting.Store(int32(len(l.waiters)))
+}
+
+// traffic hands c's input to its handler and settles flow control afterwards.
+func (l *Loop) traffic(c *Conn) {
+	c.handler.OnTraffic(c)
+	if c.waitIdx != 0 && c.state&stateClosed == 0 && l.checkDrain(c, l.Now()) {
+		l.unwatch(c)
+	}
+	// A producer held back because c's unread input was full may go on once c has consumed it.
+	if p := c.producer; p != c && p.pause&pausePeerInboundFull != 0 && c.InboundBuffered() <= l.inboundCap() {
+		p.resumeFor(pausePeerInboundFull)
+	}
+}
+
+// onPausedTraffic handles a read gnet made on a paused connection: gnet
+// re-enables EPOLLIN when that connection's output fills or drains. The bytes
+// stay buffered; if they pile up, the connection writing into this one is
+// paused too, so that the re-enabling stops.
+func (l *Loop) onPausedTraffic(c *Conn) {
+	l.stats.SpuriousWakes.Add(1)
+	l.setReadInterest(c, false)
+	if p := c.producer; p != c && c.gc.InboundBuffered() > l.inboundCap() {
+		p.pauseFor(pausePeerInboundFull)
+	}
+}
+
+// inboundCap is how much unread input a paused connection may hold before its producer is paused too.
+func (l *Loop) inboundCap() int { return 4 * l.srv.cfg.ReadBufferCap }
+
+// Batch returns the loop's scratch batch. A handler may use it within one
+// callback and must write or reset it before the callback returns.
+func (l *Loop) Batch() *Batch { return &l.batch }
+
+// Stats returns a snapshot of the loop's counters.
+func (l *Loop) Stats() Stats {
+	var s Stats
+	s.add(&l.stats)
+	return s
+}

@@ -1,0 +1,27 @@
+//go:build darwin || dragonfly || freebsd || netbsd || openbsd
+
+package reactor
+
+import (
+	"golang.org/x/sys/unix"
+)
+
+// setReadInterest turns reading of c on or off with EV_DISABLE/EV_ENABLE on
+// its EVFILT_READ filter in the loop's kqueue. gnet only adds and deletes
+// EVFILT_WRITE, so it never undoes this. Compiled and vetted here, not run:
+// there is no BSD or macOS machine in this project's CI.
+func (l *Loop) setReadInterest(c *Conn, on bool) {
+	if l.pollFD < 0 {
+		return
+	}
+	flags := uint16(unix.EV_DISABLE)
+	if on {
+		flags = unix.EV_ENABLE
+	}
+	fd := c.gc.Fd()
+	var ev [1]unix.Kevent_t
+	unix.SetKevent(&ev[0], fd, unix.EVFILT_READ, int(flags))
+	if _, err := unix.Kevent(l.pollFD, ev[:], nil, nil); err != nil {
+		l.srv.log.Error().Err(err).Int("fd", fd).Bool("read", on).Msg("kevent: changing read interest failed")
+	}
+}

@@ -1,0 +1,354 @@
+package reactor
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"io"
+	"math/rand/v2"
+	"net"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// echoHandler writes back what it reads, through a Batch, with flow control.
+type echoHandler struct {
+	mu     sync.Mutex
+	conns  []*Conn // touched only on loops; the mutex keeps the race detector informed
+	closed atomic.Int32
+	read   atomic.Int64
+}
+
+func (h *echoHandler) OnOpen(c *Conn) {
+	h.mu.Lock()
+	h.conns = append(h.conns, c)
+	h.mu.Unlock()
+}
+
+func (h *echoHandler) OnTraffic(c *Conn) {
+	b, _ := c.Peek(-1)
+	h.read.Add(int64(len(b)))
+	batch := c.Loop().Batch()
+	batch.Add(b)
+	_ = batch.WriteTo(c)
+	c.Discard(len(b))
+	c.Backpressure()
+}
+
+func (h *echoHandler) OnClose(*Conn, error) { h.closed.Add(1) }
+
+// startServer starts s on an ephemeral loopback port and stops it when the test ends.
+func startServer(t *testing.T, cfg Config, h Handler) (*Server, string) {
+	t.Helper()
+	cfg.Addrs = []string{"tcp://127.0.0.1:0"}
+	if cfg.Loops == 0 {
+		cfg.Loops = 2
+	}
+	cfg.Logger = zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	s, err := NewServer(cfg, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := s.Stop(ctx); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+	a, err := s.Addr(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, a.String()
+}
+
+func dial(t *testing.T, addr string) *net.TCPConn {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c.(*net.TCPConn)
+}
+
+func TestPollerFD(t *testing.T) {
+	h := &echoHandler{}
+	s, addr := startServer(t, Config{}, h)
+	c := dial(t, addr)
+	if _, err := c.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 1)
+	if _, err := io.ReadFull(c, buf); err != nil {
+		t.Fatal(err)
+	}
+	loops := s.Loops()
+	if len(loops) == 0 {
+		t.Fatal("no loop registered")
+	}
+	for _, l := range loops {
+		if l.pollFD < 0 {
+			t.Fatalf("gnet internals changed: the poller descriptor of loop %d could not be read; flow control is off", l.index)
+		}
+	}
+}
+
+func TestEchoManyConns(t *testing.T) {
+	h := &echoHandler{}
+	_, addr := startServer(t, Config{}, h)
+	var wg sync.WaitGroup
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer c.Close()
+			msg := bytes.Repeat([]byte{byte(i)}, 1000+i*37)
+			for j := 0; j < 20; j++ {
+				if _, err := c.Write(msg); err != nil {
+					t.Error(err)
+					return
+				}
+				got := make([]byte, len(msg))
+				if _, err := io.ReadFull(c, got); err != nil {
+					t.Error(err)
+					return
+				}
+				if !bytes.Equal(got, msg) {
+					t.Errorf("conn %d: echo differs", i)
+					return
+				}
+			}
+		}(i)
+	}
+	wg.Wait()
+}
+
+// TestFlowControlBoundsMemory floods an echo server from a client that does
+// not read: the server must stop reading (its buffers stay bounded), and once
+// the client reads, every byte must come back in order.
+func TestFlowControlBoundsMemory(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("pausing is tested on Linux only")
+	}
+	cfg := Config{HighWatermark: 256 << 10, LowWatermark: 128 << 10, Loops: 1}
+	h := &echoHandler{}
+	s, addr := startServer(t, cfg, h)
+	c := dial(t, addr)
+	_ = c.SetReadBuffer(64 << 10)
+
+	const total = 64 << 20
+	src := make([]byte, total)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range src {
+		src[i] = byte(rng.Uint32())
+	}
+	writeDone := make(chan error, 1)
+	go func() {
+		_, err := c.Write(src)
+		writeDone <- err
+	}()
+
+	// Give the flood time to hit the watermark, then check the server stopped reading.
+	waitFor(t, 5*time.Second, func() bool { return s.Stats().Paused == 1 })
+	time.Sleep(200 * time.Millisecond)
+	r1 := h.read.Load()
+	time.Sleep(300 * time.Millisecond)
+	r2 := h.read.Load()
+	if r2 != r1 {
+		t.Fatalf("server kept reading while paused: %d -> %d bytes", r1, r2)
+	}
+	if r1 >= total/2 {
+		t.Fatalf("server read %d of %d bytes while the client read nothing", r1, total)
+	}
+	in, out := connBuffers(t, s, h)
+	bound := cfg.HighWatermark + 4*DefaultReadBufferCap + DefaultReadBufferCap
+	if in+out > bound {
+		t.Fatalf("server holds %d inbound + %d outbound bytes, bound %d", in, out, bound)
+	}
+	t.Logf("paused after reading %d bytes; holding %d in + %d out", r1, in, out)
+
+	// Now read everything back and compare.
+	got := sha256.New()
+	if _, err := io.CopyN(got, c, total); err != nil {
+		t.Fatalf("reading echo: %v", err)
+	}
+	if err := <-writeDone; err != nil {
+		t.Fatal(err)
+	}
+	want := sha256.Sum256(src)
+	if !bytes.Equal(got.Sum(nil), want[:]) {
+		t.Fatal("echoed bytes differ from sent bytes")
+	}
+	if st := s.Stats(); st.PauseEvents == 0 {
+		t.Fatalf("no pause was counted: %+v", st)
+	}
+}
+
+// connBuffers returns the inbound and outbound bytes held for the first connection.
+func connBuffers(t *testing.T, s *Server, h *echoHandler) (in, out int) {
+	t.Helper()
+	h.mu.Lock()
+	c := h.conns[0]
+	h.mu.Unlock()
+	done := make(chan struct{})
+	if err := c.Loop().Execute(func() {
+		in, out = c.InboundBuffered(), c.OutboundBuffered()
+		close(done)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	return in, out
+}
+
+func waitFor(t *testing.T, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met within %v", d)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// closingHandler sends size bytes on open and closes at once: Close must
+// deliver them all to a slow reader.
+type closingHandler struct {
+	payload []byte
+}
+
+func (h *closingHandler) OnOpen(c *Conn) {
+	_ = c.Write(h.payload)
+	c.Close()
+}
+func (h *closingHandler) OnTraffic(c *Conn)     { c.Discard(-1) }
+func (h *closingHandler) OnClose(*Conn, error) {}
+
+func TestCloseDeliversQueuedOutput(t *testing.T) {
+	payload := make([]byte, 16<<20)
+	for i := range payload {
+		payload[i] = byte(i * 7)
+	}
+	_, addr := startServer(t, Config{}, &closingHandler{payload: payload})
+	c := dial(t, addr)
+	_ = c.SetReadBuffer(32 << 10)
+	time.Sleep(100 * time.Millisecond) // the server has queued most of it by now
+	got, err := io.ReadAll(slowReader{c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, payload) {
+		t.Fatalf("got %d bytes, want %d identical bytes", len(got), len(payload))
+	}
+}
+
+// slowReader reads in small pieces so the sender's output stays queued.
+type slowReader struct{ r io.Reader }
+
+func (s slowReader) Read(p []byte) (int, error) {
+	if len(p) > 256<<10 {
+		p = p[:256<<10]
+	}
+	return s.r.Read(p)
+}
+
+// timerHandler arms a timer per connection that writes "tick" and closes.
+type timerHandler struct{}
+
+type timerConn struct {
+	c *Conn
+	t Timer
+}
+
+func (timerHandler) OnOpen(c *Conn) {
+	tc := &timerConn{c: c}
+	tc.t.F = func() {
+		_ = tc.c.Write([]byte("tick"))
+		tc.c.Close()
+	}
+	c.Value = tc
+	c.Loop().Schedule(&tc.t, 50*time.Millisecond)
+}
+func (timerHandler) OnTraffic(c *Conn) { c.Discard(-1) }
+func (timerHandler) OnClose(c *Conn, _ error) {
+	tc := c.Value.(*timerConn)
+	c.Loop().Stop(&tc.t)
+}
+
+func TestLoopTimers(t *testing.T) {
+	_, addr := startServer(t, Config{}, timerHandler{})
+	before := runtime.NumGoroutine()
+	var conns []net.Conn
+	for i := 0; i < 50; i++ {
+		conns = append(conns, dial(t, addr))
+	}
+	if g := runtime.NumGoroutine(); g > before+5 {
+		t.Fatalf("goroutines grew from %d to %d with 50 connections", before, g)
+	}
+	start := time.Now()
+	for _, c := range conns {
+		got, err := io.ReadAll(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != "tick" {
+			t.Fatalf("got %q", got)
+		}
+	}
+	if el := time.Since(start); el < 30*time.Millisecond {
+		t.Fatalf("timers fired after %v, before their 50ms deadline", el)
+	}
+}
+
+func TestTimerHeap(t *testing.T) {
+	var h timerHeap
+	rng := rand.New(rand.NewPCG(3, 4))
+	ts := make([]*Timer, 200)
+	for i := range ts {
+		ts[i] = &Timer{}
+		h.schedule(ts[i], int64(rng.IntN(1000)))
+	}
+	for i := 0; i < 50; i++ {
+		h.stop(ts[rng.IntN(len(ts))])
+	}
+	for i := 0; i < 50; i++ {
+		h.schedule(ts[rng.IntN(len(ts))], int64(rng.IntN(1000)))
+	}
+	last := int64(-1)
+	n := 0
+	for tm := h.popDue(1 << 62); tm != nil; tm = h.popDue(1 << 62) {
+		if tm.when < last {
+			t.Fatalf("popped %d after %d", tm.when, last)
+		}
+		if tm.index != 0 {
+			t.Fatal("popped timer still has an index")
+		}
+		last = tm.when
+		n++
+	}
+	armed := 0
+	for _, tm := range ts {
+		if tm.Armed() {
+			armed++
+		}
+	}
+	if armed != 0 || len(h) != 0 {
+		t.Fatalf("%d timers still armed after popping %d", armed, n)
+	}
+}

@@ -1,0 +1,33 @@
+package reactor
+
+import "net"
+
+// Stats is a snapshot of reactor counters, summed over loops.
+type Stats struct {
+	Accepted      int64 // connections accepted
+	Dialed        int64 // outbound connections opened
+	DialFailed    int64 // outbound connections that could not be made
+	Active        int64 // connections open now
+	Paused        int64 // connections not being read now
+	PauseEvents   int64 // times a connection stopped being read
+	SpuriousWakes int64 // reads gnet made on a paused connection
+	LingerExpired int64 // closes that dropped output after the linger deadline
+}
+
+func (s *Stats) add(l *LoopStats) {
+	s.Accepted += l.Accepted.Load()
+	s.Dialed += l.Dialed.Load()
+	s.DialFailed += l.DialFailed.Load()
+	s.Active += l.Active.Load()
+	s.Paused += l.Paused.Load()
+	s.PauseEvents += l.PauseEvents.Load()
+	s.SpuriousWakes += l.SpuriousWakes.Load()
+	s.LingerExpired += l.LingerExpired.Load()
+}
+
+func addrString(a net.Addr) string {
+	if a == nil {
+		return ""
+	}
+	return a.String()
+}
