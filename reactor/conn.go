@@ -42,11 +42,11 @@ const (
 type connState uint8
 
 const (
-	stateOutbound connState = 1 << iota
-	stateClosing            // Close was called: output drains, then the socket closes
-	stateCloseQueued        // gnet's Close was called
-	stateClosed             // OnClose ran, or the dial failed
-	stateCanceled           // closed while the dial was pending; the handler has been told
+	stateOutbound    connState = 1 << iota
+	stateClosing               // Close was called: output drains, then the socket closes
+	stateCloseQueued           // gnet's Close was called
+	stateClosed                // OnClose ran, or the dial failed
+	stateCanceled              // closed while the dial was pending; the handler has been told
 )
 
 // Conn is one connection on a loop. Its methods must be called on its loop.
@@ -113,8 +113,13 @@ func (c *Conn) LocalAddr() net.Addr {
 // the callback.
 func (c *Conn) Peek(n int) ([]byte, error) { return c.gc.Peek(n) }
 
-// Discard consumes n inbound bytes; n <= 0 consumes all of them.
-func (c *Conn) Discard(n int) { _, _ = c.gc.Discard(n) }
+// Discard consumes n inbound bytes; a negative n consumes all of them and 0
+// consumes none (unlike gnet's Discard, for which 0 means all).
+func (c *Conn) Discard(n int) {
+	if n != 0 {
+		_, _ = c.gc.Discard(n)
+	}
+}
 
 // InboundBuffered returns the number of inbound bytes not yet consumed.
 func (c *Conn) InboundBuffered() int {

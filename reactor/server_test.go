@@ -237,7 +237,7 @@ func (h *closingHandler) OnOpen(c *Conn) {
 	_ = c.Write(h.payload)
 	c.Close()
 }
-func (h *closingHandler) OnTraffic(c *Conn)     { c.Discard(-1) }
+func (h *closingHandler) OnTraffic(c *Conn)    { c.Discard(-1) }
 func (h *closingHandler) OnClose(*Conn, error) {}
 
 func TestCloseDeliversQueuedOutput(t *testing.T) {

@@ -1,0 +1,36 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/urfave/cli/v2"
+)
+
+// logFlags are the logging flags every command takes.
+func logFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error"},
+		&cli.StringFlag{Name: "log-format", Value: "console", Usage: "console (human) or json"},
+	}
+}
+
+// newLogger builds the logger the command's flags ask for.
+func newLogger(c *cli.Context) (zerolog.Logger, error) {
+	lvl, err := zerolog.ParseLevel(c.String("log-level"))
+	if err != nil || lvl == zerolog.NoLevel {
+		return zerolog.Nop(), fmt.Errorf("--log-level %q: want debug, info, warn or error", c.String("log-level"))
+	}
+	var l zerolog.Logger
+	switch f := c.String("log-format"); f {
+	case "json":
+		l = zerolog.New(os.Stderr)
+	case "console":
+		l = zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: time.TimeOnly})
+	default:
+		return zerolog.Nop(), fmt.Errorf("--log-format %q: want console or json", f)
+	}
+	return l.Level(lvl).With().Timestamp().Logger(), nil
+}

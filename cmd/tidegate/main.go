@@ -1,0 +1,54 @@
+// Command tidegate is an event-loop network server and proxy on gnet: a
+// Minecraft-aware proxy, a TLV request/response server, a push server, and
+// the load tools that measure them.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/urfave/cli/v2"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	app := &cli.App{
+		Name:  "tidegate",
+		Usage: "event-loop proxy and servers on gnet",
+		Description: "tidegate runs its connections as callbacks on gnet's event loops: no goroutine per\n" +
+			"connection. Every command takes --log-level and --log-format.",
+		Version: version,
+		Commands: []*cli.Command{
+			serveCommand(),
+			benchCommand(),
+			versionCommand(),
+		},
+	}
+	if err := app.Run(os.Args); err != nil {
+		fmt.Fprintln(os.Stderr, "tidegate:", err)
+		os.Exit(1)
+	}
+}
+
+func versionCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "version",
+		Usage: "print the version",
+		Flags: logFlags(),
+		Action: func(c *cli.Context) error {
+			fmt.Fprintf(c.App.Writer, "tidegate %s\n", version)
+			return nil
+		},
+	}
+}
+
+// benchCommand groups the load generators; each adds itself to Subcommands.
+func benchCommand() *cli.Command {
+	return &cli.Command{
+		Name:        "bench",
+		Usage:       "load generators and paired benchmarks",
+		Subcommands: benchSubcommands(),
+	}
+}

@@ -1,0 +1,37 @@
+package main
+
+import (
+	"runtime"
+	"strings"
+
+	"github.com/tidegate/tidegate/reactor"
+
+	"github.com/urfave/cli/v2"
+)
+
+// reactorFlags are the event-loop settings shared by the servers.
+func reactorFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.IntFlag{Name: "loops", Value: runtime.NumCPU(), Usage: "number of event loops (default: one per core)"},
+		&cli.BoolFlag{Name: "reuseport", Usage: "set SO_REUSEPORT so several processes can share the port (Linux)"},
+		&cli.BoolFlag{Name: "edge-triggered", Usage: "use edge-triggered polling"},
+		&cli.IntFlag{Name: "read-buffer", Value: reactor.DefaultReadBufferCap, Usage: "bytes one read takes from a socket"},
+		&cli.IntFlag{Name: "high-watermark", Value: reactor.DefaultHighWatermark, Usage: "queued output bytes at which the producing connection stops being read"},
+		&cli.IntFlag{Name: "low-watermark", Value: reactor.DefaultLowWatermark, Usage: "queued output bytes under which it is read again"},
+		&cli.DurationFlag{Name: "linger", Value: reactor.DefaultLinger, Usage: "how long a close waits for queued output to drain"},
+	}
+}
+
+// reactorConfig reads reactorFlags; listen is a comma-separated list of addresses.
+func reactorConfig(c *cli.Context, listen string) reactor.Config {
+	return reactor.Config{
+		Addrs:         strings.Split(listen, ","),
+		Loops:         c.Int("loops"),
+		ReusePort:     c.Bool("reuseport"),
+		EdgeTriggered: c.Bool("edge-triggered"),
+		ReadBufferCap: c.Int("read-buffer"),
+		HighWatermark: c.Int("high-watermark"),
+		LowWatermark:  c.Int("low-watermark"),
+		Linger:        c.Duration("linger"),
+	}
+}

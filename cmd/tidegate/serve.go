@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os/signal"
+	"syscall"
+	"time"
+
+	ptlv "github.com/tidegate/tidegate/protocol/tlv"
+	"github.com/tidegate/tidegate/session/tlv"
+
+	"github.com/urfave/cli/v2"
+)
+
+func serveCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "serve",
+		Usage: "run the TLV request/response server (echo)",
+		Description: "Answers each TLV request (type byte, big-endian length, body) with a response of the same\n" +
+			"type and body, in order, one batched write per read. A request without the keep-alive bit\n" +
+			"(the type's high bit) is answered and then the connection is closed. A bad frame gets an\n" +
+			"error frame (type 0x7F) with the reason, then the connection is closed.",
+		Flags: append(append([]cli.Flag{
+			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:7300", Usage: "listen address(es), comma-separated"},
+			&cli.IntFlag{Name: "type-width", Value: 1, Usage: "bytes of the type field: 1 or 2"},
+			&cli.IntFlag{Name: "length-width", Value: 4, Usage: "bytes of the length field: 2 or 4"},
+			&cli.IntFlag{Name: "max-body", Value: 1 << 20, Usage: "largest request body accepted, in bytes"},
+			&cli.DurationFlag{Name: "idle-timeout", Value: 5 * time.Minute, Usage: "close connections idle this long (0: never)"},
+		}, reactorFlags()...), logFlags()...),
+		Action: func(c *cli.Context) error {
+			log, err := newLogger(c)
+			if err != nil {
+				return err
+			}
+			f, err := ptlv.NewFormat(c.Int("type-width"), c.Int("length-width"), c.Int("max-body"))
+			if err != nil {
+				return err
+			}
+			rc := reactorConfig(c, c.String("listen"))
+			rc.Logger = log
+			srv, err := tlv.New(tlv.Config{Reactor: rc, Format: f, IdleTimeout: c.Duration("idle-timeout")})
+			if err != nil {
+				return err
+			}
+			if err := srv.Start(); err != nil {
+				return err
+			}
+			log.Info().Str("listen", c.String("listen")).Int("loops", rc.Loops).Int("max_body", f.MaxBody).Msg("TLV server listening")
+			return runUntilSignal(c.Context, srv.Stop)
+		},
+	}
+}
+
+// runUntilSignal waits for SIGINT or SIGTERM (or ctx), then stops the server
+// within 10 seconds.
+func runUntilSignal(ctx context.Context, stop func(context.Context) error) error {
+	ctx, cancel := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer cancel()
+	<-ctx.Done()
+	sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer scancel()
+	if err := stop(sctx); err != nil {
+		return fmt.Errorf("stopping: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,246 @@
+// Package tlv runs the TLV request/response protocol (protocol/tlv) on the
+// reactor: each connection is a state machine on its loop that answers
+// pipelined requests in order, with one batched write per read.
+package tlv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync/atomic"
+	"time"
+
+	ptlv "github.com/tidegate/tidegate/protocol/tlv"
+	"github.com/tidegate/tidegate/reactor"
+
+	"github.com/rs/zerolog"
+)
+
+// Handler answers requests. It runs on the connection's loop and must not block.
+type Handler interface {
+	// Serve returns the response to a request of type typ. resp may alias req;
+	// otherwise it must stay unchanged until the callback that carried the
+	// request returns (responses are written once per read).
+	Serve(typ uint16, req []byte) (respType uint16, resp []byte)
+}
+
+// Echo answers each request with its own type and body.
+type Echo struct{}
+
+// Serve returns the request unchanged.
+func (Echo) Serve(typ uint16, req []byte) (uint16, []byte) { return typ, req }
+
+// Config configures a Server.
+type Config struct {
+	// Reactor holds the listen addresses, loops and buffer settings.
+	Reactor reactor.Config
+	// Format is the header layout and body limit; zero means ptlv.DefaultFormat.
+	Format ptlv.Format
+	// Handler answers requests; nil means Echo.
+	Handler Handler
+	// IdleTimeout closes connections that send nothing for this long; 0 disables it.
+	IdleTimeout time.Duration
+}
+
+// Server is a TLV server.
+type Server struct {
+	cfg   Config
+	log   zerolog.Logger
+	rs    *reactor.Server
+	stats []loopStats // indexed by reactor.Loop.Index
+}
+
+// loopStats are one loop's counters, padded so loops do not share cache lines.
+type loopStats struct {
+	requests       atomic.Int64
+	bytesIn        atomic.Int64
+	keepAliveClose atomic.Int64
+	idleClose      atomic.Int64
+	bodyTooLarge   atomic.Int64
+	errorType      atomic.Int64
+	_              [16]byte
+}
+
+// Stats are the server's counters.
+type Stats struct {
+	Reactor        reactor.Stats
+	Requests       int64 // requests answered
+	BytesIn        int64 // request bytes consumed
+	KeepAliveClose int64 // connections closed after a request without the keep-alive bit
+	IdleClose      int64 // connections closed by the idle timeout
+	BadFrames      map[string]int64
+}
+
+// New validates cfg and returns a server that is not yet listening.
+func New(cfg Config) (*Server, error) {
+	if cfg.Format == (ptlv.Format{}) {
+		cfg.Format = ptlv.DefaultFormat
+	}
+	if err := cfg.Format.Validate(); err != nil {
+		return nil, fmt.Errorf("tlv server: %w", err)
+	}
+	if cfg.Handler == nil {
+		cfg.Handler = Echo{}
+	}
+	if cfg.IdleTimeout < 0 {
+		return nil, fmt.Errorf("tlv server: idle timeout %v is negative", cfg.IdleTimeout)
+	}
+	s := &Server{cfg: cfg, log: cfg.Reactor.Logger}
+	rs, err := reactor.NewServer(cfg.Reactor, s)
+	if err != nil {
+		return nil, fmt.Errorf("tlv server: %w", err)
+	}
+	s.rs = rs
+	s.cfg.Reactor = rs.Config()
+	s.stats = make([]loopStats, s.cfg.Reactor.Loops)
+	return s, nil
+}
+
+// Start listens and serves in the background.
+func (s *Server) Start() error { return s.rs.Start() }
+
+// Addr returns the bound address of the first listener.
+func (s *Server) Addr() net.Addr {
+	a, err := s.rs.Addr(0)
+	if err != nil {
+		return nil
+	}
+	return a
+}
+
+// Stop closes every connection and waits for the loops to exit.
+func (s *Server) Stop(ctx context.Context) error { return s.rs.Stop(ctx) }
+
+// Reactor returns the underlying reactor server.
+func (s *Server) Reactor() *reactor.Server { return s.rs }
+
+// Stats sums the counters of all loops.
+func (s *Server) Stats() Stats {
+	st := Stats{Reactor: s.rs.Stats(), BadFrames: map[string]int64{}}
+	for i := range s.stats {
+		l := &s.stats[i]
+		st.Requests += l.requests.Load()
+		st.BytesIn += l.bytesIn.Load()
+		st.KeepAliveClose += l.keepAliveClose.Load()
+		st.IdleClose += l.idleClose.Load()
+		st.BadFrames[ptlv.ReasonBodyTooLarge.String()] += l.bodyTooLarge.Load()
+		st.BadFrames[ptlv.ReasonErrorTypeFromClient.String()] += l.errorType.Load()
+	}
+	return st
+}
+
+func (s *Server) loopStats(c *reactor.Conn) *loopStats {
+	return &s.stats[c.Loop().Index()%len(s.stats)]
+}
+
+// session is one connection's state.
+type session struct {
+	srv        *Server
+	c          *reactor.Conn
+	lastActive int64
+	idle       reactor.Timer
+}
+
+// OnOpen implements reactor.Handler.
+func (s *Server) OnOpen(c *reactor.Conn) {
+	ss := &session{srv: s, c: c, lastActive: c.Loop().Now()}
+	c.Value = ss
+	if s.cfg.IdleTimeout > 0 {
+		ss.idle.F = ss.onIdleTimer
+		c.Loop().Schedule(&ss.idle, s.cfg.IdleTimeout)
+	}
+}
+
+// OnClose implements reactor.Handler.
+func (s *Server) OnClose(c *reactor.Conn, err error) {
+	ss := c.Value.(*session)
+	c.Loop().Stop(&ss.idle)
+}
+
+func (ss *session) onIdleTimer() {
+	l := ss.c.Loop()
+	idle := ss.srv.cfg.IdleTimeout
+	if due := ss.lastActive + int64(idle); due > l.Now() {
+		l.ScheduleAt(&ss.idle, due)
+		return
+	}
+	ss.srv.loopStats(ss.c).idleClose.Add(1)
+	ss.srv.log.Debug().Str("remote", ss.c.RemoteAddr().String()).Dur("idle", idle).Msg("closing idle connection")
+	ss.c.Close()
+}
+
+// OnTraffic implements reactor.Handler: it answers every whole request
+// buffered, in order, with one batched write.
+func (s *Server) OnTraffic(c *reactor.Conn) {
+	ss := c.Value.(*session)
+	ss.lastActive = c.Loop().Now()
+	buf, _ := c.Peek(-1)
+	f := s.cfg.Format
+	hl := f.HeaderLen()
+	batch := c.Loop().Batch()
+	consumed, requests := 0, int64(0)
+	closeAfter := false
+	var bad error
+	for consumed < len(buf) {
+		h, n, err := f.Decode(buf[consumed:])
+		if err == nil {
+			err = f.CheckRequest(h)
+		}
+		if err != nil {
+			bad = err
+			break
+		}
+		if n == 0 || consumed+n > len(buf) {
+			break // the rest of the frame has not arrived
+		}
+		typ, resp := s.cfg.Handler.Serve(h.Type, buf[consumed+hl:consumed+n])
+		f.PutHeader(batch.Reserve(hl), ptlv.Header{Type: typ, KeepAlive: h.KeepAlive, Length: len(resp)})
+		batch.Add(resp)
+		consumed += n
+		requests++
+		if !h.KeepAlive {
+			closeAfter = true
+			break
+		}
+	}
+	if bad != nil {
+		s.rejectFrame(c, batch, bad)
+	}
+	if err := batch.WriteTo(c); err != nil {
+		batch.Reset()
+	}
+	st := s.loopStats(c)
+	st.requests.Add(requests)
+	st.bytesIn.Add(int64(consumed))
+	switch {
+	case bad != nil:
+		c.Discard(-1)
+		c.Close()
+	case closeAfter:
+		st.keepAliveClose.Add(1)
+		c.Discard(-1)
+		c.Close()
+	default:
+		c.Discard(consumed)
+		c.Backpressure()
+	}
+}
+
+// rejectFrame appends an error frame for a bad request to the batch, after
+// the responses to the requests before it, and counts and logs it.
+func (s *Server) rejectFrame(c *reactor.Conn, batch *reactor.Batch, err error) {
+	reason := "other"
+	var fe *ptlv.FrameError
+	if errors.As(err, &fe) {
+		reason = fe.Reason.String()
+		switch fe.Reason {
+		case ptlv.ReasonBodyTooLarge:
+			s.loopStats(c).bodyTooLarge.Add(1)
+		case ptlv.ReasonErrorTypeFromClient:
+			s.loopStats(c).errorType.Add(1)
+		}
+	}
+	s.log.Warn().Str("remote", c.RemoteAddr().String()).Str("reason", reason).Err(err).Msg("bad TLV frame: sending error frame and closing")
+	batch.Copy(s.cfg.Format.AppendError(nil, err.Error()))
+}
