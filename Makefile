@@ -17,7 +17,7 @@ build:
 
 # The main job on its embedded default configuration.
 run: build
-	./$(BIN) serve
+	./$(BIN) proxy --demo
 
 test: fmt-check vet staticcheck cross unit
 

@@ -21,7 +21,9 @@ func main() {
 			"connection. Every command takes --log-level and --log-format.",
 		Version: version,
 		Commands: []*cli.Command{
+			proxyCommand(),
 			serveCommand(),
+			backendCommand(),
 			benchCommand(),
 			versionCommand(),
 		},

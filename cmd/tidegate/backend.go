@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/tidegate/tidegate/session/mcbackend"
+)
+
+// backendCommand runs the fake Minecraft backend used by tests and benchmarks.
+func backendCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "backend",
+		Usage: "run a fake Minecraft Java backend that logs clients in offline and echoes play frames",
+		Description: "The backend answers status pings (the reported protocol is the client's own),\n" +
+			"logs clients of any protocol version in offline mode (1.20.2+ through the\n" +
+			"configuration state, with a Login (play) packet for 1.20.2-1.20.4 clients) and\n" +
+			"then echoes every play frame back unchanged, one batched write per read, reading no\n" +
+			"faster than the client drains the echo.\n\n" +
+			"--slow-sink slow consumes at most --slow-rate bytes per second once play begins;\n" +
+			"--slow-sink stall stops reading for good once play begins (to test a proxy's\n" +
+			"backpressure). It runs until interrupted (SIGINT or SIGTERM) and then logs its counters.",
+		Flags: append(append([]cli.Flag{
+			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:25565", Usage: "listen address(es), comma-separated"},
+			&cli.IntFlag{Name: "compression-threshold", Value: -1,
+				Usage: "send Set Compression with this threshold in bytes during login (protocol 47+); -1 turns compression off"},
+			&cli.StringFlag{Name: "slow-sink", Value: "none", Usage: "play input reading: none, slow (at most --slow-rate) or stall (never)"},
+			&cli.StringFlag{Name: "slow-rate", Value: "64KiB", Usage: "bytes per second read in --slow-sink slow mode (suffixes KiB, MiB)"},
+			&cli.StringFlag{Name: "max-frame", Value: "2097151", Usage: "largest play frame body accepted, in bytes (suffixes KiB, MiB)"},
+			&cli.DurationFlag{Name: "login-timeout", Value: mcbackend.DefaultLoginTimeout,
+				Usage: "close connections that have not reached play (or finished a status ping) within this time"},
+			&cli.BoolFlag{Name: "skip-join-game", Usage: "do not send Login (play) to 1.20.2-1.20.4 clients when play begins"},
+		}, reactorFlags()...), logFlags()...),
+		Action: runBackend,
+	}
+}
+
+func runBackend(c *cli.Context) error {
+	log, err := newLogger(c)
+	if err != nil {
+		return err
+	}
+	mode, err := mcbackend.ParseSlowSinkMode(c.String("slow-sink"))
+	if err != nil {
+		return fmt.Errorf("--slow-sink: %w", err)
+	}
+	var sizes [2]int
+	for i, name := range []string{"slow-rate", "max-frame"} {
+		n, err := mcbackend.ParseByteSize(c.String(name))
+		if err != nil {
+			return fmt.Errorf("--%s: %w", name, err)
+		}
+		if n > 1<<31-1 {
+			return fmt.Errorf("--%s %s is too large", name, c.String(name))
+		}
+		sizes[i] = int(n)
+	}
+	threshold := c.Int("compression-threshold")
+	rc := reactorConfig(c, c.String("listen"))
+	rc.Logger = log
+	cfg := mcbackend.Config{
+		Reactor:              rc,
+		Compression:          threshold >= 0,
+		CompressionThreshold: max(threshold, 0),
+		SlowSink:             mode,
+		SlowRate:             sizes[0],
+		MaxFrameLength:       sizes[1],
+		LoginTimeout:         c.Duration("login-timeout"),
+		SkipJoinGame:         c.Bool("skip-join-game"),
+	}
+	if threshold < -1 {
+		return fmt.Errorf("--compression-threshold %d: want -1 (off) or a threshold of 0 or more", threshold)
+	}
+	if mode == mcbackend.SlowSinkSlow && cfg.SlowRate == 0 {
+		return fmt.Errorf("--slow-rate %s: want a positive rate", c.String("slow-rate"))
+	}
+	srv, err := mcbackend.New(cfg)
+	if err != nil {
+		return err
+	}
+	if err := srv.Start(); err != nil {
+		return err
+	}
+	listen := c.String("listen")
+	if addr, err := srv.Addr(0); err == nil {
+		listen = addr.String()
+	}
+	norm := srv.Config()
+	log.Info().Str("listen", listen).Int("loops", norm.Reactor.Loops).Int("compression_threshold", threshold).
+		Str("slow_sink", mode.String()).Int("slow_rate", norm.SlowRate).Dur("login_timeout", norm.LoginTimeout).
+		Msg("fake Minecraft backend listening")
+
+	return runUntilSignal(c.Context, func(ctx context.Context) error {
+		err := srv.Stop(ctx)
+		st := srv.Stats()
+		log.Info().Int64("accepted", st.Reactor.Accepted).Int64("status_requests", st.StatusRequests).
+			Int64("play_started", st.PlayStarted).Int64("echo_frames", st.EchoFrames).Int64("echo_bytes", st.EchoBytes).
+			Int64("slow_pauses", st.SlowPauses).Int64("timeouts", st.Timeouts).Int64("rejected", st.Rejected()).
+			Msg("backend stopped")
+		return err
+	})
+}

@@ -1,0 +1,321 @@
+package mcbackend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/tidegate/tidegate/reactor"
+)
+
+// slowBurst is how far ahead of its rate slow-sink mode may read before it
+// pauses: the burst it allows is SlowRate × slowBurst (at least one frame).
+const slowBurst = 50 * time.Millisecond
+
+// Server is a fake Minecraft Java backend on the reactor: it answers status
+// pings, logs clients in offline and echoes their play frames.
+type Server struct {
+	cfg  Config
+	log  zerolog.Logger
+	rs   *reactor.Server
+	mcfg machineConfig
+
+	loopsMu sync.Mutex
+	loops   atomic.Pointer[[]*loopState]
+}
+
+// loopState is the backend's state for one loop. Only its counters are read
+// from other goroutines.
+type loopState struct {
+	counters loopCounters
+	codec    codec
+	sessions []*session // open connections, for Buffered
+}
+
+// New validates cfg and returns a backend that is not yet listening.
+func New(cfg Config) (*Server, error) {
+	if err := cfg.normalize(); err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg}
+	s.log = cfg.Reactor.Logger.With().Str("component", "mcbackend").Logger()
+	s.mcfg = machineConfig{
+		threshold:    -1,
+		maxFrame:     cfg.MaxFrameLength,
+		maxLoginSize: cfg.MaxLoginFrameLength,
+		skipJoinGame: cfg.SkipJoinGame,
+		online:       s.playing,
+	}
+	if cfg.Compression {
+		s.mcfg.threshold = cfg.CompressionThreshold
+	}
+	s.loops.Store(&[]*loopState{})
+	rs, err := reactor.NewServer(cfg.Reactor, &handler{srv: s})
+	if err != nil {
+		return nil, fmt.Errorf("mcbackend: %w", err)
+	}
+	s.rs = rs
+	s.cfg.Reactor = rs.Config()
+	return s, nil
+}
+
+// Config returns the backend's configuration with defaults filled in.
+func (s *Server) Config() Config { return s.cfg }
+
+// Start listens and runs the loops in the background; see reactor.Server.Start.
+func (s *Server) Start() error { return s.rs.Start() }
+
+// Addr returns the bound address of the i-th listen address.
+func (s *Server) Addr(i int) (net.Addr, error) { return s.rs.Addr(i) }
+
+// Stop closes the listeners and every connection, and waits for the loops
+// to exit or ctx to end.
+func (s *Server) Stop(ctx context.Context) error { return s.rs.Stop(ctx) }
+
+// Done is closed when the backend has stopped.
+func (s *Server) Done() <-chan struct{} { return s.rs.Done() }
+
+// Stats returns a snapshot of the backend's counters.
+func (s *Server) Stats() Stats {
+	st := Stats{Reactor: s.rs.Stats()}
+	for _, ls := range *s.loops.Load() {
+		if ls != nil {
+			st.add(&ls.counters)
+		}
+	}
+	return st
+}
+
+// Buffered returns the bytes the backend holds for its open connections:
+// input received but not consumed and output not yet taken by the kernel,
+// each summed over connections. It runs on every loop and waits for them.
+func (s *Server) Buffered() (inbound, outbound int, err error) {
+	loops := s.rs.Loops()
+	type sums struct{ in, out int }
+	results := make(chan sums, len(loops))
+	for _, l := range loops {
+		err := l.Execute(func() {
+			var r sums
+			for _, ss := range s.loopState(l).sessions {
+				r.in += ss.c.InboundBuffered()
+				r.out += ss.c.OutboundBuffered()
+			}
+			results <- r
+		})
+		if err != nil {
+			return 0, 0, fmt.Errorf("mcbackend: buffered: loop %d: %w", l.Index(), err)
+		}
+	}
+	for range loops {
+		select {
+		case r := <-results:
+			inbound += r.in
+			outbound += r.out
+		case <-s.rs.Done():
+			return 0, 0, errors.New("mcbackend: buffered: server stopped")
+		}
+	}
+	return inbound, outbound, nil
+}
+
+// playing returns the number of connections in play, for the status JSON.
+func (s *Server) playing() int64 {
+	var n int64
+	for _, ls := range *s.loops.Load() {
+		if ls != nil {
+			n += ls.counters.playing.Load()
+		}
+	}
+	return n
+}
+
+// loopState returns the state of loop l, creating it on first use.
+func (s *Server) loopState(l *reactor.Loop) *loopState {
+	i := l.Index()
+	if cur := *s.loops.Load(); i < len(cur) && cur[i] != nil {
+		return cur[i]
+	}
+	s.loopsMu.Lock()
+	defer s.loopsMu.Unlock()
+	cur := *s.loops.Load()
+	if i < len(cur) && cur[i] != nil {
+		return cur[i]
+	}
+	next := make([]*loopState, max(len(cur), i+1))
+	copy(next, cur)
+	next[i] = &loopState{}
+	s.loops.Store(&next)
+	return next[i]
+}
+
+// session is one connection's state.
+type session struct {
+	srv  *Server
+	c    *reactor.Conn
+	ls   *loopState
+	m    machine
+	slot int // position in ls.sessions
+
+	deadline reactor.Timer // login timeout
+	resume   reactor.Timer // slow-sink: read again
+	readyAt  int64         // slow-sink: loop time at which the bytes read so far are paid for
+}
+
+// handler runs the backend's sessions on the loops.
+type handler struct{ srv *Server }
+
+func (h *handler) OnOpen(c *reactor.Conn) {
+	srv := h.srv
+	ls := srv.loopState(c.Loop())
+	s := &session{srv: srv, c: c, ls: ls}
+	s.m = newMachine(&srv.mcfg, &ls.codec, &ls.counters)
+	s.deadline.F = s.onDeadline
+	s.resume.F = s.onResume
+	s.slot = len(ls.sessions)
+	ls.sessions = append(ls.sessions, s)
+	c.Value = s
+	if srv.cfg.LoginTimeout > 0 {
+		c.Loop().Schedule(&s.deadline, srv.cfg.LoginTimeout)
+	}
+}
+
+func (h *handler) OnTraffic(c *reactor.Conn) {
+	s := c.Value.(*session)
+	if s.m.need > 0 && c.InboundBuffered() < s.m.need {
+		return // the next frame is not whole yet
+	}
+	in, err := c.Peek(-1)
+	if err != nil || len(in) == 0 {
+		return
+	}
+	out := c.Loop().Batch()
+	consumed := 0
+	if s.m.phase < phasePlay {
+		consumed, err = s.m.advance(in, out)
+		if err == nil && s.m.phase == phasePlay {
+			s.startPlay()
+		}
+	}
+	if err == nil && s.m.phase == phasePlay && !c.Paused() && consumed < len(in) {
+		var n, frames int
+		n, frames, err = s.m.echo(in[consumed:], s.readBudget(), out)
+		consumed += n
+		s.ls.counters.echoFrames.Add(int64(frames))
+		s.ls.counters.echoBytes.Add(int64(n))
+		s.spend(n)
+	}
+	// The batch may reference in, so it is written before in is discarded.
+	_ = out.WriteTo(c)
+	if consumed > 0 {
+		c.Discard(consumed)
+	}
+	switch {
+	case err != nil:
+		s.reject(err)
+	case s.m.phase == phaseDone:
+		c.Close()
+	default:
+		c.Backpressure()
+	}
+}
+
+func (h *handler) OnClose(c *reactor.Conn, _ error) {
+	s := c.Value.(*session)
+	l := c.Loop()
+	l.Stop(&s.deadline)
+	l.Stop(&s.resume)
+	if s.m.phase == phasePlay {
+		s.ls.counters.playing.Add(-1)
+	}
+	ss := s.ls.sessions
+	last := len(ss) - 1
+	ss[s.slot] = ss[last]
+	ss[s.slot].slot = s.slot
+	ss[last] = nil
+	s.ls.sessions = ss[:last]
+}
+
+// startPlay sets the connection up for play once the machine has entered it.
+func (s *session) startPlay() {
+	c, l := s.c, s.c.Loop()
+	l.Stop(&s.deadline)
+	s.ls.counters.playStarted.Add(1)
+	s.ls.counters.playing.Add(1)
+	c.SetSink(c) // the echo goes back into c: stop reading c while its output is full
+	s.srv.log.Debug().Str("remote", remote(c)).Bytes("username", s.m.username()).
+		Int32("protocol", s.m.protocol).Str("forge", s.m.forge.String()).
+		Bool("compressed", s.m.compressed).Msg("client entered play")
+	switch s.srv.cfg.SlowSink {
+	case SlowSinkStall:
+		s.ls.counters.stalled.Add(1)
+		c.PauseRead()
+	case SlowSinkSlow:
+		s.readyAt = l.Now()
+	}
+}
+
+// readBudget returns how many play bytes may be consumed now: unlimited
+// unless in slow-sink mode.
+func (s *session) readBudget() int {
+	if s.srv.cfg.SlowSink != SlowSinkSlow {
+		return int(^uint(0) >> 1)
+	}
+	now := s.c.Loop().Now()
+	ahead := now + int64(slowBurst) - max(s.readyAt, now) // idle time earns no credit
+	if ahead <= 0 {
+		return 1 // still admits one frame; spend pauses afterwards
+	}
+	return int(max(1, ahead*int64(s.srv.cfg.SlowRate)/int64(time.Second)))
+}
+
+// spend accounts for n play bytes consumed in slow-sink mode, and stops
+// reading until they are paid for when the reads got ahead of the rate.
+func (s *session) spend(n int) {
+	if s.srv.cfg.SlowSink != SlowSinkSlow || n == 0 {
+		return
+	}
+	l := s.c.Loop()
+	now := l.Now()
+	s.readyAt = max(s.readyAt, now) + int64(n)*int64(time.Second)/int64(s.srv.cfg.SlowRate)
+	if s.readyAt > now+int64(slowBurst) {
+		s.ls.counters.slowPauses.Add(1)
+		s.c.PauseRead()
+		l.ScheduleAt(&s.resume, s.readyAt-int64(slowBurst))
+	}
+}
+
+func (s *session) onResume() { s.c.ResumeRead() }
+
+func (s *session) onDeadline() {
+	if s.c.Closing() {
+		return
+	}
+	s.ls.counters.timeouts.Add(1)
+	s.srv.log.Info().Str("remote", remote(s.c)).Str("phase", s.m.phase.String()).
+		Int32("protocol", s.m.protocol).Dur("timeout", s.srv.cfg.LoginTimeout).
+		Msg("closing connection: login did not finish in time")
+	s.c.Close()
+}
+
+// reject closes the connection after bad input, logging and counting why.
+func (s *session) reject(err error) {
+	r := reasonOf(err)
+	s.ls.counters.rejected[r].Add(1)
+	s.srv.log.Warn().Str("remote", remote(s.c)).Str("reason", r.String()).
+		Str("phase", s.m.phase.String()).Int32("protocol", s.m.protocol).Err(err).
+		Msg("closing connection on bad input")
+	s.c.Close()
+}
+
+func remote(c *reactor.Conn) string {
+	if a := c.RemoteAddr(); a != nil {
+		return a.String()
+	}
+	return ""
+}

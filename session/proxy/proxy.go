@@ -1,0 +1,179 @@
+// Package proxy is tidegate's Minecraft-aware proxy and raw TCP relay. Each
+// client and its backend are two connections on the same event loop; the
+// session that joins them is a state machine run by their callbacks.
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/tidegate/tidegate/reactor"
+
+	"github.com/rs/zerolog"
+)
+
+// Proxy serves the listeners of a Config.
+type Proxy struct {
+	cfg    *Config
+	log    zerolog.Logger
+	rs     *reactor.Server
+	router *router
+	ports  map[int]*ListenerConfig // listener by port, for connections accepted on several listeners
+	raw    map[*ListenerConfig]*group
+
+	loops []loopState // indexed by reactor.Loop.Index
+
+	sessions atomic.Int64 // admitted sessions, for max_sessions
+	ipMu     sync.Mutex
+	perIP    map[string]int
+
+	backendSide backendHandler
+}
+
+// loopState is what the proxy keeps per loop: counters and random state.
+type loopState struct {
+	counters loopCounters
+	rnd      uint64
+}
+
+// New builds a proxy from a validated configuration; log receives its logs.
+func New(cfg *Config, log zerolog.Logger) (*Proxy, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	p := &Proxy{
+		cfg:    cfg,
+		log:    log,
+		router: newRouter(cfg),
+		ports:  map[int]*ListenerConfig{},
+		raw:    map[*ListenerConfig]*group{},
+		perIP:  map[string]int{},
+	}
+	p.backendSide.p = p
+	addrs := make([]string, len(cfg.Listeners))
+	for i := range cfg.Listeners {
+		l := &cfg.Listeners[i]
+		addrs[i] = "tcp://" + l.Listen
+		_, port, _ := net.SplitHostPort(l.Listen)
+		n, _ := strconv.Atoi(port)
+		p.ports[n] = l
+		if l.Mode == ModeRaw {
+			p.raw[l] = p.router.groups[l.Group]
+		}
+	}
+	rs, err := reactor.NewServer(reactor.Config{
+		Addrs:         addrs,
+		Loops:         cfg.Loops,
+		HighWatermark: cfg.Limits.HighWatermark,
+		LowWatermark:  cfg.Limits.LowWatermark,
+		Logger:        log,
+	}, (*clientHandler)(p))
+	if err != nil {
+		return nil, fmt.Errorf("proxy: %w", err)
+	}
+	p.rs = rs
+	p.loops = make([]loopState, rs.Config().Loops)
+	for i := range p.loops {
+		p.loops[i].rnd = uint64(i)*0x9E3779B97F4A7C15 + 0x2545F4914F6CDD1D
+	}
+	return p, nil
+}
+
+// Start listens and serves in the background.
+func (p *Proxy) Start() error {
+	if err := p.rs.Start(); err != nil {
+		return fmt.Errorf("proxy: %w", err)
+	}
+	return nil
+}
+
+// Addr returns the bound address of the i-th listener.
+func (p *Proxy) Addr(i int) (net.Addr, error) { return p.rs.Addr(i) }
+
+// Stop closes every connection and waits for the loops to exit.
+func (p *Proxy) Stop(ctx context.Context) error { return p.rs.Stop(ctx) }
+
+// Stats sums the counters of all loops.
+func (p *Proxy) Stats() Stats {
+	st := Stats{Reactor: p.rs.Stats(), Rejected: map[string]int64{}}
+	for i := range p.loops {
+		c := &p.loops[i].counters
+		st.Accepted += c.accepted.Load()
+		st.Active += c.active.Load()
+		st.Routed += c.routed.Load()
+		st.ConnectFailed += c.connectFailed.Load()
+		st.BytesC2S += c.bytesC2S.Load()
+		st.BytesS2C += c.bytesS2C.Load()
+		st.FramesC2S += c.framesC2S.Load()
+		st.FramesS2C += c.framesS2C.Load()
+		st.Unframed += c.unframed.Load()
+		for r := reason(0); r < numReasons; r++ {
+			if n := c.rejected[r].Load(); n > 0 {
+				st.Rejected[r.String()] += n
+			}
+		}
+	}
+	return st
+}
+
+func (p *Proxy) loopOf(c *reactor.Conn) *loopState {
+	return &p.loops[c.Loop().Index()%len(p.loops)]
+}
+
+// listenerOf returns the listener that accepted c.
+func (p *Proxy) listenerOf(c *reactor.Conn) *ListenerConfig {
+	if len(p.cfg.Listeners) == 1 {
+		return &p.cfg.Listeners[0]
+	}
+	if a, ok := c.LocalAddr().(*net.TCPAddr); ok {
+		if l := p.ports[a.Port]; l != nil {
+			return l
+		}
+	}
+	return &p.cfg.Listeners[0]
+}
+
+// admit applies the session limits; it returns the reason for a refusal.
+func (p *Proxy) admit(ip string) (reason, bool) {
+	lim := p.cfg.Limits
+	if n := p.sessions.Add(1); lim.MaxSessions > 0 && n > int64(lim.MaxSessions) {
+		p.sessions.Add(-1)
+		return reasonMaxSessions, false
+	}
+	if lim.MaxSessionsPerIP > 0 {
+		p.ipMu.Lock()
+		n := p.perIP[ip]
+		if n >= lim.MaxSessionsPerIP {
+			p.ipMu.Unlock()
+			p.sessions.Add(-1)
+			return reasonMaxSessionsPerIP, false
+		}
+		p.perIP[ip] = n + 1
+		p.ipMu.Unlock()
+	}
+	return 0, true
+}
+
+func (p *Proxy) release(ip string) {
+	p.sessions.Add(-1)
+	if p.cfg.Limits.MaxSessionsPerIP > 0 {
+		p.ipMu.Lock()
+		if n := p.perIP[ip] - 1; n > 0 {
+			p.perIP[ip] = n
+		} else {
+			delete(p.perIP, ip)
+		}
+		p.ipMu.Unlock()
+	}
+}
+
+func remoteIP(c *reactor.Conn) string {
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		return a.IP.String()
+	}
+	return ""
+}

@@ -1,0 +1,594 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidegate/tidegate/protocol/mc"
+	"github.com/tidegate/tidegate/reactor"
+	"github.com/tidegate/tidegate/session/mcbackend"
+
+	"github.com/rs/zerolog"
+)
+
+func testLogger(t *testing.T) zerolog.Logger {
+	return zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel)
+}
+
+// startProxy starts a proxy from YAML in which the listen address is
+// 127.0.0.1:0; it returns the proxy and its first listener's address.
+func startProxy(t *testing.T, yamlText string) (*Proxy, string) {
+	t.Helper()
+	cfg, err := ParseConfig([]byte(yamlText))
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	if cfg.Loops == 0 {
+		cfg.Loops = 2
+	}
+	p, err := New(cfg, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := p.Stop(ctx); err != nil {
+			t.Errorf("stopping proxy: %v", err)
+		}
+	})
+	a, err := p.Addr(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, a.String()
+}
+
+// startBackend starts tidegate's fake Minecraft backend.
+func startBackend(t *testing.T, cfg mcbackend.Config) string {
+	t.Helper()
+	cfg.Reactor.Addrs = []string{"tcp://127.0.0.1:0"}
+	cfg.Reactor.Loops = 1
+	cfg.Reactor.Logger = testLogger(t)
+	b, err := mcbackend.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = b.Stop(ctx)
+	})
+	a, err := b.Addr(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a.String()
+}
+
+func mcConfig(backend string, extra string) string {
+	return fmt.Sprintf(`
+listeners: [{listen: "127.0.0.1:0"}]
+default_group: main
+groups: {main: {backends: [{addr: %q}]}}
+%s`, backend, extra)
+}
+
+func dial(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// readPacket reads one uncompressed frame and returns its packet id and data.
+func readPacket(t *testing.T, r io.Reader) (int32, []byte) {
+	t.Helper()
+	var hdr []byte
+	for {
+		var b [1]byte
+		if _, err := io.ReadFull(r, b[:]); err != nil {
+			t.Fatalf("reading frame length: %v", err)
+		}
+		hdr = append(hdr, b[0])
+		if b[0]&0x80 == 0 {
+			break
+		}
+	}
+	n, _, err := mc.ReadVarInt(hdr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r, body); err != nil {
+		t.Fatalf("reading frame body of %d: %v", n, err)
+	}
+	id, data, err := mc.ParsePacketID(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id, data
+}
+
+func handshake(proto int32, addr string, next int32) []byte {
+	return mc.AppendHandshake(nil, mc.Handshake{ProtocolVersion: proto, Address: []byte(addr), Port: 25565, NextState: next})
+}
+
+func loginStart(name string) []byte {
+	return mc.AppendPacket(nil, mc.PacketLoginStart, mc.AppendString(nil, []byte(name)))
+}
+
+// login17 logs in with protocol 5 (1.7.10) and returns once play begins.
+func login17(t *testing.T, c net.Conn, host, name string) {
+	t.Helper()
+	if _, err := c.Write(append(handshake(mc.Protocol1_7_10, host, mc.NextStateLogin), loginStart(name)...)); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		id, data := readPacket(t, c)
+		if id == mc.PacketLoginSuccess {
+			return
+		}
+		if id == mc.PacketLoginDisconnect {
+			t.Fatalf("disconnected during login: %s", data)
+		}
+	}
+}
+
+// echo sends a play packet and checks the backend's echo.
+func echo(t *testing.T, c net.Conn, payload []byte) {
+	t.Helper()
+	if _, err := c.Write(mc.AppendPacket(nil, 0x03, payload)); err != nil {
+		t.Fatal(err)
+	}
+	id, data := readPacket(t, c)
+	if id != 0x03 || !bytes.Equal(data, payload) {
+		t.Fatalf("echo: id %#x, %d bytes; want 0x03, %d bytes", id, len(data), len(payload))
+	}
+}
+
+func TestStatusThroughProxy(t *testing.T) {
+	be := startBackend(t, mcbackend.Config{})
+	_, addr := startProxy(t, mcConfig(be, ""))
+	c := dial(t, addr)
+	msg := append(handshake(mc.Protocol1_20_2, "localhost", mc.NextStateStatus), mc.AppendPacket(nil, mc.PacketStatusRequest, nil)...)
+	if _, err := c.Write(msg); err != nil {
+		t.Fatal(err)
+	}
+	id, data := readPacket(t, c)
+	if id != mc.PacketStatusResponse || !bytes.Contains(data, []byte("tidegate")) {
+		t.Fatalf("status response: id %#x %q", id, data)
+	}
+	if _, err := c.Write(mc.AppendPacket(nil, mc.PacketPing, []byte{0, 0, 0, 0, 0, 0, 0x12, 0x34})); err != nil {
+		t.Fatal(err)
+	}
+	id, data = readPacket(t, c)
+	if id != mc.PacketPong || !bytes.Equal(data, []byte{0, 0, 0, 0, 0, 0, 0x12, 0x34}) {
+		t.Fatalf("pong: id %#x %x", id, data)
+	}
+}
+
+// recordingBackend accepts one connection, reads want bytes, reports them,
+// and then echoes whatever else arrives.
+func recordingBackend(t *testing.T, want int) (string, <-chan []byte) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	got := make(chan []byte, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		buf := make([]byte, want)
+		if _, err := io.ReadFull(c, buf); err != nil {
+			got <- nil
+			return
+		}
+		got <- buf
+		_, _ = io.Copy(c, c)
+	}()
+	return ln.Addr().String(), got
+}
+
+// TestForgeHandshakePassesUnchangedAndRoutesByHost sends a 1.7.10 Forge
+// handshake (\0FML\0 in the address) for a routed host: it must reach that
+// host's backend byte for byte.
+func TestForgeHandshakePassesUnchangedAndRoutesByHost(t *testing.T) {
+	hs := handshake(mc.Protocol1_7_10, "Mods.Example.COM.\x00FML\x00", mc.NextStateLogin)
+	ls := loginStart("Steve")
+	sent := append(append([]byte(nil), hs...), ls...)
+	modded, got := recordingBackend(t, len(sent))
+	other := startBackend(t, mcbackend.Config{})
+	_, addr := startProxy(t, fmt.Sprintf(`
+listeners: [{listen: "127.0.0.1:0"}]
+routes: [{hosts: [mods.example.com], group: modded}]
+default_group: vanilla
+groups:
+  modded: {backends: [{addr: %q}]}
+  vanilla: {backends: [{addr: %q}]}
+`, modded, other))
+	c := dial(t, addr)
+	if _, err := c.Write(sent); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case b := <-got:
+		if !bytes.Equal(b, sent) {
+			t.Fatalf("backend got %q\nwant        %q", b, sent)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the routed backend got nothing")
+	}
+	// The relay is transparent after the handshake: the echo comes back.
+	payload := []byte("forge play data")
+	if _, err := c.Write(mc.AppendPacket(nil, 0x03, payload)); err != nil {
+		t.Fatal(err)
+	}
+	if id, data := readPacket(t, c); id != 0x03 || !bytes.Equal(data, payload) {
+		t.Fatalf("echo via routed backend: %#x %q", id, data)
+	}
+}
+
+func TestLoginAndEchoManyFrames(t *testing.T) {
+	be := startBackend(t, mcbackend.Config{})
+	p, addr := startProxy(t, mcConfig(be, ""))
+	c := dial(t, addr)
+	login17(t, c, "localhost", "Alex")
+	rng := rand.New(rand.NewPCG(1, 1))
+	for i := 0; i < 50; i++ {
+		payload := make([]byte, rng.IntN(20000))
+		for j := range payload {
+			payload[j] = byte(rng.Uint32())
+		}
+		echo(t, c, payload)
+	}
+	waitFor(t, func() bool { st := p.Stats(); return st.FramesC2S >= 52 && st.FramesS2C >= 51 })
+	st := p.Stats()
+	if st.Routed != 1 || st.Accepted != 1 {
+		t.Fatalf("stats: %+v", st)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in 10s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestUnknownHostGetsDisconnectMessage(t *testing.T) {
+	be := startBackend(t, mcbackend.Config{})
+	p, addr := startProxy(t, fmt.Sprintf(`
+listeners: [{listen: "127.0.0.1:0"}]
+routes: [{hosts: [known.example], group: main}]
+groups: {main: {backends: [{addr: %q}]}}
+`, be))
+	c := dial(t, addr)
+	if _, err := c.Write(append(handshake(764, "unknown.example", mc.NextStateLogin), loginStart("Bob")...)); err != nil {
+		t.Fatal(err)
+	}
+	id, data := readPacket(t, c)
+	if id != mc.PacketLoginDisconnect || !strings.Contains(string(data), "Unknown server address") {
+		t.Fatalf("want a login disconnect, got id %#x %q", id, data)
+	}
+	if _, err := c.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+		t.Fatalf("connection not closed after the disconnect: %v", err)
+	}
+	if n := p.Stats().Rejected["unknown_host"]; n != 1 {
+		t.Fatalf("unknown_host counted %d times", n)
+	}
+	// A status ping for an unknown host is answered by the proxy itself.
+	c2 := dial(t, addr)
+	if _, err := c2.Write(append(handshake(764, "unknown.example", mc.NextStateStatus), mc.AppendPacket(nil, 0, nil)...)); err != nil {
+		t.Fatal(err)
+	}
+	if id, data := readPacket(t, c2); id != 0 || !strings.Contains(string(data), "Unknown host") {
+		t.Fatalf("local status: %#x %q", id, data)
+	}
+}
+
+func TestBadInputIsCountedAndClosedCleanly(t *testing.T) {
+	be := startBackend(t, mcbackend.Config{})
+	refused := func() string { // a port nobody listens on
+		ln, _ := net.Listen("tcp", "127.0.0.1:0")
+		a := ln.Addr().String()
+		ln.Close()
+		return a
+	}()
+	cases := []struct {
+		name    string
+		backend string
+		limits  string
+		send    []byte
+		reason  string
+		message string // expected disconnect text, "" for a plain close
+	}{
+		{"garbage", be, "", []byte("\x05hello"), "bad_handshake", ""},
+		{"oversized varint", be, "", []byte{0xff, 0xff, 0xff, 0xff, 0x0f}, "bad_frame", ""},
+		{"frame over limit", be, "limits: {max_frame: 1000}", append(mc.AppendVarInt(nil, 5000), make([]byte, 100)...), "bad_frame", ""},
+		{"legacy ping", be, "", []byte{0xfe, 0x01}, "legacy_ping", ""},
+		{"handshake never completes", be, "limits: {handshake_timeout: 100ms}", []byte{0x10, 0x00}, "handshake_timeout", ""},
+		{"preroute cap", be, "limits: {preroute_bytes: 100}", append(mc.AppendVarInt(nil, 1000), make([]byte, 300)...), "preroute_cap", ""},
+		{"bad login start", be, "", append(handshake(5, "localhost", 2), mc.AppendPacket(nil, 0, mc.AppendString(nil, []byte("this-name-is-far-too-long")))...), "bad_login_start", "Protocol error"},
+		{"backend refuses", refused, "", append(handshake(5, "localhost", 2), loginStart("Zed")...), "backend_unavailable", "not available"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p, addr := startProxy(t, mcConfig(tc.backend, tc.limits))
+			// Another session on the same proxy is untouched by the bad one.
+			var good net.Conn
+			if tc.backend == be {
+				good = dial(t, addr)
+				login17(t, good, "localhost", "Good")
+			}
+			c := dial(t, addr)
+			if _, err := c.Write(tc.send); err != nil {
+				t.Fatal(err)
+			}
+			got, err := io.ReadAll(c)
+			if err != nil {
+				t.Fatalf("want a clean close, got %v", err)
+			}
+			if tc.message != "" && !bytes.Contains(got, []byte(tc.message)) {
+				t.Fatalf("want a disconnect saying %q, got %q", tc.message, got)
+			}
+			if tc.message == "" && len(got) != 0 {
+				t.Fatalf("want a plain close, got %q", got)
+			}
+			waitFor(t, func() bool { return p.Stats().Rejected[tc.reason] == 1 })
+			if good != nil {
+				echo(t, good, []byte("still fine"))
+			}
+		})
+	}
+}
+
+func rawConfig(backend string) string {
+	return fmt.Sprintf(`
+listeners: [{listen: "127.0.0.1:0", mode: raw, group: main}]
+groups: {main: {backends: [{addr: %q}]}}
+limits: {high_watermark: 262144, low_watermark: 131072}
+`, backend)
+}
+
+// TestBackendCloseDeliversEverythingToSlowClient: the backend sends 64 MiB
+// and closes at once; a slow client must still receive all of it.
+func TestBackendCloseDeliversEverythingToSlowClient(t *testing.T) {
+	const size = 64 << 20
+	data := make([]byte, size)
+	rng := rand.New(rand.NewPCG(5, 6))
+	for i := range data {
+		data[i] = byte(rng.Uint32())
+	}
+	want := sha256.Sum256(data)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		_, _ = c.Write(data)
+		_ = c.Close()
+	}()
+	p, addr := startProxy(t, rawConfig(ln.Addr().String()))
+	c := dial(t, addr)
+	_ = c.(*net.TCPConn).SetReadBuffer(64 << 10)
+	h := sha256.New()
+	buf := make([]byte, 32<<10)
+	total := 0
+	for {
+		n, err := c.Read(buf)
+		h.Write(buf[:n])
+		total += n
+		if total < 8<<20 {
+			time.Sleep(time.Millisecond) // slow at first, so the proxy must hold back
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("after %d bytes: %v", total, err)
+		}
+	}
+	if total != size || !bytes.Equal(h.Sum(nil), want[:]) {
+		t.Fatalf("client got %d bytes (checksum match %v), want %d", total, bytes.Equal(h.Sum(nil), want[:]), size)
+	}
+	if st := p.Stats(); st.Reactor.PauseEvents == 0 {
+		t.Fatalf("the backend was never paused for the slow client: %+v", st.Reactor)
+	}
+}
+
+// TestFloodTowardStalledBackendStaysBounded: a client floods toward a
+// backend that does not read; the proxy must stop reading the client and its
+// heap must not grow with the flood; when the backend reads again, every
+// byte arrives in order.
+func TestFloodTowardStalledBackendStaysBounded(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	resume := make(chan struct{})
+	result := make(chan [32]byte, 1)
+	const size = 48 << 20
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		_ = c.(*net.TCPConn).SetReadBuffer(64 << 10)
+		<-resume
+		h := sha256.New()
+		_, _ = io.CopyN(h, c, size)
+		var sum [32]byte
+		copy(sum[:], h.Sum(nil))
+		result <- sum
+	}()
+	p, addr := startProxy(t, rawConfig(ln.Addr().String()))
+	c := dial(t, addr)
+	data := make([]byte, size)
+	rng := rand.New(rand.NewPCG(9, 9))
+	for i := range data {
+		data[i] = byte(rng.Uint32())
+	}
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	go func() { _, _ = c.Write(data) }()
+	waitFor(t, func() bool { return p.Stats().Reactor.Paused > 0 })
+	time.Sleep(300 * time.Millisecond)
+	b1 := p.Stats().BytesC2S
+	time.Sleep(300 * time.Millisecond)
+	if b2 := p.Stats().BytesC2S; b2 != b1 {
+		t.Fatalf("proxy kept relaying toward a stalled backend: %d -> %d", b1, b2)
+	}
+	runtime.GC()
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	if grown := int64(after.HeapAlloc) - int64(before.HeapAlloc); grown > 8<<20 {
+		t.Fatalf("heap grew by %d bytes while the backend stalled", grown)
+	}
+	close(resume)
+	select {
+	case sum := <-result:
+		if sum != sha256.Sum256(data) {
+			t.Fatal("backend received different bytes than the client sent")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("backend did not receive everything after resuming")
+	}
+}
+
+// TestManySessionsNoGoroutineGrowth opens 2,000 sessions through one proxy;
+// the goroutine count must not grow with them and every echo must be right.
+func TestManySessionsNoGoroutineGrowth(t *testing.T) {
+	if testing.Short() {
+		t.Skip("2,000 sessions")
+	}
+	be := startBackend(t, mcbackend.Config{})
+	p, addr := startProxy(t, mcConfig(be, "limits: {max_sessions: 0}"))
+	runtime.GC()
+	before := sessionGoroutines()
+	const n = 2000
+	conns := make([]net.Conn, n)
+	for i := range conns {
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			t.Fatalf("session %d: %v", i, err)
+		}
+		_ = c.SetDeadline(time.Now().Add(60 * time.Second))
+		conns[i] = c
+		defer c.Close()
+		if _, err := c.Write(append(handshake(mc.Protocol1_7_10, "localhost", mc.NextStateLogin), loginStart(fmt.Sprintf("p%d", i))...)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range conns {
+		for {
+			id, _ := readPacket(t, c)
+			if id == mc.PacketLoginSuccess {
+				break
+			}
+		}
+	}
+	waitFor(t, func() bool { return p.Stats().Routed == n })
+	// Let dial goroutines finish, then count.
+	time.Sleep(200 * time.Millisecond)
+	if g := sessionGoroutines(); g > before+10 {
+		t.Fatalf("goroutines grew from %d to %d with %d sessions", before, g, n)
+	}
+	for i, c := range conns {
+		payload := []byte(fmt.Sprintf("session %d payload", i))
+		if _, err := c.Write(mc.AppendPacket(nil, 0x03, payload)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, c := range conns {
+		id, data := readPacket(t, c)
+		if id != 0x03 || string(data) != fmt.Sprintf("session %d payload", i) {
+			t.Fatalf("session %d: echo %#x %q", i, id, data)
+		}
+	}
+	if st := p.Stats(); st.Active != n {
+		t.Fatalf("active sessions %d, want %d", st.Active, n)
+	}
+}
+
+func TestConfigValidationReportsEveryProblem(t *testing.T) {
+	_, err := ParseConfig([]byte(`
+listeners: [{listen: "nope", mode: quic}, {listen: "127.0.0.1:1", mode: raw}]
+default_group: missing
+routes: [{hosts: [a.example, A.example.], group: g}]
+groups: {g: {backends: [{addr: "x", weight: -1}]}}
+limits: {low_watermark: 10, high_watermark: 5}
+`))
+	if err == nil {
+		t.Fatal("invalid config accepted")
+	}
+	for _, want := range []string{
+		"listeners[0].listen", "listeners[0].mode", "listeners[1].group", "default_group",
+		"routes[0].hosts[1]", "groups.g.backends[0].addr", "groups.g.backends[0].weight", "limits: watermarks",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not name %s:\n%v", want, err)
+		}
+	}
+	if _, err := ParseConfig([]byte("listeners: [{listen: ':1'}]\nbogus: 1\n")); err == nil || !strings.Contains(err.Error(), "bogus") {
+		t.Errorf("unknown field not reported: %v", err)
+	}
+	if _, err := LoadConfig(""); err != nil {
+		t.Fatalf("embedded default config is invalid: %v", err)
+	}
+}
+
+var _ = reactor.DefaultLinger
+
+// sessionGoroutines counts goroutines other than idle workers of gnet's
+// worker pool (ants), which gnet keeps for 10 s after a dial registers a
+// connection and which do not belong to any session.
+func sessionGoroutines() int {
+	buf := make([]byte, 8<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	n := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.TrimSpace(g) == "" || strings.Contains(g, "panjf2000/ants") {
+			continue
+		}
+		n++
+	}
+	return n
+}

@@ -1,0 +1,432 @@
+package proxy
+
+import (
+	"errors"
+	"strconv"
+
+	"github.com/tidegate/tidegate/protocol/mc"
+	"github.com/tidegate/tidegate/reactor"
+)
+
+// state is where a session is in its life.
+type state uint8
+
+const (
+	stHandshake   state = iota // waiting for the handshake frame
+	stLoginStart               // waiting for Login Start (username)
+	stLocalStatus              // answering a status ping for an unknown host ourselves
+	stConnecting               // backend dial in flight; client bytes wait unconsumed
+	stRelay                    // both connected: bytes flow both ways
+	stDone                     // closing
+)
+
+// session joins a client and its backend. Both connections' callbacks run
+// on the same loop, so it needs no lock.
+type session struct {
+	p        *Proxy
+	client   *reactor.Conn
+	backend  *reactor.Conn
+	listener *ListenerConfig
+	ip       string
+	state    state
+	raw      bool
+
+	group     *group
+	target    *backend
+	hsLen     int    // bytes of the handshake frame at the start of the client's input
+	handshake mc.Handshake
+	host      string // normalized virtual host
+	username  string
+	protocol  int32
+
+	timer      reactor.Timer // handshake timeout, then idle timeout
+	lastActive int64
+	c2s, s2c   frameScanner
+}
+
+// clientHandler receives the events of client connections.
+type clientHandler Proxy
+
+// backendHandler receives the events of backend connections.
+type backendHandler struct{ p *Proxy }
+
+func (h *clientHandler) OnOpen(c *reactor.Conn) {
+	p := (*Proxy)(h)
+	ls := p.loopOf(c)
+	ls.counters.accepted.Add(1)
+	ip := remoteIP(c)
+	if r, ok := p.admit(ip); !ok {
+		ls.counters.rejected[r].Add(1)
+		p.log.Warn().Str("remote", c.RemoteAddr().String()).Str("reason", r.String()).Msg("session refused")
+		c.Abort()
+		return
+	}
+	ls.counters.active.Add(1)
+	s := &session{p: p, client: c, ip: ip, listener: p.listenerOf(c), lastActive: c.Loop().Now()}
+	c.Value = s
+	s.timer.F = s.onTimer
+	c.Loop().Schedule(&s.timer, p.cfg.Limits.HandshakeTimeout)
+	if s.listener.Mode == ModeRaw {
+		s.raw = true
+		s.group = p.raw[s.listener]
+		s.connect()
+	}
+}
+
+func (h *clientHandler) OnTraffic(c *reactor.Conn) {
+	s := c.Value.(*session)
+	switch s.state {
+	case stHandshake:
+		s.readHandshake()
+	case stLoginStart:
+		s.readLoginStart()
+	case stLocalStatus:
+		s.serveLocalStatus()
+	case stConnecting:
+		if c.InboundBuffered() > s.p.cfg.Limits.PrerouteBytes {
+			s.reject(reasonPrerouteCap, nil)
+		}
+	case stRelay:
+		s.relay(c, s.backend, &s.c2s, &s.p.loopOf(c).counters.bytesC2S, &s.p.loopOf(c).counters.framesC2S)
+	default:
+		c.Discard(-1)
+	}
+}
+
+func (h *clientHandler) OnClose(c *reactor.Conn, err error) {
+	s, ok := c.Value.(*session)
+	if !ok {
+		return // refused at admission
+	}
+	p := s.p
+	p.release(s.ip)
+	ls := p.loopOf(c)
+	ls.counters.active.Add(-1)
+	c.Loop().Stop(&s.timer)
+	if s.state == stRelay && s.target != nil {
+		s.target.active.Add(-1)
+	}
+	s.state = stDone
+	if b := s.backend; b != nil {
+		if b.Opened() && !b.Closing() {
+			// Whatever the client sent before it left still goes to the backend.
+			if rest, _ := c.Peek(-1); len(rest) > 0 {
+				_ = b.Write(rest)
+				ls.counters.bytesC2S.Add(int64(len(rest)))
+			}
+		}
+		b.Close()
+	}
+	p.log.Debug().Str("remote", c.RemoteAddr().String()).Str("user", s.username).AnErr("cause", err).Msg("client closed")
+}
+
+func (h *backendHandler) OnOpen(bc *reactor.Conn) {
+	s := bc.Value.(*session)
+	p := s.p
+	s.target.connected()
+	s.target.active.Add(1)
+	ls := p.loopOf(bc)
+	ls.counters.routed.Add(1)
+	c := s.client
+	s.state = stRelay
+	buf, _ := c.Peek(-1)
+	batch := bc.Loop().Batch()
+	if !s.raw && p.cfg.Forwarding == ForwardBungeeCord {
+		host, _ := mc.SplitAddress(s.handshake.Address)
+		hs := s.handshake
+		hs.Address = mc.AppendBungeeAddress(nil, host, s.ip, mc.OfflineUUID([]byte(s.username)), nil)
+		batch.Copy(mc.AppendHandshake(nil, hs))
+		batch.Add(buf[s.hsLen:])
+		s.c2s.scan(buf[s.hsLen:])
+	} else {
+		batch.Add(buf)
+		if !s.raw {
+			ls.counters.framesC2S.Add(int64(s.c2s.scan(buf)))
+		}
+	}
+	ls.counters.bytesC2S.Add(int64(len(buf)))
+	_ = batch.WriteTo(bc)
+	c.Discard(len(buf))
+	c.SetSink(bc)
+	bc.SetSink(c)
+	c.Backpressure()
+	s.lastActive = c.Loop().Now()
+	if idle := p.cfg.Limits.IdleTimeout; idle > 0 {
+		c.Loop().Schedule(&s.timer, idle)
+	} else {
+		c.Loop().Stop(&s.timer)
+	}
+	p.log.Debug().Str("remote", c.RemoteAddr().String()).Str("host", s.host).Str("user", s.username).
+		Str("backend", s.target.addr).Msg("session routed")
+}
+
+func (h *backendHandler) OnTraffic(bc *reactor.Conn) {
+	s := bc.Value.(*session)
+	if s.state != stRelay {
+		bc.Discard(-1)
+		return
+	}
+	ls := s.p.loopOf(bc)
+	s.relay(bc, s.client, &s.s2c, &ls.counters.bytesS2C, &ls.counters.framesS2C)
+}
+
+func (h *backendHandler) OnClose(bc *reactor.Conn, err error) {
+	s := bc.Value.(*session)
+	p := s.p
+	c := s.client
+	var de *reactor.DialError
+	if errors.As(err, &de) {
+		p.loopOf(bc).counters.connectFailed.Add(1)
+		down := s.target.failed(p.cfg.Health)
+		p.log.Warn().Str("backend", s.target.addr).Str("host", s.host).Str("user", s.username).Err(err).
+			Bool("marked_down", down).Msg("backend connect failed")
+		if !c.Closing() {
+			s.reject(reasonBackendUnavailable, nil)
+		}
+		return
+	}
+	if s.state == stRelay && !c.Closing() {
+		// Whatever the backend sent before it left still goes to the client.
+		if rest, _ := bc.Peek(-1); len(rest) > 0 {
+			_ = c.Write(rest)
+			p.loopOf(bc).counters.bytesS2C.Add(int64(len(rest)))
+		}
+	}
+	if s.state == stRelay && s.target != nil {
+		s.target.active.Add(-1)
+		s.target = nil
+	}
+	s.state = stDone
+	c.Close()
+}
+
+// relay moves what from has buffered to to, with one write, and applies
+// flow control to from.
+func (s *session) relay(from, to *reactor.Conn, fs *frameScanner, bytes, frames *int64Counter) {
+	buf, _ := from.Peek(-1)
+	if len(buf) == 0 {
+		return
+	}
+	if to.Closing() {
+		from.Discard(-1)
+		return
+	}
+	_ = to.Write(buf)
+	bytes.Add(int64(len(buf)))
+	if !s.raw && !fs.broken {
+		frames.Add(int64(fs.scan(buf)))
+		if fs.broken {
+			s.p.loopOf(from).counters.unframed.Add(1)
+		}
+	}
+	from.Discard(len(buf))
+	s.lastActive = from.Loop().Now()
+	from.Backpressure()
+}
+
+// readHandshake parses the first frame and routes the session by its host.
+func (s *session) readHandshake() {
+	c := s.client
+	buf, _ := c.Peek(-1)
+	if len(buf) > 0 && buf[0] == 0xFE {
+		s.reject(reasonLegacyPing, nil) // pre-1.7 server list ping: not spoken here
+		return
+	}
+	n, hl, err := mc.SplitFrame(buf, s.p.cfg.Limits.MaxFrame)
+	if err != nil {
+		s.reject(reasonBadFrame, err)
+		return
+	}
+	if n == 0 {
+		if len(buf) > s.p.cfg.Limits.PrerouteBytes {
+			s.reject(reasonPrerouteCap, nil)
+		}
+		return
+	}
+	hs, err := mc.ParseHandshake(buf[hl:n])
+	if err != nil {
+		s.reject(reasonBadHandshake, err)
+		return
+	}
+	s.hsLen = n
+	s.protocol = hs.ProtocolVersion
+	hs.Address = append([]byte(nil), hs.Address...) // the input buffer is reused
+	s.handshake = hs
+	host, _ := mc.SplitAddress(hs.Address)
+	norm := mc.AppendNormalizedHost(make([]byte, 0, len(host)), host)
+	s.host = string(norm)
+	s.group = s.p.router.route(norm)
+	if s.group == nil {
+		if hs.NextState == mc.NextStateStatus {
+			c.Discard(n)
+			s.state = stLocalStatus
+			s.serveLocalStatus()
+			return
+		}
+		s.reject(reasonUnknownHost, nil)
+		return
+	}
+	if hs.NextState == mc.NextStateStatus {
+		s.connect()
+		return
+	}
+	s.state = stLoginStart
+	s.readLoginStart()
+}
+
+// readLoginStart waits for Login Start to attribute the session, then connects.
+func (s *session) readLoginStart() {
+	c := s.client
+	buf, _ := c.Peek(-1)
+	rest := buf[s.hsLen:]
+	n, hl, err := mc.SplitFrame(rest, s.p.cfg.Limits.MaxFrame)
+	if err != nil {
+		s.reject(reasonBadFrame, err)
+		return
+	}
+	if n == 0 {
+		if len(buf) > s.p.cfg.Limits.PrerouteBytes {
+			s.reject(reasonPrerouteCap, nil)
+		}
+		return
+	}
+	name, err := mc.ParseLoginStart(rest[hl:n])
+	if err != nil {
+		s.reject(reasonBadLoginStart, err)
+		return
+	}
+	s.username = string(name)
+	s.connect()
+}
+
+// connect dials a backend of the session's group on the client's loop.
+func (s *session) connect() {
+	c := s.client
+	l := c.Loop()
+	b := s.group.pick(&s.p.loopOf(c).rnd, nowUnix())
+	if b == nil {
+		s.reject(reasonBackendUnavailable, nil)
+		return
+	}
+	s.target = b
+	s.state = stConnecting
+	s.backend = l.Dial(b.addr, s.p.cfg.Limits.ConnectTimeout, &s.p.backendSide, s)
+}
+
+// serveLocalStatus answers a status ping for a host that has no backend.
+func (s *session) serveLocalStatus() {
+	c := s.client
+	buf, _ := c.Peek(-1)
+	consumed := 0
+	var out []byte
+	for {
+		n, hl, err := mc.SplitFrame(buf[consumed:], 256)
+		if err != nil {
+			s.reject(reasonBadFrame, err)
+			return
+		}
+		if n == 0 {
+			break
+		}
+		id, _, err := mc.ParsePacketID(buf[consumed+hl : consumed+n])
+		if err != nil {
+			s.reject(reasonBadFrame, err)
+			return
+		}
+		body := buf[consumed+hl : consumed+n]
+		consumed += n
+		switch id {
+		case mc.PacketStatusRequest:
+			out = mc.AppendStatusResponse(out, []byte(`{"version":{"name":"tidegate","protocol":`+
+				strconv.Itoa(int(s.protocol))+`},"players":{"max":0,"online":0},"description":{"text":"Unknown host"}}`))
+		case mc.PacketPing:
+			v, err := mc.ParsePing(body)
+			if err != nil {
+				s.reject(reasonBadFrame, err)
+				return
+			}
+			out = mc.AppendPong(out, v)
+			_ = c.Write(out)
+			c.Discard(-1)
+			s.state = stDone
+			c.Close()
+			return
+		default:
+			s.reject(reasonBadFrame, errors.New("unexpected packet in status state"))
+			return
+		}
+	}
+	if len(out) > 0 {
+		_ = c.Write(out)
+	}
+	c.Discard(consumed)
+	if c.InboundBuffered() > 1024 {
+		s.reject(reasonPrerouteCap, nil)
+	}
+}
+
+// onTimer handles the handshake timeout before relay and the idle timeout during it.
+func (s *session) onTimer() {
+	c := s.client
+	l := c.Loop()
+	switch s.state {
+	case stRelay:
+		idle := s.p.cfg.Limits.IdleTimeout
+		if due := s.lastActive + int64(idle); due > l.Now() {
+			l.ScheduleAt(&s.timer, due)
+			return
+		}
+		s.p.loopOf(c).counters.rejected[reasonIdleTimeout].Add(1)
+		s.p.log.Info().Str("remote", c.RemoteAddr().String()).Str("user", s.username).Dur("idle", idle).Msg("closing idle session")
+		s.state = stDone
+		c.Close()
+		if s.backend != nil {
+			s.backend.Close()
+		}
+	case stDone:
+	default:
+		s.reject(reasonHandshakeTimeout, nil)
+	}
+}
+
+// reject ends a session before relay: it counts and logs the reason, sends a
+// Minecraft disconnect message where the client is in the login state, and
+// closes the client cleanly.
+func (s *session) reject(r reason, err error) {
+	c := s.client
+	s.p.loopOf(c).counters.rejected[r].Add(1)
+	ev := s.p.log.Warn().Str("remote", c.RemoteAddr().String()).Str("reason", r.String()).Str("host", s.host)
+	if s.username != "" {
+		ev = ev.Str("user", s.username)
+	}
+	if err != nil {
+		ev = ev.Err(err).Str("detail", mc.ErrorReason(err))
+	}
+	ev.Msg("session rejected")
+	if !s.raw && s.hsLen > 0 && s.handshake.NextState != mc.NextStateStatus {
+		if msg := disconnectText(r); msg != "" {
+			_ = c.Write(mc.AppendLoginDisconnect(nil, []byte(`{"text":"`+msg+`"}`)))
+		}
+	}
+	s.state = stDone
+	c.Discard(-1)
+	c.Close()
+	if s.backend != nil {
+		s.backend.Close()
+	}
+}
+
+// disconnectText is what a player reads for a refusal after the handshake.
+func disconnectText(r reason) string {
+	switch r {
+	case reasonUnknownHost:
+		return "Unknown server address"
+	case reasonBackendUnavailable:
+		return "The server is not available right now, try again later"
+	case reasonHandshakeTimeout:
+		return "Timed out while logging in"
+	case reasonPrerouteCap, reasonBadFrame, reasonBadLoginStart:
+		return "Protocol error"
+	}
+	return ""
+}
