@@ -1,8 +1,8 @@
 package proxy
 
 import (
-	_ "embed"
 	"bytes"
+	_ "embed"
 	"errors"
 	"fmt"
 	"net"

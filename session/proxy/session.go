@@ -33,7 +33,7 @@ type session struct {
 
 	group     *group
 	target    *backend
-	hsLen     int    // bytes of the handshake frame at the start of the client's input
+	hsLen     int // bytes of the handshake frame at the start of the client's input
 	handshake mc.Handshake
 	host      string // normalized virtual host
 	username  string
