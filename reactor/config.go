@@ -1,6 +1,7 @@
 package reactor
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"time"
@@ -35,7 +36,12 @@ type Config struct {
 	ReadBufferCap int
 	// WriteBufferCap is the static part of gnet's outbound buffer per connection.
 	WriteBufferCap int
-	// EdgeTriggered selects edge-triggered polling.
+	// EdgeTriggered selects edge-triggered polling. It is refused by
+	// Normalize: in gnet v2.9.7 an edge-triggered read that fills the buffer
+	// queues the next read itself, past the poller, so a paused connection
+	// would still be read and flow control could not bound memory
+	// (TestEdgeTriggeredIsRefused). The field stays so that the refusal is
+	// explicit and the option can return with a gnet that allows it.
 	EdgeTriggered bool
 	// HighWatermark is the output a connection may have queued before the
 	// connections producing into it stop being read.
@@ -63,6 +69,10 @@ func (c *Config) Normalize() error {
 	}
 	if c.Loops == 0 {
 		c.Loops = runtime.NumCPU()
+	}
+	if c.EdgeTriggered {
+		return errors.New("reactor: edge-triggered polling is not supported: gnet v2.9.7 re-queues full reads " +
+			"itself, so paused connections would still be read and memory would not stay bounded")
 	}
 	if c.ReadBufferCap == 0 {
 		c.ReadBufferCap = DefaultReadBufferCap

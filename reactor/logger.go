@@ -1,8 +1,6 @@
 package reactor
 
 import (
-	"fmt"
-
 	"github.com/rs/zerolog"
 )
 
@@ -13,14 +11,11 @@ func newGnetLogger(l zerolog.Logger) gnetLogger {
 	return gnetLogger{log: l.With().Str("component", "gnet").Logger()}
 }
 
-func (g gnetLogger) Debugf(format string, args ...any) {
-	g.log.Debug().Msg(fmt.Sprintf(format, args...))
-}
-func (g gnetLogger) Infof(format string, args ...any) { g.log.Info().Msg(fmt.Sprintf(format, args...)) }
-func (g gnetLogger) Warnf(format string, args ...any) { g.log.Warn().Msg(fmt.Sprintf(format, args...)) }
-func (g gnetLogger) Errorf(format string, args ...any) {
-	g.log.Error().Msg(fmt.Sprintf(format, args...))
-}
-func (g gnetLogger) Fatalf(format string, args ...any) {
-	g.log.Fatal().Msg(fmt.Sprintf(format, args...))
-}
+func (g gnetLogger) Debugf(format string, args ...any) { g.log.Debug().Msgf(format, args...) }
+func (g gnetLogger) Infof(format string, args ...any)  { g.log.Info().Msgf(format, args...) }
+func (g gnetLogger) Warnf(format string, args ...any)  { g.log.Warn().Msgf(format, args...) }
+func (g gnetLogger) Errorf(format string, args ...any) { g.log.Error().Msgf(format, args...) }
+
+// Fatalf logs at error level and does not exit: a library must not end the
+// process, and gnet only calls it on errors it also returns.
+func (g gnetLogger) Fatalf(format string, args ...any) { g.log.Error().Msgf(format, args...) }

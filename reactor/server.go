@@ -302,6 +302,10 @@ func (e *engineHandler) OnClose(gc gnet.Conn, err error) gnet.Action {
 	l.unwatch(c)
 	l.timers.stop(&c.dialTimer)
 	c.handler.OnClose(c, err)
+	// A producer held back by this connection would otherwise wait forever.
+	if p := c.producer; p != c && p.sink == c {
+		p.resumeFor(pauseSinkFull | pausePeerInboundFull)
+	}
 	l.afterCallback()
 	return gnet.None
 }
