@@ -58,12 +58,13 @@ type Conn struct {
 	// Value is the handler's per-connection state.
 	Value any
 
-	pause    pauseReason
-	state    connState
-	sink     *Conn // where the bytes read from this connection are written
-	producer *Conn // the connection whose input is written into this one
-	waitIdx  int   // 1 + position in loop.waiters; 0 when not waiting
-	deferIdx int   // 1 + position in loop.deferred; 0 when not queued
+	pause        pauseReason
+	pauseCounted bool // counted in the loop's Paused gauge
+	state        connState
+	sink         *Conn // where the bytes read from this connection are written
+	producer     *Conn // the connection whose input is written into this one
+	waitIdx      int   // 1 + position in loop.waiters; 0 when not waiting
+	deferIdx     int   // 1 + position in loop.deferred; 0 when not queued
 
 	lingerUntil int64
 	dialTimer   Timer
@@ -197,12 +198,16 @@ func (c *Conn) ResumeRead() { c.resumeFor(pauseUser) }
 func (c *Conn) pauseFor(r pauseReason) {
 	was := c.pause
 	c.pause |= r
-	if was != 0 || c.state&stateClosed != 0 {
+	if c.state&stateClosed != 0 {
 		return
 	}
-	c.loop.stats.Paused.Add(1)
-	c.loop.stats.PauseEvents.Add(1)
-	if c.gc != nil {
+	// Stopping to read a closing connection is not flow control: not counted.
+	if r != pauseClosing && !c.pauseCounted {
+		c.pauseCounted = true
+		c.loop.stats.Paused.Add(1)
+		c.loop.stats.PauseEvents.Add(1)
+	}
+	if was == 0 && c.gc != nil {
 		c.loop.setReadInterest(c, false)
 	}
 }
@@ -215,7 +220,10 @@ func (c *Conn) resumeFor(r pauseReason) {
 	if c.pause != 0 || c.state&stateClosed != 0 {
 		return
 	}
-	c.loop.stats.Paused.Add(-1)
+	if c.pauseCounted {
+		c.pauseCounted = false
+		c.loop.stats.Paused.Add(-1)
+	}
 	if c.gc == nil {
 		return
 	}

@@ -296,7 +296,8 @@ func (e *engineHandler) OnClose(gc gnet.Conn, err error) gnet.Action {
 	}
 	c.state |= stateClosed
 	l.stats.Active.Add(-1)
-	if c.pause != 0 {
+	if c.pauseCounted {
+		c.pauseCounted = false
 		l.stats.Paused.Add(-1)
 	}
 	l.unwatch(c)

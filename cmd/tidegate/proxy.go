@@ -27,6 +27,7 @@ func proxyCommand() *cli.Command {
 			&cli.BoolFlag{Name: "validate-config", Usage: "check the configuration, report every problem with its path, and exit"},
 			&cli.BoolFlag{Name: "print-default-config", Usage: "print the embedded default configuration and exit"},
 			&cli.BoolFlag{Name: "demo", Usage: "also start a fake Minecraft backend in-process on the first backend address"},
+			&cli.StringFlag{Name: "metrics-listen", Usage: "serve Prometheus /metrics, /healthz and /readyz on this `ADDR` (off when empty)"},
 		}, logFlags()...),
 		Action: func(c *cli.Context) error {
 			if c.Bool("print-default-config") {
@@ -74,6 +75,14 @@ func proxyCommand() *cli.Command {
 				log.Info().Str("listen", l.Listen).Str("mode", string(l.Mode)).Int("index", i).Msg("proxy listening")
 			}
 			stops = append([]func(context.Context) error{p.Stop}, stops...)
+			if addr := c.String("metrics-listen"); addr != "" {
+				stop, err := serveMetrics(addr, proxy.NewCollector(p))
+				if err != nil {
+					return err
+				}
+				log.Info().Str("listen", addr).Msg("metrics listening: /metrics /healthz /readyz")
+				stops = append(stops, stop)
+			}
 			return runUntilSignal(c.Context, func(ctx context.Context) error {
 				var errs []error
 				for _, stop := range stops {

@@ -11,13 +11,13 @@ import (
 type phase uint8
 
 const (
-	phaseHandshake phase = iota // waiting for the Handshake
-	phaseStatus                 // waiting for Status Request or Ping
-	phaseLoginStart             // waiting for Login Start
-	phaseLoginAck               // 1.20.2+: Login Success sent, waiting for Login Acknowledged
-	phaseConfig                 // 1.20.2+: Finish Configuration sent, waiting for its acknowledgement
-	phasePlay                   // echoing frames
-	phaseDone                   // status answered: the connection closes
+	phaseHandshake  phase = iota // waiting for the Handshake
+	phaseStatus                  // waiting for Status Request or Ping
+	phaseLoginStart              // waiting for Login Start
+	phaseLoginAck                // 1.20.2+: Login Success sent, waiting for Login Acknowledged
+	phaseConfig                  // 1.20.2+: Finish Configuration sent, waiting for its acknowledgement
+	phasePlay                    // echoing frames
+	phaseDone                    // status answered: the connection closes
 )
 
 // String returns the phase's log name.
@@ -76,13 +76,13 @@ func (r Reason) String() string {
 }
 
 // inputError is bad input from a client: the connection is closed and the
-// reason counted.
+// reason counted. Its message is that of err; the reason is logged apart.
 type inputError struct {
 	reason Reason
 	err    error
 }
 
-func (e *inputError) Error() string { return e.reason.String() + ": " + e.err.Error() }
+func (e *inputError) Error() string { return e.err.Error() }
 func (e *inputError) Unwrap() error { return e.err }
 
 func badInput(r Reason, err error) error { return &inputError{reason: r, err: err} }
@@ -238,7 +238,7 @@ func (m *machine) packet(body []byte, out emitter) error {
 func (m *machine) handshake(body []byte) error {
 	h, err := mc.ParseHandshake(body)
 	if err != nil {
-		return badInput(ReasonBadHandshake, fmt.Errorf("handshake: %w", err))
+		return badInput(ReasonBadHandshake, err)
 	}
 	m.protocol = h.ProtocolVersion
 	m.forge = mc.ForgeMarker(h.Address)
@@ -276,7 +276,7 @@ func (m *machine) status(body []byte, out emitter) error {
 	case id == mc.PacketPing:
 		payload, err := mc.ParsePing(body)
 		if err != nil {
-			return badInput(ReasonBadStatus, fmt.Errorf("status ping: %w", err))
+			return badInput(ReasonBadStatus, err)
 		}
 		m.codec.frame = mc.AppendPong(m.codec.frame[:0], payload)
 		out.Copy(m.codec.frame)
@@ -290,7 +290,7 @@ func (m *machine) status(body []byte, out emitter) error {
 func (m *machine) loginStart(body []byte, out emitter) error {
 	name, err := mc.ParseLoginStart(body)
 	if err != nil {
-		return badInput(ReasonBadLoginStart, fmt.Errorf("login start: %w", err))
+		return badInput(ReasonBadLoginStart, err)
 	}
 	m.nameLen = uint8(copy(m.name[:], name))
 	m.counters.loginStarts.Add(1)

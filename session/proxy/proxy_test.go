@@ -18,6 +18,8 @@ import (
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/mcbackend"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/rs/zerolog"
 )
 
@@ -591,4 +593,29 @@ func sessionGoroutines() int {
 		n++
 	}
 	return n
+}
+
+func TestPrometheusCollector(t *testing.T) {
+	be := startBackend(t, mcbackend.Config{})
+	p, addr := startProxy(t, mcConfig(be, ""))
+	c := dial(t, addr)
+	login17(t, c, "localhost", "Metrics")
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(NewCollector(p)); err != nil {
+		t.Fatal(err)
+	}
+	n, err := testutil.GatherAndCount(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < 10 {
+		t.Fatalf("gathered %d metrics", n)
+	}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP tidegate_proxy_routed_total Sessions whose backend connected.
+# TYPE tidegate_proxy_routed_total counter
+tidegate_proxy_routed_total 1
+`), "tidegate_proxy_routed_total"); err != nil {
+		t.Fatal(err)
+	}
 }

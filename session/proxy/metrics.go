@@ -1,0 +1,70 @@
+package proxy
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Collector exports the proxy's counters to Prometheus. It reads Stats on
+// each scrape, so the data path keeps its lock-free per-loop counters.
+type Collector struct {
+	p *Proxy
+
+	accepted, active, routed, connectFailed *prometheus.Desc
+	bytes, frames, unframed, rejected       *prometheus.Desc
+	paused, pauseEvents, lingerExpired      *prometheus.Desc
+}
+
+// NewCollector returns a Prometheus collector for p.
+func NewCollector(p *Proxy) *Collector {
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc("tidegate_proxy_"+name, help, labels, nil)
+	}
+	return &Collector{
+		p:             p,
+		accepted:      d("accepted_total", "Client connections accepted."),
+		active:        d("sessions_active", "Sessions open now."),
+		routed:        d("routed_total", "Sessions whose backend connected."),
+		connectFailed: d("backend_connect_failures_total", "Backend connects that failed or timed out."),
+		bytes:         d("bytes_total", "Bytes relayed, by direction.", "direction"),
+		frames:        d("frames_total", "Minecraft frames relayed, by direction.", "direction"),
+		unframed:      d("unframed_streams_total", "Streams whose framing could not be followed (encryption)."),
+		rejected:      d("rejected_total", "Sessions refused or ended early, by reason.", "reason"),
+		paused:        d("paused_connections", "Connections not being read now (flow control)."),
+		pauseEvents:   d("pause_events_total", "Times a connection stopped being read."),
+		lingerExpired: d("linger_expired_total", "Closes that dropped queued output after the linger deadline."),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.accepted, c.active, c.routed, c.connectFailed, c.bytes, c.frames,
+		c.unframed, c.rejected, c.paused, c.pauseEvents, c.lingerExpired} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	st := c.p.Stats()
+	counter := func(d *prometheus.Desc, v int64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	gauge := func(d *prometheus.Desc, v int64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v))
+	}
+	counter(c.accepted, st.Accepted)
+	gauge(c.active, st.Active)
+	counter(c.routed, st.Routed)
+	counter(c.connectFailed, st.ConnectFailed)
+	counter(c.bytes, st.BytesC2S, "client_to_backend")
+	counter(c.bytes, st.BytesS2C, "backend_to_client")
+	counter(c.frames, st.FramesC2S, "client_to_backend")
+	counter(c.frames, st.FramesS2C, "backend_to_client")
+	counter(c.unframed, st.Unframed)
+	for r := reason(0); r < numReasons; r++ {
+		counter(c.rejected, st.Rejected[r.String()], r.String())
+	}
+	gauge(c.paused, st.Reactor.Paused)
+	counter(c.pauseEvents, st.Reactor.PauseEvents)
+	counter(c.lingerExpired, st.Reactor.LingerExpired)
+}
