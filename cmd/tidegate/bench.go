@@ -4,5 +4,7 @@ import "github.com/urfave/cli/v2"
 
 // benchSubcommands lists the load generators under `tidegate bench`.
 func benchSubcommands() []*cli.Command {
-	return []*cli.Command{}
+	return []*cli.Command{
+		benchRPSCommand(),
+	}
 }

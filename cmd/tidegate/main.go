@@ -25,6 +25,7 @@ func main() {
 			serveCommand(),
 			backendCommand(),
 			benchCommand(),
+			peerCommand(),
 			versionCommand(),
 		},
 	}

@@ -1,0 +1,587 @@
+package rps
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	ptlv "github.com/tidegate/tidegate/protocol/tlv"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/panjf2000/gnet/v2"
+	"github.com/rs/zerolog"
+)
+
+// Defaults for Config fields left at their zero value.
+const (
+	DefaultPipeline    = 1
+	DefaultPayloadSize = 64
+	DefaultTimeout     = time.Second
+	DefaultDialTimeout = 5 * time.Second
+)
+
+// maxLatencyMicros is the largest latency the histograms record; longer ones
+// are recorded as this value.
+const maxLatencyMicros = 600_000_000 // 10 minutes
+
+// Config configures a load run.
+type Config struct {
+	// Addr is the server's TCP address, host:port.
+	Addr string
+	// Clients is the number of client connections, each with its own
+	// deterministic requests.
+	Clients int
+	// Payloads is the number of requests each client sends in a run.
+	Payloads int
+	// Warmups is the number of whole runs made and thrown away before the
+	// measured one.
+	Warmups int
+	// PayloadSize is the body length of every request; 0 means
+	// DefaultPayloadSize.
+	PayloadSize int
+	// Pipeline is the number of requests each client keeps in flight: 1 is
+	// strict request/response. 0 means DefaultPipeline.
+	Pipeline int
+	// Timeout is how long a request may wait for its response; when the
+	// oldest request of a connection is older, the connection is closed,
+	// its requests in flight count as timeouts and the client reconnects
+	// for the rest. 0 means DefaultTimeout.
+	Timeout time.Duration
+	// Loops is the number of client event loops; 0 means one per core.
+	Loops int
+	// Format is the TLV header layout; zero means ptlv.DefaultFormat.
+	Format ptlv.Format
+	// DialTimeout bounds each connect; 0 means DefaultDialTimeout.
+	DialTimeout time.Duration
+	// Logger receives the generator's logs (and gnet's).
+	Logger zerolog.Logger
+	// OnConnected, if set, runs in the measured run once every client is
+	// connected and before the first request is sent.
+	OnConnected func()
+	// OnFinished, if set, runs in the measured run once every client has
+	// finished and before the connections are closed.
+	OnFinished func()
+}
+
+// normalize fills in defaults and validates c.
+func (c *Config) normalize() error {
+	if c.Addr == "" {
+		return errors.New("rps: no server address")
+	}
+	if c.Clients < 1 {
+		return fmt.Errorf("rps: clients %d: want at least 1", c.Clients)
+	}
+	if c.Payloads < 1 {
+		return fmt.Errorf("rps: payloads %d: want at least 1 request per client", c.Payloads)
+	}
+	if c.Warmups < 0 {
+		return fmt.Errorf("rps: warmups %d is negative", c.Warmups)
+	}
+	if c.Format == (ptlv.Format{}) {
+		c.Format = ptlv.DefaultFormat
+	}
+	if err := c.Format.Validate(); err != nil {
+		return fmt.Errorf("rps: %w", err)
+	}
+	if c.PayloadSize == 0 {
+		c.PayloadSize = DefaultPayloadSize
+	}
+	if c.PayloadSize < 0 || c.PayloadSize > c.Format.MaxBody {
+		return fmt.Errorf("rps: payload size %d: want 0..%d (the format's max body)", c.PayloadSize, c.Format.MaxBody)
+	}
+	if c.Pipeline == 0 {
+		c.Pipeline = DefaultPipeline
+	}
+	if c.Pipeline < 1 {
+		return fmt.Errorf("rps: pipeline %d: want at least 1 request in flight", c.Pipeline)
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.Timeout < 0 {
+		return fmt.Errorf("rps: timeout %v is negative", c.Timeout)
+	}
+	if c.DialTimeout == 0 {
+		c.DialTimeout = DefaultDialTimeout
+	}
+	if c.Loops == 0 {
+		c.Loops = runtime.NumCPU()
+	}
+	if c.Loops < 1 {
+		return fmt.Errorf("rps: loops %d: want at least 1", c.Loops)
+	}
+	return nil
+}
+
+// Run makes cfg.Warmups discarded runs and one measured run against
+// cfg.Addr and returns the measured run's result. Every run opens fresh
+// connections. It returns an error when the configuration is invalid, when a
+// client cannot connect at the start of a run, or when ctx ends; failed
+// requests are not errors of Run but counts in the Result.
+func Run(ctx context.Context, cfg Config) (Result, error) {
+	if err := cfg.normalize(); err != nil {
+		return Result{}, err
+	}
+	g := &generator{cfg: cfg, log: cfg.Logger, loops: map[gnet.EventLoop]*loopState{}}
+	cli, err := gnet.NewClient(g,
+		gnet.WithMulticore(true),
+		gnet.WithNumEventLoop(cfg.Loops),
+		gnet.WithTCPNoDelay(gnet.TCPNoDelay),
+		gnet.WithLogger(gnetLogger{log: cfg.Logger.With().Str("component", "gnet").Logger()}),
+	)
+	if err != nil {
+		return Result{}, fmt.Errorf("rps: creating gnet client: %w", err)
+	}
+	if err := cli.Start(); err != nil {
+		return Result{}, fmt.Errorf("rps: starting gnet client: %w", err)
+	}
+	g.cli = cli
+	defer func() {
+		if err := cli.Stop(); err != nil {
+			g.log.Debug().Err(err).Msg("stopping gnet client")
+		}
+	}()
+	for i := 0; i < cfg.Warmups; i++ {
+		res, err := g.runOnce(ctx, false)
+		if err != nil {
+			return Result{}, fmt.Errorf("rps: warmup %d: %w", i+1, err)
+		}
+		g.log.Debug().Int("warmup", i+1).Float64("rps", res.RPS).Int64("errors", res.Errors).Int64("timeouts", res.Timeouts).Msg("warmup run done")
+	}
+	return g.runOnce(ctx, true)
+}
+
+// generator is the gnet event handler of the client connections; it lives
+// for one Run and serves its runs one after the other.
+type generator struct {
+	gnet.BuiltinEventEngine
+	cfg Config
+	log zerolog.Logger
+	cli *gnet.Client
+
+	mu    sync.Mutex
+	loops map[gnet.EventLoop]*loopState
+}
+
+// loopState is one client event loop's share of the work. Its fields are
+// used only on that loop, except index, set once.
+type loopState struct {
+	index   int
+	loop    gnet.EventLoop
+	clients []*clientState // the clients whose connection is on this loop
+	scratch []byte         // requests written in one callback
+}
+
+// loopOf returns the state of c's loop, creating it on first sight.
+func (g *generator) loopOf(c gnet.Conn) *loopState {
+	el := c.EventLoop()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	ls, ok := g.loops[el]
+	if !ok {
+		ls = &loopState{index: len(g.loops), loop: el}
+		g.loops[el] = ls
+	}
+	return ls
+}
+
+// eachLoop runs f on every loop that has had a client and waits for it.
+func (g *generator) eachLoop(f func(ls *loopState)) {
+	g.mu.Lock()
+	loops := make([]*loopState, 0, len(g.loops))
+	for _, ls := range g.loops {
+		loops = append(loops, ls)
+	}
+	g.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, ls := range loops {
+		wg.Add(1)
+		err := ls.loop.Execute(context.Background(), gnet.RunnableFunc(func(context.Context) error {
+			defer wg.Done()
+			f(ls)
+			return nil
+		}))
+		if err != nil {
+			wg.Done()
+			g.log.Debug().Err(err).Int("loop", ls.index).Msg("could not reach client loop")
+		}
+	}
+	wg.Wait()
+}
+
+// run is the state of one run (warmup or measured).
+type run struct {
+	g       *generator
+	base    time.Time
+	clients []*clientState
+	hists   []*hdrhistogram.Histogram // indexed by loopState.index
+
+	started   atomic.Bool
+	closing   atomic.Bool
+	open      atomic.Int64 // connections open now
+	remaining atomic.Int64 // clients not finished
+	done      chan struct{}
+	redial    chan *clientState
+	stop      chan struct{}
+}
+
+// now returns nanoseconds since the run's base time (monotonic).
+func (r *run) now() int64 { return int64(time.Since(r.base)) }
+
+// clientState is one client: its deterministic requests, its connection and
+// its counts. It is used on the loop of its current connection, or by the
+// redial goroutine between connections.
+type clientState struct {
+	r    *run
+	id   int
+	p    *payloads
+	conn gnet.Conn
+	loop *loopState
+	slot int // index in loop.clients
+
+	nextSeq   int     // next request to send
+	completed int     // requests finished: succeeded, failed or timed out
+	sendTimes []int64 // ring of send times of the requests in flight
+	head      int     // ring index of the oldest request in flight
+	inflight  int
+	timedOut  bool // the connection is being closed for a timeout
+
+	successes  int64
+	errors     int64
+	timeouts   int64
+	reconnects int64
+	finishedAt int64
+	finished   bool
+}
+
+// runOnce makes one run with fresh connections.
+func (g *generator) runOnce(ctx context.Context, measured bool) (Result, error) {
+	cfg := g.cfg
+	r := &run{
+		g:      g,
+		done:   make(chan struct{}),
+		redial: make(chan *clientState, cfg.Clients),
+		stop:   make(chan struct{}),
+	}
+	r.hists = make([]*hdrhistogram.Histogram, cfg.Loops)
+	for i := range r.hists {
+		r.hists[i] = hdrhistogram.New(1, maxLatencyMicros, 3)
+	}
+	r.remaining.Store(int64(cfg.Clients))
+	r.base = time.Now()
+	r.clients = make([]*clientState, cfg.Clients)
+	for i := range r.clients {
+		r.clients[i] = &clientState{r: r, id: i, p: newPayloads(cfg.Format, i, cfg.PayloadSize), sendTimes: make([]int64, cfg.Pipeline)}
+	}
+	defer r.teardown()
+	for _, cs := range r.clients {
+		if err := r.connect(cs); err != nil {
+			return Result{}, err
+		}
+	}
+	go r.redialLoop()
+	if measured && cfg.OnConnected != nil {
+		cfg.OnConnected()
+	}
+	var cpu0 cpuTimes
+	if measured {
+		cpu0 = processCPU()
+	}
+	r.base = time.Now()
+	r.started.Store(true)
+	g.eachLoop(func(ls *loopState) {
+		now := r.now()
+		for _, cs := range ls.clients {
+			if cs.r == r {
+				r.sendWindow(cs, now)
+			}
+		}
+	})
+	go r.timeoutLoop()
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		return Result{}, fmt.Errorf("run interrupted: %w", ctx.Err())
+	}
+	var cpu1 cpuTimes
+	if measured {
+		cpu1 = processCPU()
+	}
+	if measured && cfg.OnFinished != nil {
+		cfg.OnFinished()
+	}
+	res := r.result()
+	res.ClientCPUSeconds = cpu1.sub(cpu0)
+	return res, nil
+}
+
+// connect dials cs's connection and registers it on a client loop.
+func (r *run) connect(cs *clientState) error {
+	cfg := r.g.cfg
+	nc, err := net.DialTimeout("tcp", cfg.Addr, cfg.DialTimeout)
+	if err != nil {
+		return fmt.Errorf("connecting client %d to %s: %w", cs.id, cfg.Addr, err)
+	}
+	if _, err := r.g.cli.EnrollContext(nc, cs); err != nil {
+		return fmt.Errorf("registering client %d's connection to %s: %w", cs.id, cfg.Addr, err)
+	}
+	return nil
+}
+
+// redialLoop reconnects clients whose connection failed while they still
+// had requests to make; a client that cannot reconnect counts the rest of
+// its requests as errors and finishes.
+func (r *run) redialLoop() {
+	for {
+		select {
+		case <-r.stop:
+			return
+		case cs := <-r.redial:
+			if r.closing.Load() {
+				return
+			}
+			cs.reconnects++
+			if err := r.connect(cs); err != nil {
+				r.g.log.Warn().Err(err).Int("client", cs.id).Msg("reconnect failed: counting the client's remaining requests as errors")
+				left := r.g.cfg.Payloads - cs.completed
+				cs.errors += int64(left)
+				cs.completed += left
+				cs.finish(r.now())
+			}
+		}
+	}
+}
+
+// timeoutLoop scans every loop's clients for expired requests, on the
+// loops, a few times per timeout.
+func (r *run) timeoutLoop() {
+	tick := min(max(r.g.cfg.Timeout/10, time.Millisecond), 100*time.Millisecond)
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-t.C:
+			r.g.eachLoop(r.scanTimeouts)
+		}
+	}
+}
+
+// scanTimeouts closes the connections of ls whose oldest request has waited
+// longer than the timeout. It runs on ls's loop.
+func (r *run) scanTimeouts(ls *loopState) {
+	now := r.now()
+	limit := int64(r.g.cfg.Timeout)
+	var expired []*clientState
+	for _, cs := range ls.clients {
+		if cs.r == r && cs.inflight > 0 && now-cs.sendTimes[cs.head] > limit {
+			expired = append(expired, cs)
+		}
+	}
+	for _, cs := range expired {
+		cs.timedOut = true
+		if err := ls.loop.Close(cs.conn); err != nil {
+			r.g.log.Debug().Err(err).Int("client", cs.id).Msg("closing timed-out connection")
+		}
+	}
+}
+
+// teardown closes the run's connections and waits (briefly) for them to
+// close, so that runs do not overlap.
+func (r *run) teardown() {
+	r.closing.Store(true)
+	close(r.stop)
+	r.g.eachLoop(func(ls *loopState) {
+		var mine []*clientState
+		for _, cs := range ls.clients {
+			if cs.r == r {
+				mine = append(mine, cs)
+			}
+		}
+		for _, cs := range mine {
+			_ = ls.loop.Close(cs.conn)
+		}
+	})
+	deadline := time.Now().Add(5 * time.Second)
+	for r.open.Load() > 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if n := r.open.Load(); n > 0 {
+		r.g.log.Warn().Int64("open", n).Msg("client connections still open after the run")
+	}
+}
+
+// sendWindow fills cs's pipeline and writes the requests.
+func (r *run) sendWindow(cs *clientState, now int64) {
+	ls := cs.loop
+	ls.scratch = cs.appendRequests(ls.scratch[:0], r.g.cfg.Pipeline-cs.inflight, now)
+	if len(ls.scratch) > 0 {
+		if _, err := cs.conn.Write(ls.scratch); err != nil {
+			r.g.log.Debug().Err(err).Int("client", cs.id).Msg("writing requests")
+		}
+	}
+}
+
+// appendRequests appends up to n more requests of cs to dst, sent at now.
+func (cs *clientState) appendRequests(dst []byte, n int, now int64) []byte {
+	pipe := len(cs.sendTimes)
+	for ; n > 0 && cs.nextSeq < cs.r.g.cfg.Payloads; n-- {
+		dst = cs.p.appendRequest(dst, cs.nextSeq)
+		cs.sendTimes[(cs.head+cs.inflight)%pipe] = now
+		cs.inflight++
+		cs.nextSeq++
+	}
+	return dst
+}
+
+// finish marks cs as done with all its requests.
+func (cs *clientState) finish(now int64) {
+	if cs.finished {
+		return
+	}
+	cs.finished = true
+	cs.finishedAt = now
+	if cs.r.remaining.Add(-1) == 0 {
+		close(cs.r.done)
+	}
+}
+
+// OnOpen implements gnet.EventHandler: it puts the client on its loop and,
+// once the run has started (a reconnect), fills its pipeline.
+func (g *generator) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
+	cs := c.Context().(*clientState)
+	r := cs.r
+	r.open.Add(1)
+	ls := g.loopOf(c)
+	cs.conn, cs.loop, cs.timedOut = c, ls, false
+	cs.slot = len(ls.clients)
+	ls.clients = append(ls.clients, cs)
+	if r.closing.Load() {
+		return nil, gnet.Close
+	}
+	if !r.started.Load() {
+		return nil, gnet.None
+	}
+	out := cs.appendRequests(nil, g.cfg.Pipeline, r.now())
+	return out, gnet.None
+}
+
+// OnClose implements gnet.EventHandler: requests still in flight fail
+// (as timeouts if the connection was closed for one), and a client with
+// requests left reconnects.
+func (g *generator) OnClose(c gnet.Conn, err error) gnet.Action {
+	cs := c.Context().(*clientState)
+	r := cs.r
+	r.open.Add(-1)
+	ls := cs.loop
+	last := len(ls.clients) - 1
+	ls.clients[cs.slot] = ls.clients[last]
+	ls.clients[cs.slot].slot = cs.slot
+	ls.clients[last] = nil
+	ls.clients = ls.clients[:last]
+	if cs.finished || r.closing.Load() {
+		return gnet.None
+	}
+	if cs.inflight > 0 {
+		if cs.timedOut {
+			cs.timeouts += int64(cs.inflight)
+		} else {
+			cs.errors += int64(cs.inflight)
+			g.log.Debug().Err(err).Int("client", cs.id).Int("in_flight", cs.inflight).Msg("connection closed with requests in flight")
+		}
+		cs.completed += cs.inflight
+		cs.inflight, cs.head = 0, 0
+	}
+	if cs.completed >= g.cfg.Payloads {
+		cs.finish(r.now())
+		return gnet.None
+	}
+	r.redial <- cs // never blocks: capacity Clients, one pending redial per client
+	return gnet.None
+}
+
+// OnTraffic implements gnet.EventHandler: it checks every whole response
+// against its request, records its latency, and sends the next request for
+// each, in one write.
+func (g *generator) OnTraffic(c gnet.Conn) gnet.Action {
+	cs := c.Context().(*clientState)
+	r := cs.r
+	f := g.cfg.Format
+	hl := f.HeaderLen()
+	buf, _ := c.Peek(-1)
+	now := r.now()
+	hist := r.hists[cs.loop.index]
+	pipe := len(cs.sendTimes)
+	out := cs.loop.scratch[:0]
+	consumed := 0
+	broken := false
+	for consumed < len(buf) {
+		h, n, err := f.Decode(buf[consumed:])
+		if err != nil {
+			g.log.Debug().Err(err).Int("client", cs.id).Msg("undecodable response")
+			broken = true
+			break
+		}
+		if n == 0 || consumed+n > len(buf) {
+			break
+		}
+		if cs.inflight == 0 {
+			g.log.Debug().Int("client", cs.id).Msg("response without a request in flight")
+			broken = true
+			break
+		}
+		seq := cs.nextSeq - cs.inflight
+		v := cs.p.check(h, buf[consumed+hl:consumed+n], seq)
+		consumed += n
+		lat := now - cs.sendTimes[cs.head]
+		cs.head = (cs.head + 1) % pipe
+		cs.inflight--
+		cs.completed++
+		switch v {
+		case responseOK:
+			cs.successes++
+			_ = hist.RecordValue(min(lat/1000, maxLatencyMicros))
+		case responseBadBody:
+			cs.errors++
+		case responseBadHeader:
+			cs.errors++
+			broken = true
+		}
+		if broken {
+			g.log.Debug().Int("client", cs.id).Int("seq", seq).Uint16("type", h.Type).Int("length", h.Length).Msg("response does not match its request")
+			break
+		}
+		out = cs.appendRequests(out, 1, now)
+	}
+	if consumed > 0 {
+		_, _ = c.Discard(consumed) // gnet's Discard(0) would drop everything
+	}
+	if len(out) > 0 {
+		if _, err := c.Write(out); err != nil {
+			g.log.Debug().Err(err).Int("client", cs.id).Msg("writing requests")
+		}
+	}
+	cs.loop.scratch = out[:0]
+	if broken {
+		return gnet.Close
+	}
+	if cs.completed >= g.cfg.Payloads {
+		cs.finish(now)
+	}
+	return gnet.None
+}
+
+// gnetLogger routes gnet's printf-style logs into zerolog.
+type gnetLogger struct{ log zerolog.Logger }
+
+func (g gnetLogger) Debugf(format string, args ...any) { g.log.Debug().Msgf(format, args...) }
+func (g gnetLogger) Infof(format string, args ...any)  { g.log.Debug().Msgf(format, args...) }
+func (g gnetLogger) Warnf(format string, args ...any)  { g.log.Warn().Msgf(format, args...) }
+func (g gnetLogger) Errorf(format string, args ...any) { g.log.Error().Msgf(format, args...) }
+func (g gnetLogger) Fatalf(format string, args ...any) { g.log.Error().Msgf(format, args...) }

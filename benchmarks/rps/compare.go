@@ -1,0 +1,239 @@
+package rps
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+)
+
+// Measurement is one measured run against a freshly spawned server.
+type Measurement struct {
+	Server   ServerKind `json:"server"`
+	Strategy Strategy   `json:"strategy"`
+	Mode     SpawnMode  `json:"mode"`
+	Procs    int        `json:"procs"`
+	Repeat   int        `json:"repeat"`
+	// Position is the run's place within its repeat (0 first).
+	Position int    `json:"position"`
+	Result   Result `json:"result"`
+
+	// Server memory (child mode only): resident set size before any
+	// connection, with every client connected and idle (before the measured
+	// run's first request), and with them connected after the run.
+	RSSBaselineBytes int64 `json:"rss_baseline_bytes,omitempty"`
+	RSSIdleBytes     int64 `json:"rss_idle_bytes,omitempty"`
+	RSSActiveBytes   int64 `json:"rss_active_bytes,omitempty"`
+	// MemPerConnIdleKiB and MemPerConnActiveKiB are (RSS idle or active −
+	// baseline) / clients.
+	MemPerConnIdleKiB   float64 `json:"mem_per_conn_idle_kib,omitempty"`
+	MemPerConnActiveKiB float64 `json:"mem_per_conn_active_kib,omitempty"`
+
+	// ServerCPUSeconds is the server's time on CPU during the measured run
+	// (child mode only), and ServerCPUPerRequestUs that per success.
+	ServerCPUSeconds      float64 `json:"server_cpu_seconds,omitempty"`
+	ServerCPUPerRequestUs float64 `json:"server_cpu_per_request_us,omitempty"`
+}
+
+// Measure spawns the server, runs the load against it and stops it.
+func Measure(ctx context.Context, load Config, spawn SpawnConfig) (Measurement, error) {
+	m := Measurement{Server: spawn.Kind, Strategy: spawn.Strategy, Mode: spawn.Mode}
+	sp, err := Spawn(ctx, spawn)
+	if err != nil {
+		return m, err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := sp.Stop(sctx); err != nil {
+			load.Logger.Warn().Err(err).Str("server", string(spawn.Kind)).Msg("stopping server")
+		}
+	}()
+	m.Procs = sp.Procs
+	load.Addr = sp.Addr
+	child := sp.PID != 0
+	var cpu0, cpu1 time.Duration
+	if child {
+		time.Sleep(100 * time.Millisecond) // let the child's start-up settle
+		if m.RSSBaselineBytes, err = sp.RSS(); err != nil {
+			return m, err
+		}
+		load.OnConnected = func() {
+			m.RSSIdleBytes, _ = sp.RSS()
+			cpu0, _ = sp.CPU()
+		}
+		load.OnFinished = func() {
+			cpu1, _ = sp.CPU()
+			m.RSSActiveBytes, _ = sp.RSS()
+		}
+	}
+	res, err := Run(ctx, load)
+	if err != nil {
+		return m, fmt.Errorf("rps: load on %s server: %w", spawn.Kind, err)
+	}
+	m.Result = res
+	if child {
+		n := float64(res.Clients)
+		m.MemPerConnIdleKiB = float64(m.RSSIdleBytes-m.RSSBaselineBytes) / n / 1024
+		m.MemPerConnActiveKiB = float64(m.RSSActiveBytes-m.RSSBaselineBytes) / n / 1024
+		m.ServerCPUSeconds = (cpu1 - cpu0).Seconds()
+		if res.Successes > 0 {
+			m.ServerCPUPerRequestUs = m.ServerCPUSeconds * 1e6 / float64(res.Successes)
+		}
+	}
+	return m, nil
+}
+
+// Compare measures each of kinds repeats times, a fresh server each time,
+// alternating the order in which the kinds run from one repeat to the next
+// so that neither always runs on a warmer or cooler machine.
+func Compare(ctx context.Context, load Config, spawn SpawnConfig, kinds []ServerKind, repeats int) ([]Measurement, error) {
+	if repeats < 1 {
+		return nil, fmt.Errorf("rps: repeats %d: want at least 1", repeats)
+	}
+	var out []Measurement
+	for rep := 0; rep < repeats; rep++ {
+		order := kinds
+		if rep%2 == 1 {
+			order = make([]ServerKind, len(kinds))
+			for i, k := range kinds {
+				order[len(kinds)-1-i] = k
+			}
+		}
+		for pos, k := range order {
+			sc := spawn
+			sc.Kind = k
+			m, err := Measure(ctx, load, sc)
+			if err != nil {
+				return out, fmt.Errorf("repeat %d, %s: %w", rep+1, k, err)
+			}
+			m.Repeat, m.Position = rep+1, pos
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+// KindSummary spreads one server's measurements over the repeats.
+type KindSummary struct {
+	Server              ServerKind `json:"server"`
+	Runs                int        `json:"runs"`
+	RPS                 Spread     `json:"rps"`
+	AvgMs               Spread     `json:"avg_ms"`
+	P50Ms               Spread     `json:"p50_ms"`
+	P99Ms               Spread     `json:"p99_ms"`
+	Errors              int64      `json:"errors"`
+	Timeouts            int64      `json:"timeouts"`
+	MemPerConnIdleKiB   Spread     `json:"mem_per_conn_idle_kib"`
+	MemPerConnActiveKiB Spread     `json:"mem_per_conn_active_kib"`
+	CPUPerRequestUs     Spread     `json:"server_cpu_per_request_us"`
+}
+
+// Summary is the comparison of the servers measured.
+type Summary struct {
+	Kinds []KindSummary `json:"kinds"`
+	// The ratios compare the medians of the first kind to the second
+	// (tidegate / goroutine when both ran): RPS above 1 and latency, memory
+	// and CPU below 1 favour the first.
+	RPSRatio           float64 `json:"rps_ratio,omitempty"`
+	P50Ratio           float64 `json:"p50_ratio,omitempty"`
+	P99Ratio           float64 `json:"p99_ratio,omitempty"`
+	MemActiveRatio     float64 `json:"mem_per_conn_active_ratio,omitempty"`
+	CPUPerRequestRatio float64 `json:"cpu_per_request_ratio,omitempty"`
+}
+
+// Summarize groups ms by server, in kinds order.
+func Summarize(ms []Measurement, kinds []ServerKind) Summary {
+	var s Summary
+	for _, k := range kinds {
+		ks := KindSummary{Server: k}
+		var rps, avg, p50, p99, memI, memA, cpu []float64
+		for _, m := range ms {
+			if m.Server != k {
+				continue
+			}
+			ks.Runs++
+			rps = append(rps, m.Result.RPS)
+			avg = append(avg, m.Result.AvgMs)
+			p50 = append(p50, m.Result.P50Ms)
+			p99 = append(p99, m.Result.P99Ms)
+			ks.Errors += m.Result.Errors
+			ks.Timeouts += m.Result.Timeouts
+			if m.Mode == Child {
+				memI = append(memI, m.MemPerConnIdleKiB)
+				memA = append(memA, m.MemPerConnActiveKiB)
+				cpu = append(cpu, m.ServerCPUPerRequestUs)
+			}
+		}
+		ks.RPS, ks.AvgMs, ks.P50Ms, ks.P99Ms = spreadOf(rps), spreadOf(avg), spreadOf(p50), spreadOf(p99)
+		ks.MemPerConnIdleKiB, ks.MemPerConnActiveKiB, ks.CPUPerRequestUs = spreadOf(memI), spreadOf(memA), spreadOf(cpu)
+		s.Kinds = append(s.Kinds, ks)
+	}
+	if len(s.Kinds) == 2 {
+		a, b := s.Kinds[0], s.Kinds[1]
+		s.RPSRatio = ratio(a.RPS.Median, b.RPS.Median)
+		s.P50Ratio = ratio(a.P50Ms.Median, b.P50Ms.Median)
+		s.P99Ratio = ratio(a.P99Ms.Median, b.P99Ms.Median)
+		s.MemActiveRatio = ratio(a.MemPerConnActiveKiB.Median, b.MemPerConnActiveKiB.Median)
+		s.CPUPerRequestRatio = ratio(a.CPUPerRequestUs.Median, b.CPUPerRequestUs.Median)
+	}
+	return s
+}
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+// WriteMeasurements prints one row per measurement.
+func WriteMeasurements(w io.Writer, ms []Measurement) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "repeat\tserver\tstrategy\tclients\tpipeline\tRPS\tavg ms\tp50 ms\tp99 ms\terrors\ttimeouts\tper-client calls/s min/med/max\tsrv CPU µs/req\tclient CPU s\tKiB/conn idle\tKiB/conn active\t")
+	for _, m := range ms {
+		r := m.Result
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%.0f\t%.4f\t%.4f\t%.4f\t%d\t%d\t%.0f / %.0f / %.0f\t%.2f\t%.2f\t%.1f\t%.1f\t\n",
+			m.Repeat, m.Server, m.Strategy, r.Clients, r.Pipeline, r.RPS, r.AvgMs, r.P50Ms, r.P99Ms, r.Errors, r.Timeouts,
+			r.PerClientRPS.Min, r.PerClientRPS.Median, r.PerClientRPS.Max,
+			m.ServerCPUPerRequestUs, r.ClientCPUSeconds, m.MemPerConnIdleKiB, m.MemPerConnActiveKiB)
+	}
+	return tw.Flush()
+}
+
+// WriteSummary prints the per-server medians [min–max] and the ratios.
+func WriteSummary(w io.Writer, s Summary) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "server\truns\tRPS\tp50 ms\tp99 ms\terrors\ttimeouts\tsrv CPU µs/req\tKiB/conn active\t")
+	for _, k := range s.Kinds {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t\n", k.Server, k.Runs, k.RPS,
+			k.P50Ms.format("%.3f"), k.P99Ms.format("%.3f"), k.Errors, k.Timeouts,
+			k.CPUPerRequestUs.format("%.2f"), k.MemPerConnActiveKiB.format("%.1f"))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(s.Kinds) == 2 {
+		_, err := fmt.Fprintf(w, "ratio %s/%s (medians): RPS %.2f, p50 %.2f, p99 %.2f, server CPU/request %.2f, memory/connection %.2f\n",
+			s.Kinds[0].Server, s.Kinds[1].Server, s.RPSRatio, s.P50Ratio, s.P99Ratio, s.CPUPerRequestRatio, s.MemActiveRatio)
+		return err
+	}
+	return nil
+}
+
+// Report is what `tidegate bench rps --json` prints: where and how the
+// benchmark ran and what it measured.
+type Report struct {
+	Time     time.Time `json:"time"`
+	Machine  Machine   `json:"machine"`
+	Args     []string  `json:"args"`
+	Spawn    string    `json:"spawn"`
+	Strategy Strategy  `json:"strategy,omitempty"`
+	Mode     SpawnMode `json:"mode,omitempty"`
+	Repeats  int       `json:"repeats,omitempty"`
+	// Result is the run against --addr when nothing was spawned.
+	Result       *Result       `json:"result,omitempty"`
+	Measurements []Measurement `json:"measurements,omitempty"`
+	Summary      *Summary      `json:"summary,omitempty"`
+}

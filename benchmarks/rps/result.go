@@ -1,0 +1,126 @@
+package rps
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"text/tabwriter"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Spread is the minimum, median and maximum of a set of values.
+type Spread struct {
+	Min    float64 `json:"min"`
+	Median float64 `json:"median"`
+	Max    float64 `json:"max"`
+}
+
+// spreadOf returns the Spread of vs; zero for no values.
+func spreadOf(vs []float64) Spread {
+	if len(vs) == 0 {
+		return Spread{}
+	}
+	s := slices.Clone(vs)
+	slices.Sort(s)
+	med := s[len(s)/2]
+	if len(s)%2 == 0 {
+		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return Spread{Min: s[0], Median: med, Max: s[len(s)-1]}
+}
+
+// String formats s as "median [min–max]".
+func (s Spread) String() string { return s.format("%.0f") }
+
+func (s Spread) format(verb string) string {
+	return fmt.Sprintf(verb+" ["+verb+"–"+verb+"]", s.Median, s.Min, s.Max)
+}
+
+// Result is the outcome of one measured run.
+type Result struct {
+	Clients     int `json:"clients"`
+	Payloads    int `json:"payloads_per_client"`
+	PayloadSize int `json:"payload_size"`
+	Pipeline    int `json:"pipeline"`
+
+	// Requests is every request the run accounted for: Clients × Payloads =
+	// Successes + Errors + Timeouts.
+	Requests  int64 `json:"requests"`
+	Successes int64 `json:"successes"`
+	// Errors are responses that did not match their request (type,
+	// keep-alive bit, length or content), error frames, and requests lost
+	// with a connection that broke or could not be made.
+	Errors int64 `json:"errors"`
+	// Timeouts are requests still in flight on a connection whose oldest
+	// request waited longer than the timeout.
+	Timeouts   int64 `json:"timeouts"`
+	Reconnects int64 `json:"reconnects"`
+
+	// WallSeconds runs from the first request to the last client's last
+	// response.
+	WallSeconds float64 `json:"wall_seconds"`
+	// RPS is Successes / WallSeconds.
+	RPS float64 `json:"rps"`
+
+	// Latencies of successful requests, from send to whole response, in ms.
+	AvgMs float64 `json:"avg_ms"`
+	P50Ms float64 `json:"p50_ms"`
+	P99Ms float64 `json:"p99_ms"`
+	MaxMs float64 `json:"max_ms"`
+
+	// PerClientRPS spreads each client's successes per second of its own
+	// run time.
+	PerClientRPS Spread `json:"per_client_rps"`
+
+	// ClientCPUSeconds is the CPU time this process used during the run
+	// (including an in-process server).
+	ClientCPUSeconds float64 `json:"client_cpu_seconds"`
+}
+
+// result sums the run's clients and histograms.
+func (r *run) result() Result {
+	cfg := r.g.cfg
+	res := Result{Clients: cfg.Clients, Payloads: cfg.Payloads, PayloadSize: cfg.PayloadSize, Pipeline: cfg.Pipeline}
+	hist := hdrhistogram.New(1, maxLatencyMicros, 3)
+	for _, h := range r.hists {
+		hist.Merge(h)
+	}
+	perClient := make([]float64, 0, len(r.clients))
+	var wall int64
+	for _, cs := range r.clients {
+		res.Successes += cs.successes
+		res.Errors += cs.errors
+		res.Timeouts += cs.timeouts
+		res.Reconnects += cs.reconnects
+		res.Requests += int64(cs.completed)
+		wall = max(wall, cs.finishedAt)
+		if cs.finishedAt > 0 {
+			perClient = append(perClient, float64(cs.successes)/(float64(cs.finishedAt)/1e9))
+		}
+	}
+	res.WallSeconds = float64(wall) / 1e9
+	if wall > 0 {
+		res.RPS = float64(res.Successes) / res.WallSeconds
+	}
+	if hist.TotalCount() > 0 {
+		res.AvgMs = hist.Mean() / 1000
+		res.P50Ms = float64(hist.ValueAtQuantile(50)) / 1000
+		res.P99Ms = float64(hist.ValueAtQuantile(99)) / 1000
+		res.MaxMs = float64(hist.Max()) / 1000
+	}
+	res.PerClientRPS = spreadOf(perClient)
+	return res
+}
+
+// WriteTable prints results as an aligned table, one row each.
+func WriteTable(w io.Writer, rows ...Result) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "clients\tpipeline\tsize\trequests\tRPS\tavg ms\tp50 ms\tp99 ms\terrors\ttimeouts\tper-client calls/s min/med/max\t")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%.0f\t%.4f\t%.4f\t%.4f\t%d\t%d\t%.0f / %.0f / %.0f\t\n",
+			r.Clients, r.Pipeline, r.PayloadSize, r.Requests, r.RPS, r.AvgMs, r.P50Ms, r.P99Ms,
+			r.Errors, r.Timeouts, r.PerClientRPS.Min, r.PerClientRPS.Median, r.PerClientRPS.Max)
+	}
+	return tw.Flush()
+}

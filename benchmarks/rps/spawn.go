@@ -1,0 +1,286 @@
+package rps
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/tidegate/tidegate/benchmarks/goserver"
+	ptlv "github.com/tidegate/tidegate/protocol/tlv"
+	"github.com/tidegate/tidegate/reactor"
+	"github.com/tidegate/tidegate/session/tlv"
+
+	"github.com/rs/zerolog"
+)
+
+// ServerKind names a server under test.
+type ServerKind string
+
+const (
+	// Tidegate is tidegate's event-loop TLV server (session/tlv).
+	Tidegate ServerKind = "tidegate"
+	// Goroutine is the goroutine-per-connection peer (benchmarks/goserver).
+	Goroutine ServerKind = "goroutine"
+)
+
+// Strategy is the core budget of a spawned server, as in the document's
+// --strategy: single is one core (one event loop, GOMAXPROCS=1), multi is
+// one per core (as many loops as cores, GOMAXPROCS=cores).
+type Strategy string
+
+const (
+	// Single gives the server one core.
+	Single Strategy = "single"
+	// Multi gives the server every core.
+	Multi Strategy = "multi"
+)
+
+// Procs returns the number of cores the strategy gives a server.
+func (s Strategy) Procs() int {
+	if s == Single {
+		return 1
+	}
+	return runtime.NumCPU()
+}
+
+// SpawnMode says where a spawned server runs.
+type SpawnMode string
+
+const (
+	// Child runs the server as a child process (the tidegate binary
+	// re-executed), so that its memory and CPU are measured on their own
+	// and GOMAXPROCS applies to it alone.
+	Child SpawnMode = "child"
+	// InProcess runs the server in this process, next to the generator.
+	// Its memory and CPU are not measured; the goroutine server's core
+	// budget cannot be limited in process.
+	InProcess SpawnMode = "inprocess"
+)
+
+// ChildArgsFunc returns the arguments (without the program name) that make
+// the executable serve TLV as kind on addr with loops event loops.
+type ChildArgsFunc func(kind ServerKind, addr string, loops int) []string
+
+// SpawnConfig says which server to start and how.
+type SpawnConfig struct {
+	Kind     ServerKind
+	Strategy Strategy
+	Mode     SpawnMode
+	// Executable is the binary run in Child mode; empty means this one.
+	Executable string
+	// ChildArgs builds the child's command line; required in Child mode.
+	ChildArgs ChildArgsFunc
+	// Format is the TLV layout of an in-process server; zero means the default.
+	Format ptlv.Format
+	// Logger receives the in-process server's logs.
+	Logger zerolog.Logger
+	// StartTimeout bounds how long a child may take to accept connections;
+	// 0 means 10 seconds.
+	StartTimeout time.Duration
+}
+
+// Spawned is a running server under test.
+type Spawned struct {
+	// Addr is its host:port.
+	Addr string
+	// PID is the child's process id; 0 in process.
+	PID int
+	// Procs is the cores it was given.
+	Procs int
+
+	stop func(context.Context) error
+}
+
+// Spawn starts the server cfg describes and returns once it accepts
+// connections.
+func Spawn(ctx context.Context, cfg SpawnConfig) (*Spawned, error) {
+	if cfg.Kind != Tidegate && cfg.Kind != Goroutine {
+		return nil, fmt.Errorf("rps: server kind %q: want %q or %q", cfg.Kind, Tidegate, Goroutine)
+	}
+	if cfg.Strategy != Single && cfg.Strategy != Multi {
+		return nil, fmt.Errorf("rps: strategy %q: want %q or %q", cfg.Strategy, Single, Multi)
+	}
+	procs := cfg.Strategy.Procs()
+	switch cfg.Mode {
+	case InProcess:
+		return spawnInProcess(cfg, procs)
+	case Child:
+		return spawnChild(ctx, cfg, procs)
+	}
+	return nil, fmt.Errorf("rps: spawn mode %q: want %q or %q", cfg.Mode, Child, InProcess)
+}
+
+func spawnInProcess(cfg SpawnConfig, procs int) (*Spawned, error) {
+	switch cfg.Kind {
+	case Tidegate:
+		srv, err := tlv.New(tlv.Config{
+			Reactor: reactor.Config{Addrs: []string{"tcp://127.0.0.1:0"}, Loops: procs, Logger: cfg.Logger},
+			Format:  cfg.Format,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("rps: in-process tidegate server: %w", err)
+		}
+		if err := srv.Start(); err != nil {
+			return nil, fmt.Errorf("rps: starting in-process tidegate server: %w", err)
+		}
+		return &Spawned{Addr: srv.Addr().String(), Procs: procs, stop: srv.Stop}, nil
+	default:
+		srv, err := goserver.New(goserver.Config{Addr: "127.0.0.1:0", Format: cfg.Format, Logger: cfg.Logger})
+		if err != nil {
+			return nil, fmt.Errorf("rps: in-process goroutine server: %w", err)
+		}
+		if err := srv.Start(); err != nil {
+			return nil, fmt.Errorf("rps: starting in-process goroutine server: %w", err)
+		}
+		return &Spawned{Addr: srv.Addr().String(), Procs: runtime.GOMAXPROCS(0), stop: srv.Stop}, nil
+	}
+}
+
+func spawnChild(ctx context.Context, cfg SpawnConfig, procs int) (*Spawned, error) {
+	if cfg.ChildArgs == nil {
+		return nil, errors.New("rps: child mode needs ChildArgs")
+	}
+	exe := cfg.Executable
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("rps: finding this executable to re-run as the server: %w", err)
+		}
+	}
+	addr, err := freeLoopbackAddr()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe, cfg.ChildArgs(cfg.Kind, addr, procs)...)
+	cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(procs))
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("rps: starting %s server %q: %w", cfg.Kind, filepath.Base(exe), err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	stop := func(ctx context.Context) error {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-exited:
+			var ee *exec.ExitError
+			if err != nil && !errors.As(err, &ee) {
+				return fmt.Errorf("rps: waiting for %s server pid %d: %w", cfg.Kind, cmd.Process.Pid, err)
+			}
+			return nil
+		case <-ctx.Done():
+			_ = cmd.Process.Kill()
+			<-exited
+			return fmt.Errorf("rps: %s server pid %d did not stop on SIGTERM, killed: %w", cfg.Kind, cmd.Process.Pid, ctx.Err())
+		}
+	}
+	timeout := cfg.StartTimeout
+	if timeout == 0 {
+		timeout = 10 * time.Second
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			_ = c.Close()
+			break
+		}
+		select {
+		case werr := <-exited:
+			return nil, fmt.Errorf("rps: %s server exited before accepting on %s: %v", cfg.Kind, addr, werr)
+		case <-ctx.Done():
+			_ = stop(context.Background())
+			return nil, fmt.Errorf("rps: waiting for %s server on %s: %w", cfg.Kind, addr, ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = stop(sctx)
+			return nil, fmt.Errorf("rps: %s server did not accept on %s within %v: %w", cfg.Kind, addr, timeout, err)
+		}
+	}
+	return &Spawned{Addr: addr, PID: cmd.Process.Pid, Procs: procs, stop: stop}, nil
+}
+
+// freeLoopbackAddr returns a 127.0.0.1 address whose port was free a moment ago.
+func freeLoopbackAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("rps: finding a free loopback port: %w", err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	return addr, nil
+}
+
+// Stop stops the server, waiting at most until ctx ends.
+func (s *Spawned) Stop(ctx context.Context) error { return s.stop(ctx) }
+
+// RSS returns the child's resident set size in bytes (VmRSS of
+// /proc/PID/status). It fails in process and where /proc is missing.
+func (s *Spawned) RSS() (int64, error) {
+	if s.PID == 0 {
+		return 0, errors.New("rps: RSS of an in-process server is not measured")
+	}
+	path := fmt.Sprintf("/proc/%d/status", s.PID)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, fmt.Errorf("rps: reading %s: %w", path, err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:")
+		if !ok {
+			continue
+		}
+		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("rps: parsing VmRSS %q in %s: %w", rest, path, err)
+		}
+		return kb << 10, nil
+	}
+	return 0, fmt.Errorf("rps: no VmRSS in %s", path)
+}
+
+// CPU returns the child's time on CPU, summed over its threads (field 1 of
+// /proc/PID/task/*/schedstat, nanoseconds). It fails in process and where
+// /proc is missing.
+func (s *Spawned) CPU() (time.Duration, error) {
+	if s.PID == 0 {
+		return 0, errors.New("rps: CPU of an in-process server is not measured")
+	}
+	dir := fmt.Sprintf("/proc/%d/task", s.PID)
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, fmt.Errorf("rps: listing %s: %w", dir, err)
+	}
+	var total int64
+	for _, t := range tasks {
+		b, err := os.ReadFile(filepath.Join(dir, t.Name(), "schedstat"))
+		if err != nil {
+			continue // the thread exited meanwhile
+		}
+		f := strings.Fields(string(b))
+		if len(f) == 0 {
+			continue
+		}
+		ns, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("rps: parsing schedstat %q of task %s: %w", f[0], t.Name(), err)
+		}
+		total += ns
+	}
+	return time.Duration(total), nil
+}

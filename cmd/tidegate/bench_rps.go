@@ -1,0 +1,141 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"time"
+
+	"github.com/tidegate/tidegate/benchmarks/rps"
+
+	"github.com/urfave/cli/v2"
+)
+
+func benchRPSCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "rps",
+		Usage: "TLV request/response load: requests per second and latency, optionally tidegate vs the goroutine server",
+		Description: "Each client keeps one keep-alive connection and --pipeline requests in flight (1 = strict\n" +
+			"request/response, as in the design document), checks every response's type, length and\n" +
+			"content, and counts a response later than --timeout as a failure. Clients run on event loops,\n" +
+			"not a goroutine each. RPS = successful requests / wall time; latency from an HdrHistogram.\n\n" +
+			"--spawn tidegate|goroutine starts the server itself (--strategy single: one core, multi: all),\n" +
+			"by default as a child process (this binary re-run) whose RSS and CPU are measured on their own;\n" +
+			"--spawn both (or --compare) runs tidegate and the goroutine server --repeats times each, in\n" +
+			"alternating order, and prints medians [min–max] and the ratios.",
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "addr", Usage: "server address host:port (with --spawn none)"},
+			&cli.IntFlag{Name: "clients", Value: 5, Usage: "client connections"},
+			&cli.IntFlag{Name: "payloads", Value: 200_000, Usage: "requests per client"},
+			&cli.IntFlag{Name: "warmups", Value: 1, Usage: "whole runs made and discarded before the measured one"},
+			&cli.IntFlag{Name: "payload-size", Value: rps.DefaultPayloadSize, Usage: "request body bytes"},
+			&cli.IntFlag{Name: "pipeline", Value: rps.DefaultPipeline, Usage: "requests in flight per client (1: strict request/response)"},
+			&cli.DurationFlag{Name: "timeout", Value: rps.DefaultTimeout, Usage: "reply timeout; a late reply counts as a failure"},
+			&cli.IntFlag{Name: "loops", Value: runtime.NumCPU(), Usage: "client event loops"},
+			&cli.BoolFlag{Name: "json", Usage: "print the report as JSON instead of tables"},
+			&cli.StringFlag{Name: "spawn", Value: "none", Usage: "server to start: none (use --addr), tidegate, goroutine or both"},
+			&cli.BoolFlag{Name: "compare", Usage: "same as --spawn both"},
+			&cli.StringFlag{Name: "strategy", Value: string(rps.Multi), Usage: "cores of a spawned server: single (1) or multi (all)"},
+			&cli.StringFlag{Name: "spawn-mode", Value: string(rps.Child), Usage: "child (own process, RSS and CPU measured) or inprocess"},
+			&cli.IntFlag{Name: "repeats", Value: 0, Usage: "measurements per spawned server, each on a fresh server (default 3 with both, else 1)"},
+		}, logFlags()...),
+		Action: func(c *cli.Context) error {
+			log, err := newLogger(c)
+			if err != nil {
+				return err
+			}
+			load := rps.Config{
+				Addr:        c.String("addr"),
+				Clients:     c.Int("clients"),
+				Payloads:    c.Int("payloads"),
+				Warmups:     c.Int("warmups"),
+				PayloadSize: c.Int("payload-size"),
+				Pipeline:    c.Int("pipeline"),
+				Timeout:     c.Duration("timeout"),
+				Loops:       c.Int("loops"),
+				Logger:      log,
+			}
+			spawn := c.String("spawn")
+			if c.Bool("compare") {
+				spawn = "both"
+			}
+			report := rps.Report{Time: time.Now().UTC(), Machine: rps.ThisMachine(), Args: os.Args, Spawn: spawn}
+			out := c.App.Writer
+			if spawn == "none" {
+				if load.Addr == "" {
+					return fmt.Errorf("--spawn none needs --addr")
+				}
+				res, err := rps.Run(c.Context, load)
+				if err != nil {
+					return err
+				}
+				if c.Bool("json") {
+					report.Result = &res
+					return writeJSON(c, report)
+				}
+				return rps.WriteTable(out, res)
+			}
+			var kinds []rps.ServerKind
+			switch spawn {
+			case "tidegate":
+				kinds = []rps.ServerKind{rps.Tidegate}
+			case "goroutine":
+				kinds = []rps.ServerKind{rps.Goroutine}
+			case "both":
+				kinds = []rps.ServerKind{rps.Tidegate, rps.Goroutine}
+			default:
+				return fmt.Errorf("--spawn %q: want none, tidegate, goroutine or both", spawn)
+			}
+			repeats := c.Int("repeats")
+			if repeats == 0 {
+				repeats = 1
+				if len(kinds) == 2 {
+					repeats = 3
+				}
+			}
+			sc := rps.SpawnConfig{
+				Strategy:  rps.Strategy(c.String("strategy")),
+				Mode:      rps.SpawnMode(c.String("spawn-mode")),
+				ChildArgs: childServerArgs(c.String("log-level")),
+				Logger:    log,
+			}
+			ms, err := rps.Compare(c.Context, load, sc, kinds, repeats)
+			if err != nil {
+				return err
+			}
+			sum := rps.Summarize(ms, kinds)
+			if c.Bool("json") {
+				report.Strategy, report.Mode, report.Repeats = sc.Strategy, sc.Mode, repeats
+				report.Measurements, report.Summary = ms, &sum
+				return writeJSON(c, report)
+			}
+			if err := rps.WriteMeasurements(out, ms); err != nil {
+				return err
+			}
+			fmt.Fprintln(out)
+			return rps.WriteSummary(out, sum)
+		},
+	}
+}
+
+// childServerArgs returns the command lines that make this binary serve TLV
+// as a spawned server under test.
+func childServerArgs(logLevel string) rps.ChildArgsFunc {
+	if logLevel == "info" || logLevel == "debug" {
+		logLevel = "warn" // keep the children's start-up lines out of the tables
+	}
+	return func(kind rps.ServerKind, addr string, loops int) []string {
+		if kind == rps.Goroutine {
+			return []string{"peer", "tlv-goroutine", "--listen", addr, "--log-level", logLevel}
+		}
+		return []string{"serve", "--listen", addr, "--loops", strconv.Itoa(loops), "--log-level", logLevel}
+	}
+}
+
+func writeJSON(c *cli.Context, v any) error {
+	enc := json.NewEncoder(c.App.Writer)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
