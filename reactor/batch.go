@@ -1,12 +1,16 @@
 package reactor
 
+import "slices"
+
 // MaxIovecs is the most slices one vectored write takes (IOV_MAX on Linux and the BSDs).
 const MaxIovecs = 1024
 
 // DefaultCrossover is the frame size from which Batch passes a frame to the
 // kernel as its own iovec instead of copying it. Measured by
-// BenchmarkBatchCrossover (benchmarks/results/2026-11-30-batch-crossover.md).
-const DefaultCrossover = 512
+// BenchmarkBatchCrossover (benchmarks/results/2026-11-30-batch-crossover.md):
+// referencing beats copying from about 2.5 KiB bare and 3 KiB between small
+// copied delimiters.
+const DefaultCrossover = 3072
 
 // Batch collects the bytes produced for one connection while one read is
 // handled, and writes them with one vectored write. Frames shorter than the
@@ -44,7 +48,12 @@ func (b *Batch) crossover() int {
 func (b *Batch) Len() int { return b.n }
 
 // Segments returns the number of slices the batch would be written as.
-func (b *Batch) Segments() int { return len(b.segs) }
+func (b *Batch) Segments() int {
+	if len(b.segs) > MaxIovecs {
+		return 1 // Bytes copies it whole
+	}
+	return len(b.segs)
+}
 
 // Add appends p, copying it when it is shorter than the crossover.
 func (b *Batch) Add(p []byte) {
@@ -66,33 +75,54 @@ func (b *Batch) Ref(p []byte) {
 
 // Copy appends a copy of p.
 func (b *Batch) Copy(p []byte) {
-	copy(b.Reserve(len(p)), p)
+	if len(p) == 0 {
+		return
+	}
+	off := len(b.buf)
+	b.buf = append(b.buf, p...)
+	b.own(off, len(p))
 }
 
-// Reserve appends n bytes to the batch's own buffer and returns them to be
-// filled in; the slice is valid until the next call on b.
+// Reserve appends n zeroed bytes to the batch's own buffer and returns them
+// to be filled in; the slice is valid until the next call on b.
 func (b *Batch) Reserve(n int) []byte {
 	if n == 0 {
 		return nil
 	}
 	off := len(b.buf)
-	b.buf = append(b.buf, make([]byte, n)...)
+	b.buf = slices.Grow(b.buf, n)[:off+n]
+	p := b.buf[off:]
+	clear(p) // no bytes of an earlier batch leak through
+	b.own(off, n)
+	return p
+}
+
+// own counts buf[off:off+n] as the batch's next bytes, extending the last
+// segment when it ends at off.
+func (b *Batch) own(off, n int) {
 	if k := len(b.segs) - 1; k >= 0 && b.segs[k].ref == nil && b.segs[k].end == off {
 		b.segs[k].end += n
 	} else {
 		b.segs = append(b.segs, segment{off: off, end: off + n})
 	}
 	b.n += n
-	return b.buf[off : off+n]
 }
 
 // Reset empties the batch without writing it.
 func (b *Batch) Reset() {
 	clear(b.segs) // drop references to frames
 	b.segs = b.segs[:0]
+	clear(b.iov) // and the slices the last Bytes returned
+	b.iov = b.iov[:0]
 	b.buf = b.buf[:0]
+	if cap(b.buf) > maxRetainedBuffer {
+		b.buf = nil // one huge batch must not pin its memory on the loop
+	}
 	b.n = 0
 }
+
+// maxRetainedBuffer is the largest copy buffer Reset keeps for reuse.
+const maxRetainedBuffer = 4 << 20
 
 // Bytes returns the batch as slices, in order, without writing it. The
 // result is valid until the next call on b.
@@ -138,7 +168,6 @@ func (b *Batch) WriteTo(c *Conn) error {
 	} else {
 		err = c.writevBatch(iov)
 	}
-	clear(b.iov)
 	b.Reset()
 	return err
 }

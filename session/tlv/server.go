@@ -207,18 +207,21 @@ func (s *Server) OnTraffic(c *reactor.Conn) {
 	if bad != nil {
 		s.rejectFrame(c, batch, bad)
 	}
-	if err := batch.WriteTo(c); err != nil {
-		batch.Reset()
-	}
+	// Count before writing, so that a client that has its answer sees it counted.
 	st := s.loopStats(c)
 	st.requests.Add(requests)
 	st.bytesIn.Add(int64(consumed))
+	if closeAfter {
+		st.keepAliveClose.Add(1)
+	}
+	if err := batch.WriteTo(c); err != nil {
+		batch.Reset()
+	}
 	switch {
 	case bad != nil:
 		c.Discard(-1)
 		c.Close()
 	case closeAfter:
-		st.keepAliveClose.Add(1)
 		c.Discard(-1)
 		c.Close()
 	default:
