@@ -6,5 +6,6 @@ import "github.com/urfave/cli/v2"
 func benchSubcommands() []*cli.Command {
 	return []*cli.Command{
 		benchRPSCommand(),
+		benchPushCommand(),
 	}
 }

@@ -23,6 +23,7 @@ func main() {
 		Commands: []*cli.Command{
 			proxyCommand(),
 			serveCommand(),
+			pushCommand(),
 			backendCommand(),
 			benchCommand(),
 			peerCommand(),

@@ -1,0 +1,381 @@
+// Package pushload is the end-to-end load generator of tidegate's push
+// server: one publisher sends sequence-numbered events at a fixed rate, and
+// subscribers on an event-loop client (gnet.Client, no goroutine per
+// connection) decode the legacy TCP frames, count deliveries and check that
+// every subscriber sees the sequence in order.
+//
+// The figure of merit is events delivered per second (events times
+// subscribers) and the server's CPU time per delivered event, read from
+// /proc/PID/stat when the server runs in another process (ServerPID), or
+// this process' getrusage otherwise.
+package pushload
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/panjf2000/gnet/v2"
+	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
+
+	pushproto "github.com/tidegate/tidegate/protocol/push"
+	"github.com/tidegate/tidegate/protocol/tlv"
+)
+
+// Config describes one load run.
+type Config struct {
+	PublishAddr   string
+	SubscribeAddr string
+	// Subscribers is the number of TCP subscribers.
+	Subscribers int
+	// Topic is the topic published and subscribed to.
+	Topic string
+	// Rate is the events published per second.
+	Rate int
+	// EventsPerFrame is the most events per publish frame.
+	EventsPerFrame int
+	// PayloadSize is each event's size in bytes (at least 8: the sequence number).
+	PayloadSize int
+	// Warmup runs before the measurement; Duration is measured.
+	Warmup, Duration time.Duration
+	// Drain is how long to wait after publishing stops for the last deliveries.
+	Drain time.Duration
+	// ServerPID is the server's process id for its CPU time; 0 measures this process.
+	ServerPID int
+	// ClientLoops is the subscribers' event loops.
+	ClientLoops int
+	Logger      zerolog.Logger
+}
+
+// Result is the outcome of a run.
+type Result struct {
+	Subscribers int
+	Measured    time.Duration
+	// Published and Delivered are counted in the measurement window.
+	Published, Delivered int64
+	// DeliveredPerSec is Delivered over Measured.
+	DeliveredPerSec float64
+	// ServerCPU is the server's CPU time in the window; CPUPerEvent is it over Delivered.
+	ServerCPU   time.Duration
+	CPUPerEvent time.Duration
+	// ClientCPU is this process' CPU time in the window (the load generator itself
+	// when the server runs elsewhere).
+	ClientCPU time.Duration
+	// Over the whole run, after the drain: events published, events every
+	// subscriber should have got, events received, sequence breaks, frames.
+	TotalPublished, TotalExpected, TotalDelivered, OutOfOrder, Frames int64
+}
+
+// String formats the result as one line.
+func (r Result) String() string {
+	return fmt.Sprintf("subscribers=%d measured=%v published=%d delivered=%d delivered/s=%.0f server_cpu=%v cpu/event=%dns client_cpu=%v total_expected=%d total_delivered=%d lost=%d out_of_order=%d frames=%d",
+		r.Subscribers, r.Measured.Round(time.Millisecond), r.Published, r.Delivered, r.DeliveredPerSec, r.ServerCPU.Round(time.Millisecond),
+		r.CPUPerEvent.Nanoseconds(), r.ClientCPU.Round(time.Millisecond), r.TotalExpected, r.TotalDelivered,
+		r.TotalExpected-r.TotalDelivered, r.OutOfOrder, r.Frames)
+}
+
+// subscriber is one client connection's state; only its loop touches it
+// except the atomic counters.
+type subscriber struct {
+	next      uint64 // expected sequence number
+	started   bool
+	delivered atomic.Int64
+	breaks    atomic.Int64
+	frames    atomic.Int64
+	ready     atomic.Bool
+}
+
+type client struct {
+	gnet.BuiltinEventEngine
+	topic []byte
+	subs  []*subscriber
+	err   atomic.Pointer[error]
+}
+
+func (cl *client) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
+	return pushproto.AppendSubscribe(nil, cl.topic), gnet.None
+}
+
+func (cl *client) OnTraffic(c gnet.Conn) gnet.Action {
+	s, _ := c.Context().(*subscriber)
+	if s == nil {
+		return gnet.None // the context is set right after Dial returns
+	}
+	buf, _ := c.Peek(-1)
+	off := 0
+	for {
+		f, n, err := pushproto.DecodeFrame(buf[off:], pushproto.DefaultMaxFrame)
+		if errors.Is(err, pushproto.ErrIncomplete) {
+			break
+		}
+		if err != nil {
+			e := fmt.Errorf("pushload: subscriber frame: %w", err)
+			cl.err.CompareAndSwap(nil, &e)
+			return gnet.Close
+		}
+		off += n
+		s.frames.Add(1)
+		var delivered int64
+		for rest := f.Events; len(rest) > 0; {
+			op, payload, r, err := pushproto.NextEvent(rest)
+			if err != nil {
+				e := fmt.Errorf("pushload: subscriber event: %w", err)
+				cl.err.CompareAndSwap(nil, &e)
+				return gnet.Close
+			}
+			rest = r
+			switch op {
+			case pushproto.OpSubscribed:
+				s.ready.Store(true)
+			case pushproto.OpNext:
+				if len(payload) >= 8 {
+					seq := binary.BigEndian.Uint64(payload)
+					if s.started && seq != s.next {
+						s.breaks.Add(1)
+					}
+					s.started, s.next = true, seq+1
+				}
+				delivered++
+			}
+		}
+		s.delivered.Add(delivered)
+	}
+	if off > 0 { // gnet's Discard(0) discards everything, partial frame included
+		_, _ = c.Discard(off)
+	}
+	return gnet.None
+}
+
+// Run performs one load run.
+func Run(ctx context.Context, cfg Config) (Result, error) {
+	if cfg.Subscribers < 1 || cfg.Rate < 1 || cfg.EventsPerFrame < 1 || cfg.PayloadSize < 8 || cfg.Duration <= 0 {
+		return Result{}, fmt.Errorf("pushload: subscribers %d, rate %d, events per frame %d, payload %d, duration %v: all must be positive, payload >= 8",
+			cfg.Subscribers, cfg.Rate, cfg.EventsPerFrame, cfg.PayloadSize, cfg.Duration)
+	}
+	if cfg.ClientLoops < 1 {
+		cfg.ClientLoops = 1
+	}
+	cl := &client{topic: []byte(cfg.Topic)}
+	gc, err := gnet.NewClient(cl, gnet.WithMulticore(true), gnet.WithNumEventLoop(cfg.ClientLoops),
+		gnet.WithLogger(nopLogger{}), gnet.WithReadBufferCap(256<<10))
+	if err != nil {
+		return Result{}, fmt.Errorf("pushload: gnet client: %w", err)
+	}
+	if err := gc.Start(); err != nil {
+		return Result{}, fmt.Errorf("pushload: start gnet client: %w", err)
+	}
+	defer func() { _ = gc.Stop() }()
+
+	var conns []gnet.Conn
+	for i := 0; i < cfg.Subscribers; i++ {
+		s := &subscriber{}
+		nc, err := net.DialTimeout("tcp", cfg.SubscribeAddr, 5*time.Second)
+		if err != nil {
+			return Result{}, fmt.Errorf("pushload: subscriber %d: dial %s: %w", i, cfg.SubscribeAddr, err)
+		}
+		c, err := gc.EnrollContext(nc, s)
+		if err != nil {
+			nc.Close()
+			return Result{}, fmt.Errorf("pushload: subscriber %d: enroll: %w", i, err)
+		}
+		cl.subs = append(cl.subs, s)
+		conns = append(conns, c)
+	}
+	// Keep the subscribers alive past the server's read idle limit.
+	keepalive := time.NewTicker(3 * time.Second)
+	defer keepalive.Stop()
+	kaStop := make(chan struct{})
+	defer close(kaStop)
+	go func() {
+		for {
+			select {
+			case <-kaStop:
+				return
+			case <-keepalive.C:
+				for _, c := range conns {
+					_ = c.AsyncWrite([]byte("\n"), nil)
+				}
+			}
+		}
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for ready := 0; ready < cfg.Subscribers; {
+		ready = 0
+		for _, s := range cl.subs {
+			if s.ready.Load() {
+				ready++
+			}
+		}
+		if time.Now().After(deadline) {
+			return Result{}, fmt.Errorf("pushload: only %d of %d subscribers acknowledged", ready, cfg.Subscribers)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cfg.Logger.Info().Int("subscribers", cfg.Subscribers).Msg("subscribed")
+
+	pc, err := net.DialTimeout("tcp", cfg.PublishAddr, 5*time.Second)
+	if err != nil {
+		return Result{}, fmt.Errorf("pushload: publisher: dial %s: %w", cfg.PublishAddr, err)
+	}
+	defer pc.Close()
+	var published atomic.Int64
+	stop := make(chan struct{})
+	pubErr := make(chan error, 1)
+	go func() { pubErr <- publish(pc, cfg, &published, stop) }()
+
+	sum := func() (delivered, breaks, frames int64) {
+		for _, s := range cl.subs {
+			delivered += s.delivered.Load()
+			breaks += s.breaks.Load()
+			frames += s.frames.Load()
+		}
+		return
+	}
+	select {
+	case <-time.After(cfg.Warmup):
+	case <-ctx.Done():
+	}
+	p0, d0, t0 := published.Load(), first(sum()), time.Now()
+	s0, err := cpuTime(cfg.ServerPID)
+	if err != nil {
+		return Result{}, err
+	}
+	c0, _ := cpuTime(0)
+	select {
+	case <-time.After(cfg.Duration):
+	case <-ctx.Done():
+	}
+	p1, d1, t1 := published.Load(), first(sum()), time.Now()
+	s1, err := cpuTime(cfg.ServerPID)
+	if err != nil {
+		return Result{}, err
+	}
+	c1, _ := cpuTime(0)
+	close(stop)
+	if err := <-pubErr; err != nil {
+		return Result{}, err
+	}
+	// Drain: wait for deliveries to stop growing.
+	last, _, _ := sum()
+	for end := time.Now().Add(cfg.Drain); time.Now().Before(end); {
+		time.Sleep(100 * time.Millisecond)
+		cur, _, _ := sum()
+		if cur == last && cur >= published.Load()*int64(cfg.Subscribers) {
+			break
+		}
+		last = cur
+	}
+	if e := cl.err.Load(); e != nil {
+		return Result{}, *e
+	}
+	td, tb, tf := sum()
+	r := Result{
+		Subscribers: cfg.Subscribers, Measured: t1.Sub(t0),
+		Published: p1 - p0, Delivered: d1 - d0,
+		ServerCPU: s1 - s0, ClientCPU: c1 - c0,
+		TotalPublished: published.Load(), TotalExpected: published.Load() * int64(cfg.Subscribers),
+		TotalDelivered: td, OutOfOrder: tb, Frames: tf,
+	}
+	r.DeliveredPerSec = float64(r.Delivered) / r.Measured.Seconds()
+	if r.Delivered > 0 {
+		r.CPUPerEvent = r.ServerCPU / time.Duration(r.Delivered)
+	}
+	return r, nil
+}
+
+func first(a, _, _ int64) int64 { return a }
+
+// publish sends Rate events per second, sequence-numbered, every 10 ms.
+func publish(c net.Conn, cfg Config, published *atomic.Int64, stop <-chan struct{}) error {
+	const tick = 10 * time.Millisecond
+	payload := make([]byte, cfg.PayloadSize)
+	for i := 8; i < len(payload); i++ {
+		payload[i] = 'a' + byte(i%26)
+	}
+	events := make([][]byte, 0, cfg.EventsPerFrame)
+	scratch := make([][]byte, cfg.EventsPerFrame) // AppendPublish copies them
+	for i := range scratch {
+		scratch[i] = append([]byte(nil), payload...)
+	}
+	var buf, body []byte
+	var seq uint64
+	start := time.Now()
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return nil
+		case <-t.C:
+		}
+		due := uint64(time.Since(start).Seconds() * float64(cfg.Rate))
+		buf = buf[:0]
+		for seq < due {
+			events = events[:0]
+			for len(events) < cfg.EventsPerFrame && seq < due {
+				p := scratch[len(events)]
+				binary.BigEndian.PutUint64(p, seq)
+				events = append(events, p)
+				seq++
+			}
+			var err error
+			body, err = pushproto.AppendPublish(body[:0], []byte(cfg.Topic), events...)
+			if err != nil {
+				return fmt.Errorf("pushload: publish: %w", err)
+			}
+			buf = tlv.DefaultFormat.AppendFrame(buf, tlv.Header{Type: pushproto.TypePublish}, body)
+		}
+		if len(buf) == 0 {
+			continue
+		}
+		if _, err := c.Write(buf); err != nil {
+			return fmt.Errorf("pushload: publish to %s: %w", cfg.PublishAddr, err)
+		}
+		published.Store(int64(seq))
+	}
+}
+
+// cpuTime returns the CPU time (user+system) of process pid, or of this
+// process when pid is 0.
+func cpuTime(pid int) (time.Duration, error) {
+	if pid == 0 {
+		var ru unix.Rusage
+		if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+			return 0, fmt.Errorf("pushload: getrusage: %w", err)
+		}
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("pushload: server CPU time: %w", err)
+	}
+	// Fields after the command name, which is in parentheses and may hold spaces.
+	i := strings.LastIndexByte(string(b), ')')
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("pushload: /proc/%d/stat has %d fields after the name", pid, len(f))
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64) // field 14 utime
+	st, err2 := strconv.ParseInt(f[12], 10, 64) // field 15 stime
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("pushload: /proc/%d/stat utime %q stime %q", pid, f[11], f[12])
+	}
+	const clkTck = 100 // USER_HZ on Linux
+	return time.Duration(ut+st) * time.Second / clkTck, nil
+}
+
+type nopLogger struct{}
+
+func (nopLogger) Debugf(string, ...any) {}
+func (nopLogger) Infof(string, ...any)  {}
+func (nopLogger) Warnf(string, ...any)  {}
+func (nopLogger) Errorf(string, ...any) {}
+func (nopLogger) Fatalf(string, ...any) {}

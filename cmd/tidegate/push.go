@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/tidegate/tidegate/session/push"
+)
+
+// pushCommand runs the fan-out push server.
+func pushCommand() *cli.Command {
+	def := push.DefaultConfig()
+	return &cli.Command{
+		Name:  "push",
+		Usage: "run the fan-out push server (Mantis push: legacy TCP framing and Server-Sent Events)",
+		Description: "Publishers connect to --publish-listen and send TLV frames of type 1 whose body is\n" +
+			"  u8 topicLen | topic | (u32 len | payload)...\n" +
+			"Subscribers connect to --subscribe-listen and either send \"SUBSCRIBE <topic>\\n\" (Mantis legacy TCP\n" +
+			"framing: u32 length | 0x01 | nameLen | name | (u32 len | op | payload)...) or\n" +
+			"\"GET /events?topic=<topic> HTTP/1.1\" (Server-Sent Events). Each subscriber's events are written\n" +
+			"once per --window as one batch; a subscriber whose queued output is past --high-watermark has\n" +
+			"its batch dropped, counted and reported to it in its next batch.",
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "publish-listen", Value: def.PublishAddr, Usage: "address publishers connect to"},
+			&cli.StringFlag{Name: "subscribe-listen", Value: def.SubscribeAddr, Usage: "address TCP and SSE subscribers connect to"},
+			&cli.DurationFlag{Name: "window", Value: def.Window, Usage: "how long each subscriber's events are buffered into one batch; 0 writes at once"},
+			&cli.DurationFlag{Name: "heartbeat", Value: def.Heartbeat, Usage: "write idleness after which a heartbeat is sent; 0 disables"},
+			&cli.DurationFlag{Name: "read-idle", Value: def.ReadIdle, Usage: "read idleness after which a TCP subscriber (or an unfinished request) is closed; 0 disables"},
+			&cli.IntFlag{Name: "high-watermark", Value: def.HighWatermark, Usage: "queued output `BYTES` per subscriber past which its batches are dropped"},
+			&cli.DurationFlag{Name: "not-writable-timeout", Value: def.NotWritableTimeout, Usage: "abort a subscriber that stays past the high watermark this long; 0 disables"},
+			&cli.IntFlag{Name: "loops", Value: 0, Usage: "event loops for subscribers; 0 means one per core"},
+			&cli.IntFlag{Name: "publish-loops", Value: def.PublishLoops, Usage: "event loops for publishers"},
+			&cli.IntFlag{Name: "max-batch-events", Value: def.MaxBatchEvents, Usage: "write a subscriber's batch early once it holds this many events"},
+			&cli.IntFlag{Name: "max-batch-bytes", Value: def.MaxBatchBytes, Usage: "write a subscriber's batch early once it holds this many bytes"},
+			&cli.DurationFlag{Name: "stats-interval", Value: 10 * time.Second, Usage: "how often counters are logged; 0 disables"},
+		}, logFlags()...),
+		Action: func(c *cli.Context) error {
+			log, err := newLogger(c)
+			if err != nil {
+				return err
+			}
+			cfg := push.DefaultConfig()
+			cfg.PublishAddr = c.String("publish-listen")
+			cfg.SubscribeAddr = c.String("subscribe-listen")
+			cfg.Window = c.Duration("window")
+			cfg.Heartbeat = c.Duration("heartbeat")
+			cfg.ReadIdle = c.Duration("read-idle")
+			cfg.HighWatermark = c.Int("high-watermark")
+			cfg.NotWritableTimeout = c.Duration("not-writable-timeout")
+			cfg.Loops = c.Int("loops")
+			cfg.PublishLoops = c.Int("publish-loops")
+			cfg.MaxBatchEvents = c.Int("max-batch-events")
+			cfg.MaxBatchBytes = c.Int("max-batch-bytes")
+			cfg.Logger = log
+			srv, err := push.New(cfg)
+			if err != nil {
+				return fmt.Errorf("push server: %w", err)
+			}
+			if err := srv.Start(); err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			var tick <-chan time.Time
+			if d := c.Duration("stats-interval"); d > 0 {
+				t := time.NewTicker(d)
+				defer t.Stop()
+				tick = t.C
+			}
+			for {
+				select {
+				case <-ctx.Done():
+					log.Info().Msg("stopping push server")
+					sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+					defer cancel()
+					return srv.Stop(sctx)
+				case <-tick:
+					st := srv.Stats()
+					log.Info().Int64("publishers", st.Publishers).Int64("tcp_subscribers", st.TCPSubscribers).
+						Int64("sse_subscribers", st.SSESubscribers).Int64("published_events", st.PublishedEvents).
+						Int64("processed_writes", st.ProcessedWrites).Int64("successful_writes", st.SuccessfulWrites).
+						Int64("failed_writes", st.FailedWrites).Int64("dropped", st.Dropped).Int64("batches", st.Batches).
+						Int64("batch_events", st.BatchEvents).Msg("push stats")
+				}
+			}
+		},
+	}
+}

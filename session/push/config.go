@@ -1,0 +1,121 @@
+package push
+
+import (
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/rs/zerolog"
+	pushproto "github.com/tidegate/tidegate/protocol/push"
+	"github.com/tidegate/tidegate/protocol/tlv"
+)
+
+// Config holds the options of a Server. Start from DefaultConfig: unlike
+// reactor.Config, zero values are meaningful here (a zero Window writes at
+// once, a zero Heartbeat or ReadIdle disables it).
+type Config struct {
+	// PublishAddr is the publishers' listen address ("host:port").
+	PublishAddr string
+	// SubscribeAddr is the subscribers' listen address, for TCP and SSE.
+	SubscribeAddr string
+	// PublishLoops is the number of event loops for publishers.
+	PublishLoops int
+	// Loops is the number of event loops for subscribers; 0 means one per core.
+	Loops int
+	// Window is how long a subscriber's events are buffered before they are
+	// written as one batch; 0 writes them at once.
+	Window time.Duration
+	// Heartbeat is the write idleness after which a heartbeat is sent; 0 disables.
+	Heartbeat time.Duration
+	// ReadIdle is the read idleness after which a TCP subscriber, or a
+	// connection that has not finished its request, is closed; 0 disables.
+	ReadIdle time.Duration
+	// HighWatermark is the queued output past which a subscriber's batch is
+	// dropped instead of written.
+	HighWatermark int
+	// NotWritableTimeout closes a subscriber that stays past HighWatermark
+	// this long; 0 disables.
+	NotWritableTimeout time.Duration
+	// MaxBatchEvents and MaxBatchBytes write a subscriber's pending events
+	// before its window ends once they reach either bound, which bounds the
+	// pending list and the size of a legacy frame.
+	MaxBatchEvents int
+	MaxBatchBytes  int
+	// MaxTopics bounds the number of topics (topics are created by
+	// subscriptions and kept).
+	MaxTopics int
+	// MaxInflight is how many hand-offs to subscriber loops one publisher
+	// may have queued before it stops being read.
+	MaxInflight int
+	// Limits bound a publish body.
+	Limits pushproto.Limits
+	// Format is the publishers' TLV framing.
+	Format tlv.Format
+	// MaxHeader bounds an SSE subscriber's HTTP request head.
+	MaxHeader int
+	// Tick is the resolution of the loops' timers.
+	Tick time.Duration
+	// Logger receives the server's logs.
+	Logger zerolog.Logger
+}
+
+// DefaultConfig returns Mantis' settings: a 200 ms window, a 2 s heartbeat,
+// a 10 s read idle limit; and a 1 MiB high watermark (Mantis uses Netty's
+// 5 MiB; 1 MiB bounds memory at thousands of subscribers).
+func DefaultConfig() Config {
+	return Config{
+		PublishAddr:    "127.0.0.1:7301",
+		SubscribeAddr:  "127.0.0.1:7302",
+		PublishLoops:   1,
+		Window:         200 * time.Millisecond,
+		Heartbeat:      2 * time.Second,
+		ReadIdle:       10 * time.Second,
+		HighWatermark:  1 << 20,
+		MaxBatchEvents: 1000,
+		MaxBatchBytes:  1 << 20,
+		MaxTopics:      1 << 16,
+		MaxInflight:    64,
+		Limits:         pushproto.DefaultLimits,
+		Format:         tlv.DefaultFormat,
+		MaxHeader:      pushproto.DefaultMaxHeader,
+		Tick:           10 * time.Millisecond,
+		Logger:         zerolog.Nop(),
+	}
+}
+
+// Validate fills in Loops when it is 0 and reports values that cannot work.
+func (c *Config) Validate() error {
+	if c.PublishAddr == "" || c.SubscribeAddr == "" {
+		return fmt.Errorf("push: publish address %q and subscribe address %q must both be set", c.PublishAddr, c.SubscribeAddr)
+	}
+	if c.Loops == 0 {
+		c.Loops = runtime.NumCPU()
+	}
+	if c.Loops < 0 || c.PublishLoops < 1 {
+		return fmt.Errorf("push: loops %d / publish loops %d: need loops >= 0 and publish loops >= 1", c.Loops, c.PublishLoops)
+	}
+	if c.Window < 0 || c.Heartbeat < 0 || c.ReadIdle < 0 || c.NotWritableTimeout < 0 {
+		return fmt.Errorf("push: window %v, heartbeat %v, read idle %v, not-writable timeout %v: none may be negative",
+			c.Window, c.Heartbeat, c.ReadIdle, c.NotWritableTimeout)
+	}
+	if c.HighWatermark < 1 {
+		return fmt.Errorf("push: high watermark %d must be positive", c.HighWatermark)
+	}
+	if c.MaxBatchEvents < 1 || c.MaxBatchBytes < 1 || c.MaxTopics < 1 || c.MaxInflight < 1 {
+		return fmt.Errorf("push: max batch events %d, max batch bytes %d, max topics %d, max inflight %d: all must be positive",
+			c.MaxBatchEvents, c.MaxBatchBytes, c.MaxTopics, c.MaxInflight)
+	}
+	if c.Limits.MaxEvents < 1 || c.Limits.MaxEventSize < 0 {
+		return fmt.Errorf("push: publish limits %+v: need at least one event and a non-negative size", c.Limits)
+	}
+	if err := c.Format.Validate(); err != nil {
+		return fmt.Errorf("push: publish format: %w", err)
+	}
+	if c.Format.ErrorType() < pushproto.TypePublish+1 {
+		return fmt.Errorf("push: publish format error type %d leaves no room for type %d", c.Format.ErrorType(), pushproto.TypePublish)
+	}
+	if c.MaxHeader < 64 {
+		return fmt.Errorf("push: max HTTP header %d bytes is below 64", c.MaxHeader)
+	}
+	return nil
+}

@@ -1,0 +1,115 @@
+package push
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/rs/zerolog"
+
+	"github.com/tidegate/tidegate/reactor"
+)
+
+// Server is the push server: a publish listener and a subscribe listener,
+// each served by its own reactor.Server.
+type Server struct {
+	cfg Config
+	log zerolog.Logger
+	hub *hub
+
+	pub, sub *reactor.Server
+	pubCnt   []counters // per publish loop
+	subLoops []*subLoop // per subscribe loop
+}
+
+// New validates cfg and returns a server that is not yet listening.
+func New(cfg Config) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, hub: newHub(cfg.MaxTopics)}
+	s.pubCnt = make([]counters, cfg.PublishLoops)
+	s.subLoops = make([]*subLoop, cfg.Loops)
+	for i := range s.subLoops {
+		s.subLoops[i] = &subLoop{topics: make(map[*topic]*localTopic)}
+	}
+	var err error
+	s.pub, err = reactor.NewServer(reactor.Config{
+		Addrs:  []string{cfg.PublishAddr},
+		Loops:  cfg.PublishLoops,
+		Tick:   cfg.Tick,
+		Logger: cfg.Logger.With().Str("listener", "publish").Logger(),
+	}, publishHandler{s})
+	if err != nil {
+		return nil, fmt.Errorf("push: publish listener: %w", err)
+	}
+	s.sub, err = reactor.NewServer(reactor.Config{
+		Addrs:         []string{cfg.SubscribeAddr},
+		Loops:         cfg.Loops,
+		Tick:          cfg.Tick,
+		HighWatermark: cfg.HighWatermark,
+		LowWatermark:  cfg.HighWatermark / 2,
+		Logger:        cfg.Logger.With().Str("listener", "subscribe").Logger(),
+	}, subscribeHandler{s})
+	if err != nil {
+		return nil, fmt.Errorf("push: subscribe listener: %w", err)
+	}
+	return s, nil
+}
+
+// Config returns the server's validated configuration.
+func (s *Server) Config() Config { return s.cfg }
+
+// Start listens on both addresses.
+func (s *Server) Start() error {
+	if err := s.sub.Start(); err != nil {
+		return fmt.Errorf("push: start subscribe listener %s: %w", s.cfg.SubscribeAddr, err)
+	}
+	if err := s.pub.Start(); err != nil {
+		_ = s.sub.Stop(context.Background())
+		return fmt.Errorf("push: start publish listener %s: %w", s.cfg.PublishAddr, err)
+	}
+	s.log.Info().Str("publish", s.cfg.PublishAddr).Str("subscribe", s.cfg.SubscribeAddr).
+		Dur("window", s.cfg.Window).Dur("heartbeat", s.cfg.Heartbeat).Dur("read_idle", s.cfg.ReadIdle).
+		Int("high_watermark", s.cfg.HighWatermark).Int("loops", s.cfg.Loops).Msg("push server listening")
+	return nil
+}
+
+// PublishAddr returns the bound publish address.
+func (s *Server) PublishAddr() (net.Addr, error) { return s.pub.Addr(0) }
+
+// SubscribeAddr returns the bound subscribe address.
+func (s *Server) SubscribeAddr() (net.Addr, error) { return s.sub.Addr(0) }
+
+// Stop closes the publishers first, then the subscribers, and waits for both
+// or for ctx to end.
+func (s *Server) Stop(ctx context.Context) error {
+	return errors.Join(s.pub.Stop(ctx), s.sub.Stop(ctx))
+}
+
+// Stats returns a snapshot of the counters summed over loops.
+func (s *Server) Stats() Stats {
+	st := Stats{Rejects: map[string]int64{}, Refusals: map[string]int64{}}
+	for i := range s.pubCnt {
+		st.add(&s.pubCnt[i])
+	}
+	for _, sl := range s.subLoops {
+		st.add(&sl.counters)
+	}
+	return st
+}
+
+// Reactor returns the reactor servers' own counters: publish, subscribe.
+func (s *Server) Reactor() (publish, subscribe reactor.Stats) { return s.pub.Stats(), s.sub.Stats() }
+
+func (s *Server) pubCounters(l *reactor.Loop) *counters { return &s.pubCnt[l.Index()] }
+
+// subLoopOf returns the state of subscriber loop l; it runs on l.
+func (s *Server) subLoopOf(l *reactor.Loop) *subLoop {
+	sl := s.subLoops[l.Index()]
+	if sl.loop == nil { // set once, before any localTopic of sl is published
+		sl.loop = l
+	}
+	return sl
+}

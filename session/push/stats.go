@@ -1,0 +1,136 @@
+package push
+
+import (
+	"math/bits"
+	"sync/atomic"
+
+	pushproto "github.com/tidegate/tidegate/protocol/push"
+)
+
+// BatchBuckets is the number of buckets of Stats.BatchSizes.
+const BatchBuckets = 12
+
+// rejectReason indexes counters of rejected publisher frames: the publish
+// body reasons of protocol/push, then these.
+const (
+	rejectTooLarge    = pushproto.NumPublishReasons + iota // TLV body longer than allowed
+	rejectErrorType                                        // a client sent the reserved error type
+	rejectUnknownType                                      // a TLV type other than TypePublish
+	numRejects
+)
+
+// subscribeRejectReason indexes counters of refused subscribe requests.
+const (
+	refuseBadSubscribe = iota // malformed TCP subscribe line
+	refuseHTTP400
+	refuseHTTP404
+	refuseHTTP405
+	refuseHTTP431
+	refuseHTTP505
+	refuseTopicsFull
+	numRefusals
+)
+
+var refusalNames = [numRefusals]string{"bad_subscribe_line", "http_400", "http_404", "http_405", "http_431", "http_505", "topics_full"}
+
+// counters are one loop's counters, written on the loop, read by Stats.
+type counters struct {
+	publishers, tcpSubs, sseSubs, pending atomic.Int64
+
+	publishFrames, publishedEvents, unroutedEvents atomic.Int64
+	handoffs, handoffErrors, publisherPauses       atomic.Int64
+	rejects                                        [numRejects]atomic.Int64
+
+	refusals                                [numRefusals]atomic.Int64
+	processed, successful, failed, dropped  atomic.Int64
+	batches, batchEvents                    atomic.Int64
+	batchSizes                              [BatchBuckets]atomic.Int64
+	heartbeats, readIdleCloses, stuckCloses atomic.Int64
+}
+
+// Stats is a snapshot of the push server's counters. Write counters count
+// events, as Mantis' numProcessedWrites / numSuccessfulWrites /
+// numFailedWrites do: every event a subscriber was due is processed, then
+// either dropped (output past the high watermark), written, or failed.
+type Stats struct {
+	Publishers     int64 // publisher connections open now
+	TCPSubscribers int64 // TCP subscribers open now
+	SSESubscribers int64 // SSE subscribers open now
+	Pending        int64 // connections that have not finished their subscribe request
+
+	PublishFrames   int64 // publish frames accepted
+	PublishedEvents int64 // events in them
+	UnroutedEvents  int64 // events published to a topic nobody subscribes to
+	Handoffs        int64 // hand-offs run on subscriber loops (one per loop per publisher read)
+	HandoffErrors   int64 // hand-offs a subscriber loop did not accept (server stopping)
+	PublisherPauses int64 // times a publisher stopped being read for MaxInflight
+	// Rejects counts publisher frames refused, by reason.
+	Rejects map[string]int64
+	// Refusals counts subscribe requests refused, by reason.
+	Refusals map[string]int64
+
+	ProcessedWrites  int64 // events that reached a subscriber's flush
+	SuccessfulWrites int64 // events written
+	FailedWrites     int64 // events whose write failed
+	Dropped          int64 // events dropped at the high watermark
+
+	Batches     int64 // batches written
+	BatchEvents int64 // events in them (BatchEvents/Batches is the mean batch size)
+	// BatchSizes is a histogram of events per batch: bucket i counts batches
+	// of 2^(i-1) to 2^i-1 events (bucket 0 is unused), the last bucket
+	// everything larger.
+	BatchSizes [BatchBuckets]int64
+
+	Heartbeats     int64 // heartbeats written
+	ReadIdleCloses int64 // subscribers closed for read idleness
+	StuckCloses    int64 // subscribers closed for NotWritableTimeout
+}
+
+func batchBucket(n int) int { return min(bits.Len(uint(n)), BatchBuckets-1) }
+
+func (s *Stats) add(c *counters) {
+	s.Publishers += c.publishers.Load()
+	s.TCPSubscribers += c.tcpSubs.Load()
+	s.SSESubscribers += c.sseSubs.Load()
+	s.Pending += c.pending.Load()
+	s.PublishFrames += c.publishFrames.Load()
+	s.PublishedEvents += c.publishedEvents.Load()
+	s.UnroutedEvents += c.unroutedEvents.Load()
+	s.Handoffs += c.handoffs.Load()
+	s.HandoffErrors += c.handoffErrors.Load()
+	s.PublisherPauses += c.publisherPauses.Load()
+	for i := range c.rejects {
+		if v := c.rejects[i].Load(); v != 0 {
+			s.Rejects[rejectName(i)] += v
+		}
+	}
+	for i := range c.refusals {
+		if v := c.refusals[i].Load(); v != 0 {
+			s.Refusals[refusalNames[i]] += v
+		}
+	}
+	s.ProcessedWrites += c.processed.Load()
+	s.SuccessfulWrites += c.successful.Load()
+	s.FailedWrites += c.failed.Load()
+	s.Dropped += c.dropped.Load()
+	s.Batches += c.batches.Load()
+	s.BatchEvents += c.batchEvents.Load()
+	for i := range c.batchSizes {
+		s.BatchSizes[i] += c.batchSizes[i].Load()
+	}
+	s.Heartbeats += c.heartbeats.Load()
+	s.ReadIdleCloses += c.readIdleCloses.Load()
+	s.StuckCloses += c.stuckCloses.Load()
+}
+
+func rejectName(i int) string {
+	switch i {
+	case rejectTooLarge:
+		return "body_too_large"
+	case rejectErrorType:
+		return "error_type_from_client"
+	case rejectUnknownType:
+		return "unknown_type"
+	}
+	return pushproto.PublishReason(i).String()
+}
