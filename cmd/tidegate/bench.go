@@ -7,5 +7,10 @@ func benchSubcommands() []*cli.Command {
 	return []*cli.Command{
 		benchRPSCommand(),
 		benchPushCommand(),
+		benchSessionCommand(),
+		benchIdleCommand(),
+		benchIdleWorkerCommand(),
+		benchHandshakeCommand(),
+		benchCompareCommand(),
 	}
 }

@@ -16,6 +16,7 @@ func peerCommand() *cli.Command {
 		Usage: "run a peer server that tidegate is benchmarked against",
 		Subcommands: []*cli.Command{
 			peerTLVGoroutineCommand(),
+			peerGoproxyCommand(),
 		},
 	}
 }

@@ -1,0 +1,351 @@
+package mcload
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tidegate/tidegate/benchmarks/peers"
+	"github.com/tidegate/tidegate/benchmarks/session"
+)
+
+// idleEchoPayload is the body size of the one PLAY packet each idle session
+// echoes after login and again for the liveness check.
+const idleEchoPayload = 64
+
+// WorkerConfig is what one idle worker process does.
+type WorkerConfig struct {
+	Addr     string
+	ID       int
+	Count    int
+	Parallel int
+	Sources  []net.IP
+	Timeout  time.Duration
+}
+
+// WorkerReport is a worker's answer, one JSON line on its standard output.
+type WorkerReport struct {
+	Phase   string         `json:"phase"` // "ready" after logins, "checked" after the liveness check
+	OK      int            `json:"ok"`
+	Failed  int            `json:"failed"`
+	Reasons map[string]int `json:"reasons,omitempty"`
+}
+
+// echoOnce sends one PLAY packet on c and checks its echo.
+func echoOnce(c net.Conn, seq int, timeout time.Duration) error {
+	body := make([]byte, 0, idleEchoPayload)
+	body = append(body, session.PlayPacketID)
+	body = strconv.AppendInt(body, int64(seq), 10)
+	for len(body) < idleEchoPayload {
+		body = append(body, byte(len(body)))
+	}
+	frame := append([]byte{idleEchoPayload}, body...) // 64 < 128: one-byte length prefix
+	c.SetDeadline(time.Now().Add(timeout))
+	defer c.SetDeadline(time.Time{})
+	if _, err := c.Write(frame); err != nil {
+		return fmt.Errorf("echo write: %w", err)
+	}
+	got := make([]byte, len(frame))
+	if _, err := io.ReadFull(c, got); err != nil {
+		return fmt.Errorf("echo read: %w", err)
+	}
+	if string(got) != string(frame) {
+		return errors.New("echo differs from what was sent")
+	}
+	return nil
+}
+
+// RunWorker opens cfg.Count sessions through cfg.Addr, logs each in and
+// echoes one packet, reports "ready" on out, then waits for a line on in:
+// "check" echoes once more on every session and reports "checked"; the end
+// of in closes the sessions and returns.
+func RunWorker(ctx context.Context, cfg WorkerConfig, in io.Reader, out io.Writer) error {
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 10 * time.Second
+	}
+	host, port, err := session.SplitHostPort(cfg.Addr)
+	if err != nil {
+		return err
+	}
+	conns := make([]net.Conn, cfg.Count)
+	ready := WorkerReport{Phase: "ready", Reasons: map[string]int{}}
+	var mu sync.Mutex
+	forEach(cfg.Count, max(cfg.Parallel, 1), func(i int) {
+		reason := ""
+		deadline := time.Now().Add(cfg.Timeout)
+		cctx, cancel := context.WithDeadline(ctx, deadline)
+		c, err := dialer(cfg.Sources, i).DialContext(cctx, "tcp", cfg.Addr)
+		cancel()
+		if err != nil {
+			reason = connectReason(err)
+		} else if _, err := session.Login(c, host, port, fmt.Sprintf("w%d_%d", cfg.ID, i), nil, deadline); err != nil {
+			var le *session.LoginError
+			reason = err.Error()
+			if errors.As(err, &le) {
+				reason = le.Reason
+			}
+		} else if err := echoOnce(c, 0, cfg.Timeout); err != nil {
+			reason = "echo: " + ioReason(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if reason != "" {
+			ready.Failed++
+			ready.Reasons[reason]++
+			if c != nil {
+				c.Close()
+			}
+			return
+		}
+		ready.OK++
+		conns[i] = c
+	})
+	defer func() {
+		for _, c := range conns {
+			if c != nil {
+				c.Close()
+			}
+		}
+	}()
+	enc := json.NewEncoder(out)
+	if err := enc.Encode(ready); err != nil {
+		return err
+	}
+	sc := bufio.NewScanner(in)
+	for sc.Scan() {
+		if strings.TrimSpace(sc.Text()) != "check" {
+			continue
+		}
+		checked := WorkerReport{Phase: "checked", Reasons: map[string]int{}}
+		forEach(cfg.Count, max(cfg.Parallel, 1), func(i int) {
+			c := conns[i]
+			if c == nil {
+				return
+			}
+			err := echoOnce(c, 1, cfg.Timeout)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				checked.Failed++
+				checked.Reasons["dead: "+ioReason(err)]++
+				return
+			}
+			checked.OK++
+		})
+		if err := enc.Encode(checked); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// forEach runs f(0..n-1) on parallel goroutines.
+func forEach(n, parallel int, f func(i int)) {
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for w := 0; w < min(parallel, n); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				f(i)
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+}
+
+// IdleConfig is an idle-sessions probe.
+type IdleConfig struct {
+	// Addr is the proxy to hold sessions through; PIDs are its processes.
+	Addr string
+	PIDs []int
+	// Sessions are spread over Workers worker processes, which log in
+	// Parallel sessions at a time each.
+	Sessions, Workers, Parallel int
+	Sources                     []net.IP
+	// Hold is how long the sessions stay idle before the liveness check.
+	Hold time.Duration
+	// WorkerCommand is the command line of a worker without its
+	// per-worker flags; Run appends --addr, --id, --count, --parallel,
+	// --sources.
+	WorkerCommand []string
+	Timeout       time.Duration
+}
+
+// IdleResult is what the idle probe measured.
+type IdleResult struct {
+	Target         string         `json:"target,omitempty"`
+	Sessions       int            `json:"sessions"`
+	Workers        int            `json:"workers"`
+	LoggedIn       int            `json:"logged_in"`
+	Alive          int            `json:"alive"`
+	HoldSeconds    float64        `json:"hold_seconds"`
+	Failures       map[string]int `json:"failures,omitempty"`
+	RSSBeforeMiB   float64        `json:"rss_before_mib"`
+	RSSAfterMiB    float64        `json:"rss_after_mib"`
+	RSSPerSession  float64        `json:"rss_per_session_kib"`
+	ThreadsBefore  int            `json:"threads_before"`
+	ThreadsAfter   int            `json:"threads_after"`
+	FDsPerSession  float64        `json:"fds_per_session"`
+	ProxyMeasured  bool           `json:"proxy_measured"`
+	MeasurementGap string         `json:"measurement_note,omitempty"`
+}
+
+type worker struct {
+	cmd  *exec.Cmd
+	in   io.WriteCloser
+	out  *bufio.Scanner
+	done chan error
+}
+
+func (w *worker) read() (WorkerReport, error) {
+	var r WorkerReport
+	if !w.out.Scan() {
+		return r, fmt.Errorf("worker pid %d ended without a report: %v", w.cmd.Process.Pid, w.out.Err())
+	}
+	if err := json.Unmarshal(w.out.Bytes(), &r); err != nil {
+		return r, fmt.Errorf("worker pid %d report %q: %w", w.cmd.Process.Pid, w.out.Text(), err)
+	}
+	return r, nil
+}
+
+// Idle runs the probe: it measures the proxy, starts the workers, waits for
+// their sessions, measures again, holds, and checks that every session
+// still echoes.
+func Idle(ctx context.Context, cfg IdleConfig) (*IdleResult, error) {
+	if cfg.Sessions < 1 || cfg.Workers < 1 {
+		return nil, fmt.Errorf("idle: sessions %d and workers %d must be at least 1", cfg.Sessions, cfg.Workers)
+	}
+	res := &IdleResult{Sessions: cfg.Sessions, Workers: cfg.Workers, Failures: map[string]int{}}
+	var before peers.ProcSample
+	var probeErr error
+	if len(cfg.PIDs) > 0 {
+		before, probeErr = peers.SampleProcs(cfg.PIDs)
+	} else {
+		probeErr = errors.New("no proxy process to measure (--addr given)")
+	}
+	srcs := make([]string, len(cfg.Sources))
+	for i, s := range cfg.Sources {
+		srcs[i] = s.String()
+	}
+	var workers []*worker
+	defer func() {
+		for _, w := range workers {
+			w.in.Close()
+			go func() { w.done <- w.cmd.Wait() }()
+			select {
+			case <-w.done:
+			case <-time.After(10 * time.Second):
+				w.cmd.Process.Kill()
+				<-w.done
+			}
+		}
+	}()
+	per, extra := cfg.Sessions/cfg.Workers, cfg.Sessions%cfg.Workers
+	for id := 0; id < cfg.Workers; id++ {
+		n := per
+		if id < extra {
+			n++
+		}
+		if n == 0 {
+			continue
+		}
+		argv := append(append([]string{}, cfg.WorkerCommand...), "--addr", cfg.Addr, "--id", strconv.Itoa(id),
+			"--count", strconv.Itoa(n), "--parallel", strconv.Itoa(max(cfg.Parallel, 1)), "--sources", strings.Join(srcs, ","),
+			"--timeout", cfg.Timeout.String())
+		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+		cmd.Stderr = os.Stderr
+		in, err := cmd.StdinPipe()
+		if err != nil {
+			return nil, fmt.Errorf("idle worker %d: %w", id, err)
+		}
+		outPipe, err := cmd.StdoutPipe()
+		if err != nil {
+			return nil, fmt.Errorf("idle worker %d: %w", id, err)
+		}
+		if err := cmd.Start(); err != nil {
+			return nil, fmt.Errorf("starting idle worker %d (%s): %w", id, argv[0], err)
+		}
+		w := &worker{cmd: cmd, in: in, out: bufio.NewScanner(outPipe), done: make(chan error, 1)}
+		w.out.Buffer(make([]byte, 64<<10), 1<<20)
+		workers = append(workers, w)
+	}
+	for _, w := range workers {
+		r, err := w.read()
+		if err != nil {
+			return nil, err
+		}
+		res.LoggedIn += r.OK
+		for k, v := range r.Reasons {
+			res.Failures["login: "+k] += v
+		}
+	}
+	if probeErr == nil {
+		var after peers.ProcSample
+		if after, probeErr = peers.SampleProcs(cfg.PIDs); probeErr == nil && res.LoggedIn > 0 {
+			res.ProxyMeasured = true
+			res.RSSBeforeMiB = float64(before.RSSBytes) / (1 << 20)
+			res.RSSAfterMiB = float64(after.RSSBytes) / (1 << 20)
+			res.RSSPerSession = float64(after.RSSBytes-before.RSSBytes) / 1024 / float64(res.LoggedIn)
+			res.ThreadsBefore, res.ThreadsAfter = before.Threads, after.Threads
+			res.FDsPerSession = float64(after.FDs-before.FDs) / float64(res.LoggedIn)
+		}
+	}
+	if probeErr != nil {
+		res.MeasurementGap = probeErr.Error()
+	}
+	holdStart := time.Now()
+	select {
+	case <-time.After(cfg.Hold):
+	case <-ctx.Done():
+		return res, ctx.Err()
+	}
+	res.HoldSeconds = time.Since(holdStart).Seconds()
+	for _, w := range workers {
+		if _, err := io.WriteString(w.in, "check\n"); err != nil {
+			return res, fmt.Errorf("idle worker pid %d: %w", w.cmd.Process.Pid, err)
+		}
+	}
+	for _, w := range workers {
+		r, err := w.read()
+		if err != nil {
+			return res, err
+		}
+		res.Alive += r.OK
+		for k, v := range r.Reasons {
+			res.Failures[k] += v
+		}
+	}
+	return res, nil
+}
+
+// ioReason labels a failed echo without addresses, so failures group.
+func ioReason(err error) string {
+	var ne net.Error
+	switch {
+	case errors.As(err, &ne) && ne.Timeout():
+		return "timeout"
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "closed"
+	case strings.Contains(err.Error(), "reset"):
+		return "reset"
+	case strings.Contains(err.Error(), "differs"):
+		return "wrong echo"
+	}
+	return "error"
+}

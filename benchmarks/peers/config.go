@@ -1,0 +1,169 @@
+package peers
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Kind names a proxy under test.
+type Kind string
+
+// The proxies a benchmark can run.
+const (
+	KindTidegate      Kind = "tidegate"       // tidegate proxy, Minecraft listener (handshake routing)
+	KindTidegateRaw   Kind = "tidegate-raw"   // tidegate proxy, raw listener (plain TCP relay)
+	KindGoproxy       Kind = "goproxy"        // the goroutine-per-direction io.Copy relay of this package
+	KindHAProxy       Kind = "haproxy"        // HAProxy mode tcp, nosplice
+	KindHAProxySplice Kind = "haproxy-splice" // HAProxy mode tcp with option splice-auto
+	KindNginx         Kind = "nginx"          // nginx stream {} proxy_pass
+)
+
+// Kinds lists every Kind in a stable order.
+var Kinds = []Kind{KindTidegate, KindTidegateRaw, KindGoproxy, KindHAProxy, KindHAProxySplice, KindNginx}
+
+// ParseKinds parses a comma-separated list of kinds such as
+// "tidegate,haproxy"; duplicates are refused.
+func ParseKinds(list string) ([]Kind, error) {
+	var out []Kind
+	seen := map[Kind]bool{}
+	for _, f := range strings.Split(list, ",") {
+		k := Kind(strings.ToLower(strings.TrimSpace(f)))
+		if k == "" {
+			continue
+		}
+		known := false
+		for _, v := range Kinds {
+			known = known || v == k
+		}
+		if !known {
+			return nil, fmt.Errorf("target %q: want one of %s", f, kindList())
+		}
+		if seen[k] {
+			return nil, fmt.Errorf("target %q is listed twice", f)
+		}
+		seen[k] = true
+		out = append(out, k)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no target in %q: want one or more of %s", list, kindList())
+	}
+	return out, nil
+}
+
+func kindList() string {
+	s := make([]string, len(Kinds))
+	for i, k := range Kinds {
+		s[i] = string(k)
+	}
+	return strings.Join(s, ", ")
+}
+
+// RelayConfig is what every proxy's configuration is written from.
+type RelayConfig struct {
+	// Listen is the host:port the proxy accepts clients on.
+	Listen string
+	// Backend is the host:port every session is relayed to.
+	Backend string
+	// Cores is the proxy's thread, loop or worker count.
+	Cores int
+	// Sessions is the number of concurrent sessions to size the proxy for;
+	// each is two sockets.
+	Sessions int
+	// Dir holds the proxy's pid, log and temporary files (nginx).
+	Dir string
+}
+
+// fdMargin is the descriptors left over for listeners, logs, pipes and the like.
+const fdMargin = 256
+
+// HAProxyConfig returns an HAProxy configuration relaying Listen to Backend
+// in mode tcp with Cores threads. splice selects option splice-auto; without
+// it splicing is turned off globally (nosplice), as measured in REFERENCE.
+// maxconn counts client connections, and HAProxy sizes its descriptor limit
+// from it (two sockets per session).
+func HAProxyConfig(c RelayConfig, splice bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# written by tidegate bench (benchmarks/peers): %s\n", map[bool]string{false: "haproxy", true: "haproxy-splice"}[splice])
+	b.WriteString("global\n")
+	fmt.Fprintf(&b, "    nbthread %d\n", c.Cores)
+	fmt.Fprintf(&b, "    maxconn %d\n", c.Sessions+fdMargin)
+	fmt.Fprintf(&b, "    pidfile %s/haproxy.pid\n", c.Dir)
+	if !splice {
+		b.WriteString("    nosplice\n")
+	}
+	b.WriteString("defaults\n")
+	b.WriteString("    mode tcp\n")
+	b.WriteString("    timeout connect 5s\n")
+	b.WriteString("    timeout client 1h\n")
+	b.WriteString("    timeout server 1h\n")
+	if splice {
+		b.WriteString("    option splice-auto\n")
+	}
+	b.WriteString("frontend bench\n")
+	fmt.Fprintf(&b, "    bind %s\n", c.Listen)
+	fmt.Fprintf(&b, "    maxconn %d\n", c.Sessions+fdMargin)
+	b.WriteString("    default_backend echo\n")
+	b.WriteString("backend echo\n")
+	fmt.Fprintf(&b, "    server b1 %s\n", c.Backend)
+	return b.String()
+}
+
+// NginxStreamModule is where Debian's libnginx-mod-stream installs the
+// stream module.
+const NginxStreamModule = "/usr/lib/nginx/modules/ngx_stream_module.so"
+
+// NginxConfig returns an nginx configuration with a stream {} server
+// relaying Listen to Backend with Cores worker processes, running in the
+// foreground. worker_connections counts both sockets of a session.
+func NginxConfig(c RelayConfig) string {
+	conns := 2*c.Sessions + fdMargin
+	var b strings.Builder
+	b.WriteString("# written by tidegate bench (benchmarks/peers): nginx\n")
+	fmt.Fprintf(&b, "load_module %s;\n", NginxStreamModule)
+	b.WriteString("daemon off;\n")
+	fmt.Fprintf(&b, "worker_processes %d;\n", c.Cores)
+	fmt.Fprintf(&b, "worker_rlimit_nofile %d;\n", conns+fdMargin)
+	fmt.Fprintf(&b, "pid %s/nginx.pid;\n", c.Dir)
+	fmt.Fprintf(&b, "error_log %s/error.log warn;\n", c.Dir)
+	b.WriteString("events {\n")
+	fmt.Fprintf(&b, "    worker_connections %d;\n", conns)
+	b.WriteString("}\n")
+	b.WriteString("stream {\n")
+	b.WriteString("    upstream echo {\n")
+	fmt.Fprintf(&b, "        server %s;\n", c.Backend)
+	b.WriteString("    }\n")
+	b.WriteString("    server {\n")
+	fmt.Fprintf(&b, "        listen %s;\n", c.Listen)
+	b.WriteString("        proxy_pass echo;\n")
+	b.WriteString("        proxy_connect_timeout 5s;\n")
+	b.WriteString("        proxy_timeout 1h;\n")
+	b.WriteString("    }\n")
+	b.WriteString("}\n")
+	return b.String()
+}
+
+// TidegateConfig returns a tidegate proxy YAML configuration with one
+// listener, Minecraft (raw false) or raw, relaying to Backend on Cores
+// loops, with room for Sessions sessions and no idle timeout.
+func TidegateConfig(c RelayConfig, raw bool) string {
+	var b strings.Builder
+	b.WriteString("# written by tidegate bench (benchmarks/peers)\n")
+	b.WriteString("listeners:\n")
+	fmt.Fprintf(&b, "  - listen: %s\n", c.Listen)
+	if raw {
+		b.WriteString("    mode: raw\n")
+		b.WriteString("    group: main\n")
+	} else {
+		b.WriteString("    mode: minecraft\n")
+	}
+	b.WriteString("default_group: main\n")
+	b.WriteString("groups:\n")
+	b.WriteString("  main:\n")
+	b.WriteString("    backends:\n")
+	fmt.Fprintf(&b, "      - addr: %s\n", c.Backend)
+	fmt.Fprintf(&b, "loops: %d\n", c.Cores)
+	b.WriteString("limits:\n")
+	b.WriteString("  idle_timeout: 0s\n")
+	fmt.Fprintf(&b, "  max_sessions: %d\n", c.Sessions+fdMargin)
+	return b.String()
+}

@@ -1,0 +1,321 @@
+package peers
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Spec says how to start one proxy under test.
+type Spec struct {
+	Kind  Kind
+	Relay RelayConfig
+	// GoMaxProcs is GOMAXPROCS for goproxy; 0 means Relay.Cores.
+	GoMaxProcs int
+	// Executable is the tidegate binary (for tidegate, tidegate-raw and
+	// goproxy); empty means this program.
+	Executable string
+	// HAProxy and Nginx are the programs to run; empty means "haproxy" and
+	// "nginx" from PATH.
+	HAProxy, Nginx string
+	// Wrap prefixes the command line, such as ip netns exec NAME.
+	Wrap []string
+	// Syscalls, when set, runs the proxy under perf to count its system calls.
+	Syscalls *SyscallCounter
+	// ReadyTimeout bounds the wait for the listener; 0 means 10 seconds.
+	ReadyTimeout time.Duration
+}
+
+// BackendSpec says how to start the fake Minecraft backend (tidegate backend).
+type BackendSpec struct {
+	Listen     string
+	Loops      int
+	Executable string
+	Wrap       []string
+	// Dir receives its log; empty means a new temporary directory.
+	Dir string
+}
+
+// Process is a started proxy or backend.
+type Process struct {
+	// Name is the kind, or "backend".
+	Name string
+	// Addr is the address it accepts connections on.
+	Addr string
+
+	cmd     *exec.Cmd
+	dir     string
+	ownDir  bool
+	logPath string
+	logFile *os.File
+	done    chan struct{}
+	waitErr error
+	pids    []int
+	sys     *SyscallCounter
+}
+
+// FreeAddr returns host:port with a port that was free a moment ago.
+func FreeAddr(host string) (string, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return "", fmt.Errorf("finding a free port on %s: %w", host, err)
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+func executable(path string) (string, error) {
+	if path != "" {
+		return path, nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("locating the tidegate executable to re-run: %w", err)
+	}
+	return exe, nil
+}
+
+// Start writes the proxy's configuration into s.Relay.Dir (a new temporary
+// directory if empty), starts it and waits until it accepts connections.
+func Start(s Spec) (*Process, error) {
+	r := s.Relay
+	if r.Cores < 1 {
+		return nil, fmt.Errorf("%s: cores %d: want at least 1", s.Kind, r.Cores)
+	}
+	if r.Sessions < 1 {
+		r.Sessions = 64
+	}
+	ownDir := false
+	if r.Dir == "" {
+		d, err := os.MkdirTemp("", "tidegate-"+string(s.Kind)+"-")
+		if err != nil {
+			return nil, fmt.Errorf("%s: work directory: %w", s.Kind, err)
+		}
+		r.Dir, ownDir = d, true
+	}
+	write := func(name, text string) (string, error) {
+		p := filepath.Join(r.Dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			return "", fmt.Errorf("%s: writing %s: %w", s.Kind, p, err)
+		}
+		return p, nil
+	}
+	var argv, env []string
+	switch s.Kind {
+	case KindTidegate, KindTidegateRaw:
+		exe, err := executable(s.Executable)
+		if err != nil {
+			return nil, err
+		}
+		cfg, err := write("tidegate.yaml", TidegateConfig(r, s.Kind == KindTidegateRaw))
+		if err != nil {
+			return nil, err
+		}
+		argv = []string{exe, "proxy", "--config", cfg, "--log-level", "warn"}
+	case KindGoproxy:
+		exe, err := executable(s.Executable)
+		if err != nil {
+			return nil, err
+		}
+		procs := s.GoMaxProcs
+		if procs == 0 {
+			procs = r.Cores
+		}
+		argv = []string{exe, "peer", "goproxy", "--listen", r.Listen, "--backend", r.Backend, "--log-level", "warn"}
+		env = []string{"GOMAXPROCS=" + strconv.Itoa(procs)}
+	case KindHAProxy, KindHAProxySplice:
+		cfg, err := write("haproxy.cfg", HAProxyConfig(r, s.Kind == KindHAProxySplice))
+		if err != nil {
+			return nil, err
+		}
+		argv = []string{orDefault(s.HAProxy, "haproxy"), "-db", "-f", cfg}
+	case KindNginx:
+		cfg, err := write("nginx.conf", NginxConfig(r))
+		if err != nil {
+			return nil, err
+		}
+		argv = []string{orDefault(s.Nginx, "nginx"), "-p", r.Dir, "-c", cfg, "-e", filepath.Join(r.Dir, "error.log")}
+	default:
+		return nil, fmt.Errorf("unknown target %q: want one of %s", s.Kind, kindList())
+	}
+	p := &Process{Name: string(s.Kind), Addr: r.Listen, dir: r.Dir, ownDir: ownDir, sys: s.Syscalls}
+	want := 1
+	if s.Kind == KindNginx {
+		want = 1 + r.Cores // master and workers
+	}
+	if err := p.start(s.Wrap, argv, env, s.ReadyTimeout, want); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// StartBackend starts `tidegate backend` and waits until it accepts connections.
+func StartBackend(s BackendSpec) (*Process, error) {
+	exe, err := executable(s.Executable)
+	if err != nil {
+		return nil, err
+	}
+	p := &Process{Name: "backend", Addr: s.Listen, dir: s.Dir}
+	if p.dir == "" {
+		if p.dir, err = os.MkdirTemp("", "tidegate-backend-"); err != nil {
+			return nil, fmt.Errorf("backend: work directory: %w", err)
+		}
+		p.ownDir = true
+	}
+	loops := max(s.Loops, 1)
+	argv := []string{exe, "backend", "--listen", s.Listen, "--loops", strconv.Itoa(loops), "--log-level", "warn"}
+	if err := p.start(s.Wrap, argv, nil, 0, 1); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// start runs wrap+argv, waits until Addr accepts a connection and the
+// process tree has at least want processes (besides perf).
+func (p *Process) start(wrap, argv, env []string, timeout time.Duration, want int) error {
+	if timeout == 0 {
+		timeout = 10 * time.Second
+	}
+	var extra []*os.File
+	if p.sys != nil {
+		argv, extra = p.sys.wrap(argv)
+	}
+	full := append(append([]string{}, wrap...), argv...)
+	p.logPath = filepath.Join(p.dir, p.Name+".log")
+	lf, err := os.Create(p.logPath)
+	if err != nil {
+		return fmt.Errorf("%s: log file: %w", p.Name, err)
+	}
+	p.logFile = lf
+	cmd := exec.Command(full[0], full[1:]...)
+	cmd.Stdout, cmd.Stderr = lf, lf
+	cmd.Env = append(os.Environ(), env...)
+	cmd.ExtraFiles = extra
+	if err := cmd.Start(); err != nil {
+		lf.Close()
+		p.cleanup()
+		return fmt.Errorf("%s: starting %s: %w", p.Name, strings.Join(full, " "), err)
+	}
+	if p.sys != nil {
+		p.sys.started()
+	}
+	p.cmd = cmd
+	p.done = make(chan struct{})
+	go func() {
+		p.waitErr = cmd.Wait()
+		close(p.done)
+	}()
+	deadline := time.Now().Add(timeout)
+	for {
+		select {
+		case <-p.done:
+			err := fmt.Errorf("%s: %s exited before accepting connections on %s: %v\n%s",
+				p.Name, strings.Join(full, " "), p.Addr, p.waitErr, p.LogTail())
+			p.cleanup()
+			return err
+		default:
+		}
+		c, err := net.DialTimeout("tcp", p.Addr, 200*time.Millisecond)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			p.Stop()
+			return fmt.Errorf("%s: not accepting connections on %s after %v: %w\n%s", p.Name, p.Addr, timeout, err, p.LogTail())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for {
+		tree, err := ProcessTree(cmd.Process.Pid)
+		if err == nil && p.sys != nil {
+			tree = tree[1:] // perf itself
+		}
+		if err == nil && len(tree) >= want {
+			p.pids = tree
+			return nil
+		}
+		if time.Now().After(deadline) {
+			p.pids = tree
+			if len(tree) == 0 {
+				p.Stop()
+				return fmt.Errorf("%s: process tree of pid %d: %v", p.Name, cmd.Process.Pid, err)
+			}
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// PIDs returns the processes to measure: the program and its children
+// (nginx's workers), without perf.
+func (p *Process) PIDs() []int { return p.pids }
+
+// Dir returns the directory holding its configuration and log.
+func (p *Process) Dir() string { return p.dir }
+
+// LogTail returns the last lines of the process's output.
+func (p *Process) LogTail() string {
+	b, _ := os.ReadFile(p.logPath)
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return string(bytes.TrimSpace(b))
+}
+
+// Stop sends SIGTERM to the program (not to perf, which then exits with
+// it), waits up to 5 seconds, then kills it. It removes a temporary work
+// directory.
+func (p *Process) Stop() error {
+	if p.cmd == nil {
+		return nil
+	}
+	target := p.cmd.Process.Pid
+	if len(p.pids) > 0 {
+		target = p.pids[0]
+	}
+	syscall.Kill(target, syscall.SIGTERM)
+	var err error
+	select {
+	case <-p.done:
+	case <-time.After(5 * time.Second):
+		syscall.Kill(target, syscall.SIGKILL)
+		p.cmd.Process.Kill()
+		<-p.done
+		err = fmt.Errorf("%s: pid %d did not stop within 5s of SIGTERM and was killed", p.Name, target)
+	}
+	var ee *exec.ExitError
+	if p.waitErr != nil && !errors.As(p.waitErr, &ee) && err == nil {
+		err = fmt.Errorf("%s: %w", p.Name, p.waitErr)
+	}
+	p.cmd = nil
+	p.cleanup()
+	return err
+}
+
+func (p *Process) cleanup() {
+	if p.logFile != nil {
+		p.logFile.Close()
+	}
+	if p.ownDir && os.Getenv("TIDEGATE_KEEP_PEER_DIRS") == "" {
+		os.RemoveAll(p.dir)
+	}
+}
+
+// Syscalls returns the counter the process runs under, or nil.
+func (p *Process) Syscalls() *SyscallCounter { return p.sys }

@@ -1,0 +1,275 @@
+package peers
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+)
+
+// echoServer accepts connections and echoes them; each connection's end is
+// reported on closed.
+func echoServer(t *testing.T) (string, <-chan struct{}) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan struct{}, 16)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				io.Copy(c, c)
+				c.Close()
+				closed <- struct{}{}
+			}()
+		}
+	}()
+	t.Cleanup(func() { ln.Close(); <-done })
+	return ln.Addr().String(), closed
+}
+
+func startRelay(t *testing.T, backend string) *GoRelay {
+	t.Helper()
+	r := &GoRelay{Backend: backend}
+	if err := r.Listen("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- r.Serve() }()
+	t.Cleanup(func() {
+		if err := r.Close(); err != nil {
+			t.Error(err)
+		}
+		if err := <-served; err != nil {
+			t.Error(err)
+		}
+	})
+	return r
+}
+
+func TestGoRelayRelaysAndClosesBothSides(t *testing.T) {
+	backend, backendClosed := echoServer(t)
+	r := startRelay(t, backend)
+	c, err := net.Dial("tcp", r.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := bytes.Repeat([]byte("tidegate "), 10000)
+	go c.Write(msg)
+	got := make([]byte, len(msg))
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.ReadFull(c, got); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, msg) {
+		t.Fatal("echo through the relay differs")
+	}
+	// The client's half-close reaches the backend, whose close comes back.
+	c.(*net.TCPConn).CloseWrite()
+	if n, err := c.Read(got[:1]); n != 0 || err != io.EOF {
+		t.Fatalf("after half-close: read %d, %v; want EOF", n, err)
+	}
+	select {
+	case <-backendClosed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("backend side not closed")
+	}
+	c.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for r.Stats().Active != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("session still active: %+v", r.Stats())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if st := r.Stats(); st.Accepted != 1 || st.ConnectFailed != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+func TestGoRelayClientResetClosesBackend(t *testing.T) {
+	backend, backendClosed := echoServer(t)
+	r := startRelay(t, backend)
+	c, err := net.Dial("tcp", r.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Write([]byte("x"))
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.ReadFull(c, make([]byte, 1)); err != nil {
+		t.Fatal(err)
+	}
+	c.(*net.TCPConn).SetLinger(0)
+	c.Close() // RST
+	select {
+	case <-backendClosed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("backend side not closed after the client's reset")
+	}
+}
+
+func TestGoRelayBackendDownClosesClient(t *testing.T) {
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	dead := ln.Addr().String()
+	ln.Close()
+	r := startRelay(t, dead)
+	c, err := net.Dial("tcp", r.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if n, err := c.Read(make([]byte, 1)); n != 0 || err == nil {
+		t.Fatalf("read %d, %v; want the connection closed", n, err)
+	}
+	if r.Stats().ConnectFailed != 1 {
+		t.Fatalf("stats %+v", r.Stats())
+	}
+}
+
+var relayCfg = RelayConfig{Listen: "127.0.0.1:26000", Backend: "127.0.0.1:25565", Cores: 1, Sessions: 5000, Dir: "/tmp/x"}
+
+const haproxyGolden = `# written by tidegate bench (benchmarks/peers): haproxy
+global
+    nbthread 1
+    maxconn 5256
+    pidfile /tmp/x/haproxy.pid
+    nosplice
+defaults
+    mode tcp
+    timeout connect 5s
+    timeout client 1h
+    timeout server 1h
+frontend bench
+    bind 127.0.0.1:26000
+    maxconn 5256
+    default_backend echo
+backend echo
+    server b1 127.0.0.1:25565
+`
+
+const haproxySpliceGolden = `# written by tidegate bench (benchmarks/peers): haproxy-splice
+global
+    nbthread 1
+    maxconn 5256
+    pidfile /tmp/x/haproxy.pid
+defaults
+    mode tcp
+    timeout connect 5s
+    timeout client 1h
+    timeout server 1h
+    option splice-auto
+frontend bench
+    bind 127.0.0.1:26000
+    maxconn 5256
+    default_backend echo
+backend echo
+    server b1 127.0.0.1:25565
+`
+
+const nginxGolden = `# written by tidegate bench (benchmarks/peers): nginx
+load_module /usr/lib/nginx/modules/ngx_stream_module.so;
+daemon off;
+worker_processes 1;
+worker_rlimit_nofile 10512;
+pid /tmp/x/nginx.pid;
+error_log /tmp/x/error.log warn;
+events {
+    worker_connections 10256;
+}
+stream {
+    upstream echo {
+        server 127.0.0.1:25565;
+    }
+    server {
+        listen 127.0.0.1:26000;
+        proxy_pass echo;
+        proxy_connect_timeout 5s;
+        proxy_timeout 1h;
+    }
+}
+`
+
+func TestConfigWritersGolden(t *testing.T) {
+	for name, c := range map[string]struct{ got, want string }{
+		"haproxy":        {HAProxyConfig(relayCfg, false), haproxyGolden},
+		"haproxy-splice": {HAProxyConfig(relayCfg, true), haproxySpliceGolden},
+		"nginx":          {NginxConfig(relayCfg), nginxGolden},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s config:\n%s\nwant:\n%s", name, c.got, c.want)
+		}
+	}
+}
+
+// TestConfigScriptMatchesGo checks that scripts/peers/write-config.sh writes
+// the same text as the Go writers.
+func TestConfigScriptMatchesGo(t *testing.T) {
+	script := filepath.Join("..", "..", "scripts", "peers", "write-config.sh")
+	if _, err := os.Stat(script); err != nil {
+		t.Fatal(err)
+	}
+	for kind, want := range map[string]string{"haproxy": haproxyGolden, "haproxy-splice": haproxySpliceGolden, "nginx": nginxGolden} {
+		out, err := exec.Command("sh", script, kind, relayCfg.Listen, relayCfg.Backend, "1", "5000", "/tmp/x").CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v: %s", kind, err, out)
+		}
+		if string(out) != want {
+			t.Errorf("write-config.sh %s:\n%s\nwant:\n%s", kind, out, want)
+		}
+	}
+}
+
+func TestParseKinds(t *testing.T) {
+	ks, err := ParseKinds("tidegate, haproxy-splice,NGINX")
+	if err != nil || len(ks) != 3 || ks[2] != KindNginx {
+		t.Fatalf("ParseKinds: %v %v", ks, err)
+	}
+	for _, bad := range []string{"", "envoy", "nginx,nginx"} {
+		if _, err := ParseKinds(bad); err == nil {
+			t.Errorf("ParseKinds(%q) accepted", bad)
+		}
+	}
+}
+
+func TestSampleProcsOfThisProcess(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("/proc is Linux's")
+	}
+	s, err := SampleProcs([]int{os.Getpid()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.CPUNs <= 0 || s.RSSBytes <= 0 || s.Threads < 1 || s.FDs < 3 {
+		t.Fatalf("sample %+v", s)
+	}
+	if _, err := TCPOutSegs(os.Getpid()); err != nil {
+		t.Fatal(err)
+	}
+	tree, err := ProcessTree(os.Getpid())
+	if err != nil || tree[0] != os.Getpid() {
+		t.Fatalf("tree %v %v", tree, err)
+	}
+}
+
+func TestParsePerfCount(t *testing.T) {
+	out := "# started on Mon Nov 30 02:02:30 2026\n\n4891,,raw_syscalls:sys_enter,238319600,100.00,,\n"
+	if n, err := parsePerfCount([]byte(out)); err != nil || n != 4891 {
+		t.Fatalf("%d %v", n, err)
+	}
+	if _, err := parsePerfCount([]byte("<not counted>,,raw_syscalls:sys_enter,0,100.00,,\n")); err == nil {
+		t.Fatal("a count perf did not make was accepted")
+	}
+}

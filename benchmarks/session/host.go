@@ -1,0 +1,68 @@
+package session
+
+import (
+	"bufio"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strings"
+)
+
+// Host describes the machine a run was made on.
+type Host struct {
+	OS        string `json:"os"`
+	Arch      string `json:"arch"`
+	Kernel    string `json:"kernel,omitempty"`
+	CPU       string `json:"cpu,omitempty"`
+	NumCPU    int    `json:"num_cpu"`
+	Poller    string `json:"poller"`
+	GoVersion string `json:"go_version"`
+	Revision  string `json:"revision,omitempty"`
+}
+
+// ThisHost describes this machine; the kernel and CPU model come from /proc
+// (empty where it is missing), the revision from the build's VCS stamp.
+func ThisHost() Host {
+	h := Host{OS: runtime.GOOS, Arch: runtime.GOARCH, NumCPU: runtime.NumCPU(), GoVersion: runtime.Version(), Poller: Poller()}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		h.Kernel = strings.TrimSpace(string(b))
+	}
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+				h.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+		f.Close()
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		var rev, dirty string
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				if s.Value == "true" {
+					dirty = "-dirty"
+				}
+			}
+		}
+		if rev != "" {
+			h.Revision = rev + dirty
+		}
+	}
+	return h
+}
+
+// Poller names the readiness API gnet uses on this OS.
+func Poller() string {
+	switch runtime.GOOS {
+	case "linux":
+		return "epoll"
+	case "darwin", "freebsd", "netbsd", "openbsd", "dragonfly":
+		return "kqueue"
+	}
+	return "unknown"
+}

@@ -1,0 +1,202 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// phaseHooks are called around the measured interval of a phase, after
+// every connection has logged in and warmed up, and after the last echo.
+type phaseHooks struct {
+	before func() error
+	after  func() error
+	// progress is called about every 100 ms with the echoes received so far
+	// and the phase's total, warmup included.
+	progress func(done, total int64)
+}
+
+// phaseRun is what runPhase measured.
+type phaseRun struct {
+	elapsed    time.Duration
+	roundtrips int64
+	hist       *hdrhistogram.Histogram
+	errors     int64
+	samples    []string
+}
+
+// errStalled is a phase that made no progress for the stall timeout.
+var errStalled = errors.New("no echo for the stall timeout")
+
+// runPhase connects p.Connections clients to addr, logs each in, warms up,
+// then times p.Messages roundtrips per connection. A connection that cannot
+// log in or whose stream breaks ends the phase with an error; mismatched
+// echoes are counted in phaseRun.errors.
+func runPhase(ctx context.Context, addr string, p Params, stall time.Duration, hooks phaseHooks) (phaseRun, error) {
+	if stall <= 0 {
+		stall = defaultStallTimeout
+	}
+	host, port, err := SplitHostPort(addr)
+	if err != nil {
+		return phaseRun{}, err
+	}
+	k := newCodec(p.Payload)
+	base := time.Now()
+	clients := make([]*client, p.Connections)
+	var wg sync.WaitGroup
+	loginErrs := make([]error, p.Connections)
+	for i := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d := net.Dialer{Timeout: 5 * time.Second}
+			nc, err := d.DialContext(ctx, "tcp", addr)
+			if err != nil {
+				loginErrs[i] = fmt.Errorf("conn %d: connecting to %s: %w", i, addr, err)
+				return
+			}
+			left, err := Login(nc, host, port, fmt.Sprintf("bench%d", i), nil, time.Now().Add(10*time.Second))
+			if err != nil {
+				nc.Close()
+				loginErrs[i] = fmt.Errorf("conn %d via %s: %w", i, addr, err)
+				return
+			}
+			clients[i] = newClient(uint32(i), nc, k, p, base, left)
+		}()
+	}
+	wg.Wait()
+	closeAll := func() {
+		for _, c := range clients {
+			if c != nil {
+				c.nc.Close()
+			}
+		}
+	}
+	if err := errors.Join(loginErrs...); err != nil {
+		closeAll()
+		return phaseRun{}, err
+	}
+	defer closeAll()
+
+	total := int64(p.Connections) * int64(p.Warmup+p.Messages)
+	echoed := func() int64 {
+		var n int64
+		for _, c := range clients {
+			n += c.echoes.Load()
+		}
+		return n
+	}
+	// The watchdog closes every connection when nothing moves for stall, or
+	// when ctx ends; blocked reads then fail and the phase returns.
+	var stalled atomic.Bool
+	stop := make(chan struct{})
+	watchdogDone := make(chan struct{})
+	go func() {
+		defer close(watchdogDone)
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		last, lastMove := int64(-1), time.Now()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-ctx.Done():
+				closeAll()
+				return
+			case now := <-t.C:
+				n := echoed()
+				if hooks.progress != nil {
+					hooks.progress(n, total)
+				}
+				if n != last {
+					last, lastMove = n, now
+				} else if now.Sub(lastMove) > stall {
+					stalled.Store(true)
+					closeAll()
+					return
+				}
+			}
+		}
+	}()
+	defer func() {
+		close(stop)
+		<-watchdogDone
+	}()
+
+	warm := make(chan error, p.Connections)
+	release := make(chan struct{})
+	finished := make(chan error, p.Connections)
+	for _, c := range clients {
+		go func() {
+			if err := c.run(0, p.Warmup, false); err != nil {
+				warm <- err
+				finished <- nil
+				return
+			}
+			warm <- nil
+			<-release
+			finished <- c.run(p.Warmup, p.Warmup+p.Messages, true)
+		}()
+	}
+	var errs []error
+	for range clients {
+		if err := <-warm; err != nil {
+			errs = append(errs, fmt.Errorf("warmup: %w", err))
+		}
+	}
+	if len(errs) > 0 {
+		closeAll()
+		close(release)
+		for range clients {
+			<-finished
+		}
+		return phaseRun{}, phaseError(errors.Join(errs...), &stalled)
+	}
+	var hookErr error
+	if hooks.before != nil {
+		hookErr = hooks.before()
+	}
+	start := time.Now()
+	close(release)
+	for range clients {
+		if err := <-finished; err != nil {
+			errs = append(errs, err)
+		}
+	}
+	elapsed := time.Since(start)
+	if hooks.after != nil {
+		hookErr = errors.Join(hookErr, hooks.after())
+	}
+	if len(errs) > 0 {
+		return phaseRun{}, phaseError(errors.Join(errs...), &stalled)
+	}
+	if hookErr != nil {
+		return phaseRun{}, hookErr
+	}
+	r := phaseRun{elapsed: elapsed, roundtrips: int64(p.Connections) * int64(p.Messages), hist: newHistogram()}
+	for _, c := range clients {
+		r.hist.Merge(c.hist)
+		r.errors += c.errors
+		r.samples = append(r.samples, c.samples...)
+	}
+	if len(r.samples) > maxErrorSamples {
+		r.samples = r.samples[:maxErrorSamples]
+	}
+	if hooks.progress != nil {
+		hooks.progress(total, total)
+	}
+	return r, nil
+}
+
+func phaseError(err error, stalled *atomic.Bool) error {
+	if stalled.Load() {
+		return fmt.Errorf("%w: %w", errStalled, err)
+	}
+	return err
+}

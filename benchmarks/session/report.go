@@ -1,0 +1,308 @@
+package session
+
+import (
+	"encoding/json"
+	"fmt"
+	"image/color"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+)
+
+// fmtStat formats a Stat as "median [min–max]" with the given verb, or "-".
+func fmtStat(s Stat, verb string) string {
+	if s.N == 0 {
+		return "-"
+	}
+	if s.N == 1 {
+		return fmt.Sprintf(verb, s.Median)
+	}
+	return fmt.Sprintf(verb+" ["+verb+"–"+verb+"]", s.Median, s.Min, s.Max)
+}
+
+// WriteTable prints the summary: one row per target and phase kind, then
+// the proxy's figures, then every phase that had errors or failed.
+func WriteTable(w io.Writer, r *Result) error {
+	fmt.Fprintf(w, "workload %s: %s, %d repeat(s), proxy cores %d\n", orDash(r.Workload), r.Params, r.Repeats, r.Setup.ProxyCores)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "target\tphase\troundtrips/s\tframes/s\tMiB/s\tp50 ms\tp95 ms\tp99 ms\terrors")
+	for _, s := range r.Summary {
+		for _, row := range []struct {
+			kind string
+			ps   PhaseStats
+		}{{KindDirect, s.Direct}, {KindProxy, s.Proxy}} {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", s.Target, row.kind,
+				fmtStat(row.ps.RoundtripsPerSec, "%.0f"), fmtStat(row.ps.FramesPerSec, "%.0f"), fmtStat(row.ps.MiBPerSec, "%.1f"),
+				fmtStat(row.ps.P50Ms, "%.3f"), fmtStat(row.ps.P95Ms, "%.3f"), fmtStat(row.ps.P99Ms, "%.3f"), row.ps.Errors)
+		}
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "target\tproxy/direct\tCPU ns/frame\tsyscalls/frame\tsegments/frame (proxy)\tsegments/frame (direct)\tRSS MiB")
+	for _, s := range r.Summary {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Target, fmtStat(s.Ratio, "%.3f"), fmtStat(s.CPUNsPerFrame, "%.0f"),
+			fmtStat(s.SyscallsPerFrame, "%.3f"), fmtStat(s.Proxy.SegmentsPerFrame, "%.3f"), fmtStat(s.Direct.SegmentsPerFrame, "%.3f"),
+			fmtStat(s.RSSMiB, "%.1f"))
+	}
+	tw.Flush()
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+	for _, p := range r.Phases {
+		if p.Failure != "" {
+			fmt.Fprintf(w, "FAILED %s %s repeat %d: %s\n", p.Target, p.Kind, p.Repeat+1, p.Failure)
+		} else if p.Errors > 0 {
+			fmt.Fprintf(w, "ERRORS %s %s repeat %d: %d wrong echoes, e.g. %s\n", p.Target, p.Kind, p.Repeat+1, p.Errors,
+				strings.Join(p.ErrorSamples, "; "))
+		}
+	}
+	if !r.OK() {
+		fmt.Fprintf(w, "\n*** RUN IS INVALID: %d wrong echoes, %d failed phases ***\n", r.Errors, r.Failed)
+	}
+	return nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "custom"
+	}
+	return s
+}
+
+// WriteJSON writes r as indented JSON.
+func WriteJSON(w io.Writer, r *Result) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// MethodNotes explain how the figures were taken; the report prints them.
+var MethodNotes = []string{
+	"Each repeat runs a direct phase (client to backend) and a proxy phase (client to proxy to backend) per target; " +
+		"direct goes first in odd-numbered repeats, proxy in even-numbered ones, and the target order rotates per repeat.",
+	"Login (offline, protocol 5) and warmup are excluded from timing; every echo is checked for length, packet id, " +
+		"connection, sequence and payload.",
+	"A roundtrip relays two frames. CPU ns/frame is the proxy processes' on-CPU time (sum of /proc/PID/task/*/schedstat " +
+		"field 1) over the measured interval divided by relayed frames.",
+	"syscalls/frame counts every system call (perf stat -e raw_syscalls:sys_enter) of a fresh proxy started under perf, " +
+		"in separate passes: perf's tracepoint slows the process, so those passes give no other figure.",
+	"segments/frame is the TCP OutSegs delta of /proc/PID/net/snmp: on one host without namespaces it counts every " +
+		"process (client, proxy and backend), not the proxy alone. With --rtt the proxy column counts the proxy's namespace only.",
+	"On a small machine client, backend and proxy compete for cores: proxy/direct throughput ratios swing between " +
+		"repeats and do not rank proxies; CPU per relayed frame is the figure to compare. Loopback numbers are not capacity claims.",
+}
+
+// WriteReport writes report.md, result.json and PNG charts into dir.
+func WriteReport(dir string, r *Result) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("report directory %s: %w", dir, err)
+	}
+	f, err := os.Create(filepath.Join(dir, "result.json"))
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	err = WriteJSON(f, r)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("report: result.json: %w", err)
+	}
+	charts, err := writeCharts(dir, r)
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
+	title := orDash(r.Workload)
+	fmt.Fprintf(&b, "# Session benchmark: %s\n\n", title)
+	h := r.Setup.Host
+	fmt.Fprintf(&b, "Host: %s/%s, kernel %s, %s (%d cores), poller %s, %s, revision %s.\n\n",
+		h.OS, h.Arch, orDash(h.Kernel), orDash(h.CPU), h.NumCPU, h.Poller, h.GoVersion, orDash(h.Revision))
+	fmt.Fprintf(&b, "Workload: `%s`, %d repeat(s). Targets: %s. Proxy cores: %d; backend loops: %d",
+		r.Params, r.Repeats, strings.Join(r.Targets, ", "), r.Setup.ProxyCores, r.Setup.BackendLoops)
+	if r.Setup.GoMaxProcs > 0 {
+		fmt.Fprintf(&b, "; goproxy GOMAXPROCS %d", r.Setup.GoMaxProcs)
+	}
+	if r.Setup.Namespaces {
+		fmt.Fprintf(&b, "; client, proxy and backend in three network namespaces, RTT %s per link", orDash(r.Setup.RTT))
+	} else {
+		b.WriteString("; loopback")
+	}
+	b.WriteString(".\n\n")
+	if r.OK() {
+		fmt.Fprintf(&b, "All %d phases completed; every echo was correct (errors=0).\n\n", len(r.Phases))
+	} else {
+		fmt.Fprintf(&b, "**INVALID RUN: %d wrong echoes, %d failed phases.** See the phase list below.\n\n", r.Errors, r.Failed)
+	}
+	b.WriteString("Values are median [min–max] over phases.\n\n")
+	b.WriteString("| Target | Phase | Roundtrips/s | MiB/s | p50 ms | p95 ms | p99 ms | Errors |\n|---|---|--:|--:|--:|--:|--:|--:|\n")
+	for _, s := range r.Summary {
+		for _, row := range []struct {
+			kind string
+			ps   PhaseStats
+		}{{KindDirect, s.Direct}, {KindProxy, s.Proxy}} {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %d |\n", s.Target, row.kind, fmtStat(row.ps.RoundtripsPerSec, "%.0f"),
+				fmtStat(row.ps.MiBPerSec, "%.1f"), fmtStat(row.ps.P50Ms, "%.3f"), fmtStat(row.ps.P95Ms, "%.3f"),
+				fmtStat(row.ps.P99Ms, "%.3f"), row.ps.Errors)
+		}
+	}
+	b.WriteString("\n| Target | Proxy/direct | CPU ns/frame | Syscalls/frame | Segments/frame (proxy phase) | Segments/frame (direct phase) | RSS MiB |\n|---|--:|--:|--:|--:|--:|--:|\n")
+	for _, s := range r.Summary {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", s.Target, fmtStat(s.Ratio, "%.3f"), fmtStat(s.CPUNsPerFrame, "%.0f"),
+			fmtStat(s.SyscallsPerFrame, "%.3f"), fmtStat(s.Proxy.SegmentsPerFrame, "%.3f"), fmtStat(s.Direct.SegmentsPerFrame, "%.3f"),
+			fmtStat(s.RSSMiB, "%.1f"))
+	}
+	b.WriteString("\n")
+	for _, c := range charts {
+		fmt.Fprintf(&b, "![%s](%s)\n\n", c.title, c.file)
+	}
+	b.WriteString("## Method\n\n")
+	for _, n := range MethodNotes {
+		fmt.Fprintf(&b, "- %s\n", n)
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, "- %s\n", n)
+	}
+	b.WriteString("\n## Phases\n\n| # | Target | Kind | Repeat | Roundtrips/s | p99 ms | CPU ns/frame | Syscalls/frame | Errors | Failure |\n|--:|---|---|--:|--:|--:|--:|--:|--:|---|\n")
+	opt := func(v *float64, verb string) string {
+		if v == nil {
+			return "-"
+		}
+		return fmt.Sprintf(verb, *v)
+	}
+	for _, p := range r.Phases {
+		fmt.Fprintf(&b, "| %d | %s | %s | %d | %.0f | %.3f | %s | %s | %d | %s |\n", p.Order, p.Target, p.Kind, p.Repeat+1,
+			p.RoundtripsPerSec, p.P99Ms, opt(p.CPUNsPerFrame, "%.0f"), opt(p.SyscallsPerFrame, "%.3f"), p.Errors,
+			strings.ReplaceAll(p.Failure, "|", "/"))
+	}
+	if err := os.WriteFile(filepath.Join(dir, "report.md"), []byte(b.String()), 0o644); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	return nil
+}
+
+type chartFile struct{ title, file string }
+
+// series is one set of bars: a value per target.
+type series struct {
+	name  string
+	stats []Stat
+}
+
+// writeCharts draws bar charts of medians with min–max error bars.
+func writeCharts(dir string, r *Result) ([]chartFile, error) {
+	labels := r.Targets
+	pick := func(f func(Summary) Stat) []Stat {
+		out := make([]Stat, len(r.Summary))
+		for i, s := range r.Summary {
+			out[i] = f(s)
+		}
+		return out
+	}
+	specs := []struct {
+		file, title, ylabel string
+		series              []series
+	}{
+		{"cpu_ns_per_frame.png", "Proxy CPU per relayed frame", "ns/frame",
+			[]series{{"proxy", pick(func(s Summary) Stat { return s.CPUNsPerFrame })}}},
+		{"roundtrips.png", "Roundtrips per second", "roundtrips/s", []series{
+			{"direct", pick(func(s Summary) Stat { return s.Direct.RoundtripsPerSec })},
+			{"proxy", pick(func(s Summary) Stat { return s.Proxy.RoundtripsPerSec })}}},
+		{"latency_p99.png", "p99 latency", "ms", []series{
+			{"direct", pick(func(s Summary) Stat { return s.Direct.P99Ms })},
+			{"proxy", pick(func(s Summary) Stat { return s.Proxy.P99Ms })}}},
+		{"ratio.png", "Proxy/direct frames per second (paired)", "ratio",
+			[]series{{"proxy/direct", pick(func(s Summary) Stat { return s.Ratio })}}},
+		{"syscalls_per_frame.png", "Proxy system calls per relayed frame", "syscalls/frame",
+			[]series{{"proxy", pick(func(s Summary) Stat { return s.SyscallsPerFrame })}}},
+	}
+	var out []chartFile
+	for _, sp := range specs {
+		any := false
+		for _, s := range sp.series {
+			for _, st := range s.stats {
+				any = any || st.N > 0
+			}
+		}
+		if !any {
+			continue
+		}
+		if err := barChart(filepath.Join(dir, sp.file), sp.title, sp.ylabel, labels, sp.series); err != nil {
+			return nil, fmt.Errorf("chart %s: %w", sp.file, err)
+		}
+		out = append(out, chartFile{sp.title, sp.file})
+	}
+	return out, nil
+}
+
+// rangeBars are min–max error bars around medians.
+type rangeBars struct {
+	xs    []float64
+	stats []Stat
+}
+
+func (e rangeBars) Len() int                    { return len(e.xs) }
+func (e rangeBars) XY(i int) (float64, float64) { return e.xs[i], e.stats[i].Median }
+func (e rangeBars) YError(i int) (float64, float64) {
+	return e.stats[i].Median - e.stats[i].Min, e.stats[i].Max - e.stats[i].Median
+}
+
+var barColors = []color.Color{
+	color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
+	color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff},
+	color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
+}
+
+func barChart(path, title, ylabel string, labels []string, ss []series) error {
+	p := plot.New()
+	p.Title.Text = title
+	p.Y.Label.Text = ylabel
+	p.Y.Min = 0
+	w := vg.Points(18)
+	for i, s := range ss {
+		vals := make(plotter.Values, len(s.stats))
+		xs := make([]float64, len(s.stats))
+		for j, st := range s.stats {
+			vals[j] = st.Median
+			xs[j] = float64(j)
+		}
+		bars, err := plotter.NewBarChart(vals, w)
+		if err != nil {
+			return err
+		}
+		bars.Color = barColors[i%len(barColors)]
+		bars.LineStyle.Width = 0
+		// Series sit side by side: shift in data units (one unit per target).
+		shift := (float64(i) - float64(len(ss)-1)/2) * 0.25
+		bars.XMin = shift
+		p.Add(bars)
+		if len(ss) > 1 {
+			p.Legend.Add(s.name, bars)
+		}
+		eb := rangeBars{stats: make([]Stat, len(s.stats))}
+		for j, st := range s.stats {
+			eb.xs = append(eb.xs, xs[j]+shift)
+			if st.N == 0 {
+				st = Stat{}
+			}
+			eb.stats[j] = st
+		}
+		errBars, err := plotter.NewYErrorBars(eb)
+		if err != nil {
+			return err
+		}
+		p.Add(errBars)
+	}
+	p.Legend.Top = true
+	p.Y.Max *= 1.15 // room for the legend above the tallest bar
+	p.NominalX(labels...)
+	width := vg.Length(max(4, 1.3*float64(len(labels)))) * vg.Inch
+	return p.Save(width, 3.5*vg.Inch, path)
+}

@@ -1,0 +1,213 @@
+package session
+
+import (
+	"math"
+	"sort"
+)
+
+// Phase kinds.
+const (
+	KindDirect   = "direct"   // client to backend
+	KindProxy    = "proxy"    // client to proxy to backend
+	KindSyscalls = "syscalls" // a proxy phase on a fresh proxy under perf, for system calls only
+)
+
+// Phase is one measured phase.
+type Phase struct {
+	Target string `json:"target"`
+	Kind   string `json:"kind"`
+	Repeat int    `json:"repeat"`
+	// Order is the phase's position in the run, from 0.
+	Order            int     `json:"order"`
+	Seconds          float64 `json:"seconds"`
+	Roundtrips       int64   `json:"roundtrips"`
+	RoundtripsPerSec float64 `json:"roundtrips_per_sec"`
+	// FramesPerSec counts both directions: a roundtrip is two frames.
+	FramesPerSec float64 `json:"frames_per_sec"`
+	// MiBPerSec is one direction's bytes (frames with their length prefix).
+	MiBPerSec float64 `json:"mib_per_sec"`
+	P50Ms     float64 `json:"p50_ms"`
+	P95Ms     float64 `json:"p95_ms"`
+	P99Ms     float64 `json:"p99_ms"`
+	MaxMs     float64 `json:"max_ms"`
+	Errors    int64   `json:"errors"`
+	// Failure is why the phase did not complete, if it did not.
+	Failure      string   `json:"failure,omitempty"`
+	ErrorSamples []string `json:"error_samples,omitempty"`
+
+	// Figures of the proxy's processes over the measured interval (proxy
+	// and syscalls phases); nil where not measured.
+	CPUNsPerFrame    *float64 `json:"cpu_ns_per_frame,omitempty"`
+	SyscallsPerFrame *float64 `json:"syscalls_per_frame,omitempty"`
+	// SegmentsPerFrame is the TCP OutSegs delta of the network namespace
+	// (host-wide on loopback) per relayed frame.
+	SegmentsPerFrame *float64 `json:"segments_per_frame,omitempty"`
+	RSSMiB           *float64 `json:"rss_mib,omitempty"`
+	Threads          int      `json:"threads,omitempty"`
+	FDs              int      `json:"fds,omitempty"`
+}
+
+// Stat is the median and range of one figure over phases.
+type Stat struct {
+	Median float64 `json:"median"`
+	Min    float64 `json:"min"`
+	Max    float64 `json:"max"`
+	N      int     `json:"n"`
+}
+
+// statOf summarizes vs; N is 0 for no values.
+func statOf(vs []float64) Stat {
+	if len(vs) == 0 {
+		return Stat{}
+	}
+	s := append([]float64(nil), vs...)
+	sort.Float64s(s)
+	m := s[len(s)/2]
+	if len(s)%2 == 0 {
+		m = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return Stat{Median: m, Min: s[0], Max: s[len(s)-1], N: len(s)}
+}
+
+// PhaseStats summarizes the phases of one kind of one target.
+type PhaseStats struct {
+	Phases           int   `json:"phases"`
+	Errors           int64 `json:"errors"`
+	Failed           int   `json:"failed"`
+	RoundtripsPerSec Stat  `json:"roundtrips_per_sec"`
+	FramesPerSec     Stat  `json:"frames_per_sec"`
+	MiBPerSec        Stat  `json:"mib_per_sec"`
+	P50Ms            Stat  `json:"p50_ms"`
+	P95Ms            Stat  `json:"p95_ms"`
+	P99Ms            Stat  `json:"p99_ms"`
+	SegmentsPerFrame Stat  `json:"segments_per_frame"`
+}
+
+// Summary is one target's figures over all repeats.
+type Summary struct {
+	Target string     `json:"target"`
+	Direct PhaseStats `json:"direct"`
+	Proxy  PhaseStats `json:"proxy"`
+	// Ratio is each proxy phase's frames/s over its paired direct phase's.
+	Ratio            Stat `json:"proxy_direct_ratio"`
+	CPUNsPerFrame    Stat `json:"cpu_ns_per_frame"`
+	SyscallsPerFrame Stat `json:"syscalls_per_frame"`
+	RSSMiB           Stat `json:"rss_mib"`
+}
+
+// Result is a whole run.
+type Result struct {
+	Workload string    `json:"workload,omitempty"`
+	Params   Params    `json:"params"`
+	Repeats  int       `json:"repeats"`
+	Targets  []string  `json:"targets"`
+	Setup    Setup     `json:"setup"`
+	Phases   []Phase   `json:"phases"`
+	Summary  []Summary `json:"summary"`
+	Errors   int64     `json:"errors"`
+	Failed   int       `json:"failed_phases"`
+	Notes    []string  `json:"notes,omitempty"`
+}
+
+// Setup describes how the run was set up, for the report.
+type Setup struct {
+	ProxyCores   int    `json:"proxy_cores"`
+	GoMaxProcs   int    `json:"goproxy_gomaxprocs,omitempty"`
+	BackendLoops int    `json:"backend_loops"`
+	RTT          string `json:"rtt,omitempty"`
+	Namespaces   bool   `json:"namespaces"`
+	Host         Host   `json:"host"`
+}
+
+// OK reports whether every phase completed with every echo correct.
+func (r *Result) OK() bool { return r.Errors == 0 && r.Failed == 0 }
+
+func ptrValues(ps []Phase, get func(Phase) *float64) []float64 {
+	var out []float64
+	for _, p := range ps {
+		if v := get(p); v != nil && !math.IsNaN(*v) {
+			out = append(out, *v)
+		}
+	}
+	return out
+}
+
+func phaseStats(ps []Phase) PhaseStats {
+	s := PhaseStats{Phases: len(ps)}
+	var ok []Phase
+	for _, p := range ps {
+		s.Errors += p.Errors
+		if p.Failure != "" {
+			s.Failed++
+			continue
+		}
+		ok = append(ok, p)
+	}
+	get := func(f func(Phase) float64) Stat {
+		vs := make([]float64, len(ok))
+		for i, p := range ok {
+			vs[i] = f(p)
+		}
+		return statOf(vs)
+	}
+	s.RoundtripsPerSec = get(func(p Phase) float64 { return p.RoundtripsPerSec })
+	s.FramesPerSec = get(func(p Phase) float64 { return p.FramesPerSec })
+	s.MiBPerSec = get(func(p Phase) float64 { return p.MiBPerSec })
+	s.P50Ms = get(func(p Phase) float64 { return p.P50Ms })
+	s.P95Ms = get(func(p Phase) float64 { return p.P95Ms })
+	s.P99Ms = get(func(p Phase) float64 { return p.P99Ms })
+	s.SegmentsPerFrame = statOf(ptrValues(ok, func(p Phase) *float64 { return p.SegmentsPerFrame }))
+	return s
+}
+
+// summarize fills r.Summary, r.Errors and r.Failed from r.Phases. Pairs are
+// the direct and proxy phases of one target in one repeat.
+func (r *Result) summarize() {
+	r.Summary = nil
+	r.Errors, r.Failed = 0, 0
+	for _, p := range r.Phases {
+		r.Errors += p.Errors
+		if p.Failure != "" {
+			r.Failed++
+		}
+	}
+	for _, t := range r.Targets {
+		var direct, proxy, sys []Phase
+		var ratios []float64
+		byRepeat := map[int][2]*Phase{}
+		for i := range r.Phases {
+			p := &r.Phases[i]
+			if p.Target != t {
+				continue
+			}
+			switch p.Kind {
+			case KindDirect:
+				direct = append(direct, *p)
+				pair := byRepeat[p.Repeat]
+				pair[0] = p
+				byRepeat[p.Repeat] = pair
+			case KindProxy:
+				proxy = append(proxy, *p)
+				pair := byRepeat[p.Repeat]
+				pair[1] = p
+				byRepeat[p.Repeat] = pair
+			case KindSyscalls:
+				sys = append(sys, *p)
+			}
+		}
+		for _, pair := range byRepeat {
+			if d, x := pair[0], pair[1]; d != nil && x != nil && d.Failure == "" && x.Failure == "" && d.FramesPerSec > 0 {
+				ratios = append(ratios, x.FramesPerSec/d.FramesPerSec)
+			}
+		}
+		r.Summary = append(r.Summary, Summary{
+			Target:           t,
+			Direct:           phaseStats(direct),
+			Proxy:            phaseStats(proxy),
+			Ratio:            statOf(ratios),
+			CPUNsPerFrame:    statOf(ptrValues(proxy, func(p Phase) *float64 { return p.CPUNsPerFrame })),
+			SyscallsPerFrame: statOf(ptrValues(sys, func(p Phase) *float64 { return p.SyscallsPerFrame })),
+			RSSMiB:           statOf(ptrValues(proxy, func(p Phase) *float64 { return p.RSSMiB })),
+		})
+	}
+}

@@ -1,0 +1,251 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/tidegate/tidegate/benchmarks/peers"
+)
+
+// Target is a running proxy under test.
+type Target struct {
+	Name string
+	// Addr is where clients connect to reach the backend through it.
+	Addr string
+	// PIDs are its processes, measured from /proc; empty: no process figures.
+	PIDs []int
+}
+
+// CountedTarget is a fresh copy of a target started under a system call
+// counter; Stop ends it, after which the counter's Count is final.
+type CountedTarget struct {
+	Target
+	Counter *peers.SyscallCounter
+	Stop    func() error
+}
+
+// Config is a whole paired run.
+type Config struct {
+	Workload string
+	Params   Params
+	Repeats  int
+	// Backend is the fake backend's address: the direct phases connect here.
+	Backend string
+	Targets []Target
+	// StartCounted starts a copy of the named target under a system call
+	// counter, for the syscall passes; nil skips them.
+	StartCounted func(name string) (CountedTarget, error)
+	// SyscallPasses is the number of syscall passes per target.
+	SyscallPasses int
+	// StallTimeout ends a phase that made no progress this long; 0: 20 s.
+	StallTimeout time.Duration
+	// SegmentsPID is a process in the clients' network namespace, whose
+	// TCP OutSegs the direct phases read; 0 means this process.
+	SegmentsPID int
+	Setup       Setup
+	// Progress, when set, is told what runs and how far it is.
+	Progress Progress
+	Log      zerolog.Logger
+}
+
+// Progress receives the state of the run.
+type Progress interface {
+	// Phase announces phase i (from 0) of n.
+	Phase(i, n int, label string)
+	// Echoes reports the echoes received so far in the current phase.
+	Echoes(done, total int64)
+	// Done ends the display.
+	Done()
+}
+
+// Run runs cfg.Repeats repeats; each runs, for every target in an order
+// rotated by the repeat, a direct and a proxy phase, direct first in even
+// repeats and proxy first in odd ones. Then come the syscall passes. A
+// phase that fails is recorded with its failure and the run goes on; the
+// returned error is for a run that could not be made at all.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if err := cfg.Params.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Repeats < 1 {
+		return nil, fmt.Errorf("repeats %d: want at least 1", cfg.Repeats)
+	}
+	if len(cfg.Targets) == 0 {
+		return nil, errors.New("no target to measure")
+	}
+	res := &Result{Workload: cfg.Workload, Params: cfg.Params, Repeats: cfg.Repeats, Setup: cfg.Setup}
+	for _, t := range cfg.Targets {
+		res.Targets = append(res.Targets, t.Name)
+	}
+	type step struct {
+		target Target
+		kind   string
+		repeat int
+	}
+	var steps []step
+	n := len(cfg.Targets)
+	for r := 0; r < cfg.Repeats; r++ {
+		for i := 0; i < n; i++ {
+			t := cfg.Targets[(i+r)%n]
+			if r%2 == 0 {
+				steps = append(steps, step{t, KindDirect, r}, step{t, KindProxy, r})
+			} else {
+				steps = append(steps, step{t, KindProxy, r}, step{t, KindDirect, r})
+			}
+		}
+	}
+	passes := 0
+	if cfg.StartCounted != nil {
+		passes = cfg.SyscallPasses
+	}
+	total := len(steps) + passes*n
+	segPID := cfg.SegmentsPID
+	if segPID == 0 {
+		segPID = os.Getpid()
+	}
+	frames := func(p *Phase) float64 { return float64(2 * p.Roundtrips) }
+	for i, s := range steps {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		if cfg.Progress != nil {
+			cfg.Progress.Phase(i, total, fmt.Sprintf("%s %s repeat %d", s.target.Name, s.kind, s.repeat+1))
+		}
+		addr, pids, seg := cfg.Backend, []int(nil), segPID
+		if s.kind == KindProxy {
+			addr, pids = s.target.Addr, s.target.PIDs
+			if len(pids) > 0 {
+				seg = pids[0]
+			}
+		}
+		var before, after peers.ProcSample
+		var segBefore, segAfter int64
+		var probeErr error
+		hooks := phaseHooks{
+			before: func() error {
+				if len(pids) > 0 {
+					before, probeErr = peers.SampleProcs(pids)
+				}
+				segBefore, _ = peers.TCPOutSegs(seg)
+				return nil
+			},
+			after: func() error {
+				segAfter, _ = peers.TCPOutSegs(seg)
+				if len(pids) > 0 && probeErr == nil {
+					after, probeErr = peers.SampleProcs(pids)
+				}
+				return nil
+			},
+		}
+		if cfg.Progress != nil {
+			hooks.progress = cfg.Progress.Echoes
+		}
+		run, err := runPhase(ctx, addr, cfg.Params, cfg.StallTimeout, hooks)
+		p := phaseOf(s.target.Name, s.kind, s.repeat, i, cfg.Params, run, err)
+		if err == nil {
+			if segAfter > segBefore {
+				v := float64(segAfter-segBefore) / frames(&p)
+				p.SegmentsPerFrame = &v
+			}
+			if len(pids) > 0 {
+				if probeErr != nil {
+					res.note(fmt.Sprintf("%s: process figures unavailable: %v", s.target.Name, probeErr))
+				} else {
+					cpu := float64(after.CPUNs-before.CPUNs) / frames(&p)
+					rss := float64(after.RSSBytes) / (1 << 20)
+					p.CPUNsPerFrame, p.RSSMiB = &cpu, &rss
+					p.Threads, p.FDs = after.Threads, after.FDs
+				}
+			}
+		}
+		cfg.logPhase(p)
+		res.Phases = append(res.Phases, p)
+	}
+	for pass := 0; pass < passes; pass++ {
+		for j := range cfg.Targets {
+			name := cfg.Targets[(j+pass)%n].Name
+			i := len(res.Phases)
+			if cfg.Progress != nil {
+				cfg.Progress.Phase(i, total, fmt.Sprintf("%s syscall pass %d", name, pass+1))
+			}
+			p := cfg.syscallPass(ctx, name, pass, i)
+			cfg.logPhase(p)
+			res.Phases = append(res.Phases, p)
+		}
+	}
+	if cfg.Progress != nil {
+		cfg.Progress.Done()
+	}
+	res.summarize()
+	return res, nil
+}
+
+// syscallPass runs one proxy phase on a fresh copy of the target under perf.
+func (cfg *Config) syscallPass(ctx context.Context, name string, pass, order int) Phase {
+	ct, err := cfg.StartCounted(name)
+	if err != nil {
+		return phaseOf(name, KindSyscalls, pass, order, cfg.Params, phaseRun{}, fmt.Errorf("starting under perf: %w", err))
+	}
+	hooks := phaseHooks{before: ct.Counter.Enable, after: ct.Counter.Disable}
+	if cfg.Progress != nil {
+		hooks.progress = cfg.Progress.Echoes
+	}
+	run, err := runPhase(ctx, ct.Addr, cfg.Params, cfg.StallTimeout, hooks)
+	stopErr := ct.Stop()
+	p := phaseOf(name, KindSyscalls, pass, order, cfg.Params, run, err)
+	if err == nil {
+		n, cerr := ct.Counter.Count()
+		if cerr != nil {
+			p.Failure = fmt.Sprintf("counting system calls: %v (stop: %v)", cerr, stopErr)
+		} else {
+			v := float64(n) / float64(2*p.Roundtrips)
+			p.SyscallsPerFrame = &v
+		}
+	}
+	return p
+}
+
+func (cfg *Config) logPhase(p Phase) {
+	ev := cfg.Log.Debug()
+	if p.Failure != "" || p.Errors > 0 {
+		ev = cfg.Log.Error()
+	}
+	ev.Str("target", p.Target).Str("kind", p.Kind).Int("repeat", p.Repeat).Float64("roundtrips_per_sec", p.RoundtripsPerSec).
+		Float64("p99_ms", p.P99Ms).Int64("errors", p.Errors).Str("failure", p.Failure).Msg("phase done")
+}
+
+// phaseOf turns a phase's measurements into a Phase.
+func phaseOf(target, kind string, repeat, order int, params Params, run phaseRun, err error) Phase {
+	p := Phase{Target: target, Kind: kind, Repeat: repeat, Order: order}
+	if err != nil {
+		p.Failure = err.Error()
+		p.Errors = run.errors
+		return p
+	}
+	secs := run.elapsed.Seconds()
+	p.Seconds = secs
+	p.Roundtrips = run.roundtrips
+	p.RoundtripsPerSec = float64(run.roundtrips) / secs
+	p.FramesPerSec = 2 * p.RoundtripsPerSec
+	p.MiBPerSec = float64(run.roundtrips) * float64(params.FrameLen()) / secs / (1 << 20)
+	ms := func(q float64) float64 { return float64(run.hist.ValueAtQuantile(q)) / 1e6 }
+	p.P50Ms, p.P95Ms, p.P99Ms = ms(50), ms(95), ms(99)
+	p.MaxMs = float64(run.hist.Max()) / 1e6
+	p.Errors = run.errors
+	p.ErrorSamples = run.samples
+	return p
+}
+
+func (r *Result) note(s string) {
+	for _, n := range r.Notes {
+		if n == s {
+			return
+		}
+	}
+	r.Notes = append(r.Notes, s)
+}

@@ -1,0 +1,338 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/tidegate/tidegate/benchmarks/peers"
+	"github.com/tidegate/tidegate/reactor"
+	"github.com/tidegate/tidegate/session/mcbackend"
+	"github.com/tidegate/tidegate/session/proxy"
+)
+
+// startBackend runs the fake Minecraft backend in-process.
+func startBackend(t *testing.T) string {
+	t.Helper()
+	be, err := mcbackend.New(mcbackend.Config{Reactor: reactor.Config{Addrs: []string{"tcp://127.0.0.1:0"}, Loops: 1, Logger: zerolog.Nop()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := be.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		be.Stop(ctx)
+	})
+	a, err := be.Addr(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a.String()
+}
+
+// startProxy runs the tidegate proxy in-process with the configuration the
+// benchmark writes for its own process.
+func startProxy(t *testing.T, backend string, raw bool) string {
+	t.Helper()
+	cfg, err := proxy.ParseConfig([]byte(peers.TidegateConfig(peers.RelayConfig{
+		Listen: "127.0.0.1:0", Backend: backend, Cores: 1, Sessions: 16}, raw)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := proxy.New(cfg, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		p.Stop(ctx)
+	})
+	a, err := p.Addr(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a.String()
+}
+
+// flipRelay relays to backend and flips one byte of the backend's output at
+// offset flipAt of each connection's stream (after login): a corrupting proxy.
+func flipRelay(t *testing.T, backend string, flipAt int) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			b, err := net.Dial("tcp", backend)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			mu.Lock()
+			conns = append(conns, c, b)
+			mu.Unlock()
+			wg.Add(2)
+			go func() { defer wg.Done(); io.Copy(b, c); b.Close() }()
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				buf := make([]byte, 4096)
+				off := 0
+				for {
+					n, err := b.Read(buf)
+					if n > 0 {
+						if i := flipAt - off; i >= 0 && i < n {
+							buf[i] ^= 0x40
+						}
+						off += n
+						if _, werr := c.Write(buf[:n]); werr != nil {
+							return
+						}
+					}
+					if err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+var tiny = Params{Connections: 3, Messages: 200, Warmup: 20, Payload: 64, Window: 4, Burst: 3}
+
+func TestRunDirectAndProxyCountsExact(t *testing.T) {
+	backend := startBackend(t)
+	targets := []Target{
+		{Name: "tidegate", Addr: startProxy(t, backend, false)},
+		{Name: "tidegate-raw", Addr: startProxy(t, backend, true)},
+	}
+	res, err := Run(context.Background(), Config{Params: tiny, Repeats: 2, Backend: backend, Targets: targets, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.OK() {
+		t.Fatalf("errors %d, failed %d: %+v", res.Errors, res.Failed, res.Phases)
+	}
+	if got, want := len(res.Phases), 2*2*2; got != want {
+		t.Fatalf("%d phases, want %d", got, want)
+	}
+	// Repeat 0 runs direct first, repeat 1 proxy first, and targets rotate.
+	wantOrder := []string{"tidegate direct", "tidegate proxy", "tidegate-raw direct", "tidegate-raw proxy",
+		"tidegate-raw proxy", "tidegate-raw direct", "tidegate proxy", "tidegate direct"}
+	for i, p := range res.Phases {
+		if got := p.Target + " " + p.Kind; got != wantOrder[i] {
+			t.Errorf("phase %d is %q, want %q", i, got, wantOrder[i])
+		}
+		if p.Roundtrips != int64(tiny.Connections*tiny.Messages) {
+			t.Errorf("phase %d: %d roundtrips, want %d", i, p.Roundtrips, tiny.Connections*tiny.Messages)
+		}
+		if p.RoundtripsPerSec <= 0 || p.P99Ms <= 0 || p.P50Ms > p.P99Ms {
+			t.Errorf("phase %d: implausible figures %+v", i, p)
+		}
+	}
+	for _, s := range res.Summary {
+		if s.Ratio.N != 2 || s.Direct.Phases != 2 || s.Proxy.Phases != 2 {
+			t.Errorf("%s: summary %+v", s.Target, s)
+		}
+	}
+}
+
+func TestCorruptedEchoIsCounted(t *testing.T) {
+	backend := startBackend(t)
+	p := Params{Connections: 1, Messages: 50, Warmup: 0, Payload: 100, Window: 1, Burst: 1}
+	// Login Success for "bench0" at protocol 5 is 3+36+1+6 = 46 bytes framed
+	// (length 45); byte 46+50 is inside the filler of the first echo.
+	bad := flipRelay(t, backend, 46+50)
+	res, err := Run(context.Background(), Config{Params: p, Repeats: 1, Backend: backend,
+		Targets: []Target{{Name: "flipper", Addr: bad}}, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.OK() {
+		t.Fatal("a relay that flips a byte passed")
+	}
+	var proxyPhase *Phase
+	for i := range res.Phases {
+		if res.Phases[i].Kind == KindProxy {
+			proxyPhase = &res.Phases[i]
+		} else if res.Phases[i].Errors != 0 {
+			t.Errorf("direct phase has %d errors", res.Phases[i].Errors)
+		}
+	}
+	if proxyPhase.Errors != 1 || proxyPhase.Failure != "" {
+		t.Fatalf("proxy phase: errors %d failure %q, want 1 error and no failure", proxyPhase.Errors, proxyPhase.Failure)
+	}
+	if len(proxyPhase.ErrorSamples) != 1 || !strings.Contains(proxyPhase.ErrorSamples[0], "payload byte") {
+		t.Fatalf("error samples %q", proxyPhase.ErrorSamples)
+	}
+}
+
+func TestBrokenFramingFailsThePhase(t *testing.T) {
+	backend := startBackend(t)
+	p := Params{Connections: 1, Messages: 20, Warmup: 0, Payload: 100, Window: 1, Burst: 1}
+	bad := flipRelay(t, backend, 46) // the first echo's length prefix
+	res, err := Run(context.Background(), Config{Params: p, Repeats: 1, Backend: backend,
+		Targets: []Target{{Name: "flipper", Addr: bad}}, StallTimeout: 2 * time.Second, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Failed != 1 || res.OK() {
+		t.Fatalf("failed phases %d, want 1: %+v", res.Failed, res.Phases)
+	}
+}
+
+func TestLoginDisconnectIsReported(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		buf := make([]byte, 256)
+		c.Read(buf)
+		// Login Disconnect {"text":"Server is full"}
+		msg := `{"text":"Server is full"}`
+		frame := append([]byte{byte(2 + len(msg)), 0x00, byte(len(msg))}, msg...)
+		c.Write(frame)
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, err = Login(c, "localhost", 25565, "someone", nil, time.Now().Add(5*time.Second))
+	var le *LoginError
+	if !errors.As(err, &le) || le.Reason != "disconnect" || le.Message != "Server is full" {
+		t.Fatalf("login error %v, want a disconnect with the server's text", err)
+	}
+	<-done
+}
+
+func TestPresetsMatchTheDocuments(t *testing.T) {
+	want := map[string]string{
+		"burst32": "--connections 4 --messages 6000 --warmup 600 --payload 32 --window 4 --burst 32",
+		"w1":      "--connections 4 --messages 5000 --warmup 500 --payload 1024 --window 1 --burst 1",
+		"w16":     "--connections 4 --messages 5000 --warmup 500 --payload 1024 --window 16 --burst 1",
+		"seed001": "--connections 4 --messages 10000 --warmup 1000 --payload 4096 --window 16 --burst 1",
+	}
+	for name, flags := range want {
+		p, err := Preset(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.String() != flags {
+			t.Errorf("%s: %s, want %s", name, p, flags)
+		}
+		if err := p.Validate(); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if _, err := Preset("w2"); err == nil {
+		t.Error("unknown preset accepted")
+	}
+}
+
+func TestValidateRefusesTooMuchInFlight(t *testing.T) {
+	p := Params{Connections: 1, Messages: 1, Payload: 64 << 10, Window: 64, Burst: 1}
+	if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "in flight") {
+		t.Fatalf("validate: %v", err)
+	}
+}
+
+func TestCodecRoundTrip(t *testing.T) {
+	k := newCodec(40)
+	f := k.appendFrame(nil, 7, 12345)
+	if len(f) != k.frameLen {
+		t.Fatalf("frame is %d bytes, want %d", len(f), k.frameLen)
+	}
+	if err := k.check(f, 7, 12345); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.check(f, 7, 12346); err == nil {
+		t.Fatal("wrong sequence accepted")
+	}
+	if err := k.check(f, 8, 12345); err == nil {
+		t.Fatal("wrong connection accepted")
+	}
+	f[len(f)-1] ^= 1
+	if err := k.check(f, 7, 12345); err == nil {
+		t.Fatal("corrupted payload accepted")
+	}
+}
+
+func TestReportWritesTableJSONAndCharts(t *testing.T) {
+	r := &Result{Workload: "w1", Params: Presets["w1"], Repeats: 2, Targets: []string{"a", "b"}}
+	cpu := func(v float64) *float64 { return &v }
+	for i, t := range r.Targets {
+		for rep := 0; rep < 2; rep++ {
+			r.Phases = append(r.Phases,
+				Phase{Target: t, Kind: KindDirect, Repeat: rep, Roundtrips: 10, RoundtripsPerSec: 1000, FramesPerSec: 2000, P99Ms: 1},
+				Phase{Target: t, Kind: KindProxy, Repeat: rep, Roundtrips: 10, RoundtripsPerSec: 500 * float64(i+1),
+					FramesPerSec: 1000 * float64(i+1), P99Ms: 2, CPUNsPerFrame: cpu(float64(1000 * (rep + 1)))})
+		}
+	}
+	r.summarize()
+	if got := r.Summary[1].Ratio; got.Median != 1 || got.N != 2 {
+		t.Fatalf("ratio of b: %+v, want 1 over 2 pairs", got)
+	}
+	if got := r.Summary[0].CPUNsPerFrame; got.Median != 1500 || got.Min != 1000 || got.Max != 2000 {
+		t.Fatalf("cpu of a: %+v", got)
+	}
+	var sb strings.Builder
+	WriteTable(&sb, r)
+	if !strings.Contains(sb.String(), "0.500") || !strings.Contains(sb.String(), "1500 [1000–2000]") {
+		t.Fatalf("table:\n%s", sb.String())
+	}
+	dir := t.TempDir()
+	if err := WriteReport(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"report.md", "result.json", "cpu_ns_per_frame.png", "roundtrips.png", "ratio.png"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("report file %s: %v", f, err)
+		}
+	}
+}
