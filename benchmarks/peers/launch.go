@@ -28,6 +28,9 @@ type Spec struct {
 	HAProxy, Nginx string
 	// Wrap prefixes the command line, such as ip netns exec NAME.
 	Wrap []string
+	// CPUProfile, when set, makes a tidegate proxy write a Go CPU profile
+	// there when it stops.
+	CPUProfile string
 	// Syscalls, when set, runs the proxy under perf to count its system calls.
 	Syscalls *SyscallCounter
 	// ReadyTimeout bounds the wait for the listener; 0 means 10 seconds.
@@ -120,6 +123,11 @@ func Start(s Spec) (*Process, error) {
 			return nil, err
 		}
 		argv = []string{exe, "proxy", "--config", cfg, "--log-level", "warn"}
+		// The same core count as the peers: as many Ps as loops.
+		env = []string{"GOMAXPROCS=" + strconv.Itoa(max(r.Cores, 1))}
+		if s.CPUProfile != "" {
+			argv = append(argv, "--cpuprofile", s.CPUProfile)
+		}
 	case KindGoproxy:
 		exe, err := executable(s.Executable)
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 
 	"github.com/tidegate/tidegate/benchmarks/peers"
@@ -23,6 +24,9 @@ type LaunchOptions struct {
 	// Executable is the tidegate binary; empty means this program.
 	Executable     string
 	HAProxy, Nginx string
+	// CPUProfileDir, when set, makes each tidegate proxy write a Go CPU
+	// profile into this directory (named after its target and index).
+	CPUProfileDir string
 	// Netns places backend and proxies in the namespaces of a layout made
 	// by scripts/netns.sh; nil runs everything on loopback.
 	Netns *NetnsLayout
@@ -89,6 +93,9 @@ func (e *Environment) startProxy(k peers.Kind, i int, sys *peers.SyscallCounter)
 			Relay:      peers.RelayConfig{Listen: listen, Backend: e.backend.Addr, Cores: e.opts.ProxyCores, Sessions: max(e.opts.Sessions, 64)},
 			GoMaxProcs: e.opts.GoMaxProcs, Executable: e.opts.Executable, HAProxy: e.opts.HAProxy, Nginx: e.opts.Nginx,
 			Syscalls: sys,
+		}
+		if e.opts.CPUProfileDir != "" && sys == nil {
+			s.CPUProfile = filepath.Join(e.opts.CPUProfileDir, fmt.Sprintf("%s-%d.pprof", k, i))
 		}
 		if e.opts.Netns != nil {
 			s.Wrap = e.opts.Netns.Exec(e.opts.Netns.ProxyNS)

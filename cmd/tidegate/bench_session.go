@@ -53,6 +53,7 @@ func benchSessionCommand() *cli.Command {
 			&cli.StringFlag{Name: "netns-prefix", Value: "tgbench", Usage: "prefix of the namespace names"},
 			&cli.StringFlag{Name: "netns-inner", Hidden: true, Usage: "internal: running inside the client namespace of this prefix"},
 			&cli.StringFlag{Name: "haproxy-bin", Value: "haproxy", Usage: "HAProxy program"},
+			&cli.StringFlag{Name: "tidegate-cpuprofile-dir", Usage: "write a Go CPU profile of each tidegate proxy into `DIR` (go tool pprof)"},
 			&cli.StringFlag{Name: "nginx-bin", Value: "nginx", Usage: "nginx program"},
 		}, logFlags()...),
 		Action: runBenchSession,
@@ -113,6 +114,7 @@ func runBenchSession(c *cli.Context) error {
 		Kinds: kinds, ProxyCores: c.Int("proxy-cores"), GoMaxProcs: c.Int("goproxy-gomaxprocs"),
 		BackendLoops: c.Int("backend-loops"), Sessions: params.Connections,
 		HAProxy: c.String("haproxy-bin"), Nginx: c.String("nginx-bin"),
+		CPUProfileDir: c.String("tidegate-cpuprofile-dir"),
 	}
 	setup := session.Setup{ProxyCores: opts.ProxyCores, GoMaxProcs: opts.GoMaxProcs, BackendLoops: opts.BackendLoops, Host: session.ThisHost()}
 	if setup.GoMaxProcs == 0 {

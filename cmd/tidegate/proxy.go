@@ -27,6 +27,7 @@ func proxyCommand() *cli.Command {
 			&cli.BoolFlag{Name: "validate-config", Usage: "check the configuration, report every problem with its path, and exit"},
 			&cli.BoolFlag{Name: "print-default-config", Usage: "print the embedded default configuration and exit"},
 			&cli.BoolFlag{Name: "demo", Usage: "also start a fake Minecraft backend in-process on the first backend address"},
+			&cli.StringFlag{Name: "cpuprofile", Usage: "write a Go CPU profile to `FILE` until the proxy stops"},
 			&cli.StringFlag{Name: "metrics-listen", Usage: "serve Prometheus /metrics, /healthz and /readyz on this `ADDR` (off when empty)"},
 		}, logFlags()...),
 		Action: func(c *cli.Context) error {
@@ -48,6 +49,13 @@ func proxyCommand() *cli.Command {
 			log, err := newLogger(c)
 			if err != nil {
 				return err
+			}
+			if path := c.String("cpuprofile"); path != "" {
+				stop, err := startCPUProfile(path)
+				if err != nil {
+					return err
+				}
+				defer stop()
 			}
 			var stops []func(context.Context) error
 			if c.Bool("demo") {
