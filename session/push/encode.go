@@ -49,11 +49,22 @@ var (
 // metaScratch is big enough for the drop meta message.
 const metaScratch = 96
 
+// legacyCrossover is the event size from which legacy TCP batches reference
+// events instead of copying them. A legacy event is one whole slice (header
+// and payload), the "bare" shape, whose crossover is lower than the
+// delimited SSE shape's that sets reactor.DefaultCrossover: at 2 KiB events,
+// referencing was 16% cheaper in BenchmarkBatchWrite and 3.7% cheaper in
+// reactor's BenchmarkBatchCrossover (benchmarks/results/2026-11-30-push.md).
+const legacyCrossover = 2048
+
 // appendLegacyBatch adds one legacy frame to b: topic as its name, an
 // OpNonDataError drop report first when dropped > 0, then the events of
 // pending, whose encoded sizes total eventBytes. Events of at least b's
 // crossover are referenced, not copied.
 func appendLegacyBatch(b *reactor.Batch, topic []byte, dropped int64, pending []*delivery, eventBytes int) {
+	prev := b.Crossover
+	b.Crossover = legacyCrossover
+	defer func() { b.Crossover = prev }()
 	var meta []byte
 	var scratch [metaScratch]byte
 	if dropped > 0 {
