@@ -232,15 +232,8 @@ func (s *session) readHandshake() {
 		s.reject(reasonLegacyPing, nil) // pre-1.7 server list ping: not spoken here
 		return
 	}
-	n, hl, err := mc.SplitFrame(buf, s.p.cfg.Limits.MaxFrame)
-	if err != nil {
-		s.reject(reasonBadFrame, err)
-		return
-	}
-	if n == 0 {
-		if len(buf) > s.p.cfg.Limits.PrerouteBytes {
-			s.reject(reasonPrerouteCap, nil)
-		}
+	n, hl, ok := s.preRouteFrame(buf, 0)
+	if !ok {
 		return
 	}
 	hs, err := mc.ParseHandshake(buf[hl:n])
@@ -274,23 +267,34 @@ func (s *session) readHandshake() {
 	s.readLoginStart()
 }
 
-// readLoginStart waits for Login Start to attribute the session, then connects.
-func (s *session) readLoginStart() {
-	c := s.client
-	buf, _ := c.Peek(-1)
-	rest := buf[s.hsLen:]
-	n, hl, err := mc.SplitFrame(rest, s.p.cfg.Limits.MaxFrame)
+// preRouteFrame finds the whole frame that starts at buf[off:] before the
+// backend is connected. It reports false when the frame is incomplete (after
+// rejecting a client whose unrouted input passed the pre-route cap) or bad
+// (after rejecting it).
+func (s *session) preRouteFrame(buf []byte, off int) (n, hl int, ok bool) {
+	n, hl, err := mc.SplitFrame(buf[off:], s.p.cfg.Limits.MaxFrame)
 	if err != nil {
 		s.reject(reasonBadFrame, err)
-		return
+		return 0, 0, false
 	}
 	if n == 0 {
 		if len(buf) > s.p.cfg.Limits.PrerouteBytes {
 			s.reject(reasonPrerouteCap, nil)
 		}
+		return 0, 0, false
+	}
+	return n, hl, true
+}
+
+// readLoginStart waits for Login Start to attribute the session, then connects.
+func (s *session) readLoginStart() {
+	c := s.client
+	buf, _ := c.Peek(-1)
+	n, hl, ok := s.preRouteFrame(buf, s.hsLen)
+	if !ok {
 		return
 	}
-	name, err := mc.ParseLoginStart(rest[hl:n])
+	name, err := mc.ParseLoginStart(buf[s.hsLen+hl : s.hsLen+n])
 	if err != nil {
 		s.reject(reasonBadLoginStart, err)
 		return
