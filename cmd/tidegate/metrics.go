@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	httppprof "net/http/pprof"
 	"os"
 	"runtime/pprof"
 	"time"
@@ -29,6 +30,9 @@ func serveMetrics(addr string, cs ...prometheus.Collector) (func(context.Context
 	ok := func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) }
 	mux.HandleFunc("/healthz", ok)
 	mux.HandleFunc("/readyz", ok)
+	// Profiles for operators; the metrics address is theirs to keep private.
+	mux.HandleFunc("/debug/pprof/", httppprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", httppprof.Profile)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("metrics listen on %s: %w", addr, err)

@@ -28,7 +28,7 @@ func proxyCommand() *cli.Command {
 			&cli.BoolFlag{Name: "print-default-config", Usage: "print the embedded default configuration and exit"},
 			&cli.BoolFlag{Name: "demo", Usage: "also start a fake Minecraft backend in-process on the first backend address"},
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a Go CPU profile to `FILE` until the proxy stops"},
-			&cli.StringFlag{Name: "metrics-listen", Usage: "serve Prometheus /metrics, /healthz and /readyz on this `ADDR` (off when empty)"},
+			&cli.StringFlag{Name: "metrics-listen", Usage: "serve Prometheus /metrics, /healthz, /readyz and /debug/pprof/ on this `ADDR` (off when empty; keep it private)"},
 		}, logFlags()...),
 		Action: func(c *cli.Context) error {
 			if c.Bool("print-default-config") {
