@@ -80,7 +80,20 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, in io.Reader, out io.Write
 	conns := make([]net.Conn, cfg.Count)
 	ready := WorkerReport{Phase: "ready", Reasons: map[string]int{}}
 	var mu sync.Mutex
+	// A proxy at its descriptor limit stops accepting: every further login
+	// would wait out its whole timeout. Give up after this many failures in
+	// a row instead, and count the rest as not attempted.
+	giveUpAfter := 2 * max(cfg.Parallel, 1)
+	failedInRow := 0
 	forEach(cfg.Count, max(cfg.Parallel, 1), func(i int) {
+		mu.Lock()
+		if failedInRow >= giveUpAfter {
+			ready.Failed++
+			ready.Reasons["not attempted: too many failures in a row"]++
+			mu.Unlock()
+			return
+		}
+		mu.Unlock()
 		reason := ""
 		deadline := time.Now().Add(cfg.Timeout)
 		cctx, cancel := context.WithDeadline(ctx, deadline)
@@ -100,6 +113,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, in io.Reader, out io.Write
 		mu.Lock()
 		defer mu.Unlock()
 		if reason != "" {
+			failedInRow++
 			ready.Failed++
 			ready.Reasons[reason]++
 			if c != nil {
@@ -107,6 +121,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, in io.Reader, out io.Write
 			}
 			return
 		}
+		failedInRow = 0
 		ready.OK++
 		conns[i] = c
 	})
