@@ -23,13 +23,13 @@ import (
 	"github.com/rs/zerolog"
 )
 
-func testLogger(t *testing.T) zerolog.Logger {
+func testLogger(t testing.TB) zerolog.Logger {
 	return zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel)
 }
 
 // startProxy starts a proxy from YAML in which the listen address is
 // 127.0.0.1:0; it returns the proxy and its first listener's address.
-func startProxy(t *testing.T, yamlText string) (*Proxy, string) {
+func startProxy(t testing.TB, yamlText string) (*Proxy, string) {
 	t.Helper()
 	cfg, err := ParseConfig([]byte(yamlText))
 	if err != nil {
@@ -60,7 +60,7 @@ func startProxy(t *testing.T, yamlText string) (*Proxy, string) {
 }
 
 // startBackend starts tidegate's fake Minecraft backend.
-func startBackend(t *testing.T, cfg mcbackend.Config) string {
+func startBackend(t testing.TB, cfg mcbackend.Config) string {
 	t.Helper()
 	cfg.Reactor.Addrs = []string{"tcp://127.0.0.1:0"}
 	cfg.Reactor.Loops = 1
@@ -92,7 +92,7 @@ groups: {main: {backends: [{addr: %q}]}}
 %s`, backend, extra)
 }
 
-func dial(t *testing.T, addr string) net.Conn {
+func dial(t testing.TB, addr string) net.Conn {
 	t.Helper()
 	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
 	if err != nil {
@@ -104,7 +104,7 @@ func dial(t *testing.T, addr string) net.Conn {
 }
 
 // readPacket reads one uncompressed frame and returns its packet id and data.
-func readPacket(t *testing.T, r io.Reader) (int32, []byte) {
+func readPacket(t testing.TB, r io.Reader) (int32, []byte) {
 	t.Helper()
 	var hdr []byte
 	for {
@@ -141,7 +141,7 @@ func loginStart(name string) []byte {
 }
 
 // login17 logs in with protocol 5 (1.7.10) and returns once play begins.
-func login17(t *testing.T, c net.Conn, host, name string) {
+func login17(t testing.TB, c net.Conn, host, name string) {
 	t.Helper()
 	if _, err := c.Write(append(handshake(mc.Protocol1_7_10, host, mc.NextStateLogin), loginStart(name)...)); err != nil {
 		t.Fatal(err)
