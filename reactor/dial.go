@@ -2,8 +2,11 @@ package reactor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
@@ -32,32 +35,119 @@ func (e *DialError) Unwrap() error { return e.Err }
 // Until OnOpen the Conn exists but cannot be written; Close cancels it
 // (without an OnClose).
 //
-// The connect itself blocks a short-lived goroutine, as net.Dial does; the
-// connection then lives on the loop like any accepted one.
+// The connect itself (net.Dial, then gnet's Enroll onto this loop) runs on
+// the server's bounded pool of dial goroutines, not a goroutine per dial.
 func (l *Loop) Dial(addr string, timeout time.Duration, h Handler, value any) *Conn {
 	c := newConn(l, h)
 	c.state |= stateOutbound
 	c.Value = value
 	c.dialTimer.F = func() { l.dialFailed(c, &DialError{Addr: addr, Timeout: true}) }
 	l.Schedule(&c.dialTimer, timeout)
-	go func() {
-		d := net.Dialer{Timeout: timeout}
-		nc, err := d.Dial("tcp", addr)
-		if err != nil {
-			_ = l.Execute(func() { l.dialFailed(c, &DialError{Addr: addr, Err: err}) })
-			return
-		}
-		res, err := l.el.Enroll(gnet.NewContext(context.Background(), c), nc)
-		if err != nil {
-			_ = nc.Close()
-			_ = l.Execute(func() { l.dialFailed(c, &DialError{Addr: addr, Err: err}) })
-			return
-		}
-		if r := <-res; r.Err != nil {
-			_ = l.Execute(func() { l.dialFailed(c, &DialError{Addr: addr, Err: r.Err}) })
-		}
-	}()
+	if !l.srv.dialer.submit(dialJob{l: l, c: c, addr: addr, timeout: timeout}) {
+		// Not from here: the caller is still setting up around the Conn.
+		_ = l.Execute(func() { l.dialFailed(c, &DialError{Addr: addr, Err: errDialQueueFull}) })
+	}
 	return c
+}
+
+var errDialQueueFull = errors.New("too many connects in progress")
+
+// Bounds of the dial pool.
+const (
+	maxDialWorkers  = 128
+	dialQueueLength = 4096
+	dialWorkerIdle  = 5 * time.Second
+)
+
+// dialJob is one connect for the dial pool.
+type dialJob struct {
+	l       *Loop
+	c       *Conn
+	addr    string
+	timeout time.Duration
+}
+
+// dialPool runs connects on at most maxDialWorkers goroutines, started on
+// demand; a worker exits after dialWorkerIdle without work, or at stop.
+type dialPool struct {
+	jobs     chan dialJob
+	stop     chan struct{}
+	stopOnce sync.Once
+	workers  atomic.Int32 // running
+	idle     atomic.Int32 // running and waiting for a job
+	wg       sync.WaitGroup
+}
+
+func newDialPool() *dialPool {
+	return &dialPool{jobs: make(chan dialJob, dialQueueLength), stop: make(chan struct{})}
+}
+
+// submit queues j and makes sure a worker will take it; false when the queue is full.
+func (p *dialPool) submit(j dialJob) bool {
+	select {
+	case p.jobs <- j:
+	default:
+		return false
+	}
+	for {
+		n := p.workers.Load()
+		if n >= maxDialWorkers || p.idle.Load() > 0 {
+			return true // a waiting worker takes it, or the pool is at its bound
+		}
+		if p.workers.CompareAndSwap(n, n+1) {
+			p.wg.Add(1)
+			go p.work()
+			return true
+		}
+	}
+}
+
+func (p *dialPool) work() {
+	defer p.wg.Done()
+	defer p.workers.Add(-1)
+	idle := time.NewTimer(dialWorkerIdle)
+	defer idle.Stop()
+	for {
+		p.idle.Add(1)
+		select {
+		case j := <-p.jobs:
+			p.idle.Add(-1)
+			j.run()
+			idle.Reset(dialWorkerIdle)
+		case <-idle.C:
+			p.idle.Add(-1)
+			return
+		case <-p.stop:
+			p.idle.Add(-1)
+			return
+		}
+	}
+}
+
+// close stops the workers and waits for them; queued connects are dropped.
+func (p *dialPool) close() {
+	p.stopOnce.Do(func() { close(p.stop) })
+	p.wg.Wait()
+}
+
+// run connects and hands the connection to gnet on the job's loop.
+func (j dialJob) run() {
+	l, c, addr := j.l, j.c, j.addr
+	d := net.Dialer{Timeout: j.timeout}
+	nc, err := d.Dial("tcp", addr)
+	if err != nil {
+		_ = l.Execute(func() { l.dialFailed(c, &DialError{Addr: addr, Err: err}) })
+		return
+	}
+	res, err := l.el.Enroll(gnet.NewContext(context.Background(), c), nc)
+	if err != nil {
+		_ = nc.Close()
+		_ = l.Execute(func() { l.dialFailed(c, &DialError{Addr: addr, Err: err}) })
+		return
+	}
+	if r := <-res; r.Err != nil {
+		_ = l.Execute(func() { l.dialFailed(c, &DialError{Addr: addr, Err: r.Err}) })
+	}
 }
 
 // dialFailed runs on the loop when a dial times out or fails. A dial that

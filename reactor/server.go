@@ -33,6 +33,8 @@ type Server struct {
 	stopTick chan struct{}
 	stopOnce sync.Once
 	runErr   error
+
+	dialer *dialPool
 }
 
 // NewServer validates cfg and returns a server that is not yet listening.
@@ -50,6 +52,7 @@ func NewServer(cfg Config, h Handler) (*Server, error) {
 		booted:   make(chan struct{}),
 		done:     make(chan struct{}),
 		stopTick: make(chan struct{}),
+		dialer:   newDialPool(),
 	}
 	s.loops.Store(&[]*Loop{})
 	return s, nil
@@ -152,6 +155,7 @@ func (s *Server) Stop(ctx context.Context) error {
 	})
 	select {
 	case <-s.done:
+		s.dialer.close()
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("reactor: stop: %w", ctx.Err())

@@ -579,15 +579,16 @@ limits: {low_watermark: 10, high_watermark: 5}
 
 var _ = reactor.DefaultLinger
 
-// sessionGoroutines counts goroutines other than idle workers of gnet's
-// worker pool (ants), which gnet keeps for 10 s after a dial registers a
-// connection and which do not belong to any session.
+// sessionGoroutines counts goroutines other than the workers of the two
+// bounded dial pools — reactor's (at most 128, kept 5 s after their last
+// connect) and gnet's (ants, kept 10 s after a registration) — which belong
+// to no session.
 func sessionGoroutines() int {
 	buf := make([]byte, 8<<20)
 	buf = buf[:runtime.Stack(buf, true)]
 	n := 0
 	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.TrimSpace(g) == "" || strings.Contains(g, "panjf2000/ants") {
+		if strings.TrimSpace(g) == "" || strings.Contains(g, "panjf2000/ants") || strings.Contains(g, "reactor.(*dialPool).work") {
 			continue
 		}
 		n++
