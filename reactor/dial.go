@@ -112,7 +112,7 @@ func (p *dialPool) work() {
 		select {
 		case j := <-p.jobs:
 			p.idle.Add(-1)
-			j.run()
+			j.run(p.stop)
 			idle.Reset(dialWorkerIdle)
 		case <-idle.C:
 			p.idle.Add(-1)
@@ -124,14 +124,26 @@ func (p *dialPool) work() {
 	}
 }
 
-// close stops the workers and waits for them; queued connects are dropped.
-func (p *dialPool) close() {
+// close stops the workers and waits for them until ctx ends; queued
+// connects are dropped. A connect in flight ends within its timeout.
+func (p *dialPool) close(ctx context.Context) error {
 	p.stopOnce.Do(func() { close(p.stop) })
-	p.wg.Wait()
+	done := make(chan struct{})
+	go func() {
+		p.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("reactor: dial workers still connecting: %w", ctx.Err())
+	}
 }
 
-// run connects and hands the connection to gnet on the job's loop.
-func (j dialJob) run() {
+// run connects and hands the connection to gnet on the job's loop; it stops
+// waiting for gnet's registration when stop closes (the loop may be gone).
+func (j dialJob) run(stop <-chan struct{}) {
 	l, c, addr := j.l, j.c, j.addr
 	d := net.Dialer{Timeout: j.timeout}
 	nc, err := d.Dial("tcp", addr)
@@ -145,8 +157,12 @@ func (j dialJob) run() {
 		_ = l.Execute(func() { l.dialFailed(c, &DialError{Addr: addr, Err: err}) })
 		return
 	}
-	if r := <-res; r.Err != nil {
-		_ = l.Execute(func() { l.dialFailed(c, &DialError{Addr: addr, Err: r.Err}) })
+	select {
+	case r := <-res:
+		if r.Err != nil {
+			_ = l.Execute(func() { l.dialFailed(c, &DialError{Addr: addr, Err: r.Err}) })
+		}
+	case <-stop:
 	}
 }
 

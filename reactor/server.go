@@ -155,8 +155,7 @@ func (s *Server) Stop(ctx context.Context) error {
 	})
 	select {
 	case <-s.done:
-		s.dialer.close()
-		return nil
+		return s.dialer.close(ctx)
 	case <-ctx.Done():
 		return fmt.Errorf("reactor: stop: %w", ctx.Err())
 	}
