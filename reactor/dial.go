@@ -19,6 +19,7 @@ type DialError struct {
 	Err     error
 }
 
+// Error implements the error interface.
 func (e *DialError) Error() string {
 	if e.Timeout {
 		return fmt.Sprintf("dial %s: timed out", e.Addr)
@@ -26,6 +27,7 @@ func (e *DialError) Error() string {
 	return fmt.Sprintf("dial %s: %v", e.Addr, e.Err)
 }
 
+// Unwrap returns the underlying error.
 func (e *DialError) Unwrap() error { return e.Err }
 
 // Dial connects to the TCP address addr and registers the connection on this

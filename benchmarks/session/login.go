@@ -28,6 +28,7 @@ type LoginError struct {
 	Err     error
 }
 
+// Error implements the error interface.
 func (e *LoginError) Error() string {
 	s := "login: " + e.Reason
 	if e.Message != "" {
@@ -39,6 +40,7 @@ func (e *LoginError) Error() string {
 	return s
 }
 
+// Unwrap returns the underlying error.
 func (e *LoginError) Unwrap() error { return e.Err }
 
 // AppendLogin appends the Handshake (next state login, protocol 5) and Login

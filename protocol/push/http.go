@@ -22,6 +22,7 @@ type HTTPError struct {
 	Reason string
 }
 
+// Error implements the error interface.
 func (e *HTTPError) Error() string { return fmt.Sprintf("push: http %d: %s", e.Status, e.Reason) }
 
 // HTTPRequest is a parsed SSE subscribe request; its fields alias the input

@@ -70,6 +70,7 @@ type PublishError struct {
 	Err error
 }
 
+// Error implements the error interface.
 func (e *PublishError) Error() string {
 	s := fmt.Sprintf("push: bad publish body: %s (value %d", e.Reason, e.Value)
 	if e.Limit != 0 {
@@ -82,6 +83,7 @@ func (e *PublishError) Error() string {
 	return s
 }
 
+// Unwrap returns the underlying error.
 func (e *PublishError) Unwrap() error { return e.Err }
 
 // Publish is a validated publish body. It aliases the body it was parsed
