@@ -37,6 +37,7 @@ func pushCommand() *cli.Command {
 			&cli.IntFlag{Name: "publish-loops", Value: def.PublishLoops, Usage: "event loops for publishers"},
 			&cli.IntFlag{Name: "max-batch-events", Value: def.MaxBatchEvents, Usage: "write a subscriber's batch early once it holds this many events"},
 			&cli.IntFlag{Name: "max-batch-bytes", Value: def.MaxBatchBytes, Usage: "write a subscriber's batch early once it holds this many bytes"},
+			&cli.StringFlag{Name: "metrics-listen", Usage: "serve Prometheus /metrics, /healthz, /readyz and /debug/pprof/ on this `ADDR` (off when empty; keep it private)"},
 			&cli.DurationFlag{Name: "stats-interval", Value: 10 * time.Second, Usage: "how often counters are logged; 0 disables"},
 		}, logFlags()...),
 		Action: func(c *cli.Context) error {
@@ -63,6 +64,14 @@ func pushCommand() *cli.Command {
 			}
 			if err := srv.Start(); err != nil {
 				return err
+			}
+			if addr := c.String("metrics-listen"); addr != "" {
+				stopMetrics, err := serveMetrics(addr, push.NewCollector(srv))
+				if err != nil {
+					return err
+				}
+				defer stopMetrics(context.Background()) //nolint:errcheck
+				log.Info().Str("listen", addr).Msg("metrics listening: /metrics /healthz /readyz")
 			}
 			ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
