@@ -48,6 +48,10 @@ type Config struct {
 	Health       HealthConfig           `yaml:"health"`
 	// Loops is the number of event loops; 0 means one per core.
 	Loops int `yaml:"loops"`
+	// ReusePort sets SO_REUSEPORT on the listeners, so that several proxy
+	// processes can share them (one process holds ~9,900 sessions at
+	// 20,000 open files).
+	ReusePort bool `yaml:"reuse_port"`
 }
 
 // ListenerConfig is one listen address.

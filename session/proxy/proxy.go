@@ -68,6 +68,7 @@ func New(cfg *Config, log zerolog.Logger) (*Proxy, error) {
 	rs, err := reactor.NewServer(reactor.Config{
 		Addrs:         addrs,
 		Loops:         cfg.Loops,
+		ReusePort:     cfg.ReusePort,
 		HighWatermark: cfg.Limits.HighWatermark,
 		LowWatermark:  cfg.Limits.LowWatermark,
 		Logger:        log,

@@ -620,3 +620,55 @@ tidegate_proxy_routed_total 1
 		t.Fatal(err)
 	}
 }
+
+// TestReusePortSharesTheListener starts two proxies on one address with
+// reuse_port: both must accept sessions.
+func TestReusePortSharesTheListener(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("gnet turns SO_REUSEPORT off on BSD and macOS")
+	}
+	be := startBackend(t, mcbackend.Config{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cfgText := fmt.Sprintf(`
+listeners: [{listen: %q}]
+default_group: main
+groups: {main: {backends: [{addr: %q}]}}
+reuse_port: true
+loops: 1
+`, addr, be)
+	var ps []*Proxy
+	for i := 0; i < 2; i++ {
+		cfg, err := ParseConfig([]byte(cfgText))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := New(cfg, testLogger(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Start(); err != nil {
+			t.Fatalf("proxy %d on the shared address: %v", i, err)
+		}
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = p.Stop(ctx)
+		})
+		ps = append(ps, p)
+	}
+	for i := 0; i < 40; i++ {
+		c := dial(t, addr)
+		login17(t, c, "localhost", fmt.Sprintf("r%d", i))
+		c.Close()
+	}
+	for i, p := range ps {
+		if p.Stats().Accepted == 0 {
+			t.Errorf("proxy %d accepted nothing of 40 sessions on a shared port", i)
+		}
+	}
+}
