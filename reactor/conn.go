@@ -39,6 +39,11 @@ const (
 	pauseUser
 )
 
+// flowControl reports whether a reason other than closing holds the
+// connection: only those count in the Paused gauge, since not reading a
+// closing connection is not flow control.
+func (r pauseReason) flowControl() bool { return r&^pauseClosing != 0 }
+
 type connState uint8
 
 const (
@@ -58,13 +63,12 @@ type Conn struct {
 	// Value is the handler's per-connection state.
 	Value any
 
-	pause        pauseReason
-	pauseCounted bool // counted in the loop's Paused gauge
-	state        connState
-	sink         *Conn // where the bytes read from this connection are written
-	producer     *Conn // the connection whose input is written into this one
-	waitIdx      int   // 1 + position in loop.waiters; 0 when not waiting
-	deferIdx     int   // 1 + position in loop.deferred; 0 when not queued
+	pause    pauseReason
+	state    connState
+	sink     *Conn // where the bytes read from this connection are written
+	producer *Conn // the connection whose input is written into this one
+	waitIdx  int   // 1 + position in loop.waiters; 0 when not waiting
+	deferIdx int   // 1 + position in loop.deferred; 0 when not queued
 
 	lingerUntil int64
 	dialTimer   Timer
@@ -86,9 +90,6 @@ func (c *Conn) Opened() bool { return c.gc != nil && c.state&stateClosed == 0 }
 func (c *Conn) Closing() bool {
 	return c.state&(stateClosing|stateCloseQueued|stateClosed|stateCanceled) != 0
 }
-
-// Outbound reports whether the connection was made by Loop.Dial.
-func (c *Conn) Outbound() bool { return c.state&stateOutbound != 0 }
 
 // Paused reports whether the connection is currently not being read.
 func (c *Conn) Paused() bool { return c.pause != 0 }
@@ -201,9 +202,7 @@ func (c *Conn) pauseFor(r pauseReason) {
 	if c.state&stateClosed != 0 {
 		return
 	}
-	// Stopping to read a closing connection is not flow control: not counted.
-	if r != pauseClosing && !c.pauseCounted {
-		c.pauseCounted = true
+	if !was.flowControl() && c.pause.flowControl() {
 		c.loop.stats.Paused.Add(1)
 		c.loop.stats.PauseEvents.Add(1)
 	}
@@ -216,15 +215,15 @@ func (c *Conn) resumeFor(r pauseReason) {
 	if c.pause&r == 0 {
 		return
 	}
+	was := c.pause
 	c.pause &^= r
-	if c.pause != 0 || c.state&stateClosed != 0 {
+	if c.state&stateClosed != 0 {
 		return
 	}
-	if c.pauseCounted {
-		c.pauseCounted = false
+	if was.flowControl() && !c.pause.flowControl() {
 		c.loop.stats.Paused.Add(-1)
 	}
-	if c.gc == nil {
+	if c.pause != 0 || c.gc == nil {
 		return
 	}
 	c.loop.setReadInterest(c, true)

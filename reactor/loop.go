@@ -209,10 +209,3 @@ func (l *Loop) inboundCap() int { return 4 * l.srv.cfg.ReadBufferCap }
 // Batch returns the loop's scratch batch. A handler may use it within one
 // callback and must write or reset it before the callback returns.
 func (l *Loop) Batch() *Batch { return &l.batch }
-
-// Stats returns a snapshot of the loop's counters.
-func (l *Loop) Stats() Stats {
-	var s Stats
-	s.add(&l.stats)
-	return s
-}

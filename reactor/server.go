@@ -299,8 +299,7 @@ func (e *engineHandler) OnClose(gc gnet.Conn, err error) gnet.Action {
 	}
 	c.state |= stateClosed
 	l.stats.Active.Add(-1)
-	if c.pauseCounted {
-		c.pauseCounted = false
+	if c.pause.flowControl() {
 		l.stats.Paused.Add(-1)
 	}
 	l.unwatch(c)

@@ -365,3 +365,38 @@ func TestTimerHeap(t *testing.T) {
 		t.Fatalf("%d timers still armed after popping %d", armed, n)
 	}
 }
+
+// TestPausedGaugeCountsFlowControlOnly: not reading a closing connection is
+// not flow control, so the Paused gauge follows the other reasons alone,
+// also when flow control ends while the connection is closing.
+func TestPausedGaugeCountsFlowControlOnly(t *testing.T) {
+	l := &Loop{}
+	c := newConn(l, nil) // no socket: only the bookkeeping runs
+	steps := []struct {
+		pause  bool
+		reason pauseReason
+		want   int64
+	}{
+		{true, pauseClosing, 0},
+		{true, pauseSinkFull, 1},
+		{true, pauseUser, 1},
+		{false, pauseSinkFull, 1},
+		{false, pauseUser, 0},
+		{true, pausePeerInboundFull, 1},
+		{false, pauseClosing, 1},
+		{false, pausePeerInboundFull, 0},
+	}
+	for i, s := range steps {
+		if s.pause {
+			c.pauseFor(s.reason)
+		} else {
+			c.resumeFor(s.reason)
+		}
+		if got := l.stats.Paused.Load(); got != s.want {
+			t.Fatalf("step %d: Paused %d, want %d", i, got, s.want)
+		}
+	}
+	if got := l.stats.PauseEvents.Load(); got != 2 {
+		t.Fatalf("PauseEvents %d, want 2", got)
+	}
+}

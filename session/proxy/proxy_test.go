@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/tidegate/tidegate/protocol/mc"
-	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/mcbackend"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -577,8 +576,6 @@ limits: {low_watermark: 10, high_watermark: 5}
 	}
 }
 
-var _ = reactor.DefaultLinger
-
 // sessionGoroutines counts goroutines other than the workers of the two
 // bounded dial pools — reactor's (at most 128, kept 5 s after their last
 // connect) and gnet's (ants, kept 10 s after a registration) — which belong
@@ -671,4 +668,30 @@ loops: 1
 			t.Errorf("proxy %d accepted nothing of 40 sessions on a shared port", i)
 		}
 	}
+}
+
+// TestBungeeCordForwardingRewritesHandshake: with forwarding: bungeecord the
+// backend gets the handshake address host\0clientIP\0offlineUUID and the
+// rest of the client's bytes unchanged.
+func TestBungeeCordForwardingRewritesHandshake(t *testing.T) {
+	ls := loginStart("Steve")
+	hs := mc.Handshake{ProtocolVersion: mc.Protocol1_7_10, Address: []byte("play.example.com"), Port: 25565, NextState: mc.NextStateLogin}
+	fwd := hs
+	fwd.Address = mc.AppendBungeeAddress(nil, hs.Address, "127.0.0.1", mc.OfflineUUID([]byte("Steve")), nil)
+	want := append(mc.AppendHandshake(nil, fwd), ls...)
+	be, got := recordingBackend(t, len(want))
+	p, addr := startProxy(t, mcConfig(be, "forwarding: bungeecord"))
+	c := dial(t, addr)
+	if _, err := c.Write(append(mc.AppendHandshake(nil, hs), ls...)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case b := <-got:
+		if !bytes.Equal(b, want) {
+			t.Fatalf("backend got %q\nwant        %q", b, want)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the backend got nothing")
+	}
+	waitFor(t, func() bool { return p.Stats().FramesC2S == 2 })
 }

@@ -3,6 +3,7 @@ package proxy
 import (
 	"errors"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/reactor"
@@ -87,7 +88,8 @@ func (h *clientHandler) OnTraffic(c *reactor.Conn) {
 			s.reject(reasonPrerouteCap, nil)
 		}
 	case stRelay:
-		s.relay(c, s.backend, &s.c2s, &s.p.loopOf(c).counters.bytesC2S, &s.p.loopOf(c).counters.framesC2S)
+		cnt := &s.p.loopOf(c).counters
+		s.relay(c, s.backend, &s.c2s, &cnt.bytesC2S, &cnt.framesC2S)
 	default:
 		c.Discard(-1)
 	}
@@ -137,7 +139,7 @@ func (h *backendHandler) OnOpen(bc *reactor.Conn) {
 		hs.Address = mc.AppendBungeeAddress(nil, host, s.ip, mc.OfflineUUID([]byte(s.username)), nil)
 		batch.Copy(mc.AppendHandshake(nil, hs))
 		batch.Add(buf[s.hsLen:])
-		s.c2s.scan(buf[s.hsLen:])
+		ls.counters.framesC2S.Add(int64(1 + s.c2s.scan(buf[s.hsLen:]))) // the rewritten handshake, then the rest
 	} else {
 		batch.Add(buf)
 		if !s.raw {
@@ -202,7 +204,7 @@ func (h *backendHandler) OnClose(bc *reactor.Conn, err error) {
 
 // relay moves what from has buffered to to, with one write, and applies
 // flow control to from.
-func (s *session) relay(from, to *reactor.Conn, fs *frameScanner, bytes, frames *int64Counter) {
+func (s *session) relay(from, to *reactor.Conn, fs *frameScanner, bytes, frames *atomic.Int64) {
 	buf, _ := from.Peek(-1)
 	if len(buf) == 0 {
 		return

@@ -71,6 +71,3 @@ type Stats struct {
 	Unframed      int64            // streams whose framing could not be followed (encryption)
 	Rejected      map[string]int64 // sessions refused or ended early, by reason
 }
-
-// int64Counter is the counter type relay adds to.
-type int64Counter = atomic.Int64
