@@ -55,6 +55,18 @@ type Config struct {
 	DrainPoll time.Duration
 	// Linger bounds how long Close waits for queued output to drain.
 	Linger time.Duration
+	// MaxConns limits the accepted connections open at once. At the limit the
+	// server stops accepting and leaves new connections in the kernel's
+	// backlog, as HAProxy's maxconn does, and accepts again as connections
+	// end. 0 means no limit but the descriptor budget.
+	MaxConns int
+	// FDsPerConn is how many descriptors each accepted connection may come to
+	// hold (2 for a proxied session: the client and its backend); the
+	// descriptor budget counts them when the connection is accepted.
+	FDsPerConn int
+	// FDReserve is how many descriptors the budget keeps free for listeners,
+	// dials in flight, metrics and logs; 0 means DefaultFDReserve.
+	FDReserve int
 	// Logger receives the server's and gnet's logs.
 	Logger zerolog.Logger
 }
@@ -95,6 +107,21 @@ func (c *Config) Normalize() error {
 	}
 	if c.Tick < time.Millisecond || c.DrainPoll < 100*time.Microsecond {
 		return fmt.Errorf("reactor: tick %v or drain poll %v is too fine", c.Tick, c.DrainPoll)
+	}
+	if c.MaxConns < 0 || c.FDsPerConn < 0 || c.FDReserve < 0 {
+		return fmt.Errorf("reactor: max conns %d, descriptors per conn %d and descriptor reserve %d must not be negative",
+			c.MaxConns, c.FDsPerConn, c.FDReserve)
+	}
+	if c.FDsPerConn == 0 {
+		c.FDsPerConn = 1
+	}
+	if c.FDReserve == 0 {
+		c.FDReserve = DefaultFDReserve
+	}
+	for _, a := range c.Addrs {
+		if network, _ := splitAddr(a); network != "tcp" && network != "tcp4" && network != "tcp6" && network != "unix" {
+			return fmt.Errorf("reactor: listen address %q: network %q is not tcp, tcp4, tcp6 or unix", a, network)
+		}
 	}
 	if c.Linger == 0 {
 		c.Linger = DefaultLinger

@@ -72,16 +72,21 @@ type Conn struct {
 
 	lingerUntil int64
 	dialTimer   Timer
+	listener    int // index of the listen address that accepted it; -1 for a dial
 }
 
 func newConn(l *Loop, h Handler) *Conn {
-	c := &Conn{loop: l, handler: h}
+	c := &Conn{loop: l, handler: h, listener: -1}
 	c.sink, c.producer = c, c
 	return c
 }
 
 // Loop returns the loop that owns the connection.
 func (c *Conn) Loop() *Loop { return c.loop }
+
+// Listener returns the index, in Config.Addrs, of the listen address that
+// accepted c, or -1 for an outbound connection.
+func (c *Conn) Listener() int { return c.listener }
 
 // Opened reports whether the socket exists: false while an outbound dial is pending.
 func (c *Conn) Opened() bool { return c.gc != nil && c.state&stateClosed == 0 }

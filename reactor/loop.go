@@ -64,8 +64,12 @@ func (l *Loop) Index() int { return l.index }
 // every Tick (and every DrainPoll while connections wait for drain).
 func (l *Loop) Now() int64 { return l.srv.clock.Load() }
 
-// Schedule arms t to fire d from now; an armed timer is moved.
-func (l *Loop) Schedule(t *Timer, d time.Duration) { l.timers.schedule(t, l.Now()+int64(d)) }
+// Schedule arms t to fire d from now; an armed timer is moved. "Now" is read
+// from the clock itself, not the loop clock, which may be a tick or more
+// stale, so that a timer never fires before d has passed.
+func (l *Loop) Schedule(t *Timer, d time.Duration) {
+	l.timers.schedule(t, int64(time.Since(l.srv.start))+int64(d))
+}
 
 // ScheduleAt arms t to fire at the loop clock time when.
 func (l *Loop) ScheduleAt(t *Timer, when int64) { l.timers.schedule(t, when) }

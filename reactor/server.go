@@ -5,17 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strings"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
 	"github.com/rs/zerolog"
-	"golang.org/x/sys/unix"
 )
 
-// Server runs a Handler on gnet's event loops.
+// Server runs a Handler on gnet's event loops. It owns its listening
+// sockets: an accept goroutine per listener admits connections under the
+// server's limits and hands them to the loops (see doc.go).
 type Server struct {
 	cfg     Config
 	handler Handler
@@ -28,10 +30,22 @@ type Server struct {
 	loopsMu sync.Mutex
 	loops   atomic.Pointer[[]*Loop]
 
+	listeners      []*listener
+	stopAccept     chan struct{} // closed when accepting ends for good
+	pendingEnrolls chan (<-chan gnet.RegisteredResult)
+	acceptWG       sync.WaitGroup // accept goroutines
+	settleWG       sync.WaitGroup // the goroutine settling enrolls
+	acceptedOpen   atomic.Int64   // accepted connections open (OnOpen ran, OnClose not yet)
+	enrolling      atomic.Int64   // accepted, not yet settled
+	acceptPauses   atomic.Int64
+	acceptErrors   errnoCounter
+	acceptLog      rateLimitedLog
+
 	booted   chan struct{}
 	done     chan struct{}
 	stopTick chan struct{}
 	stopOnce sync.Once
+	stopping atomic.Bool
 	runErr   error
 
 	dialer *dialPool
@@ -46,14 +60,17 @@ func NewServer(cfg Config, h Handler) (*Server, error) {
 		return nil, errors.New("reactor: nil handler")
 	}
 	s := &Server{
-		cfg:      cfg,
-		handler:  h,
-		log:      cfg.Logger,
-		booted:   make(chan struct{}),
-		done:     make(chan struct{}),
-		stopTick: make(chan struct{}),
-		dialer:   newDialPool(),
+		cfg:            cfg,
+		handler:        h,
+		log:            cfg.Logger,
+		stopAccept:     make(chan struct{}),
+		pendingEnrolls: make(chan (<-chan gnet.RegisteredResult), 1024),
+		booted:         make(chan struct{}),
+		done:           make(chan struct{}),
+		stopTick:       make(chan struct{}),
+		dialer:         newDialPool(),
 	}
+	s.acceptLog.log = cfg.Logger
 	s.loops.Store(&[]*Loop{})
 	return s, nil
 }
@@ -62,21 +79,38 @@ func NewServer(cfg Config, h Handler) (*Server, error) {
 func (s *Server) Config() Config { return s.cfg }
 
 // Start listens and runs the loops in the background. It returns once the
-// server accepts connections, or with the error that stopped it from doing so.
+// server accepts connections, or with the error that stopped it from doing
+// so; a *FileLimitError when MaxConns cannot fit in the descriptor limit.
 func (s *Server) Start() error {
 	s.start = time.Now()
+	limit, err := RaiseFileLimit()
+	if err != nil {
+		return err
+	}
+	fdAccount.limit.Store(int64(limit))
+	if err := s.openListeners(); err != nil {
+		return err
+	}
+	// gnet needs a listener of its own. It gets a Unix socket in a private
+	// directory, removed once the engine has booted, so nothing can connect
+	// to it and gnet's own accept path, which ends the engine on EMFILE,
+	// never runs.
+	dir, err := os.MkdirTemp("", "tidegate-")
+	if err != nil {
+		s.closeListeners()
+		return fmt.Errorf("reactor: directory for gnet's placeholder socket: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	placeholder := "unix://" + filepath.Join(dir, "gnet.sock")
 	opts := []gnet.Option{
 		gnet.WithMulticore(true),
 		gnet.WithNumEventLoop(s.cfg.Loops),
-		gnet.WithReusePort(s.cfg.ReusePort),
+		gnet.WithLoadBalancing(gnet.LeastConnections),
+		// gnet's ticker starts once every loop is registered; its first
+		// OnTick tells Start that connections can be handed to the loops.
+		gnet.WithTicker(true),
 		gnet.WithReadBufferCap(s.cfg.ReadBufferCap),
-		gnet.WithEdgeTriggeredIO(s.cfg.EdgeTriggered),
 		gnet.WithLogger(newGnetLogger(s.log)),
-	}
-	if s.cfg.EdgeTriggered {
-		// One event may read this much; keep it to one buffer so a paused
-		// connection cannot take in more than that.
-		opts = append(opts, gnet.WithEdgeTriggeredIOChunk(s.cfg.ReadBufferCap))
 	}
 	if s.cfg.WriteBufferCap > 0 {
 		opts = append(opts, gnet.WithWriteBufferCap(s.cfg.WriteBufferCap))
@@ -84,74 +118,95 @@ func (s *Server) Start() error {
 	if s.cfg.Nagle {
 		opts = append(opts, gnet.WithTCPNoDelay(gnet.TCPDelay))
 	}
-	addrs := make([]string, len(s.cfg.Addrs))
-	for i, a := range s.cfg.Addrs {
-		if !strings.Contains(a, "://") {
-			a = "tcp://" + a
-		}
-		addrs[i] = a
-	}
 	go func() {
 		defer close(s.done)
-		s.runErr = gnet.Rotate(&engineHandler{s: s}, addrs, opts...)
+		err := gnet.Rotate(&engineHandler{s: s}, []string{placeholder}, opts...)
+		if err == nil && !s.stopping.Load() {
+			err = errors.New("gnet's engine stopped without being asked to")
+		}
+		s.runErr = err
+		if !s.stopping.Load() {
+			s.log.Error().Err(err).Msg("event loops ended: closing the listeners")
+			s.stopAccepting()
+		}
 	}()
 	select {
 	case <-s.booted:
 	case <-s.done:
-		if s.runErr == nil {
-			s.runErr = errors.New("reactor: engine stopped before it booted")
-		}
-		return fmt.Errorf("reactor: listen on %s: %w", strings.Join(s.cfg.Addrs, ", "), s.runErr)
+		s.closeListeners()
+		return fmt.Errorf("reactor: start event loops: %w", s.runErr)
+	}
+	open, err := measureFDBase()
+	if err != nil {
+		s.abortStart()
+		return err
+	}
+	if m := s.cfg.MaxConns; m > 0 && !fdRoom(m*s.cfg.FDsPerConn, s.cfg.FDReserve) {
+		s.abortStart()
+		return &FileLimitError{MaxConns: m, PerConn: s.cfg.FDsPerConn, Reserve: s.cfg.FDReserve,
+			InUse: open, Limit: limit}
+	}
+	s.settleWG.Add(1)
+	go s.settleEnrolls()
+	for _, l := range s.listeners {
+		l.alive.Store(true)
+		s.acceptWG.Add(1)
+		go l.accept()
 	}
 	go s.tick()
 	return nil
 }
 
+// abortStart undoes a Start that failed after the engine booted.
+func (s *Server) abortStart() {
+	s.stopping.Store(true)
+	s.stopAccepting()
+	close(s.stopTick)
+	expired, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = s.engine.Stop(expired)
+	<-s.done
+}
+
+// stopAccepting closes the listeners and ends the accept goroutines.
+func (s *Server) stopAccepting() {
+	select {
+	case <-s.stopAccept:
+		return
+	default:
+	}
+	close(s.stopAccept)
+	s.closeListeners()
+}
+
 // Addr returns the bound address of the i-th listen address, which tells the
 // port chosen for ":0".
 func (s *Server) Addr(i int) (net.Addr, error) {
-	var (
-		fd  int
-		err error
-	)
-	if len(s.cfg.Addrs) == 1 {
-		fd, err = s.engine.Dup()
-	} else {
-		network, addr, _ := strings.Cut(s.cfg.Addrs[i], "://")
-		if addr == "" {
-			network, addr = "tcp", s.cfg.Addrs[i]
-		}
-		fd, err = s.engine.DupListener(network, addr)
+	if i < 0 || i >= len(s.listeners) {
+		return nil, fmt.Errorf("reactor: no listener %d (the server has %d)", i, len(s.listeners))
 	}
-	if err != nil {
-		return nil, fmt.Errorf("reactor: listener %d: %w", i, err)
-	}
-	defer unix.Close(fd)
-	sa, err := unix.Getsockname(fd)
-	if err != nil {
-		return nil, fmt.Errorf("reactor: listener %d: getsockname: %w", i, err)
-	}
-	switch a := sa.(type) {
-	case *unix.SockaddrInet4:
-		return &net.TCPAddr{IP: net.IP(a.Addr[:]).To16(), Port: a.Port}, nil
-	case *unix.SockaddrInet6:
-		return &net.TCPAddr{IP: net.IP(a.Addr[:]), Port: a.Port}, nil
-	case *unix.SockaddrUnix:
-		return &net.UnixAddr{Name: a.Name, Net: "unix"}, nil
-	}
-	return nil, fmt.Errorf("reactor: listener %d: unexpected address %T", i, sa)
+	return s.listeners[i].ln.Addr(), nil
 }
 
 // Stop closes the listeners and every connection, and waits for the loops
 // to exit or ctx to end.
 func (s *Server) Stop(ctx context.Context) error {
 	s.stopOnce.Do(func() {
+		s.stopping.Store(true)
+		s.stopAccepting()
 		close(s.stopTick)
-		// gnet's Stop polls every 500 ms for the engine to finish; start the
-		// shutdown with an expired context and wait for Rotate to return instead.
-		expired, cancel := context.WithCancel(context.Background())
-		cancel()
-		_ = s.engine.Stop(expired)
+		go func() {
+			// Connections accepted before the listeners closed are handed
+			// over first, so that none is left half-registered.
+			s.acceptWG.Wait()
+			close(s.pendingEnrolls)
+			s.settleWG.Wait()
+			// gnet's Stop polls every 500 ms for the engine to finish; start the
+			// shutdown with an expired context and wait for Rotate to return instead.
+			expired, cancel := context.WithCancel(context.Background())
+			cancel()
+			_ = s.engine.Stop(expired)
+		}()
 	})
 	select {
 	case <-s.done:
@@ -159,6 +214,20 @@ func (s *Server) Stop(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("reactor: stop: %w", ctx.Err())
 	}
+}
+
+// Err returns why the event loops ended without Stop, once Done is closed;
+// nil while they run or after Stop.
+func (s *Server) Err() error {
+	select {
+	case <-s.done:
+	default:
+		return nil
+	}
+	if s.stopping.Load() {
+		return nil
+	}
+	return s.runErr
 }
 
 // Done is closed when the server has stopped.
@@ -235,27 +304,39 @@ func (s *Server) tick() {
 // engineHandler adapts gnet's callbacks to Handler.
 type engineHandler struct {
 	gnet.BuiltinEventEngine
-	s *Server
+	s        *Server
+	bootOnce sync.Once
 }
 
 func (e *engineHandler) OnBoot(eng gnet.Engine) gnet.Action {
 	e.s.engine = eng
-	close(e.s.booted)
 	return gnet.None
+}
+
+// OnTick runs first once gnet has registered every loop, and then rarely.
+func (e *engineHandler) OnTick() (time.Duration, gnet.Action) {
+	e.bootOnce.Do(func() { close(e.s.booted) })
+	return time.Hour, gnet.None
 }
 
 func (e *engineHandler) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 	l := e.s.loopOf(gc.EventLoop())
-	c, outbound := gc.Context().(*Conn)
-	if outbound {
+	var c *Conn
+	switch v := gc.Context().(type) {
+	case *Conn: // a dial of ours
+		c = v
 		if c.state&stateCanceled != 0 {
 			return nil, gnet.Close
 		}
 		l.timers.stop(&c.dialTimer)
 		l.stats.Dialed.Add(1)
-	} else {
+	case *listener:
 		c = newConn(l, e.s.handler)
+		c.listener = v.index
+		e.s.acceptedOpen.Add(1)
 		l.stats.Accepted.Add(1)
+	default: // nothing else is ours; gnet's own listener cannot be reached
+		return nil, gnet.Close
 	}
 	c.gc = gc
 	gc.SetContext(c)
@@ -299,6 +380,11 @@ func (e *engineHandler) OnClose(gc gnet.Conn, err error) gnet.Action {
 	}
 	c.state |= stateClosed
 	l.stats.Active.Add(-1)
+	if c.listener >= 0 {
+		e.s.acceptedOpen.Add(-1)
+		holdFDs(-e.s.cfg.FDsPerConn)
+		e.s.wakeAcceptors()
+	}
 	if c.pause.flowControl() {
 		l.stats.Paused.Add(-1)
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidegate/tidegate/internal/leaktest"
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/session/mcbackend"
 
@@ -503,7 +504,7 @@ func TestManySessionsNoGoroutineGrowth(t *testing.T) {
 	be := startBackend(t, mcbackend.Config{})
 	p, addr := startProxy(t, mcConfig(be, "limits: {max_sessions: 0}"))
 	runtime.GC()
-	before := sessionGoroutines()
+	before := leaktest.Goroutines()
 	const n = 2000
 	conns := make([]net.Conn, n)
 	for i := range conns {
@@ -529,7 +530,7 @@ func TestManySessionsNoGoroutineGrowth(t *testing.T) {
 	waitFor(t, func() bool { return p.Stats().Routed == n })
 	// Let dial goroutines finish, then count.
 	time.Sleep(200 * time.Millisecond)
-	if g := sessionGoroutines(); g > before+10 {
+	if g := leaktest.Goroutines(); g > before+10 {
 		t.Fatalf("goroutines grew from %d to %d with %d sessions", before, g, n)
 	}
 	for i, c := range conns {
@@ -574,23 +575,6 @@ limits: {low_watermark: 10, high_watermark: 5}
 	if _, err := LoadConfig(""); err != nil {
 		t.Fatalf("embedded default config is invalid: %v", err)
 	}
-}
-
-// sessionGoroutines counts goroutines other than the workers of the two
-// bounded dial pools — reactor's (at most 128, kept 5 s after their last
-// connect) and gnet's (ants, kept 10 s after a registration) — which belong
-// to no session.
-func sessionGoroutines() int {
-	buf := make([]byte, 8<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	n := 0
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.TrimSpace(g) == "" || strings.Contains(g, "panjf2000/ants") || strings.Contains(g, "reactor.(*dialPool).work") {
-			continue
-		}
-		n++
-	}
-	return n
 }
 
 func TestPrometheusCollector(t *testing.T) {

@@ -1,0 +1,355 @@
+package reactor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/panjf2000/gnet/v2"
+	"github.com/rs/zerolog"
+)
+
+// listener is one listening socket that tidegate owns. Its accept goroutine
+// admits connections while the server is under its limits and hands each one
+// to an event loop; gnet never sees the listening socket, so an accept error
+// cannot end gnet's engine (gnet v2.9.7 ends it on any accept error but
+// EAGAIN, EINTR, ECONNRESET and ECONNABORTED, EMFILE included).
+type listener struct {
+	srv   *Server
+	index int
+	addr  string // as configured, without the scheme
+	ln    net.Listener
+
+	wake  chan struct{} // a connection closed or an enroll finished: check the limits again
+	alive atomic.Bool   // the accept goroutine runs
+	state atomic.Int32  // acceptState
+	err   atomic.Pointer[string]
+}
+
+// acceptState says why a listener is or is not accepting.
+type acceptState int32
+
+const (
+	acceptRunning    acceptState = iota // accepting
+	acceptAtMaxConns                    // paused: MaxConns connections are open
+	acceptAtFDBudget                    // paused: descriptors would pass the budget
+	acceptBackoff                       // paused for a moment after a resource error
+	acceptStopped                       // closed
+)
+
+var acceptStateNames = [...]string{"accepting", "paused_max_conns", "paused_fd_budget", "backoff", "stopped"}
+
+func (a acceptState) String() string { return acceptStateNames[a] }
+
+// Bounds of accept backoff after an error such as EMFILE.
+const (
+	acceptBackoffMin = 5 * time.Millisecond
+	acceptBackoffMax = time.Second
+	// admissionRecheck bounds how long a paused listener waits before it looks
+	// at the limits again without a wake-up.
+	admissionRecheck = 50 * time.Millisecond
+)
+
+// splitAddr returns the network and address of a configured listen address.
+func splitAddr(a string) (network, addr string) {
+	if n, rest, ok := strings.Cut(a, "://"); ok {
+		return n, rest
+	}
+	return "tcp", a
+}
+
+// openListeners binds every configured address. It closes what it opened
+// when one fails.
+func (s *Server) openListeners() error {
+	lc := net.ListenConfig{Control: s.listenControl}
+	for i, a := range s.cfg.Addrs {
+		network, addr := splitAddr(a)
+		ln, err := lc.Listen(context.Background(), network, addr)
+		if err != nil {
+			s.closeListeners()
+			return fmt.Errorf("reactor: listen on %s: %w", a, err)
+		}
+		s.listeners = append(s.listeners, &listener{srv: s, index: i, addr: addr, ln: ln, wake: make(chan struct{}, 1)})
+	}
+	return nil
+}
+
+func (s *Server) closeListeners() {
+	for _, l := range s.listeners {
+		l.state.Store(int32(acceptStopped))
+		_ = l.ln.Close()
+	}
+}
+
+// listenControl sets socket options on listening sockets before bind. Go
+// already sets SO_REUSEADDR, so a restarted server binds at once even while
+// the old one's connections are in TIME-WAIT.
+func (s *Server) listenControl(network, _ string, rc syscall.RawConn) error {
+	if !s.cfg.ReusePort || strings.HasPrefix(network, "unix") {
+		return nil
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) { serr = setReusePort(int(fd)) }); err != nil {
+		return err
+	}
+	if serr != nil {
+		return fmt.Errorf("SO_REUSEPORT: %w", serr)
+	}
+	return nil
+}
+
+// wakeAcceptors tells paused listeners to look at the limits again.
+func (s *Server) wakeAcceptors() {
+	for _, l := range s.listeners {
+		if acceptState(l.state.Load()) != acceptRunning {
+			select {
+			case l.wake <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// admission reports whether one more connection may be accepted now, and
+// if not, why.
+func (s *Server) admission() acceptState {
+	open := s.acceptedOpen.Load() + s.enrolling.Load()
+	if s.cfg.MaxConns > 0 && open >= int64(s.cfg.MaxConns) {
+		return acceptAtMaxConns
+	}
+	// While gnet enrolls a connection it holds two descriptors for it.
+	if !fdRoom(s.cfg.FDsPerConn+1, s.cfg.FDReserve) {
+		return acceptAtFDBudget
+	}
+	return acceptRunning
+}
+
+// accept runs the listener's accept goroutine until the listener is closed.
+func (l *listener) accept() {
+	s := l.srv
+	defer s.acceptWG.Done()
+	defer l.alive.Store(false)
+	recheck := time.NewTimer(admissionRecheck)
+	defer recheck.Stop()
+	backoff := time.Duration(0)
+	for {
+		if st := s.admission(); st != acceptRunning {
+			l.setState(st)
+			if !l.wait(recheck, admissionRecheck) {
+				return
+			}
+			continue
+		}
+		nc, err := l.ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			s.acceptErrors.count(err)
+			if !isTemporaryAcceptError(err) {
+				// Not a resource shortage: the listener itself failed.
+				msg := err.Error()
+				l.err.Store(&msg)
+				s.log.Error().Str("listen", l.addr).Err(err).Msg("listener failed: no longer accepting")
+				return
+			}
+			backoff = min(max(2*backoff, acceptBackoffMin), acceptBackoffMax)
+			s.acceptLog.Warn().Str("listen", l.addr).Err(err).Dur("backoff", backoff).
+				Int64("open", s.acceptedOpen.Load()).Msg("accept failed: backing off, connections wait in the backlog")
+			l.setState(acceptBackoff)
+			if !l.wait(recheck, backoff) {
+				return
+			}
+			continue
+		}
+		backoff = 0
+		l.setState(acceptRunning)
+		l.enroll(nc)
+	}
+}
+
+// holdFDs accounts n descriptors to connections (negative n releases them).
+func holdFDs(n int) { fdAccount.held.Add(int64(n)) }
+
+// wait blocks until a wake-up, d passes, or the listener closes; it reports
+// false when the listener is closed.
+func (l *listener) wait(t *time.Timer, d time.Duration) bool {
+	t.Reset(d)
+	select {
+	case <-l.wake:
+	case <-t.C:
+	case <-l.srv.stopAccept:
+		return false
+	}
+	return true
+}
+
+func (l *listener) setState(st acceptState) {
+	old := acceptState(l.state.Swap(int32(st)))
+	if old == st {
+		return
+	}
+	s := l.srv
+	switch {
+	case st == acceptAtMaxConns || st == acceptAtFDBudget:
+		s.acceptPauses.Add(1)
+		s.acceptLog.Warn().Str("listen", l.addr).Str("reason", st.String()).
+			Int64("open", s.acceptedOpen.Load()).Int("max_conns", s.cfg.MaxConns).
+			Int64("fd_limit", fdAccount.limit.Load()).Int64("fd_accounted", fdAccount.held.Load()+fdAccount.base.Load()).
+			Msg("accepting paused: new connections wait in the kernel backlog")
+	case st == acceptRunning && (old == acceptAtMaxConns || old == acceptAtFDBudget):
+		s.acceptLog.Info().Str("listen", l.addr).Int64("open", s.acceptedOpen.Load()).Msg("accepting resumed")
+	}
+}
+
+// enroll hands an accepted connection to the least loaded event loop. gnet
+// duplicates the descriptor, registers the duplicate on the loop (OnOpen runs
+// there) and closes the original.
+func (l *listener) enroll(nc net.Conn) {
+	s := l.srv
+	if tc, ok := nc.(*net.TCPConn); ok && s.cfg.Nagle {
+		_ = tc.SetNoDelay(false)
+	}
+	s.enrolling.Add(1)
+	holdFDs(s.cfg.FDsPerConn + 1)
+	ctx := gnet.NewContext(gnet.NewNetConnContext(context.Background(), nc), l)
+	res, err := s.engine.Register(ctx)
+	if err != nil {
+		_ = nc.Close()
+		s.enrolled(err)
+		return
+	}
+	s.pendingEnrolls <- res
+}
+
+// enrolled settles one enroll: err is why it failed, if it did.
+func (s *Server) enrolled(err error) {
+	s.enrolling.Add(-1)
+	holdFDs(-1) // gnet closed the original descriptor
+	if err != nil {
+		holdFDs(-s.cfg.FDsPerConn)
+		s.acceptErrors.count(err)
+		s.acceptLog.Warn().Err(err).Msg("handing an accepted connection to a loop failed: closed it")
+	}
+	s.wakeAcceptors()
+}
+
+// settleEnrolls waits for the result of every enroll in order, until the
+// server stops accepting and every pending one has been settled.
+func (s *Server) settleEnrolls() {
+	defer s.settleWG.Done()
+	for res := range s.pendingEnrolls {
+		select {
+		case r := <-res:
+			s.enrolled(r.Err)
+		case <-s.done:
+			// The engine ended: gnet will not finish the registration.
+			s.enrolled(nil)
+		}
+	}
+}
+
+// isTemporaryAcceptError reports whether an accept error is a shortage that
+// passes (descriptors, memory, buffers) rather than a broken listener.
+func isTemporaryAcceptError(err error) bool {
+	var errno syscall.Errno
+	if !errors.As(err, &errno) {
+		return true // unknown: keep trying, with backoff
+	}
+	switch errno {
+	case syscall.EBADF, syscall.EINVAL, syscall.ENOTSOCK, syscall.EOPNOTSUPP:
+		return false
+	}
+	return true
+}
+
+// errnoCounter counts errors by errno name, and logs at most once a second.
+type errnoCounter struct {
+	mu     sync.Mutex
+	counts map[string]int64
+}
+
+func (e *errnoCounter) count(err error) {
+	name := errnoName(err)
+	e.mu.Lock()
+	if e.counts == nil {
+		e.counts = map[string]int64{}
+	}
+	e.counts[name]++
+	e.mu.Unlock()
+}
+
+func (e *errnoCounter) snapshot() map[string]int64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make(map[string]int64, len(e.counts))
+	for k, v := range e.counts {
+		out[k] = v
+	}
+	return out
+}
+
+// errnoName names the errno inside err (EMFILE, ENFILE, ...), or "other".
+func errnoName(err error) string {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		if n := errnoNames[errno]; n != "" {
+			return n
+		}
+		return fmt.Sprintf("errno_%d", int(errno))
+	}
+	return "other"
+}
+
+var errnoNames = map[syscall.Errno]string{
+	syscall.EMFILE:       "EMFILE",
+	syscall.ENFILE:       "ENFILE",
+	syscall.ENOBUFS:      "ENOBUFS",
+	syscall.ENOMEM:       "ENOMEM",
+	syscall.EPERM:        "EPERM",
+	syscall.EPROTO:       "EPROTO",
+	syscall.ECONNABORTED: "ECONNABORTED",
+	syscall.ECONNRESET:   "ECONNRESET",
+	syscall.EINVAL:       "EINVAL",
+	syscall.EBADF:        "EBADF",
+	syscall.ENOTSOCK:     "ENOTSOCK",
+	syscall.EOPNOTSUPP:   "EOPNOTSUPP",
+}
+
+// rateLimitedLog passes at most one event a second to its logger; how many
+// were held back is added to the next one.
+type rateLimitedLog struct {
+	log        zerolog.Logger
+	last       atomic.Int64 // unix nanoseconds of the last event passed
+	suppressed atomic.Int64
+}
+
+// Warn returns an event at warn level, or nil (which zerolog ignores) when
+// an event passed less than a second ago.
+func (r *rateLimitedLog) Warn() *zerolog.Event { return r.event(zerolog.WarnLevel) }
+
+// Info is like Warn at info level.
+func (r *rateLimitedLog) Info() *zerolog.Event { return r.event(zerolog.InfoLevel) }
+
+// Error is like Warn at error level.
+func (r *rateLimitedLog) Error() *zerolog.Event { return r.event(zerolog.ErrorLevel) }
+
+func (r *rateLimitedLog) event(level zerolog.Level) *zerolog.Event {
+	now := time.Now().UnixNano()
+	last := r.last.Load()
+	if now-last < int64(time.Second) || !r.last.CompareAndSwap(last, now) {
+		r.suppressed.Add(1)
+		return nil
+	}
+	ev := r.log.WithLevel(level)
+	if n := r.suppressed.Swap(0); n > 0 {
+		ev = ev.Int64("suppressed", n)
+	}
+	return ev
+}

@@ -1,0 +1,11 @@
+//go:build !linux
+
+package reactor
+
+import "errors"
+
+// On BSD and macOS SO_REUSEPORT does not spread connections over the
+// sockets sharing a port (gnet disables it there for the same reason).
+func setReusePort(int) error {
+	return errors.New("reuse_port spreads connections only on Linux")
+}
