@@ -1,7 +1,17 @@
 package proxy
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"sync"
 	"time"
+
+	"github.com/tidegate/tidegate/protocol/mc"
 )
 
 // Backend health is a circuit breaker per backend. Its state word,
@@ -73,6 +83,20 @@ type healthError struct {
 
 func (b *backend) setError(now int64, err error) {
 	b.lastErr.Store(&healthError{msg: err.Error(), at: now})
+}
+
+// recordLatency adds a successful check's latency to the last value and
+// the EWMA (weight 1/4 for the new sample). Only the backend's checker
+// writes them.
+func (b *backend) recordLatency(d time.Duration) {
+	b.lastLatency.Store(int64(d))
+	avg := b.avgLatency.Load()
+	if avg == 0 {
+		avg = int64(d)
+	} else {
+		avg += (int64(d) - avg) / 4
+	}
+	b.avgLatency.Store(max(avg, 1))
 }
 
 // BackendStatus is one backend's health, as BackendHealth reports it.
@@ -168,4 +192,183 @@ func (g *group) anyUp() bool {
 		}
 	}
 	return false
+}
+
+// healthChecks are the active checkers, one goroutine per backend.
+type healthChecks struct {
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// startChecks starts the active checkers when health.interval is set.
+func (p *Proxy) startChecks() {
+	if p.cfg.Health.Interval <= 0 {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	hc := &healthChecks{cancel: cancel}
+	for _, g := range p.router.ordered {
+		for _, b := range g.backends {
+			hc.wg.Add(1)
+			go func() {
+				defer hc.wg.Done()
+				p.checkLoop(ctx, b)
+			}()
+		}
+	}
+	p.checks = hc
+}
+
+// stopChecks stops the active checkers and waits for them until ctx ends.
+func (p *Proxy) stopChecks(ctx context.Context) error {
+	hc := p.checks
+	if hc == nil {
+		return nil
+	}
+	hc.cancel()
+	done := make(chan struct{})
+	go func() {
+		hc.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		p.checks = nil
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("proxy: health checkers did not stop: %w", ctx.Err())
+	}
+}
+
+// checkLoop checks b at once and then every health.interval until ctx ends.
+func (p *Proxy) checkLoop(ctx context.Context, b *backend) {
+	t := time.NewTicker(p.cfg.Health.Interval)
+	defer t.Stop()
+	for {
+		p.checkOnce(ctx, b)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// checkOnce runs one active check of b and records its result. When b's
+// cooldown has ended the check is its probe.
+func (p *Proxy) checkOnce(ctx context.Context, b *backend) {
+	r, h := p.router, p.cfg.Health
+	probe := b.claimProbe(b.state.Load(), r.now(), r.lease)
+	d, err := checkBackend(ctx, b.addr, b.group.check, h.Timeout)
+	now := r.now()
+	if ctx.Err() != nil { // stopping: says nothing about the backend
+		if probe {
+			b.dropProbe(now)
+		}
+		return
+	}
+	log := p.log.With().Str("group", b.group.name).Str("backend", b.addr).Str("check", string(b.group.check)).Logger()
+	if err != nil {
+		b.checksFailed.Add(1)
+		b.setError(now, err)
+		if b.markFailed(h, now, probe) {
+			log.Warn().Err(err).Int32("failures", b.failures.Load()).Dur("cooldown", h.Cooldown).Msg("backend marked down")
+		} else {
+			log.Debug().Err(err).Msg("backend check failed")
+		}
+		return
+	}
+	b.checksOK.Add(1)
+	b.recordLatency(d)
+	if b.markUp() {
+		log.Info().Dur("latency", d).Msg("backend up")
+	}
+}
+
+// statusCheckProtocol is the protocol version a status check announces:
+// -1 by convention for a ping that does not know the server's version.
+const statusCheckProtocol = -1
+
+// checkBackend connects to addr within timeout and, for CheckStatus, does
+// a Minecraft status exchange. It returns how long that took.
+func checkBackend(ctx context.Context, addr string, kind CheckKind, timeout time.Duration) (time.Duration, error) {
+	start := time.Now()
+	dctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var d net.Dialer
+	conn, err := d.DialContext(dctx, "tcp", addr)
+	if err != nil {
+		return 0, fmt.Errorf("%s check of %s: %w", kind, addr, err)
+	}
+	defer conn.Close()
+	if kind == CheckStatus {
+		stop := context.AfterFunc(ctx, func() { _ = conn.Close() }) // Proxy.Stop need not wait for the timeout
+		defer stop()
+		_ = conn.SetDeadline(start.Add(timeout))
+		if err := statusExchange(conn, addr); err != nil {
+			return 0, fmt.Errorf("%s check of %s: %w", kind, addr, err)
+		}
+	}
+	return max(time.Since(start), 1), nil
+}
+
+// statusExchange sends a status handshake and Status Request on conn and
+// reads a Status Response carrying JSON.
+func statusExchange(conn net.Conn, addr string) error {
+	host, portText, _ := net.SplitHostPort(addr) // validated by Config.Validate
+	port, _ := strconv.ParseUint(portText, 10, 16)
+	req := mc.AppendHandshake(nil, mc.Handshake{
+		ProtocolVersion: statusCheckProtocol, Address: []byte(host), Port: uint16(port), NextState: mc.NextStateStatus,
+	})
+	req = mc.AppendPacket(req, mc.PacketStatusRequest, nil)
+	if _, err := conn.Write(req); err != nil {
+		return fmt.Errorf("sending status request: %w", err)
+	}
+	body, err := readFrame(conn, make([]byte, 0, 1024))
+	if err != nil {
+		return fmt.Errorf("reading status response: %w", err)
+	}
+	id, data, err := mc.ParsePacketID(body)
+	if err != nil {
+		return fmt.Errorf("status response: %w", err)
+	}
+	if id != mc.PacketStatusResponse {
+		return fmt.Errorf("got packet 0x%02x, want Status Response 0x%02x", id, mc.PacketStatusResponse)
+	}
+	rd := mc.NewReader(data)
+	js, err := rd.ReadString(mc.MaxFrameLength)
+	if err != nil {
+		return fmt.Errorf("status response: %w", err)
+	}
+	if !json.Valid(js) {
+		return fmt.Errorf("status response of %d bytes is not JSON", len(js))
+	}
+	return nil
+}
+
+// readFrame reads from conn until buf holds one whole frame and returns
+// its body (packet ID and data).
+func readFrame(conn net.Conn, buf []byte) ([]byte, error) {
+	var readErr error
+	for {
+		n, hl, err := mc.SplitFrame(buf, mc.MaxFrameLength)
+		if err != nil {
+			return nil, err
+		}
+		if n > 0 {
+			return buf[hl:n], nil
+		}
+		if errors.Is(readErr, io.EOF) {
+			return nil, fmt.Errorf("connection closed after %d bytes, inside the first frame", len(buf))
+		}
+		if readErr != nil {
+			return nil, readErr
+		}
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		var m int
+		m, readErr = conn.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+m]
+	}
 }

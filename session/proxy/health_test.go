@@ -1,9 +1,11 @@
 package proxy
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -345,6 +347,87 @@ func TestPickHandsOutOneProbe(t *testing.T) {
 	}
 }
 
+// TestActiveChecksFollowBackend: active checks, tcp for a raw listener's
+// group and a Minecraft status ping for a minecraft group (auto), mark a
+// backend down when it stops answering and up when it is back, recording
+// latency; a listener that accepts but does not speak Minecraft fails the
+// status check.
+func TestActiveChecksFollowBackend(t *testing.T) {
+	be := startBackend(t, mcbackend.Config{})
+	for _, tc := range []struct {
+		kind CheckKind
+		cfg  func(addr string) string
+	}{
+		{CheckTCP, rawConfig},
+		{CheckStatus, func(addr string) string { return mcConfig(addr, "") }},
+	} {
+		t.Run(string(tc.kind), func(t *testing.T) {
+			f := startFront(t, be)
+			p, _ := startProxy(t, tc.cfg(f.addr)+"\nhealth: {interval: 20ms, timeout: 1s, failures: 2, cooldown: 1h}\n")
+			if k := p.router.groups["main"].check; k != tc.kind {
+				t.Fatalf("auto check kind %s, want %s", k, tc.kind)
+			}
+			waitFor(t, func() bool { b := health(t, p, f.addr); return b.ChecksOK >= 2 && b.Latency > 0 && b.LatencyEWMA > 0 })
+			f.down()
+			waitFor(t, func() bool { return !health(t, p, f.addr).Up })
+			b := health(t, p, f.addr)
+			if b.ChecksFailed < 2 || !strings.Contains(b.LastError, "refused") || !slices.Equal(p.GroupsDown(), []string{"main"}) {
+				t.Fatalf("down: %+v, groups down %q", b, p.GroupsDown())
+			}
+			f.up()
+			waitFor(t, func() bool { return health(t, p, f.addr).Up })
+			if b := health(t, p, f.addr); b.Latency <= 0 || len(p.GroupsDown()) != 0 {
+				t.Fatalf("back up: %+v, groups down %q", b, p.GroupsDown())
+			}
+		})
+	}
+	t.Run("status from a mute listener", func(t *testing.T) {
+		mute, _ := muteListener(t)
+		p, _ := startProxy(t, mcConfig(mute, "health: {interval: 20ms, timeout: 200ms, failures: 1, cooldown: 1h}"))
+		waitFor(t, func() bool { return !health(t, p, mute).Up })
+		if b := health(t, p, mute); b.ChecksOK != 0 || !strings.Contains(b.LastError, "status check of "+mute) {
+			t.Fatalf("mute backend: %+v", b)
+		}
+	})
+}
+
+// muteListener accepts connections and never writes; it returns its
+// address and the number of connections it accepted.
+func muteListener(t *testing.T) (string, *atomic.Int32) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	var accepted atomic.Int32
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			accepted.Add(1)
+		}
+	}()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	return ln.Addr().String(), &accepted
+}
+
 // TestOfflineAnswers: a status ping whose backend connect fails, and one to
 // a group with no backend up, get the proxy's own answer with the group's
 // offline message (and a third-party client reads it); a login gets that
@@ -381,6 +464,51 @@ health: {failures: 2, cooldown: 1h}
 	}
 }
 
+// TestGroupsDownListsRoutedGroupsWithoutBackends: every group some listener
+// reaches and with no backend up is listed, and only those; a group no
+// listener reaches is not, nor one with a backend up.
+func TestGroupsDownListsRoutedGroupsWithoutBackends(t *testing.T) {
+	live := startBackend(t, mcbackend.Config{})
+	dead := refusedAddr(t)
+	p, _ := startProxy(t, fmt.Sprintf(`
+listeners:
+  - {listen: "127.0.0.1:0"}
+  - {listen: "127.0.0.2:0", mode: raw, group: relay}
+default_group: lobby
+routes:
+  - {hosts: [survival.example], group: survival}
+  - {hosts: [creative.example], group: creative}
+groups:
+  lobby: {backends: [{addr: %[2]q}]}
+  survival: {backends: [{addr: %[1]q}, {addr: %[2]q}]}
+  creative: {backends: [{addr: %[2]q}]}
+  relay: {backends: [{addr: %[2]q}]}
+  spare: {backends: [{addr: %[2]q}]}
+  live: {backends: [{addr: %[1]q}]}
+health: {interval: 20ms, timeout: 1s, failures: 1, cooldown: 1h}
+`, live, dead))
+	waitFor(t, func() bool {
+		for _, b := range p.BackendHealth() {
+			if b.Up == (b.Addr == dead) || b.ChecksOK+b.ChecksFailed == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	if got, want := p.GroupsDown(), []string{"creative", "lobby", "relay"}; !slices.Equal(got, want) {
+		t.Fatalf("GroupsDown = %q, want %q", got, want)
+	}
+	kinds := map[string]CheckKind{}
+	for name, g := range p.router.groups {
+		kinds[name] = g.check
+	}
+	want := map[string]CheckKind{"lobby": CheckStatus, "survival": CheckStatus, "creative": CheckStatus,
+		"relay": CheckTCP, "spare": CheckTCP, "live": CheckTCP}
+	if fmt.Sprint(kinds) != fmt.Sprint(want) {
+		t.Fatalf("check kinds %v, want %v", kinds, want)
+	}
+}
+
 // TestRoutesOfRawOnlyProxyCarryNoTraffic: without a minecraft listener the
 // default group and the routes reach nothing, so they are not checked by
 // status and not reported down; health.check overrides auto.
@@ -402,6 +530,92 @@ groups: {a: {backends: [{addr: "127.0.0.1:1"}]}, b: {backends: [{addr: "127.0.0.
 				t.Errorf("%q: group %s routed %v check %s; want routed %v check %s", check, name, g.routed, g.check, name == "a", want)
 			}
 		}
+	}
+}
+
+// TestBackendMetrics: the per-backend series carry group and addr labels
+// and pass a pedantic registry; latency is exported once a check passed.
+func TestBackendMetrics(t *testing.T) {
+	live := startBackend(t, mcbackend.Config{})
+	dead := refusedAddr(t)
+	p, addr := startProxy(t, fmt.Sprintf(`
+listeners: [{listen: "127.0.0.1:0"}]
+default_group: main
+routes: [{hosts: [gone.example], group: gone}]
+groups: {main: {backends: [{addr: %q}]}, gone: {backends: [{addr: %q}]}}
+health: {interval: 20ms, timeout: 1s, failures: 1, cooldown: 1h}
+`, live, dead))
+	waitFor(t, func() bool { return !health(t, p, dead).Up && health(t, p, live).Latency > 0 })
+	login17(t, dial(t, addr), "localhost", "Metrics")
+	loginsRefused(t, addr, "gone.example", DefaultOfflineMessage, "Nobody")
+	waitFor(t, func() bool { return health(t, p, live).Sessions == 1 })
+	compareMetrics(t, p, fmt.Sprintf(`
+# HELP tidegate_proxy_backend_connect_failures_total Backend connects of sessions that failed or timed out, by backend.
+# TYPE tidegate_proxy_backend_connect_failures_total counter
+tidegate_proxy_backend_connect_failures_total{addr=%[2]q,group="gone"} 0
+tidegate_proxy_backend_connect_failures_total{addr=%[1]q,group="main"} 0
+# HELP tidegate_proxy_backend_sessions Sessions relayed to the backend now.
+# TYPE tidegate_proxy_backend_sessions gauge
+tidegate_proxy_backend_sessions{addr=%[2]q,group="gone"} 0
+tidegate_proxy_backend_sessions{addr=%[1]q,group="main"} 1
+# HELP tidegate_proxy_backend_up 1 when the backend may get sessions, 0 while it is down or being probed.
+# TYPE tidegate_proxy_backend_up gauge
+tidegate_proxy_backend_up{addr=%[2]q,group="gone"} 0
+tidegate_proxy_backend_up{addr=%[1]q,group="main"} 1
+`, live, dead), "tidegate_proxy_backend_connect_failures_total", "tidegate_proxy_backend_sessions", "tidegate_proxy_backend_up")
+
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(NewCollector(p)); err != nil {
+		t.Fatal(err)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	series := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.Metric {
+			key := mf.GetName()
+			for _, l := range m.Label {
+				key += " " + l.GetName() + "=" + l.GetValue()
+			}
+			series[key] = m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	for key, positive := range map[string]bool{
+		"tidegate_proxy_backend_checks_total addr=" + live + " group=main result=ok":     true,
+		"tidegate_proxy_backend_checks_total addr=" + live + " group=main result=failed": false,
+		"tidegate_proxy_backend_checks_total addr=" + dead + " group=gone result=ok":     false,
+		"tidegate_proxy_backend_checks_total addr=" + dead + " group=gone result=failed": true,
+		"tidegate_proxy_backend_check_latency_seconds addr=" + live + " group=main":      true,
+	} {
+		v, ok := series[key]
+		if !ok || (v > 0) != positive {
+			t.Errorf("%s = %v (present %v), want positive %v", key, v, ok, positive)
+		}
+	}
+	if _, ok := series["tidegate_proxy_backend_check_latency_seconds addr="+dead+" group=gone"]; ok {
+		t.Error("latency exported for a backend that never passed a check")
+	}
+}
+
+// TestStopEndsChecksInFlight: Stop does not wait out a status check's
+// timeout, and leaves no checker goroutine behind.
+func TestStopEndsChecksInFlight(t *testing.T) {
+	mute, accepted := muteListener(t)
+	p, _ := startProxy(t, mcConfig(mute, "health: {interval: 1m, timeout: 1m}"))
+	waitFor(t, func() bool { return accepted.Load() == 1 }) // the first check waits for an answer
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := p.Stop(ctx); err != nil {
+		t.Fatalf("Stop with a check in flight: %v", err)
+	}
+	buf := make([]byte, 1<<20)
+	if stacks := string(buf[:runtime.Stack(buf, true)]); strings.Contains(stacks, "checkLoop") {
+		t.Fatalf("a checker outlived Stop:\n%s", stacks)
+	}
+	if b := health(t, p, mute); b.ChecksFailed != 0 {
+		t.Fatalf("a check cut short by Stop was counted as failed: %+v", b)
 	}
 }
 
