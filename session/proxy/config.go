@@ -330,7 +330,10 @@ func (c *Config) Validate() error {
 		{"health.interval", c.Health.Interval, true},
 		{"health.timeout", c.Health.Timeout, false},
 	} {
-		if d.v < 0 || (!d.zero && d.v == 0) {
+		switch {
+		case d.zero && d.v < 0:
+			bad(d.path, "%v is negative (0 turns it off)", d.v)
+		case !d.zero && d.v <= 0:
 			bad(d.path, "%v must be positive", d.v)
 		}
 	}

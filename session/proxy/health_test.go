@@ -632,7 +632,7 @@ health: {interval: -1s, timeout: -2s, check: ping, offline_message: "` + strings
 	}
 	for _, want := range []string{
 		`groups.g.backends[1].addr: "127.0.0.1:1" is already backends[0]`, `groups.g.offline_message: "   " is blank`,
-		"health.interval: -1s must be positive", "health.timeout: -2s must be positive",
+		"health.interval: -1s is negative (0 turns it off)", "health.timeout: -2s must be positive",
 		`health.check: "ping": want auto, tcp or status`, "health.offline_message: 1025 bytes: want at most 1024",
 	} {
 		if !strings.Contains(err.Error(), want) {
