@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 )
@@ -71,6 +72,9 @@ type RouteConfig struct {
 // GroupConfig is a set of interchangeable backends.
 type GroupConfig struct {
 	Backends []BackendConfig `yaml:"backends"`
+	// OfflineMessage, when set, replaces health.offline_message for this
+	// group.
+	OfflineMessage string `yaml:"offline_message"`
 }
 
 // BackendConfig is one backend server.
@@ -92,12 +96,50 @@ type Limits struct {
 	LowWatermark     int           `yaml:"low_watermark"`
 }
 
-// HealthConfig is the passive health check: backends that fail to connect
-// are skipped for a while.
+// HealthConfig is backend health: a backend that fails Failures connects
+// (or active checks) in a row is down for Cooldown, after which one probe
+// (the next session's connect, or an active check) decides whether it is
+// back or down for another Cooldown.
 type HealthConfig struct {
-	Failures int           `yaml:"failures"`
+	// Failures is how many failed connects or checks in a row mark a
+	// backend down.
+	Failures int `yaml:"failures"`
+	// Cooldown is how long a backend marked down gets no sessions.
 	Cooldown time.Duration `yaml:"cooldown"`
+	// Interval between active checks of each backend; 0 turns them off.
+	// A check that takes longer delays the next one.
+	Interval time.Duration `yaml:"interval"`
+	// Timeout bounds one active check, connect included.
+	Timeout time.Duration `yaml:"timeout"`
+	// Check is the kind of active check.
+	Check CheckKind `yaml:"check"`
+	// OfflineMessage is what a player reads when the group has no backend
+	// up or its connect fails, in the login disconnect and in the
+	// description of the proxy's own status answer.
+	OfflineMessage string `yaml:"offline_message"`
 }
+
+// CheckKind is how an active health check probes a backend.
+type CheckKind string
+
+// Active check kinds.
+const (
+	// CheckAuto is CheckStatus for groups reached through a minecraft
+	// listener and CheckTCP for the others.
+	CheckAuto CheckKind = "auto"
+	// CheckTCP connects and closes.
+	CheckTCP CheckKind = "tcp"
+	// CheckStatus does a Minecraft status ping: handshake with next state
+	// 1, Status Request, and a JSON Status Response.
+	CheckStatus CheckKind = "status"
+)
+
+// DefaultOfflineMessage is health.offline_message when it is not set.
+const DefaultOfflineMessage = "The server is offline, try again later"
+
+// maxOfflineMessage bounds offline messages, which go into login
+// disconnects and status answers.
+const maxOfflineMessage = 1024
 
 // LoadConfig reads a YAML file; an empty path gives the embedded default.
 func LoadConfig(path string) (*Config, error) {
@@ -162,10 +204,18 @@ func (c *Config) setDefaults() {
 	if l.HighWatermark == 0 && l.LowWatermark == 0 {
 		l.HighWatermark, l.LowWatermark = 2<<20, 1<<20
 	}
-	if c.Health.Failures == 0 {
-		c.Health.Failures = 3
+	h := &c.Health
+	if h.Failures == 0 {
+		h.Failures = 3
 	}
-	setDur(&c.Health.Cooldown, 10*time.Second)
+	setDur(&h.Cooldown, 10*time.Second)
+	setDur(&h.Timeout, 2*time.Second)
+	if h.Check == "" {
+		h.Check = CheckAuto
+	}
+	if h.OfflineMessage == "" {
+		h.OfflineMessage = DefaultOfflineMessage
+	}
 }
 
 func setDur(d *time.Duration, v time.Duration) {
@@ -244,14 +294,22 @@ func (c *Config) Validate() error {
 		if len(g.Backends) == 0 {
 			bad(p+".backends", "a group needs at least one backend")
 		}
+		addrs := map[string]int{}
 		for i, b := range g.Backends {
 			bp := fmt.Sprintf("%s.backends[%d]", p, i)
 			if _, _, err := net.SplitHostPort(b.Addr); err != nil {
 				bad(bp+".addr", "%q is not host:port: %v", b.Addr, err)
+			} else if j, dup := addrs[b.Addr]; dup {
+				bad(bp+".addr", "%q is already backends[%d] of this group", b.Addr, j)
+			} else {
+				addrs[b.Addr] = i
 			}
 			if b.Weight < 0 {
 				bad(bp+".weight", "%d is negative", b.Weight)
 			}
+		}
+		if g.OfflineMessage != "" {
+			validOfflineMessage(bad, p+".offline_message", g.OfflineMessage)
 		}
 	}
 	switch c.Forwarding {
@@ -269,8 +327,13 @@ func (c *Config) Validate() error {
 		{"limits.connect_timeout", l.ConnectTimeout, false},
 		{"limits.idle_timeout", l.IdleTimeout, true},
 		{"health.cooldown", c.Health.Cooldown, false},
+		{"health.interval", c.Health.Interval, true},
+		{"health.timeout", c.Health.Timeout, false},
 	} {
-		if d.v < 0 || (!d.zero && d.v == 0) {
+		switch {
+		case d.zero && d.v < 0:
+			bad(d.path, "%v is negative (0 turns it off)", d.v)
+		case !d.zero && d.v <= 0:
 			bad(d.path, "%v must be positive", d.v)
 		}
 	}
@@ -289,13 +352,33 @@ func (c *Config) Validate() error {
 	if l.HighWatermark <= 0 || l.LowWatermark < 0 || l.LowWatermark > l.HighWatermark {
 		bad("limits", "watermarks low %d / high %d: need 0 <= low <= high, high > 0", l.LowWatermark, l.HighWatermark)
 	}
-	if c.Health.Failures < 1 {
-		bad("health.failures", "%d: want at least 1", c.Health.Failures)
+	h := c.Health
+	if h.Failures < 1 {
+		bad("health.failures", "%d: want at least 1", h.Failures)
 	}
+	switch h.Check {
+	case CheckAuto, CheckTCP, CheckStatus:
+	default:
+		bad("health.check", "%q: want auto, tcp or status", h.Check)
+	}
+	validOfflineMessage(bad, "health.offline_message", h.OfflineMessage)
 	if c.Loops < 0 {
 		bad("loops", "%d is negative", c.Loops)
 	}
 	return errors.Join(errs...)
+}
+
+// validOfflineMessage reports an offline message that is empty, too long or
+// not UTF-8.
+func validOfflineMessage(bad func(path, format string, args ...any), path, msg string) {
+	switch {
+	case strings.TrimSpace(msg) == "":
+		bad(path, "%q is blank", msg)
+	case len(msg) > maxOfflineMessage:
+		bad(path, "%d bytes: want at most %d", len(msg), maxOfflineMessage)
+	case !utf8.ValidString(msg):
+		bad(path, "%q is not valid UTF-8", msg)
+	}
 }
 
 // normalizeHostString lower-cases a configured host and drops one trailing dot,

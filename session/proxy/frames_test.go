@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"testing"
+	"time"
 
 	"github.com/tidegate/tidegate/protocol/mc"
 )
@@ -74,24 +75,29 @@ func TestPickWeightsAndHealth(t *testing.T) {
 	rnd := uint64(42)
 	counts := map[string]int{}
 	for i := 0; i < 40000; i++ {
-		counts[g.pick(&rnd, 0).addr]++
+		b, probe := g.pick(&rnd, 0, 1)
+		if probe {
+			t.Fatal("a probe picked while every backend is up")
+		}
+		counts[b.addr]++
 	}
 	if r := float64(counts["b"]) / float64(counts["a"]); r < 2.7 || r > 3.3 {
 		t.Fatalf("weights 1:3 gave %v", counts)
 	}
-	h := HealthConfig{Failures: 2, Cooldown: 1e9}
-	g.backends[1].failed(h)
-	if !g.backends[1].failed(h) {
+	h := HealthConfig{Failures: 2, Cooldown: time.Second}
+	now := nowUnix()
+	g.backends[1].markFailed(h, now, false)
+	if !g.backends[1].markFailed(h, now, false) {
 		t.Fatal("second failure did not mark the backend down")
 	}
 	for i := 0; i < 100; i++ {
-		if b := g.pick(&rnd, nowUnix()); b.addr != "a" {
+		if b, _ := g.pick(&rnd, now, 1); b.addr != "a" {
 			t.Fatalf("picked %s while it is down", b.addr)
 		}
 	}
-	g.backends[0].failed(h)
-	g.backends[0].failed(h)
-	if b := g.pick(&rnd, nowUnix()); b == nil {
-		t.Fatal("with every backend down, pick must still choose one")
+	g.backends[0].markFailed(h, now, false)
+	g.backends[0].markFailed(h, now, false)
+	if b, _ := g.pick(&rnd, now+int64(time.Second)-1, 1); b != nil {
+		t.Fatalf("with every backend in its cooldown, pick chose %s", b.addr)
 	}
 }

@@ -4,14 +4,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Collector exports the proxy's counters to Prometheus. It reads Stats on
-// each scrape, so the data path keeps its lock-free per-loop counters.
+// Collector exports the proxy's counters to Prometheus. It reads Stats and
+// BackendHealth on each scrape, so the data path keeps its lock-free
+// per-loop and per-backend counters.
 type Collector struct {
 	p *Proxy
 
 	accepted, active, routed, connectFailed *prometheus.Desc
 	bytes, frames, unframed, rejected       *prometheus.Desc
 	paused, pauseEvents, lingerExpired      *prometheus.Desc
+
+	backendUp, backendLatency, backendSessions, backendChecks *prometheus.Desc
 }
 
 // NewCollector returns a Prometheus collector for p.
@@ -24,7 +27,7 @@ func NewCollector(p *Proxy) *Collector {
 		accepted:      d("accepted_total", "Client connections accepted."),
 		active:        d("sessions_active", "Sessions open now."),
 		routed:        d("routed_total", "Sessions whose backend connected."),
-		connectFailed: d("backend_connect_failures_total", "Backend connects that failed or timed out."),
+		connectFailed: d("backend_connect_failures_total", "Backend connects of sessions that failed or timed out, by backend.", "group", "addr"),
 		bytes:         d("bytes_total", "Bytes relayed, by direction.", "direction"),
 		frames:        d("frames_total", "Minecraft frames relayed, by direction.", "direction"),
 		unframed:      d("unframed_streams_total", "Streams whose framing could not be followed (encryption)."),
@@ -32,13 +35,19 @@ func NewCollector(p *Proxy) *Collector {
 		paused:        d("paused_connections", "Connections not being read now (flow control)."),
 		pauseEvents:   d("pause_events_total", "Times a connection stopped being read."),
 		lingerExpired: d("linger_expired_total", "Closes that dropped queued output after the linger deadline."),
+
+		backendUp:       d("backend_up", "1 when the backend may get sessions, 0 while it is down or being probed.", "group", "addr"),
+		backendLatency:  d("backend_check_latency_seconds", "Duration of the backend's last successful active check.", "group", "addr"),
+		backendSessions: d("backend_sessions", "Sessions relayed to the backend now.", "group", "addr"),
+		backendChecks:   d("backend_checks_total", "Active health checks of the backend, by result (ok, failed).", "group", "addr", "result"),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.accepted, c.active, c.routed, c.connectFailed, c.bytes, c.frames,
-		c.unframed, c.rejected, c.paused, c.pauseEvents, c.lingerExpired} {
+		c.unframed, c.rejected, c.paused, c.pauseEvents, c.lingerExpired,
+		c.backendUp, c.backendLatency, c.backendSessions, c.backendChecks} {
 		ch <- d
 	}
 }
@@ -49,13 +58,12 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter := func(d *prometheus.Desc, v int64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
 	}
-	gauge := func(d *prometheus.Desc, v int64) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v))
+	gauge := func(d *prometheus.Desc, v int64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), labels...)
 	}
 	counter(c.accepted, st.Accepted)
 	gauge(c.active, st.Active)
 	counter(c.routed, st.Routed)
-	counter(c.connectFailed, st.ConnectFailed)
 	counter(c.bytes, st.BytesC2S, "client_to_backend")
 	counter(c.bytes, st.BytesS2C, "backend_to_client")
 	counter(c.frames, st.FramesC2S, "client_to_backend")
@@ -67,4 +75,18 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.paused, st.Reactor.Paused)
 	counter(c.pauseEvents, st.Reactor.PauseEvents)
 	counter(c.lingerExpired, st.Reactor.LingerExpired)
+	for _, b := range c.p.BackendHealth() {
+		up := int64(0)
+		if b.Up {
+			up = 1
+		}
+		gauge(c.backendUp, up, b.Group, b.Addr)
+		gauge(c.backendSessions, b.Sessions, b.Group, b.Addr)
+		counter(c.connectFailed, b.ConnectFailures, b.Group, b.Addr)
+		counter(c.backendChecks, b.ChecksOK, b.Group, b.Addr, "ok")
+		counter(c.backendChecks, b.ChecksFailed, b.Group, b.Addr, "failed")
+		if b.Latency > 0 {
+			ch <- prometheus.MustNewConstMetric(c.backendLatency, prometheus.GaugeValue, b.Latency.Seconds(), b.Group, b.Addr)
+		}
+	}
 }

@@ -5,6 +5,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -32,6 +33,7 @@ type Proxy struct {
 	perIP    map[string]int
 
 	backendSide backendHandler
+	checks      *healthChecks // active health checks, when health.interval is set
 }
 
 // loopState is what the proxy keeps per loop: counters and random state.
@@ -84,19 +86,24 @@ func New(cfg *Config, log zerolog.Logger) (*Proxy, error) {
 	return p, nil
 }
 
-// Start listens and serves in the background.
+// Start listens and serves in the background, and starts the active
+// health checks if configured.
 func (p *Proxy) Start() error {
 	if err := p.rs.Start(); err != nil {
 		return fmt.Errorf("proxy: %w", err)
 	}
+	p.startChecks()
 	return nil
 }
 
 // Addr returns the bound address of the i-th listener.
 func (p *Proxy) Addr(i int) (net.Addr, error) { return p.rs.Addr(i) }
 
-// Stop closes every connection and waits for the loops to exit.
-func (p *Proxy) Stop(ctx context.Context) error { return p.rs.Stop(ctx) }
+// Stop stops the health checks, closes every connection and waits for the
+// checkers and the loops to exit.
+func (p *Proxy) Stop(ctx context.Context) error {
+	return errors.Join(p.stopChecks(ctx), p.rs.Stop(ctx))
+}
 
 // Stats sums the counters of all loops.
 func (p *Proxy) Stats() Stats {

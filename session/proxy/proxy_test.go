@@ -28,8 +28,9 @@ func testLogger(t testing.TB) zerolog.Logger {
 }
 
 // startProxy starts a proxy from YAML in which the listen address is
-// 127.0.0.1:0; it returns the proxy and its first listener's address.
-func startProxy(t testing.TB, yamlText string) (*Proxy, string) {
+// 127.0.0.1:0; it returns the proxy and its first listener's address. The
+// setup functions run between New and Start.
+func startProxy(t testing.TB, yamlText string, setup ...func(*Proxy)) (*Proxy, string) {
 	t.Helper()
 	cfg, err := ParseConfig([]byte(yamlText))
 	if err != nil {
@@ -41,6 +42,9 @@ func startProxy(t testing.TB, yamlText string) (*Proxy, string) {
 	p, err := New(cfg, testLogger(t))
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, f := range setup {
+		f(p)
 	}
 	if err := p.Start(); err != nil {
 		t.Fatal(err)
@@ -320,12 +324,7 @@ groups: {main: {backends: [{addr: %q}]}}
 
 func TestBadInputIsCountedAndClosedCleanly(t *testing.T) {
 	be := startBackend(t, mcbackend.Config{})
-	refused := func() string { // a port nobody listens on
-		ln, _ := net.Listen("tcp", "127.0.0.1:0")
-		a := ln.Addr().String()
-		ln.Close()
-		return a
-	}()
+	refused := refusedAddr(t)
 	cases := []struct {
 		name    string
 		backend string
@@ -341,7 +340,7 @@ func TestBadInputIsCountedAndClosedCleanly(t *testing.T) {
 		{"handshake never completes", be, "limits: {handshake_timeout: 100ms}", []byte{0x10, 0x00}, "handshake_timeout", ""},
 		{"preroute cap", be, "limits: {preroute_bytes: 100}", append(mc.AppendVarInt(nil, 1000), make([]byte, 300)...), "preroute_cap", ""},
 		{"bad login start", be, "", append(handshake(5, "localhost", 2), mc.AppendPacket(nil, 0, mc.AppendString(nil, []byte("this-name-is-far-too-long")))...), "bad_login_start", "Protocol error"},
-		{"backend refuses", refused, "", append(handshake(5, "localhost", 2), loginStart("Zed")...), "backend_unavailable", "not available"},
+		{"backend refuses", refused, "", append(handshake(5, "localhost", 2), loginStart("Zed")...), "backend_unavailable", "server is offline"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -372,6 +371,18 @@ func TestBadInputIsCountedAndClosedCleanly(t *testing.T) {
 			}
 		})
 	}
+}
+
+// refusedAddr returns a loopback address nobody listens on.
+func refusedAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := ln.Addr().String()
+	ln.Close()
+	return a
 }
 
 func rawConfig(backend string) string {

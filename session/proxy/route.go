@@ -1,49 +1,90 @@
 package proxy
 
 import (
+	"encoding/json"
 	"sort"
 	"sync/atomic"
 	"time"
+
+	"github.com/tidegate/tidegate/protocol/mc"
 )
 
-// backend is one backend server and its passive health.
+// backend is one backend server and its health (see health.go).
 type backend struct {
-	addr      string
-	weight    int
-	failures  atomic.Int32 // consecutive connect failures
-	downUntil atomic.Int64 // unix nanoseconds; 0 when up
-	active    atomic.Int64 // sessions relayed to it now
+	addr   string
+	weight int
+	group  *group
+
+	state    atomic.Int64 // the circuit breaker's state word, see stateUp
+	failures atomic.Int32 // consecutive failed connects and checks
+	active   atomic.Int64 // sessions relayed to it now
+
+	connectFailures atomic.Int64 // session connects that failed or timed out
+	checksOK        atomic.Int64 // active checks that passed
+	checksFailed    atomic.Int64 // active checks that failed
+	lastLatency     atomic.Int64 // ns, last successful active check; 0 before the first
+	avgLatency      atomic.Int64 // ns, EWMA of successful active checks; 0 before the first
+	lastErr         atomic.Pointer[healthError]
 }
 
 // group is a set of interchangeable backends chosen by weight.
 type group struct {
 	name     string
 	backends []*backend
+
+	routed bool      // some listener can send sessions here
+	check  CheckKind // active check kind, CheckTCP or CheckStatus
+
+	offlineDisconnect []byte // login Disconnect frame with the offline message
+	offlineStatus     []byte // the offline message as a JSON string, for local status answers
 }
 
 // router maps virtual hosts to groups.
 type router struct {
-	hosts  map[string]*group
-	def    *group
-	groups map[string]*group
-	health HealthConfig
+	hosts   map[string]*group
+	def     *group
+	groups  map[string]*group
+	ordered []*group // groups by name
+	health  HealthConfig
+	// now is the clock of the health state, unix nanoseconds. Tests may
+	// replace it before the proxy starts.
+	now func() int64
+	// lease is how long a probe may stay unanswered before another
+	// session or check may take over (a safety net: every probe ends).
+	lease int64
 }
 
 func newRouter(cfg *Config) *router {
-	r := &router{hosts: map[string]*group{}, groups: map[string]*group{}, health: cfg.Health}
+	h := cfg.Health
+	r := &router{
+		hosts: map[string]*group{}, groups: map[string]*group{}, health: h, now: nowUnix,
+		lease: int64(max(cfg.Limits.ConnectTimeout, h.Timeout) + 5*time.Second),
+	}
 	names := make([]string, 0, len(cfg.Groups))
 	for name := range cfg.Groups {
 		names = append(names, name)
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		g := &group{name: name}
-		for _, b := range cfg.Groups[name].Backends {
+		gc := cfg.Groups[name]
+		msg := gc.OfflineMessage
+		if msg == "" {
+			msg = h.OfflineMessage
+		}
+		quoted, _ := json.Marshal(msg) // a string always marshals
+		g := &group{
+			name:              name,
+			check:             CheckTCP,
+			offlineStatus:     quoted,
+			offlineDisconnect: mc.AppendLoginDisconnect(nil, append(append([]byte(`{"text":`), quoted...), '}')),
+		}
+		for _, b := range gc.Backends {
 			if b.Weight > 0 {
-				g.backends = append(g.backends, &backend{addr: b.Addr, weight: b.Weight})
+				g.backends = append(g.backends, &backend{addr: b.Addr, weight: b.Weight, group: g})
 			}
 		}
 		r.groups[name] = g
+		r.ordered = append(r.ordered, g)
 	}
 	for _, rt := range cfg.Routes {
 		for _, h := range rt.Hosts {
@@ -52,6 +93,32 @@ func newRouter(cfg *Config) *router {
 	}
 	if cfg.DefaultGroup != "" {
 		r.def = r.groups[cfg.DefaultGroup]
+	}
+	// Which groups carry traffic, and of which kind.
+	var minecraft, raw []*group
+	for _, l := range cfg.Listeners {
+		if l.Mode == ModeRaw {
+			raw = append(raw, r.groups[l.Group])
+			continue
+		}
+		if r.def != nil {
+			minecraft = append(minecraft, r.def)
+		}
+		for _, rt := range cfg.Routes {
+			minecraft = append(minecraft, r.groups[rt.Group])
+		}
+	}
+	for _, g := range raw {
+		g.routed = true
+	}
+	for _, g := range minecraft {
+		g.routed = true
+		g.check = CheckStatus
+	}
+	if h.Check != CheckAuto {
+		for _, g := range r.ordered {
+			g.check = h.Check
+		}
 	}
 	return r
 }
@@ -65,57 +132,36 @@ func (r *router) route(host []byte) *group {
 	return r.def
 }
 
-// pick chooses a backend by weight among those that are up; when all are
-// down it chooses among all of them, since refusing every player helps nobody.
-// rnd is the caller's (per-loop) random state.
-func (g *group) pick(rnd *uint64, now int64) *backend {
+// pick chooses a backend by weight among those that are up. A backend
+// whose cooldown has ended goes first, as a probe, to the one caller that
+// wins it (probe is then true). nil means no backend is up. rnd is the
+// caller's (per-loop) random state; now is the router's clock.
+func (g *group) pick(rnd *uint64, now, lease int64) (b *backend, probe bool) {
 	total := 0
 	for _, b := range g.backends {
-		if b.up(now) {
+		switch s := b.state.Load(); {
+		case s == stateUp:
 			total += b.weight
-		}
-	}
-	up := total > 0
-	if !up {
-		for _, b := range g.backends {
-			total += b.weight
+		case b.claimProbe(s, now, lease):
+			return b, true
 		}
 	}
 	if total == 0 {
-		return nil
+		return nil, false
 	}
 	n := int(xorshift(rnd) % uint64(total))
+	var last *backend
 	for _, b := range g.backends {
-		if up && !b.up(now) {
+		if b.state.Load() != stateUp {
 			continue
 		}
+		last = b
 		if n < b.weight {
-			return b
+			return b, false
 		}
 		n -= b.weight
 	}
-	return g.backends[len(g.backends)-1]
-}
-
-func (b *backend) up(now int64) bool {
-	d := b.downUntil.Load()
-	return d == 0 || now >= d
-}
-
-// connected records a successful connect.
-func (b *backend) connected() {
-	b.failures.Store(0)
-	b.downUntil.Store(0)
-}
-
-// failed records a connect failure and reports whether it marked the backend down.
-func (b *backend) failed(h HealthConfig) bool {
-	if int(b.failures.Add(1)) < h.Failures {
-		return false
-	}
-	b.failures.Store(0)
-	b.downUntil.Store(time.Now().Add(h.Cooldown).UnixNano())
-	return true
+	return last, false // one went down since the first pass
 }
 
 func xorshift(s *uint64) uint64 {

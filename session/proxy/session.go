@@ -15,7 +15,7 @@ type state uint8
 const (
 	stHandshake   state = iota // waiting for the handshake frame
 	stLoginStart               // waiting for Login Start (username)
-	stLocalStatus              // answering a status ping for an unknown host ourselves
+	stLocalStatus              // answering a status ping ourselves (unknown host, no backend up)
 	stConnecting               // backend dial in flight; client bytes wait unconsumed
 	stRelay                    // both connected: bytes flow both ways
 	stDone                     // closing
@@ -34,7 +34,9 @@ type session struct {
 
 	group     *group
 	target    *backend
-	hsLen     int // bytes of the handshake frame at the start of the client's input
+	probe     bool   // the connect to target is its health probe, not yet decided
+	localDesc []byte // JSON string: the description of a local status answer
+	hsLen     int    // bytes of the handshake frame at the start of the client's input
 	handshake mc.Handshake
 	host      string // normalized virtual host
 	username  string
@@ -108,6 +110,7 @@ func (h *clientHandler) OnClose(c *reactor.Conn, err error) {
 	if s.state == stRelay && s.target != nil {
 		s.target.active.Add(-1)
 	}
+	s.dropProbe()
 	s.state = stDone
 	if b := s.backend; b != nil {
 		if b.Opened() && !b.Closing() {
@@ -125,7 +128,10 @@ func (h *clientHandler) OnClose(c *reactor.Conn, err error) {
 func (h *backendHandler) OnOpen(bc *reactor.Conn) {
 	s := bc.Value.(*session)
 	p := s.p
-	s.target.connected()
+	s.probe = false
+	if s.target.markUp() {
+		p.log.Info().Str("group", s.group.name).Str("backend", s.target.addr).Msg("backend up: a session connected")
+	}
 	s.target.active.Add(1)
 	ls := p.loopOf(bc)
 	ls.counters.routed.Add(1)
@@ -179,10 +185,21 @@ func (h *backendHandler) OnClose(bc *reactor.Conn, err error) {
 	var de *reactor.DialError
 	if errors.As(err, &de) {
 		p.loopOf(bc).counters.connectFailed.Add(1)
-		down := s.target.failed(p.cfg.Health)
-		p.log.Warn().Str("backend", s.target.addr).Str("host", s.host).Str("user", s.username).Err(err).
-			Bool("marked_down", down).Msg("backend connect failed")
-		if !c.Closing() {
+		b, now := s.target, p.router.now()
+		b.connectFailures.Add(1)
+		b.setError(now, err)
+		down := b.markFailed(p.cfg.Health, now, s.probe)
+		p.log.Warn().Str("group", s.group.name).Str("backend", b.addr).Str("host", s.host).Str("user", s.username).Err(err).
+			Bool("probe", s.probe).Bool("marked_down", down).Int32("failures", b.failures.Load()).Msg("backend connect failed")
+		s.probe = false
+		switch {
+		case c.Closing():
+		case !s.raw && s.handshake.NextState == mc.NextStateStatus:
+			// The status ping is still unanswered in the client's input.
+			p.loopOf(c).counters.rejected[reasonBackendUnavailable].Add(1)
+			s.backend = nil
+			s.serveOfflineStatus()
+		default:
 			s.reject(reasonBackendUnavailable, nil)
 		}
 		return
@@ -255,6 +272,7 @@ func (s *session) readHandshake() {
 		if hs.NextState == mc.NextStateStatus {
 			c.Discard(n)
 			s.state = stLocalStatus
+			s.localDesc = unknownHostDesc
 			s.serveLocalStatus()
 			return
 		}
@@ -309,17 +327,55 @@ func (s *session) readLoginStart() {
 func (s *session) connect() {
 	c := s.client
 	l := c.Loop()
-	b := s.group.pick(&s.p.loopOf(c).rnd, nowUnix())
+	r := s.p.router
+	b, probe := s.group.pick(&s.p.loopOf(c).rnd, r.now(), r.lease)
 	if b == nil {
-		s.reject(reasonBackendUnavailable, nil)
+		s.noHealthyBackend()
 		return
 	}
-	s.target = b
+	s.target, s.probe = b, probe
 	s.state = stConnecting
 	s.backend = l.Dial(b.addr, s.p.cfg.Limits.ConnectTimeout, &s.p.backendSide, s)
 }
 
-// serveLocalStatus answers a status ping for a host that has no backend.
+// noHealthyBackend answers a session whose group has no backend up: a
+// status ping gets the proxy's own offline answer, a login the offline
+// disconnect message, a raw connection a close.
+func (s *session) noHealthyBackend() {
+	if s.raw || s.handshake.NextState != mc.NextStateStatus {
+		s.reject(reasonNoHealthyBackend, nil)
+		return
+	}
+	s.p.loopOf(s.client).counters.rejected[reasonNoHealthyBackend].Add(1)
+	s.p.log.Info().Str("remote", s.client.RemoteAddr().String()).Str("reason", reasonNoHealthyBackend.String()).
+		Str("host", s.host).Str("group", s.group.name).Msg("status answered locally: server offline")
+	s.serveOfflineStatus()
+}
+
+// serveOfflineStatus answers the status ping waiting in the client's input
+// with the group's offline message.
+func (s *session) serveOfflineStatus() {
+	s.client.Discard(s.hsLen)
+	s.state = stLocalStatus
+	s.localDesc = s.group.offlineStatus
+	s.serveLocalStatus()
+}
+
+// dropProbe gives back the session's health probe if its connect is
+// abandoned undecided.
+func (s *session) dropProbe() {
+	if s.probe {
+		s.probe = false
+		s.target.dropProbe(s.p.router.now())
+	}
+}
+
+// unknownHostDesc is the description of the local status answer for a host
+// without a route.
+var unknownHostDesc = []byte(`"Unknown host"`)
+
+// serveLocalStatus answers a status ping itself, with the description
+// localDesc: for a host that has no route, or a group with no backend up.
 func (s *session) serveLocalStatus() {
 	c := s.client
 	buf, _ := c.Peek(-1)
@@ -343,8 +399,10 @@ func (s *session) serveLocalStatus() {
 		consumed += n
 		switch id {
 		case mc.PacketStatusRequest:
-			out = mc.AppendStatusResponse(out, []byte(`{"version":{"name":"tidegate","protocol":`+
-				strconv.Itoa(int(s.protocol))+`},"players":{"max":0,"online":0},"description":{"text":"Unknown host"}}`))
+			js := strconv.AppendInt([]byte(`{"version":{"name":"tidegate","protocol":`), int64(s.protocol), 10)
+			js = append(js, `},"players":{"max":0,"online":0},"description":{"text":`...)
+			js = append(append(js, s.localDesc...), "}}"...)
+			out = mc.AppendStatusResponse(out, js)
 		case mc.PacketPing:
 			v, err := mc.ParsePing(body)
 			if err != nil {
@@ -402,6 +460,9 @@ func (s *session) reject(r reason, err error) {
 	c := s.client
 	s.p.loopOf(c).counters.rejected[r].Add(1)
 	ev := s.p.log.Warn().Str("remote", c.RemoteAddr().String()).Str("reason", r.String()).Str("host", s.host)
+	if s.group != nil {
+		ev = ev.Str("group", s.group.name)
+	}
 	if s.username != "" {
 		ev = ev.Str("user", s.username)
 	}
@@ -410,10 +471,14 @@ func (s *session) reject(r reason, err error) {
 	}
 	ev.Msg("session rejected")
 	if !s.raw && s.hsLen > 0 && s.handshake.NextState != mc.NextStateStatus {
-		if msg := disconnectText(r); msg != "" {
+		switch msg := disconnectText(r); {
+		case (r == reasonBackendUnavailable || r == reasonNoHealthyBackend) && s.group != nil:
+			_ = c.Write(s.group.offlineDisconnect)
+		case msg != "":
 			_ = c.Write(mc.AppendLoginDisconnect(nil, []byte(`{"text":"`+msg+`"}`)))
 		}
 	}
+	s.dropProbe()
 	s.state = stDone
 	c.Discard(-1)
 	c.Close()
@@ -422,13 +487,13 @@ func (s *session) reject(r reason, err error) {
 	}
 }
 
-// disconnectText is what a player reads for a refusal after the handshake.
+// disconnectText is what a player reads for a refusal after the handshake;
+// the group's offline message stands for backend_unavailable and
+// no_healthy_backend.
 func disconnectText(r reason) string {
 	switch r {
 	case reasonUnknownHost:
 		return "Unknown server address"
-	case reasonBackendUnavailable:
-		return "The server is not available right now, try again later"
 	case reasonHandshakeTimeout:
 		return "Timed out while logging in"
 	case reasonPrerouteCap, reasonBadFrame, reasonBadLoginStart:

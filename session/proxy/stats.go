@@ -22,6 +22,7 @@ const (
 	reasonUnknownHost
 	reasonBackendUnavailable
 	reasonIdleTimeout
+	reasonNoHealthyBackend
 	numReasons
 )
 
@@ -37,6 +38,7 @@ var reasonLabels = [numReasons]string{
 	reasonUnknownHost:        "unknown_host",
 	reasonBackendUnavailable: "backend_unavailable",
 	reasonIdleTimeout:        "idle_timeout",
+	reasonNoHealthyBackend:   "no_healthy_backend",
 }
 
 func (r reason) String() string { return reasonLabels[r] }
