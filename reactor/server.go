@@ -235,7 +235,7 @@ func (s *Server) Done() <-chan struct{} { return s.done }
 
 // Stats sums the counters of all loops.
 func (s *Server) Stats() Stats {
-	var st Stats
+	st := Stats{AcceptPauses: s.acceptPauses.Load(), AcceptErrors: s.acceptErrors.snapshot()}
 	for _, l := range *s.loops.Load() {
 		st.add(&l.stats)
 	}

@@ -12,6 +12,9 @@ type Stats struct {
 	PauseEvents   int64 // times a connection stopped being read
 	SpuriousWakes int64 // reads gnet made on a paused connection
 	LingerExpired int64 // closes that dropped output after the linger deadline
+
+	AcceptPauses int64            // times accepting paused at MaxConns or the descriptor budget
+	AcceptErrors map[string]int64 // accept errors by errno (EMFILE, ...)
 }
 
 func (s *Stats) add(l *LoopStats) {

@@ -1,0 +1,65 @@
+package reactor
+
+// Health is a snapshot of whether a server is serving, for liveness and
+// readiness endpoints. It is read from the server's real state: the event
+// loops and each listener's accept goroutine.
+type Health struct {
+	// Running is true while the event loops run and Stop has not been called.
+	Running bool `json:"running"`
+	// Err says why the event loops ended without Stop.
+	Err string `json:"error,omitempty"`
+	// Listeners are the server's listening sockets, in Config.Addrs order.
+	Listeners []ListenerHealth `json:"listeners"`
+}
+
+// ListenerHealth is the state of one listening socket.
+type ListenerHealth struct {
+	// Addr is the bound address.
+	Addr string `json:"addr"`
+	// Alive is true while its accept goroutine runs.
+	Alive bool `json:"alive"`
+	// State is accepting, paused_max_conns, paused_fd_budget, backoff or
+	// stopped. A paused listener is alive: connections wait in the backlog.
+	State string `json:"state"`
+	// Err says why it stopped accepting, when it failed.
+	Err string `json:"error,omitempty"`
+}
+
+// OK reports whether the loops run and every listener is alive.
+func (h Health) OK() bool {
+	if !h.Running {
+		return false
+	}
+	for _, l := range h.Listeners {
+		if !l.Alive {
+			return false
+		}
+	}
+	return true
+}
+
+// Health returns the server's health now.
+func (s *Server) Health() Health {
+	h := Health{Running: !s.stopping.Load(), Listeners: make([]ListenerHealth, len(s.listeners))}
+	select {
+	case <-s.done:
+		h.Running = false
+		if err := s.Err(); err != nil {
+			h.Err = err.Error()
+		}
+	default:
+	}
+	select {
+	case <-s.booted:
+	default:
+		h.Running = false // not started
+	}
+	for i, l := range s.listeners {
+		lh := ListenerHealth{Addr: l.ln.Addr().String(), Alive: l.alive.Load(), State: acceptState(l.state.Load()).String()}
+		if e := l.err.Load(); e != nil {
+			lh.Err = *e
+		}
+		h.Listeners[i] = lh
+	}
+	return h
+}

@@ -1,0 +1,72 @@
+package reactor
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Collector exports the accept path and liveness of one or more servers to
+// Prometheus, labelled by server name, and the process's descriptor budget.
+// A process registers one Collector for all its servers.
+type Collector struct {
+	names   []string
+	servers []*Server
+
+	engineUp, listenerUp, acceptPaused, acceptPauses *prometheus.Desc
+	acceptErrors, acceptedOpen, fdLimit, fdAccounted *prometheus.Desc
+}
+
+// NewCollector returns a collector for servers, keyed by the name each is
+// exported under (such as "proxy", "publish", "subscribe").
+func NewCollector(servers map[string]*Server) *Collector {
+	c := &Collector{
+		engineUp:     prometheus.NewDesc("tidegate_engine_up", "1 while the server's event loops run.", []string{"server"}, nil),
+		listenerUp:   prometheus.NewDesc("tidegate_listener_up", "1 while the listener's accept goroutine runs (paused counts as up).", []string{"server", "listen"}, nil),
+		acceptPaused: prometheus.NewDesc("tidegate_accept_paused", "1 while the listener leaves new connections in the backlog, by reason.", []string{"server", "listen", "reason"}, nil),
+		acceptPauses: prometheus.NewDesc("tidegate_accept_pauses_total", "Times accepting paused at a limit (max connections or descriptor budget).", []string{"server"}, nil),
+		acceptErrors: prometheus.NewDesc("tidegate_accept_errors_total", "Accept errors, by errno; accepting goes on after each.", []string{"server", "errno"}, nil),
+		acceptedOpen: prometheus.NewDesc("tidegate_accepted_connections", "Accepted connections open now.", []string{"server"}, nil),
+		fdLimit:      prometheus.NewDesc("tidegate_fd_limit", "The process's descriptor limit (soft RLIMIT_NOFILE).", nil, nil),
+		fdAccounted:  prometheus.NewDesc("tidegate_fd_accounted", "Descriptors the admission budget counts as used.", nil, nil),
+	}
+	for name, s := range servers {
+		c.names = append(c.names, name)
+		c.servers = append(c.servers, s)
+	}
+	return c
+}
+
+// Describe implements prometheus.Collector.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.engineUp, c.listenerUp, c.acceptPaused, c.acceptPauses,
+		c.acceptErrors, c.acceptedOpen, c.fdLimit, c.fdAccounted} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	b := func(v bool) float64 {
+		if v {
+			return 1
+		}
+		return 0
+	}
+	for i, s := range c.servers {
+		name := c.names[i]
+		h := s.Health()
+		ch <- prometheus.MustNewConstMetric(c.engineUp, prometheus.GaugeValue, b(h.Running), name)
+		for _, l := range h.Listeners {
+			ch <- prometheus.MustNewConstMetric(c.listenerUp, prometheus.GaugeValue, b(l.Alive), name, l.Addr)
+			for _, st := range []acceptState{acceptAtMaxConns, acceptAtFDBudget, acceptBackoff} {
+				ch <- prometheus.MustNewConstMetric(c.acceptPaused, prometheus.GaugeValue, b(l.State == st.String()), name, l.Addr, st.String())
+			}
+		}
+		ch <- prometheus.MustNewConstMetric(c.acceptPauses, prometheus.CounterValue, float64(s.acceptPauses.Load()), name)
+		for errno, n := range s.acceptErrors.snapshot() {
+			ch <- prometheus.MustNewConstMetric(c.acceptErrors, prometheus.CounterValue, float64(n), name, errno)
+		}
+		ch <- prometheus.MustNewConstMetric(c.acceptedOpen, prometheus.GaugeValue, float64(s.acceptedOpen.Load()), name)
+	}
+	ch <- prometheus.MustNewConstMetric(c.fdLimit, prometheus.GaugeValue, float64(fdAccount.limit.Load()))
+	ch <- prometheus.MustNewConstMetric(c.fdAccounted, prometheus.GaugeValue, float64(fdAccount.held.Load()+fdAccount.base.Load()))
+}
