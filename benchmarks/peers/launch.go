@@ -345,6 +345,10 @@ func (p *Process) PIDs() []int { return p.pids }
 // Dir returns the directory holding its configuration and log.
 func (p *Process) Dir() string { return p.dir }
 
+// LogPath returns the file that holds the process's output (in Dir, so
+// it is gone after Stop when Dir was temporary).
+func (p *Process) LogPath() string { return p.logPath }
+
 // LogTail returns the last lines of the process's output.
 func (p *Process) LogTail() string {
 	b, _ := os.ReadFile(p.logPath)

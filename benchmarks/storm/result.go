@@ -319,7 +319,7 @@ func WriteReport(dir, label string, r *Result) (string, error) {
 		if t.ProxyLog == "" {
 			continue
 		}
-		fmt.Fprintf(&logs, "\n%s, repeat %d:\n\n```\n%s\n```\n", t.Target, t.Repeat, logExcerpt(t.ProxyLog, 8))
+		fmt.Fprintf(&logs, "\n%s, repeat %d:\n\n```\n%s\n```\n", t.Target, t.Repeat, t.ProxyLog)
 	}
 	if logs.Len() > 0 {
 		b.WriteString("\n## Proxy output of the failed trials\n")
@@ -341,7 +341,7 @@ func WriteReport(dir, label string, r *Result) (string, error) {
 }
 
 // logExcerpt returns at most n lines of a proxy's output, each cut to 300
-// characters: the last of its error lines (tidegate ERR, HAProxy ALERT,
+// characters: the first of its error lines (tidegate ERR, HAProxy ALERT,
 // nginx alert/crit/emerg) where it has any, else its last lines.
 func logExcerpt(s string, n int) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
@@ -354,10 +354,12 @@ func logExcerpt(s string, n int) string {
 			}
 		}
 	}
-	if len(errs) > 0 {
+	switch {
+	case len(errs) > n:
+		lines = append(errs[:n-1:n-1], fmt.Sprintf("… %d more error lines", len(errs)-n+1))
+	case len(errs) > 0:
 		lines = errs
-	}
-	if len(lines) > n {
+	case len(lines) > n:
 		lines = lines[len(lines)-n:]
 	}
 	for i, l := range lines {

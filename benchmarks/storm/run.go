@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"regexp"
 	"strings"
 	"time"
@@ -141,7 +142,8 @@ type Trial struct {
 	NewSession         bool   `json:"new_session"`
 	NewSessionAttempts int    `json:"new_session_attempts"`
 	NewSessionError    string `json:"new_session_error,omitempty"`
-	// ProxyLog is the end of the proxy's output, kept for failed trials.
+	// ProxyLog is an excerpt of the proxy's output (error lines, else the
+	// last lines), kept for failed trials.
 	ProxyLog string `json:"proxy_log,omitempty"`
 	// StopNote is what stopping the proxy reported, if anything.
 	StopNote string `json:"stop_note,omitempty"`
@@ -228,7 +230,7 @@ func runTrial(ctx context.Context, cfg Config, k peers.Kind) (t Trial) {
 	}
 	defer func() {
 		if len(t.Failures()) > 0 {
-			t.ProxyLog = stripANSI(proxy.LogTail())
+			t.ProxyLog = proxyLog(proxy)
 		}
 		if err := proxy.Stop(); err != nil {
 			t.StopNote = err.Error()
@@ -296,6 +298,17 @@ func startProxy(cfg Config, k peers.Kind) (*peers.Process, error) {
 		lastErr = err
 	}
 	return nil, fmt.Errorf("starting %s: %w", k, lastErr)
+}
+
+// proxyLog returns an excerpt of the proxy's output: its error lines where
+// it has any (the first storm can bury them under thousands of warnings),
+// else its last lines.
+func proxyLog(p *peers.Process) string {
+	b, err := os.ReadFile(p.LogPath())
+	if err != nil {
+		return stripANSI(p.LogTail())
+	}
+	return logExcerpt(stripANSI(string(b)), 12)
 }
 
 // ansiEscape matches the terminal colour codes of a console log.

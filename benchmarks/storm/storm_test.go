@@ -273,8 +273,17 @@ func TestReportFiles(t *testing.T) {
 			t.Errorf("report lacks %q:\n%s", want, md)
 		}
 	}
-	if strings.Contains(string(md), "WRN after") {
-		t.Error("the log excerpt shows other lines although error lines exist")
+	if got := logExcerpt(bad.ProxyLog, 5); got != "12:00 ERR engine shutdown error: gnet" {
+		t.Errorf("log excerpt with an error line: %q", got)
+	}
+	if got := logExcerpt("a\nb\nc", 2); got != "b\nc" {
+		t.Errorf("log excerpt without error lines: %q", got)
+	}
+	if got := logExcerpt(strings.Repeat("x ERR y\n", 5), 3); got != "x ERR y\nx ERR y\n… 3 more error lines" {
+		t.Errorf("log excerpt of many error lines: %q", got)
+	}
+	if got := stripANSI("\x1b[90m07:25\x1b[0m \x1b[31mERR\x1b[0m x"); got != "07:25 ERR x" {
+		t.Errorf("stripANSI: %q", got)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "2026-12-01-storm-before.json")); err != nil {
 		t.Error(err)
