@@ -71,7 +71,32 @@ type RelayConfig struct {
 	Sessions int
 	// Dir holds the proxy's pid, log and temporary files (nginx).
 	Dir string
+	// MaxConns, when above 0, is the number of concurrent client sessions
+	// the proxy admits, exactly, meant to be reached: HAProxy maxconn
+	// (global and frontend), nginx limit_conn on one zone shared by its
+	// workers, tidegate limits.max_sessions. 0 sizes every proxy from
+	// Sessions with a margin, a limit no benchmark should reach.
+	MaxConns int
+	// NoFile, when above 0, is the proxy process's descriptor limit: Start
+	// runs it under prlimit --nofile=NoFile:NoFile, and HAProxy's ulimit-n
+	// and nginx's worker_rlimit_nofile say the same number (so neither
+	// tries to raise it). 0 leaves the limit this program has.
+	NoFile int
 }
+
+// sessionLimit is the concurrent-session limit written into a proxy's
+// configuration: MaxConns exactly, or Sessions with a margin.
+func (c RelayConfig) sessionLimit() int {
+	if c.MaxConns > 0 {
+		return c.MaxConns
+	}
+	return c.Sessions + fdMargin
+}
+
+// NginxLimitZone names the limit_conn zone of an nginx configuration with
+// MaxConns set; its key is $server_addr, the same for every connection to
+// the one listener, so it counts the listener's sessions across workers.
+const NginxLimitZone = "sessions"
 
 // fdMargin is the descriptors left over for listeners, logs, pipes and the like.
 const fdMargin = 256
@@ -80,13 +105,23 @@ const fdMargin = 256
 // in mode tcp with Cores threads. splice selects option splice-auto; without
 // it splicing is turned off globally (nosplice), as measured in REFERENCE.
 // maxconn counts client connections, and HAProxy sizes its descriptor limit
-// from it (two sockets per session).
+// from it (two sockets per session). At maxconn HAProxy stops polling the
+// listener: further clients wait in the kernel's backlog, they are not
+// refused. With NoFile set, ulimit-n says it and no strict-limits lets
+// HAProxy start although maxconn sessions would need more descriptors.
 func HAProxyConfig(c RelayConfig, splice bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# written by tidegate bench (benchmarks/peers): %s\n", map[bool]string{false: "haproxy", true: "haproxy-splice"}[splice])
 	b.WriteString("global\n")
 	fmt.Fprintf(&b, "    nbthread %d\n", c.Cores)
-	fmt.Fprintf(&b, "    maxconn %d\n", c.Sessions+fdMargin)
+	fmt.Fprintf(&b, "    maxconn %d\n", c.sessionLimit())
+	if c.NoFile > 0 {
+		// HAProxy 2.6 refuses to start when maxconn needs more descriptors
+		// than the limit (strict-limits is on by default); the other
+		// proxies start and meet the limit at run time, and so does it here.
+		fmt.Fprintf(&b, "    ulimit-n %d\n", c.NoFile)
+		b.WriteString("    no strict-limits\n")
+	}
 	fmt.Fprintf(&b, "    pidfile %s/haproxy.pid\n", c.Dir)
 	if !splice {
 		b.WriteString("    nosplice\n")
@@ -101,7 +136,7 @@ func HAProxyConfig(c RelayConfig, splice bool) string {
 	}
 	b.WriteString("frontend bench\n")
 	fmt.Fprintf(&b, "    bind %s\n", c.Listen)
-	fmt.Fprintf(&b, "    maxconn %d\n", c.Sessions+fdMargin)
+	fmt.Fprintf(&b, "    maxconn %d\n", c.sessionLimit())
 	b.WriteString("    default_backend echo\n")
 	b.WriteString("backend echo\n")
 	fmt.Fprintf(&b, "    server b1 %s\n", c.Backend)
@@ -115,25 +150,47 @@ const NginxStreamModule = "/usr/lib/nginx/modules/ngx_stream_module.so"
 // NginxConfig returns an nginx configuration with a stream {} server
 // relaying Listen to Backend with Cores worker processes, running in the
 // foreground. worker_connections counts both sockets of a session.
+//
+// With MaxConns set, worker_connections is sized for MaxConns sessions in
+// each worker and limit_conn admits MaxConns sessions in all: the sessions
+// past it are accepted and closed at once (nginx's stream limit_conn
+// module), which is the closest to tidegate's max_sessions. upstream
+// max_conns is not used: without a shared zone it counts per worker, and
+// it refuses only after the client's connection was set up. With NoFile
+// set, worker_rlimit_nofile says it.
 func NginxConfig(c RelayConfig) string {
-	conns := 2*c.Sessions + fdMargin
+	sessions := c.Sessions
+	if c.MaxConns > 0 {
+		sessions = c.MaxConns
+	}
+	conns := 2*sessions + fdMargin
+	rlimit := conns + fdMargin
+	if c.NoFile > 0 {
+		rlimit = c.NoFile
+	}
 	var b strings.Builder
 	b.WriteString("# written by tidegate bench (benchmarks/peers): nginx\n")
 	fmt.Fprintf(&b, "load_module %s;\n", NginxStreamModule)
 	b.WriteString("daemon off;\n")
 	fmt.Fprintf(&b, "worker_processes %d;\n", c.Cores)
-	fmt.Fprintf(&b, "worker_rlimit_nofile %d;\n", conns+fdMargin)
+	fmt.Fprintf(&b, "worker_rlimit_nofile %d;\n", rlimit)
 	fmt.Fprintf(&b, "pid %s/nginx.pid;\n", c.Dir)
 	fmt.Fprintf(&b, "error_log %s/error.log warn;\n", c.Dir)
 	b.WriteString("events {\n")
 	fmt.Fprintf(&b, "    worker_connections %d;\n", conns)
 	b.WriteString("}\n")
 	b.WriteString("stream {\n")
+	if c.MaxConns > 0 {
+		fmt.Fprintf(&b, "    limit_conn_zone $server_addr zone=%s:1m;\n", NginxLimitZone)
+	}
 	b.WriteString("    upstream echo {\n")
 	fmt.Fprintf(&b, "        server %s;\n", c.Backend)
 	b.WriteString("    }\n")
 	b.WriteString("    server {\n")
 	fmt.Fprintf(&b, "        listen %s;\n", c.Listen)
+	if c.MaxConns > 0 {
+		fmt.Fprintf(&b, "        limit_conn %s %d;\n", NginxLimitZone, c.MaxConns)
+	}
 	b.WriteString("        proxy_pass echo;\n")
 	b.WriteString("        proxy_connect_timeout 5s;\n")
 	b.WriteString("        proxy_timeout 1h;\n")
@@ -144,7 +201,8 @@ func NginxConfig(c RelayConfig) string {
 
 // TidegateConfig returns a tidegate proxy YAML configuration with one
 // listener, Minecraft (raw false) or raw, relaying to Backend on Cores
-// loops, with room for Sessions sessions and no idle timeout.
+// loops, with room for Sessions sessions (exactly MaxConns when set) and no
+// idle timeout.
 func TidegateConfig(c RelayConfig, raw bool) string {
 	var b strings.Builder
 	b.WriteString("# written by tidegate bench (benchmarks/peers)\n")
@@ -164,6 +222,6 @@ func TidegateConfig(c RelayConfig, raw bool) string {
 	fmt.Fprintf(&b, "loops: %d\n", c.Cores)
 	b.WriteString("limits:\n")
 	b.WriteString("  idle_timeout: 0s\n")
-	fmt.Fprintf(&b, "  max_sessions: %d\n", c.Sessions+fdMargin)
+	fmt.Fprintf(&b, "  max_sessions: %d\n", c.sessionLimit())
 	return b.String()
 }

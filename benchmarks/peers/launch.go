@@ -35,6 +35,9 @@ type Spec struct {
 	Syscalls *SyscallCounter
 	// ReadyTimeout bounds the wait for the listener; 0 means 10 seconds.
 	ReadyTimeout time.Duration
+	// Prlimit is the prlimit program that applies Relay.NoFile; empty means
+	// "prlimit" from PATH (util-linux).
+	Prlimit string
 }
 
 // BackendSpec says how to start the fake Minecraft backend (tidegate backend).
@@ -159,10 +162,23 @@ func Start(s Spec) (*Process, error) {
 	if s.Kind == KindNginx {
 		want = 1 + r.Cores // master and workers
 	}
-	if err := p.start(s.Wrap, argv, env, s.ReadyTimeout, want); err != nil {
+	wrap := s.Wrap
+	if r.NoFile > 0 {
+		// prlimit sets both limits and execs the rest: the proxy keeps its
+		// pid, and as the hard limit is lowered it cannot raise it again.
+		wrap = append(NoFileWrap(s.Prlimit, r.NoFile), wrap...)
+	}
+	if err := p.start(wrap, argv, env, s.ReadyTimeout, want); err != nil {
 		return nil, err
 	}
 	return p, nil
+}
+
+// NoFileWrap returns the command prefix that runs a program with n as both
+// its soft and hard descriptor limit: prlimit (empty means "prlimit" from
+// PATH) --nofile=n:n --.
+func NoFileWrap(prlimit string, n int) []string {
+	return []string{orDefault(prlimit, "prlimit"), fmt.Sprintf("--nofile=%d:%d", n, n), "--"}
 }
 
 // StartBackend starts `tidegate backend` and waits until it accepts connections.
@@ -171,16 +187,40 @@ func StartBackend(s BackendSpec) (*Process, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Process{Name: "backend", Addr: s.Listen, dir: s.Dir}
+	loops := max(s.Loops, 1)
+	argv := []string{exe, "backend", "--listen", s.Listen, "--loops", strconv.Itoa(loops), "--log-level", "warn"}
+	return StartProgram(ProgramSpec{Name: "backend", Listen: s.Listen, Argv: argv, Wrap: s.Wrap, Dir: s.Dir})
+}
+
+// ProgramSpec says how to start any server program the way proxies and the
+// backend are started.
+type ProgramSpec struct {
+	// Name labels the process, its log file and its errors.
+	Name string
+	// Listen is the address it accepts connections on once ready.
+	Listen string
+	// Argv is the command line; Wrap prefixes it.
+	Argv, Wrap []string
+	// Dir receives its log; empty means a new temporary directory, removed
+	// by Stop.
+	Dir string
+}
+
+// StartProgram starts s.Argv and waits until it accepts connections on
+// s.Listen (at most 10 seconds).
+func StartProgram(s ProgramSpec) (*Process, error) {
+	if len(s.Argv) == 0 {
+		return nil, fmt.Errorf("%s: empty command line", s.Name)
+	}
+	p := &Process{Name: s.Name, Addr: s.Listen, dir: s.Dir}
 	if p.dir == "" {
-		if p.dir, err = os.MkdirTemp("", "tidegate-backend-"); err != nil {
-			return nil, fmt.Errorf("backend: work directory: %w", err)
+		var err error
+		if p.dir, err = os.MkdirTemp("", "tidegate-"+s.Name+"-"); err != nil {
+			return nil, fmt.Errorf("%s: work directory: %w", s.Name, err)
 		}
 		p.ownDir = true
 	}
-	loops := max(s.Loops, 1)
-	argv := []string{exe, "backend", "--listen", s.Listen, "--loops", strconv.Itoa(loops), "--log-level", "warn"}
-	if err := p.start(s.Wrap, argv, nil, 0, 1); err != nil {
+	if err := p.start(s.Wrap, s.Argv, nil, 0, 1); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -270,12 +310,44 @@ func (p *Process) start(wrap, argv, env []string, timeout time.Duration, want in
 	}
 }
 
+// Running reports whether the program is still running: false once it has
+// exited (or was never started or was stopped).
+func (p *Process) Running() bool {
+	if p.cmd == nil || p.done == nil {
+		return false
+	}
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// ExitError returns how the program ended, once Running is false: nil for
+// a clean exit or before it ended.
+func (p *Process) ExitError() error {
+	if p.done == nil {
+		return nil
+	}
+	select {
+	case <-p.done:
+		return p.waitErr
+	default:
+		return nil
+	}
+}
+
 // PIDs returns the processes to measure: the program and its children
 // (nginx's workers), without perf.
 func (p *Process) PIDs() []int { return p.pids }
 
 // Dir returns the directory holding its configuration and log.
 func (p *Process) Dir() string { return p.dir }
+
+// LogPath returns the file that holds the process's output (in Dir, so
+// it is gone after Stop when Dir was temporary).
+func (p *Process) LogPath() string { return p.logPath }
 
 // LogTail returns the last lines of the process's output.
 func (p *Process) LogTail() string {
@@ -287,8 +359,8 @@ func (p *Process) LogTail() string {
 }
 
 // Stop sends SIGTERM to the program (not to perf, which then exits with
-// it), waits up to 5 seconds, then kills it. It removes a temporary work
-// directory.
+// it), unless it has exited already, waits up to 5 seconds, then kills it.
+// It removes a temporary work directory.
 func (p *Process) Stop() error {
 	if p.cmd == nil {
 		return nil
@@ -297,7 +369,11 @@ func (p *Process) Stop() error {
 	if len(p.pids) > 0 {
 		target = p.pids[0]
 	}
-	syscall.Kill(target, syscall.SIGTERM)
+	select {
+	case <-p.done: // it has exited and was reaped: its pid is no longer its own
+	default:
+		syscall.Kill(target, syscall.SIGTERM)
+	}
 	var err error
 	select {
 	case <-p.done:

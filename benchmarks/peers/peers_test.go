@@ -2,15 +2,50 @@ package peers
 
 import (
 	"bytes"
+	"flag"
+	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
+
+// TestMain lets the test binary stand in for `tidegate peer goproxy` when a
+// test starts it as a proxy process.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 2 && os.Args[1] == "peer" && os.Args[2] == "goproxy" {
+		os.Exit(runGoproxyChild(os.Args[3:]))
+	}
+	os.Exit(m.Run())
+}
+
+func runGoproxyChild(args []string) int {
+	fs := flag.NewFlagSet("goproxy", flag.ContinueOnError)
+	listen, backend := fs.String("listen", "", ""), fs.String("backend", "", "")
+	fs.String("log-level", "", "")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
+	r := &GoRelay{Backend: *backend}
+	if err := r.Listen(*listen); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	go r.Serve()
+	<-sig
+	r.Close()
+	return 0
+}
 
 // echoServer accepts connections and echoes them; each connection's end is
 // reported on closed.
@@ -271,5 +306,85 @@ func TestParsePerfCount(t *testing.T) {
 	}
 	if _, err := parsePerfCount([]byte("<not counted>,,raw_syscalls:sys_enter,0,100.00,,\n")); err == nil {
 		t.Fatal("a count perf did not make was accepted")
+	}
+}
+
+func TestConfigWritersWithLimits(t *testing.T) {
+	c := relayCfg
+	c.MaxConns, c.NoFile = 1000, 1500
+	hap := HAProxyConfig(c, false)
+	for _, want := range []string{
+		"global\n    nbthread 1\n    maxconn 1000\n    ulimit-n 1500\n    no strict-limits\n",
+		"frontend bench\n    bind 127.0.0.1:26000\n    maxconn 1000\n",
+	} {
+		if !strings.Contains(hap, want) {
+			t.Errorf("haproxy config lacks %q:\n%s", want, hap)
+		}
+	}
+	ngx := NginxConfig(c)
+	for _, want := range []string{
+		"worker_rlimit_nofile 1500;\n",
+		"    worker_connections 2256;\n", // two sockets per session, for the limit
+		"stream {\n    limit_conn_zone $server_addr zone=sessions:1m;\n",
+		"        listen 127.0.0.1:26000;\n        limit_conn sessions 1000;\n",
+	} {
+		if !strings.Contains(ngx, want) {
+			t.Errorf("nginx config lacks %q:\n%s", want, ngx)
+		}
+	}
+	tg := TidegateConfig(c, true)
+	if !strings.Contains(tg, "  max_sessions: 1000\n") || !strings.Contains(tg, "    mode: raw\n") {
+		t.Errorf("tidegate config:\n%s", tg)
+	}
+	if strings.Contains(TidegateConfig(relayCfg, true), "max_sessions: 1000\n") {
+		t.Error("without MaxConns the tidegate limit is not sized from Sessions")
+	}
+	// Without the limits, nothing of them is written.
+	for name, text := range map[string]string{"haproxy": HAProxyConfig(relayCfg, false), "nginx": NginxConfig(relayCfg)} {
+		for _, word := range []string{"ulimit-n", "strict-limits", "limit_conn"} {
+			if strings.Contains(text, word) {
+				t.Errorf("%s config without limits has %s", name, word)
+			}
+		}
+	}
+	if got := strings.Join(NoFileWrap("", 200), " "); got != "prlimit --nofile=200:200 --" {
+		t.Errorf("NoFileWrap: %q", got)
+	}
+}
+
+func TestStartProgramUnderNoFileAndRunning(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("prlimit and /proc are Linux's")
+	}
+	prlimit, err := exec.LookPath("prlimit")
+	if err != nil {
+		t.Skip("no prlimit:", err)
+	}
+	backend, _ := echoServer(t)
+	listen, err := FreeAddr("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The test binary stands in for a proxy: TestMain runs it as goproxy.
+	p, err := Start(Spec{Kind: KindGoproxy, Executable: os.Args[0], Prlimit: prlimit,
+		Relay: RelayConfig{Listen: listen, Backend: backend, Cores: 1, NoFile: 300}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Running() {
+		t.Fatal("Running is false for a started proxy")
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", p.PIDs()[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`Max open files\s+300\s+300\s`).Match(b) {
+		t.Errorf("limits of the proxy:\n%s", b)
+	}
+	if err := p.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if p.Running() {
+		t.Fatal("Running is true after Stop")
 	}
 }
