@@ -7,6 +7,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
@@ -16,7 +17,11 @@ import (
 type DialError struct {
 	Addr    string
 	Timeout bool
-	Err     error
+	// Local is true when the failure is this process's, not the peer's: no
+	// descriptor or memory left, the dial queue full, the server stopping.
+	// Such a failure says nothing about the peer's health.
+	Local bool
+	Err   error
 }
 
 // Error implements the error interface.
@@ -47,7 +52,7 @@ func (l *Loop) Dial(addr string, timeout time.Duration, h Handler, value any) *C
 	l.Schedule(&c.dialTimer, timeout)
 	if !l.srv.dialer.submit(dialJob{l: l, c: c, addr: addr, timeout: timeout}) {
 		// Not from here: the caller is still setting up around the Conn.
-		_ = l.Execute(func() { l.dialFailed(c, &DialError{Addr: addr, Err: errDialQueueFull}) })
+		_ = l.Execute(func() { l.dialFailed(c, &DialError{Addr: addr, Local: true, Err: errDialQueueFull}) })
 	}
 	return c
 }
@@ -70,18 +75,19 @@ type dialJob struct {
 }
 
 // dialPool runs connects on at most maxDialWorkers goroutines, started on
-// demand; a worker exits after dialWorkerIdle without work, or at stop.
+// demand; a worker exits after idleAfter without work, or at stop.
 type dialPool struct {
-	jobs     chan dialJob
-	stop     chan struct{}
-	stopOnce sync.Once
-	workers  atomic.Int32 // running
-	idle     atomic.Int32 // running and waiting for a job
-	wg       sync.WaitGroup
+	jobs      chan dialJob
+	stop      chan struct{}
+	stopOnce  sync.Once
+	workers   atomic.Int32 // running
+	idle      atomic.Int32 // running and waiting for a job
+	wg        sync.WaitGroup
+	idleAfter time.Duration
 }
 
 func newDialPool() *dialPool {
-	return &dialPool{jobs: make(chan dialJob, dialQueueLength), stop: make(chan struct{})}
+	return &dialPool{jobs: make(chan dialJob, dialQueueLength), stop: make(chan struct{}), idleAfter: dialWorkerIdle}
 }
 
 // submit queues j and makes sure a worker will take it; false when the queue is full.
@@ -91,15 +97,22 @@ func (p *dialPool) submit(j dialJob) bool {
 	default:
 		return false
 	}
+	p.ensureWorker()
+	return true
+}
+
+// ensureWorker starts a worker unless one is waiting for a job or the pool
+// is at its bound.
+func (p *dialPool) ensureWorker() {
 	for {
 		n := p.workers.Load()
 		if n >= maxDialWorkers || p.idle.Load() > 0 {
-			return true // a waiting worker takes it, or the pool is at its bound
+			return // a waiting worker takes it, or the pool is at its bound
 		}
 		if p.workers.CompareAndSwap(n, n+1) {
 			p.wg.Add(1)
 			go p.work()
-			return true
+			return
 		}
 	}
 }
@@ -107,7 +120,7 @@ func (p *dialPool) submit(j dialJob) bool {
 func (p *dialPool) work() {
 	defer p.wg.Done()
 	defer p.workers.Add(-1)
-	idle := time.NewTimer(dialWorkerIdle)
+	idle := time.NewTimer(p.idleAfter)
 	defer idle.Stop()
 	for {
 		p.idle.Add(1)
@@ -115,14 +128,32 @@ func (p *dialPool) work() {
 		case j := <-p.jobs:
 			p.idle.Add(-1)
 			j.run(p.stop)
-			idle.Reset(dialWorkerIdle)
+			idle.Reset(p.idleAfter)
 		case <-idle.C:
-			p.idle.Add(-1)
+			if j, ok := p.retire(); ok {
+				j.run(p.stop)
+				idle.Reset(p.idleAfter)
+				continue
+			}
 			return
 		case <-p.stop:
 			p.idle.Add(-1)
 			return
 		}
+	}
+}
+
+// retire stops counting an idle worker whose idle time ran out. A job
+// submitted while the worker still counted as idle started no other worker,
+// so the worker takes it (ok) instead of leaving it to wait for the next
+// submit, or for its connect timeout.
+func (p *dialPool) retire() (j dialJob, ok bool) {
+	p.idle.Add(-1)
+	select {
+	case j = <-p.jobs:
+		return j, true
+	default:
+		return dialJob{}, false
 	}
 }
 
@@ -150,22 +181,36 @@ func (j dialJob) run(stop <-chan struct{}) {
 	d := net.Dialer{Timeout: j.timeout}
 	nc, err := d.Dial("tcp", addr)
 	if err != nil {
-		_ = l.Execute(func() { l.dialFailed(c, &DialError{Addr: addr, Err: err}) })
+		_ = l.Execute(func() { l.dialFailed(c, &DialError{Addr: addr, Local: isLocalDialError(err), Err: err}) })
 		return
 	}
 	res, err := l.el.Enroll(gnet.NewContext(context.Background(), c), nc)
 	if err != nil {
 		_ = nc.Close()
-		_ = l.Execute(func() { l.dialFailed(c, &DialError{Addr: addr, Err: err}) })
+		_ = l.Execute(func() { l.dialFailed(c, &DialError{Addr: addr, Local: true, Err: err}) })
 		return
 	}
 	select {
 	case r := <-res:
 		if r.Err != nil {
-			_ = l.Execute(func() { l.dialFailed(c, &DialError{Addr: addr, Err: r.Err}) })
+			_ = l.Execute(func() { l.dialFailed(c, &DialError{Addr: addr, Local: true, Err: r.Err}) })
 		}
 	case <-stop:
 	}
+}
+
+// isLocalDialError reports whether a connect failed for want of this
+// process's resources rather than because of the peer.
+func isLocalDialError(err error) bool {
+	var errno syscall.Errno
+	if !errors.As(err, &errno) {
+		return false
+	}
+	switch errno {
+	case syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM, syscall.EADDRNOTAVAIL:
+		return true
+	}
+	return false
 }
 
 // dialFailed runs on the loop when a dial times out or fails. A dial that

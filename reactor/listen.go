@@ -23,7 +23,7 @@ import (
 type listener struct {
 	srv   *Server
 	index int
-	addr  string // as configured, without the scheme
+	addr  string // the bound address, for logs
 	ln    net.Listener
 
 	wake  chan struct{} // a connection closed or an enroll finished: check the limits again
@@ -75,7 +75,7 @@ func (s *Server) openListeners() error {
 			s.closeListeners()
 			return fmt.Errorf("reactor: listen on %s: %w", a, err)
 		}
-		s.listeners = append(s.listeners, &listener{srv: s, index: i, addr: addr, ln: ln, wake: make(chan struct{}, 1)})
+		s.listeners = append(s.listeners, &listener{srv: s, index: i, addr: ln.Addr().String(), ln: ln, wake: make(chan struct{}, 1)})
 	}
 	return nil
 }

@@ -259,14 +259,16 @@ const Definitions = `- **held lost**: held sessions (opened and checked before t
 `
 
 // Limits explains how each proxy is given the limits, for the results file.
-const Limits = `- **session limit** (--limit): tidegate ` + "`limits.max_sessions`" + ` (accepts, then aborts the
-  connection: RST); HAProxy ` + "`maxconn`" + ` in global and frontend (stops polling the listener:
+const Limits = `- **session limit** (--limit): tidegate ` + "`limits.max_sessions`" + ` (stops accepting at the
+  limit: clients wait in the kernel's backlog; it refuses to start when the limit cannot fit in the
+  descriptor limit, two per session plus a reserve of 128); HAProxy ` + "`maxconn`" + ` in global and frontend (stops polling the listener:
   clients wait in the kernel's backlog); nginx ` + "`limit_conn`" + ` on a zone keyed by ` + "`$server_addr`" + `
   (accepts, then closes; shared by the workers), with worker_connections sized for the limit.
 - **descriptor limit** (--nofile): every proxy runs under ` + "`prlimit --nofile=N:N`" + ` (soft and hard, so
   it cannot raise it), and HAProxy's ` + "`ulimit-n`" + ` and nginx's ` + "`worker_rlimit_nofile`" + ` say N. A
-  proxied session holds two descriptors, so with limit 1000 and nofile 1500 the descriptors run out
-  near 740 sessions, before the session limit: the storm goes past both.
+  proxied session holds two descriptors, so with limit 600 and nofile 1500 the sessions allowed fit
+  in the descriptors, and the storm (held + storm connections, two descriptors each) goes far past
+  both.
 `
 
 // WriteReport writes the results file into dir, named DATE-storm.md or

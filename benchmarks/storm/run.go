@@ -64,7 +64,7 @@ type Config struct {
 const (
 	DefaultHeld          = 500
 	DefaultStorm         = 3000
-	DefaultLimit         = 1000
+	DefaultLimit         = 600
 	DefaultNoFile        = 1500
 	DefaultRepeats       = 3
 	DefaultStormTimeout  = 5 * time.Second

@@ -523,7 +523,7 @@ func TestRunMeasuresEveryTarget(t *testing.T) {
 	noLeaks(t)
 	be := startEcho(t)
 	res, err := Run(context.Background(), Config{
-		Targets: targets, Repeats: 1, Held: 20, Storm: 200, Limit: 50, NoFile: 200, ProxyCores: 1,
+		Targets: targets, Repeats: 1, Held: 20, Storm: 200, Limit: 50, NoFile: 400, ProxyCores: 1,
 		Backend: be.Addr().String(), StormTimeout: time.Second, HeldInterval: 20 * time.Millisecond,
 		EchoTimeout: 2 * time.Second, AfterTimeout: time.Second, Executable: os.Args[0], Prlimit: prlimit,
 		Sources: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv4(127, 0, 0, 2)},

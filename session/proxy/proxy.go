@@ -8,9 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strconv"
 	"sync"
-	"sync/atomic"
 
 	"github.com/tidegate/tidegate/reactor"
 
@@ -23,12 +21,10 @@ type Proxy struct {
 	log    zerolog.Logger
 	rs     *reactor.Server
 	router *router
-	ports  map[int]*ListenerConfig // listener by port, for connections accepted on several listeners
 	raw    map[*ListenerConfig]*group
 
 	loops []loopState // indexed by reactor.Loop.Index
 
-	sessions atomic.Int64 // admitted sessions, for max_sessions
 	ipMu     sync.Mutex
 	perIP    map[string]int
 
@@ -51,7 +47,6 @@ func New(cfg *Config, log zerolog.Logger) (*Proxy, error) {
 		cfg:    cfg,
 		log:    log,
 		router: newRouter(cfg),
-		ports:  map[int]*ListenerConfig{},
 		raw:    map[*ListenerConfig]*group{},
 		perIP:  map[string]int{},
 	}
@@ -60,9 +55,6 @@ func New(cfg *Config, log zerolog.Logger) (*Proxy, error) {
 	for i := range cfg.Listeners {
 		l := &cfg.Listeners[i]
 		addrs[i] = "tcp://" + l.Listen
-		_, port, _ := net.SplitHostPort(l.Listen)
-		n, _ := strconv.Atoi(port)
-		p.ports[n] = l
 		if l.Mode == ModeRaw {
 			p.raw[l] = p.router.groups[l.Group]
 		}
@@ -73,7 +65,12 @@ func New(cfg *Config, log zerolog.Logger) (*Proxy, error) {
 		ReusePort:     cfg.ReusePort,
 		HighWatermark: cfg.Limits.HighWatermark,
 		LowWatermark:  cfg.Limits.LowWatermark,
-		Logger:        log,
+		// max_sessions is enforced where connections are accepted: at the
+		// limit the proxy stops accepting and new players wait in the
+		// kernel's backlog, rather than being accepted and refused.
+		MaxConns:   cfg.Limits.MaxSessions,
+		FDsPerConn: 2, // the client and its backend
+		Logger:     log,
 	}, (*clientHandler)(p))
 	if err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
@@ -134,13 +131,8 @@ func (p *Proxy) loopOf(c *reactor.Conn) *loopState {
 
 // listenerOf returns the listener that accepted c.
 func (p *Proxy) listenerOf(c *reactor.Conn) *ListenerConfig {
-	if len(p.cfg.Listeners) == 1 {
-		return &p.cfg.Listeners[0]
-	}
-	if a, ok := c.LocalAddr().(*net.TCPAddr); ok {
-		if l := p.ports[a.Port]; l != nil {
-			return l
-		}
+	if i := c.Listener(); i >= 0 && i < len(p.cfg.Listeners) {
+		return &p.cfg.Listeners[i]
 	}
 	return &p.cfg.Listeners[0]
 }
@@ -148,16 +140,11 @@ func (p *Proxy) listenerOf(c *reactor.Conn) *ListenerConfig {
 // admit applies the session limits; it returns the reason for a refusal.
 func (p *Proxy) admit(ip string) (reason, bool) {
 	lim := p.cfg.Limits
-	if n := p.sessions.Add(1); lim.MaxSessions > 0 && n > int64(lim.MaxSessions) {
-		p.sessions.Add(-1)
-		return reasonMaxSessions, false
-	}
 	if lim.MaxSessionsPerIP > 0 {
 		p.ipMu.Lock()
 		n := p.perIP[ip]
 		if n >= lim.MaxSessionsPerIP {
 			p.ipMu.Unlock()
-			p.sessions.Add(-1)
 			return reasonMaxSessionsPerIP, false
 		}
 		p.perIP[ip] = n + 1
@@ -167,7 +154,6 @@ func (p *Proxy) admit(ip string) (reason, bool) {
 }
 
 func (p *Proxy) release(ip string) {
-	p.sessions.Add(-1)
 	if p.cfg.Limits.MaxSessionsPerIP > 0 {
 		p.ipMu.Lock()
 		if n := p.perIP[ip] - 1; n > 0 {

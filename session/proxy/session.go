@@ -188,9 +188,16 @@ func (h *backendHandler) OnClose(bc *reactor.Conn, err error) {
 		b, now := s.target, p.router.now()
 		b.connectFailures.Add(1)
 		b.setError(now, err)
-		down := b.markFailed(p.cfg.Health, now, s.probe)
+		down := false
+		if de.Local {
+			// This process ran short (descriptors, the dial queue): that says
+			// nothing about the backend, so it is not held against it.
+			s.dropProbe()
+		} else {
+			down = b.markFailed(p.cfg.Health, now, s.probe)
+		}
 		p.log.Warn().Str("group", s.group.name).Str("backend", b.addr).Str("host", s.host).Str("user", s.username).Err(err).
-			Bool("probe", s.probe).Bool("marked_down", down).Int32("failures", b.failures.Load()).Msg("backend connect failed")
+			Bool("local", de.Local).Bool("probe", s.probe).Bool("marked_down", down).Int32("failures", b.failures.Load()).Msg("backend connect failed")
 		s.probe = false
 		switch {
 		case c.Closing():

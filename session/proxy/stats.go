@@ -11,8 +11,7 @@ type reason uint8
 
 // Reasons, counted per loop and logged with the label of reasonLabels.
 const (
-	reasonMaxSessions reason = iota
-	reasonMaxSessionsPerIP
+	reasonMaxSessionsPerIP reason = iota
 	reasonHandshakeTimeout
 	reasonLegacyPing
 	reasonBadFrame
@@ -27,7 +26,6 @@ const (
 )
 
 var reasonLabels = [numReasons]string{
-	reasonMaxSessions:        "max_sessions",
 	reasonMaxSessionsPerIP:   "max_sessions_per_ip",
 	reasonHandshakeTimeout:   "handshake_timeout",
 	reasonLegacyPing:         "legacy_ping",
