@@ -25,8 +25,8 @@ type Proxy struct {
 
 	loops []loopState // indexed by reactor.Loop.Index
 
-	ipMu     sync.Mutex
-	perIP    map[string]int
+	ipMu  sync.Mutex
+	perIP map[string]int
 
 	backendSide backendHandler
 	checks      *healthChecks // active health checks, when health.interval is set
