@@ -16,4 +16,30 @@
 //   - Drain is detected by polling the connections that wait for it: on their
 //     own callbacks and from the server's ticker every DrainPoll while any
 //     connection waits.
+//
+// # Accepting
+//
+// gnet v2.9.7 ends its whole engine on any accept error but EAGAIN, EINTR,
+// ECONNRESET and ECONNABORTED: one EMFILE closes every connection. Its main
+// reactor also accepts until EAGAIN before any OnOpen runs, so a storm can
+// use up the descriptors before a refusal frees one. So the Server owns its
+// listening sockets (Go's net.Listen, which sets SO_REUSEADDR; SO_REUSEPORT
+// only on request) and gnet gets a placeholder Unix socket in a private
+// directory that is removed once the engine has booted, so nothing can reach
+// gnet's accept path.
+//
+// One accept goroutine per listener (not per connection) admits connections
+// while the server is under MaxConns and the process-wide descriptor budget
+// (the soft RLIMIT_NOFILE, raised to the hard limit at start, less the
+// descriptors open at start, less FDsPerConn for every accepted connection,
+// less FDReserve). At a limit it stops calling accept, so new connections
+// wait in the kernel's backlog as with HAProxy's maxconn, and it resumes when
+// a connection closes. An accept error is counted by errno, logged at most
+// once a second, and followed by a backoff (5 ms doubling to 1 s, or until a
+// connection closes); it never stops the listener unless the socket itself is
+// broken (EBADF, EINVAL, ENOTSOCK). Accepted connections are handed to the
+// least loaded loop with gnet's Engine.Register, which duplicates the
+// descriptor, registers the duplicate on that loop and closes the original.
+// What that costs per accepted connection against gnet's own accept path is
+// measured in benchmarks/results/2026-12-01-accept-cost.md.
 package reactor

@@ -1,0 +1,104 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/tidegate/tidegate/session/mcbackend"
+)
+
+// TestRestartBindsSameAddressWithinASecond stops a proxy holding logged-in
+// sessions (it closes them, so their ports sit in TIME-WAIT on its side) and
+// starts a new one on the same address: it must bind at once.
+func TestRestartBindsSameAddressWithinASecond(t *testing.T) {
+	be := startBackend(t, mcbackend.Config{})
+	cfg, err := ParseConfig([]byte(mcConfig(be, "")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(cfg, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := p.Addr(0)
+	addr := a.String()
+	for i := 0; i < 20; i++ {
+		c := dial(t, addr)
+		login17(t, c, "localhost", fmt.Sprintf("Held%d", i))
+		echo(t, c, []byte("before restart"))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, addr2 := startProxy(t, fmt.Sprintf(`
+listeners: [{listen: %q}]
+default_group: main
+groups: {main: {backends: [{addr: %q}]}}
+`, addr, be))
+	if el := time.Since(start); el > time.Second {
+		t.Fatalf("the new proxy took %v to bind %s", el, addr)
+	}
+	c := dial(t, addr2)
+	login17(t, c, "localhost", "AfterRestart")
+	echo(t, c, []byte("after restart"))
+}
+
+// taggingBackend accepts connections and writes tag to each.
+func taggingBackend(t *testing.T, tag string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = io.WriteString(c, tag)
+			_ = c.Close()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// TestListenersKeyedByWholeAddress: two raw listeners on the same port of
+// two loopback addresses relay to their own groups.
+func TestListenersKeyedByWholeAddress(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	a, b := fmt.Sprintf("127.0.0.1:%d", port), fmt.Sprintf("127.0.0.2:%d", port)
+	startProxy(t, fmt.Sprintf(`
+listeners:
+  - {listen: %q, mode: raw, group: a}
+  - {listen: %q, mode: raw, group: b}
+groups:
+  a: {backends: [{addr: %q}]}
+  b: {backends: [{addr: %q}]}
+`, a, b, taggingBackend(t, "group-a"), taggingBackend(t, "group-b")))
+	for addr, want := range map[string]string{a: "group-a", b: "group-b"} {
+		c := dial(t, addr)
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		got, err := io.ReadAll(c)
+		c.Close()
+		if err != nil || string(got) != want {
+			t.Errorf("through %s: got %q (%v), want %q", addr, got, err, want)
+		}
+	}
+}
