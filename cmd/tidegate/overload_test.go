@@ -1,0 +1,420 @@
+package main
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Child mode of the test binary: run tidegate's main with the arguments in
+// childArgsEnv under a descriptor limit of childNoFileEnv.
+const (
+	childArgsEnv   = "TIDEGATE_CMD_TEST_ARGS"
+	childNoFileEnv = "TIDEGATE_CMD_TEST_NOFILE"
+)
+
+func TestMain(m *testing.M) {
+	if args := os.Getenv(childArgsEnv); args != "" {
+		os.Exit(runChild(args))
+	}
+	os.Exit(m.Run())
+}
+
+func runChild(argsJSON string) int {
+	var args []string
+	if err := json.Unmarshal([]byte(argsJSON), &args); err != nil {
+		fmt.Fprintln(os.Stderr, "child args:", err)
+		return 2
+	}
+	var n uint64
+	if _, err := fmt.Sscan(os.Getenv(childNoFileEnv), &n); err == nil && n > 0 {
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &syscall.Rlimit{Cur: n, Max: n}); err != nil {
+			fmt.Fprintln(os.Stderr, "child setrlimit:", err)
+			return 2
+		}
+	}
+	os.Args = append([]string{"tidegate"}, args...)
+	main()
+	return 0
+}
+
+// freePort returns a loopback address whose port was free a moment ago.
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// echoBackend is a plain echo server for the raw proxy to relay to.
+func echoBackend(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	conns := map[net.Conn]bool{}
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns[c] = true
+			mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { mu.Lock(); delete(conns, c); mu.Unlock(); c.Close() }()
+				buf := make([]byte, 4096) // not io.Copy: splice would add two pipe descriptors per connection
+				for {
+					n, err := c.Read(buf)
+					if n > 0 {
+						if _, err := c.Write(buf[:n]); err != nil {
+							return
+						}
+					}
+					if err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// child is a tidegate command running as a child process.
+type child struct {
+	cmd  *exec.Cmd
+	done chan error
+}
+
+func startChild(t *testing.T, nofile int, args ...string) *child {
+	t.Helper()
+	b, _ := json.Marshal(args)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childArgsEnv+"="+string(b), fmt.Sprintf("%s=%d", childNoFileEnv, nofile))
+	logPath := filepath.Join(t.TempDir(), "child.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ch := &child{cmd: cmd, done: make(chan error, 1)}
+	go func() { ch.done <- cmd.Wait(); logFile.Close() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-ch.done
+		if t.Failed() {
+			out, _ := os.ReadFile(logPath)
+			if len(out) > 8000 {
+				out = out[len(out)-8000:]
+			}
+			t.Logf("child log (tail):\n%s", out)
+		}
+	})
+	return ch
+}
+
+// running reports whether the child has not exited.
+func (c *child) running() bool {
+	select {
+	case err := <-c.done:
+		c.done <- err
+		return false
+	default:
+		return true
+	}
+}
+
+// waitListening waits until addr accepts a connection.
+func waitListening(t *testing.T, ch *child, addr string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if !ch.running() {
+			t.Fatalf("child exited before listening on %s: %v", addr, <-ch.done)
+		}
+		if c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {
+			c.Close()
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("nothing listening on %s after 20 s", addr)
+}
+
+// overloadTarget is one command to storm: how to start it, and the request
+// it must echo byte for byte.
+type overloadTarget struct {
+	name  string
+	args  func(t *testing.T, listen, metrics string) []string
+	frame func(rng *rand.Rand) []byte
+}
+
+// tlvFrame is a keep-alive TLV request: type 0x81, 4-byte length, body.
+func tlvFrame(rng *rand.Rand) []byte {
+	body := make([]byte, 16)
+	for i := range body {
+		body[i] = byte(rng.Uint32())
+	}
+	f := []byte{0x81, 0, 0, 0, 0}
+	binary.BigEndian.PutUint32(f[1:], uint32(len(body)))
+	return append(f, body...)
+}
+
+func rawFrame(rng *rand.Rand) []byte {
+	b := make([]byte, 24)
+	for i := range b {
+		b[i] = byte(rng.Uint32())
+	}
+	return b
+}
+
+// echoFrame writes frame on c and reads it back within d.
+func echoFrame(c net.Conn, frame []byte, d time.Duration) error {
+	_ = c.SetDeadline(time.Now().Add(d))
+	defer c.SetDeadline(time.Time{})
+	if _, err := c.Write(frame); err != nil {
+		return err
+	}
+	got := make([]byte, len(frame))
+	if _, err := io.ReadFull(c, got); err != nil {
+		return err
+	}
+	if !bytes.Equal(got, frame) {
+		return fmt.Errorf("echo differs: got %x, want %x", got, frame)
+	}
+	return nil
+}
+
+// TestOverloadStormKeepsHeldSessions is the descriptor storm: the server
+// runs in a child process with 1,000 descriptors and no session limit of
+// its own, holds sessions that keep echoing, and is stormed far past what
+// its descriptors can hold. No held session may be lost; the storm's
+// connections are served, left waiting in the backlog, or refused, never
+// cut by an engine shutdown; /healthz and /readyz answer 200 throughout; a
+// new session is served after the storm; SIGTERM ends the process with 0.
+func TestOverloadStormKeepsHeldSessions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("storm test")
+	}
+	targets := []overloadTarget{
+		{name: "proxy-raw", frame: rawFrame, args: func(t *testing.T, listen, metrics string) []string {
+			cfg := filepath.Join(t.TempDir(), "proxy.yaml")
+			yaml := fmt.Sprintf("listeners: [{listen: %q, mode: raw, group: main}]\ngroups: {main: {backends: [{addr: %q}]}}\n"+
+				"limits: {max_sessions: 0}\n", listen, echoBackend(t))
+			if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return []string{"proxy", "--config", cfg, "--metrics-listen", metrics, "--log-level", "warn"}
+		}},
+		{name: "serve", frame: tlvFrame, args: func(t *testing.T, listen, metrics string) []string {
+			return []string{"serve", "--listen", listen, "--loops", "2", "--metrics-listen", metrics, "--log-level", "warn"}
+		}},
+	}
+	for _, tg := range targets {
+		t.Run(tg.name, func(t *testing.T) { stormTarget(t, tg) })
+	}
+}
+
+func stormTarget(t *testing.T, tg overloadTarget) {
+	const (
+		nofile = 1000
+		held   = 100
+		storm  = 3000
+	)
+	listen, metrics := freePort(t), freePort(t)
+	ch := startChild(t, nofile, tg.args(t, listen, metrics)...)
+	waitListening(t, ch, listen)
+
+	// Held sessions echo checked data until the end.
+	stop := make(chan struct{})
+	var heldWG sync.WaitGroup
+	var heldLost, heldEchoes atomic.Int64
+	heldErr := make(chan error, held)
+	ready := make(chan struct{}, held)
+	for i := 0; i < held; i++ {
+		heldWG.Add(1)
+		go func(i int) {
+			defer heldWG.Done()
+			rng := rand.New(rand.NewPCG(uint64(i), 7))
+			c, err := net.DialTimeout("tcp", listen, 5*time.Second)
+			if err == nil {
+				defer c.Close()
+				err = echoFrame(c, tg.frame(rng), 10*time.Second)
+			}
+			ready <- struct{}{}
+			for err == nil {
+				heldEchoes.Add(1)
+				select {
+				case <-stop:
+					return
+				case <-time.After(20 * time.Millisecond):
+				}
+				err = echoFrame(c, tg.frame(rng), 10*time.Second)
+			}
+			heldLost.Add(1)
+			heldErr <- fmt.Errorf("held session %d: %w", i, err)
+		}(i)
+	}
+	for i := 0; i < held; i++ {
+		<-ready
+	}
+	if n := heldLost.Load(); n > 0 {
+		close(stop)
+		heldWG.Wait()
+		t.Fatalf("%d held sessions failed before the storm: %v", n, <-heldErr)
+	}
+
+	// Health is polled all through the storm.
+	var healthFail atomic.Value
+	var polls atomic.Int64
+	pollDone := make(chan struct{})
+	go func() {
+		defer close(pollDone)
+		client := &http.Client{Timeout: 5 * time.Second}
+		for {
+			for _, path := range []string{"/healthz", "/readyz"} {
+				resp, err := client.Get("http://" + metrics + path)
+				if err != nil {
+					healthFail.CompareAndSwap(nil, fmt.Sprintf("%s: %v", path, err))
+					continue
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					healthFail.CompareAndSwap(nil, fmt.Sprintf("%s: %d %s", path, resp.StatusCode, body))
+				}
+				polls.Add(1)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
+
+	// The storm: every connection sends one frame and waits for its echo.
+	var served, queued, refused atomic.Int64
+	var stormConns sync.Map
+	var stormWG sync.WaitGroup
+	for i := 0; i < storm; i++ {
+		stormWG.Add(1)
+		go func(i int) {
+			defer stormWG.Done()
+			rng := rand.New(rand.NewPCG(uint64(i), 11))
+			c, err := net.DialTimeout("tcp", listen, 3*time.Second)
+			if err != nil {
+				var ne net.Error
+				if errors.As(err, &ne) && ne.Timeout() {
+					queued.Add(1) // the backlog was full: the SYN waits for a retry
+				} else {
+					refused.Add(1)
+				}
+				return
+			}
+			stormConns.Store(i, c)
+			switch err := echoFrame(c, tg.frame(rng), 3*time.Second); {
+			case err == nil:
+				served.Add(1)
+			case isTimeout(err):
+				queued.Add(1) // still in the backlog: not accepted, not cut
+			default:
+				refused.Add(1)
+			}
+		}(i)
+	}
+	stormWG.Wait()
+	stormConns.Range(func(_, c any) bool { c.(net.Conn).Close(); return true })
+	t.Logf("storm of %d: %d served, %d left waiting, %d refused; held sessions made %d echoes",
+		storm, served.Load(), queued.Load(), refused.Load(), heldEchoes.Load())
+
+	if !ch.running() {
+		t.Fatalf("the server exited during the storm: %v", <-ch.done)
+	}
+	// A new session is served once the storm's connections are gone.
+	var after error
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); {
+		var c net.Conn
+		if c, after = net.DialTimeout("tcp", listen, 2*time.Second); after == nil {
+			after = echoFrame(c, tg.frame(rand.New(rand.NewPCG(1, 1))), 2*time.Second)
+			c.Close()
+			if after == nil {
+				break
+			}
+		}
+	}
+	close(stop)
+	heldWG.Wait()
+	<-pollDone
+	if n := heldLost.Load(); n > 0 {
+		t.Errorf("%d of %d held sessions lost during the storm, first: %v", n, held, <-heldErr)
+	}
+	if after != nil {
+		t.Errorf("no new session served after the storm: %v", after)
+	}
+	if f := healthFail.Load(); f != nil {
+		t.Errorf("health endpoint failed during the storm (of %d polls): %v", polls.Load(), f)
+	}
+	if served.Load() == 0 || served.Load()+queued.Load()+refused.Load() != storm {
+		t.Errorf("storm outcomes do not add up: %d served, %d waiting, %d refused of %d",
+			served.Load(), queued.Load(), refused.Load(), storm)
+	}
+	if queued.Load()+refused.Load() == 0 {
+		t.Errorf("the storm never went past the descriptor limit: all %d served", storm)
+	}
+	if err := ch.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-ch.done:
+		ch.done <- err
+		if err != nil {
+			t.Errorf("after SIGTERM the server exited with %v, want 0", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Error("the server did not exit within 15 s of SIGTERM")
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
