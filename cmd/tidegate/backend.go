@@ -32,28 +32,30 @@ func backendCommand() *cli.Command {
 			&cli.DurationFlag{Name: "login-timeout", Value: mcbackend.DefaultLoginTimeout,
 				Usage: "close connections that have not reached play (or finished a status ping) within this time"},
 			&cli.BoolFlag{Name: "skip-join-game", Usage: "do not send Login (play) to 1.20.2-1.20.4 clients when play begins"},
+			metricsFlag(),
 		}, reactorFlags()...), logFlags()...),
-		Action: runBackend,
+		OnUsageError: usageError,
+		Action:       runBackend,
 	}
 }
 
 func runBackend(c *cli.Context) error {
 	log, err := newLogger(c)
 	if err != nil {
-		return err
+		return configError(err)
 	}
 	mode, err := mcbackend.ParseSlowSinkMode(c.String("slow-sink"))
 	if err != nil {
-		return fmt.Errorf("--slow-sink: %w", err)
+		return configError(fmt.Errorf("--slow-sink: %w", err))
 	}
 	var sizes [2]int
 	for i, name := range []string{"slow-rate", "max-frame"} {
 		n, err := mcbackend.ParseByteSize(c.String(name))
 		if err != nil {
-			return fmt.Errorf("--%s: %w", name, err)
+			return configError(fmt.Errorf("--%s: %w", name, err))
 		}
 		if n > 1<<31-1 {
-			return fmt.Errorf("--%s %s is too large", name, c.String(name))
+			return configError(fmt.Errorf("--%s %s is too large", name, c.String(name)))
 		}
 		sizes[i] = int(n)
 	}
@@ -71,28 +73,29 @@ func runBackend(c *cli.Context) error {
 		SkipJoinGame:         c.Bool("skip-join-game"),
 	}
 	if threshold < -1 {
-		return fmt.Errorf("--compression-threshold %d: want -1 (off) or a threshold of 0 or more", threshold)
+		return configError(fmt.Errorf("--compression-threshold %d: want -1 (off) or a threshold of 0 or more", threshold))
 	}
 	if mode == mcbackend.SlowSinkSlow && cfg.SlowRate == 0 {
-		return fmt.Errorf("--slow-rate %s: want a positive rate", c.String("slow-rate"))
+		return configError(fmt.Errorf("--slow-rate %s: want a positive rate", c.String("slow-rate")))
 	}
 	srv, err := mcbackend.New(cfg)
 	if err != nil {
-		return err
+		return configError(err)
 	}
 	if err := srv.Start(); err != nil {
-		return err
-	}
-	listen := c.String("listen")
-	if addr, err := srv.Addr(0); err == nil {
-		listen = addr.String()
+		return startError(err)
 	}
 	norm := srv.Config()
-	log.Info().Str("listen", listen).Int("loops", norm.Reactor.Loops).Int("compression_threshold", threshold).
+	log.Info().Strs("listen", boundAddrs(srv.Reactor())).Int("loops", norm.Reactor.Loops).Int("compression_threshold", threshold).
 		Str("slow_sink", mode.String()).Int("slow_rate", norm.SlowRate).Dur("login_timeout", norm.LoginTimeout).
 		Msg("fake Minecraft backend listening")
-
-	return runUntilSignal(c.Context, func(ctx context.Context) error {
+	h := newHealthRegistry()
+	h.addServer("backend", srv.Reactor())
+	stopMetrics, err := startMetrics(c, log, h)
+	if err != nil {
+		return stopAfter(err, srv.Stop)
+	}
+	return runUntilSignal(c.Context, log, h, stopAll(func(ctx context.Context) error {
 		err := srv.Stop(ctx)
 		st := srv.Stats()
 		log.Info().Int64("accepted", st.Reactor.Accepted).Int64("status_requests", st.StatusRequests).
@@ -100,5 +103,5 @@ func runBackend(c *cli.Context) error {
 			Int64("slow_pauses", st.SlowPauses).Int64("timeouts", st.Timeouts).Int64("rejected", st.Rejected()).
 			Msg("backend stopped")
 		return err
-	})
+	}, stopMetrics))
 }

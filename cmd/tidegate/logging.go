@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -17,8 +18,13 @@ func logFlags() []cli.Flag {
 	}
 }
 
-// newLogger builds the logger the command's flags ask for.
+// newLogger builds the logger the command's flags ask for. It writes to the
+// app's ErrWriter (standard error unless the app says otherwise).
 func newLogger(c *cli.Context) (zerolog.Logger, error) {
+	var out io.Writer = os.Stderr
+	if c.App != nil && c.App.ErrWriter != nil {
+		out = c.App.ErrWriter
+	}
 	lvl, err := zerolog.ParseLevel(c.String("log-level"))
 	if err != nil || lvl == zerolog.NoLevel {
 		return zerolog.Nop(), fmt.Errorf("--log-level %q: want debug, info, warn or error", c.String("log-level"))
@@ -26,9 +32,9 @@ func newLogger(c *cli.Context) (zerolog.Logger, error) {
 	var l zerolog.Logger
 	switch f := c.String("log-format"); f {
 	case "json":
-		l = zerolog.New(os.Stderr)
+		l = zerolog.New(out)
 	case "console":
-		l = zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: time.TimeOnly})
+		l = zerolog.New(zerolog.ConsoleWriter{Out: out, TimeFormat: time.TimeOnly})
 	default:
 		return zerolog.Nop(), fmt.Errorf("--log-format %q: want console or json", f)
 	}

@@ -32,7 +32,7 @@ func main() {
 	}
 	if err := app.Run(os.Args); err != nil {
 		fmt.Fprintln(os.Stderr, "tidegate:", err)
-		os.Exit(1)
+		os.Exit(exitRuntime)
 	}
 }
 

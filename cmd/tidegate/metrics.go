@@ -15,31 +15,31 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// serveMetrics serves Prometheus metrics and health endpoints on addr and
-// returns the function that stops it.
-func serveMetrics(addr string, cs ...prometheus.Collector) (func(context.Context) error, error) {
+// serveMetrics serves Prometheus metrics (the Go and process collectors,
+// h's reactor collector and cs), h's /healthz and /readyz, and profiles on
+// addr. It returns the bound address and the function that stops it.
+func serveMetrics(addr string, h *healthRegistry, cs ...prometheus.Collector) (net.Addr, func(context.Context) error, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	for _, c := range cs {
+	for _, c := range append([]prometheus.Collector{h.collector()}, cs...) {
 		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("metrics: %w", err)
+			return nil, nil, fmt.Errorf("metrics: %w", err)
 		}
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	ok := func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) }
-	mux.HandleFunc("/healthz", ok)
-	mux.HandleFunc("/readyz", ok)
+	mux.HandleFunc("/healthz", h.handler(false))
+	mux.HandleFunc("/readyz", h.handler(true))
 	// Profiles for operators; the metrics address is theirs to keep private.
 	mux.HandleFunc("/debug/pprof/", httppprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", httppprof.Profile)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("metrics listen on %s: %w", addr, err)
+		return nil, nil, fmt.Errorf("metrics listen on %s: %w", addr, err)
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
-	return srv.Shutdown, nil
+	return ln.Addr(), srv.Shutdown, nil
 }
 
 // startCPUProfile writes a CPU profile to path until the returned function runs.

@@ -56,7 +56,7 @@ func peerTLVGoroutineCommand() *cli.Command {
 				return err
 			}
 			log.Info().Str("listen", srv.Addr().String()).Msg("goroutine-per-connection TLV server listening")
-			return runUntilSignal(c.Context, srv.Stop)
+			return runUntilSignal(c.Context, log, nil, srv.Stop)
 		},
 	}
 }

@@ -35,7 +35,7 @@ func peerGoproxyCommand() *cli.Command {
 			served := make(chan error, 1)
 			go func() { served <- r.Serve() }()
 			log.Info().Str("listen", r.Addr().String()).Str("backend", r.Backend).Msg("goproxy relaying")
-			return runUntilSignal(c.Context, func(context.Context) error {
+			return runUntilSignal(c.Context, log, nil, func(context.Context) error {
 				err := r.Close()
 				if serr := <-served; serr != nil {
 					err = serr

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 
@@ -10,6 +9,7 @@ import (
 	"github.com/tidegate/tidegate/session/mcbackend"
 	"github.com/tidegate/tidegate/session/proxy"
 
+	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
 )
 
@@ -28,8 +28,9 @@ func proxyCommand() *cli.Command {
 			&cli.BoolFlag{Name: "print-default-config", Usage: "print the embedded default configuration and exit"},
 			&cli.BoolFlag{Name: "demo", Usage: "also start a fake Minecraft backend in-process on the first backend address"},
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a Go CPU profile to `FILE` until the proxy stops"},
-			&cli.StringFlag{Name: "metrics-listen", Usage: "serve Prometheus /metrics, /healthz, /readyz and /debug/pprof/ on this `ADDR` (off when empty; keep it private)"},
+			metricsFlag(),
 		}, logFlags()...),
+		OnUsageError: usageError,
 		Action: func(c *cli.Context) error {
 			if c.Bool("print-default-config") {
 				_, err := os.Stdout.Write(proxy.DefaultConfigYAML())
@@ -44,11 +45,11 @@ func proxyCommand() *cli.Command {
 				return nil
 			}
 			if err != nil {
-				return err
+				return configError(err)
 			}
 			log, err := newLogger(c)
 			if err != nil {
-				return err
+				return configError(err)
 			}
 			if path := c.String("cpuprofile"); path != "" {
 				stop, err := startCPUProfile(path)
@@ -57,49 +58,55 @@ func proxyCommand() *cli.Command {
 				}
 				defer stop()
 			}
-			var stops []func(context.Context) error
-			if c.Bool("demo") {
-				addr := firstBackend(cfg)
-				be, err := mcbackend.New(mcbackend.Config{Reactor: reactor.Config{
-					Addrs: []string{addr}, Loops: 1, Logger: log.With().Str("component", "demo-backend").Logger(),
-				}})
-				if err != nil {
-					return fmt.Errorf("demo backend: %w", err)
-				}
-				if err := be.Start(); err != nil {
-					return fmt.Errorf("demo backend on %s (is something else listening there?): %w", addr, err)
-				}
-				log.Info().Str("listen", addr).Msg("demo backend listening: offline login, echoes play packets")
-				stops = append(stops, be.Stop)
-			}
-			p, err := proxy.New(cfg, log)
-			if err != nil {
-				return err
-			}
-			if err := p.Start(); err != nil {
-				return err
-			}
-			for i, l := range cfg.Listeners {
-				log.Info().Str("listen", l.Listen).Str("mode", string(l.Mode)).Int("index", i).Msg("proxy listening")
-			}
-			stops = append([]func(context.Context) error{p.Stop}, stops...)
-			if addr := c.String("metrics-listen"); addr != "" {
-				stop, err := serveMetrics(addr, proxy.NewCollector(p))
-				if err != nil {
-					return err
-				}
-				log.Info().Str("listen", addr).Msg("metrics listening: /metrics /healthz /readyz")
-				stops = append(stops, stop)
-			}
-			return runUntilSignal(c.Context, func(ctx context.Context) error {
-				var errs []error
-				for _, stop := range stops {
-					errs = append(errs, stop(ctx))
-				}
-				return errors.Join(errs...)
-			})
+			return runProxy(c, cfg, log)
 		},
 	}
+}
+
+// runProxy starts the proxy of cfg (and with --demo the fake backend) and
+// serves until a signal, or until an engine ends.
+func runProxy(c *cli.Context, cfg *proxy.Config, log zerolog.Logger) error {
+	h := newHealthRegistry()
+	var stops []func(context.Context) error
+	// Whatever started is stopped when a later step fails.
+	fail := func(err error) error { return stopAfter(err, stopAll(stops...)) }
+	p, err := proxy.New(cfg, log)
+	if err != nil {
+		return configError(err)
+	}
+	if c.Bool("demo") {
+		addr := firstBackend(cfg)
+		be, err := mcbackend.New(mcbackend.Config{Reactor: reactor.Config{
+			Addrs: []string{addr}, Loops: 1, Logger: log.With().Str("component", "demo-backend").Logger(),
+		}})
+		if err != nil {
+			return configError(fmt.Errorf("demo backend: %w", err))
+		}
+		if err := be.Start(); err != nil {
+			return startError(fmt.Errorf("demo backend on %s (is something else listening there?): %w", addr, err))
+		}
+		log.Info().Str("listen", addr).Msg("demo backend listening: offline login, echoes play packets")
+		stops = append(stops, be.Stop)
+		h.addServer("demo-backend", be.Reactor())
+	}
+	if err := p.Start(); err != nil {
+		return fail(startError(err))
+	}
+	addrs := boundAddrs(p.Reactor())
+	for i, l := range cfg.Listeners {
+		ev := log.Info().Str("listen", l.Listen).Str("mode", string(l.Mode)).Int("index", i)
+		if i < len(addrs) {
+			ev = ev.Str("bound", addrs[i])
+		}
+		ev.Msg("proxy listening")
+	}
+	stops = append([]func(context.Context) error{p.Stop}, stops...)
+	h.addProxy(p)
+	stopMetrics, err := startMetrics(c, log, h, proxy.NewCollector(p))
+	if err != nil {
+		return fail(err)
+	}
+	return runUntilSignal(c.Context, log, h, stopAll(append(stops, stopMetrics)...))
 }
 
 // firstBackend returns the address of the first backend of the default

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"os/signal"
-	"syscall"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
 
 	"github.com/tidegate/tidegate/session/push"
@@ -37,13 +35,14 @@ func pushCommand() *cli.Command {
 			&cli.IntFlag{Name: "publish-loops", Value: def.PublishLoops, Usage: "event loops for publishers"},
 			&cli.IntFlag{Name: "max-batch-events", Value: def.MaxBatchEvents, Usage: "write a subscriber's batch early once it holds this many events"},
 			&cli.IntFlag{Name: "max-batch-bytes", Value: def.MaxBatchBytes, Usage: "write a subscriber's batch early once it holds this many bytes"},
-			&cli.StringFlag{Name: "metrics-listen", Usage: "serve Prometheus /metrics, /healthz, /readyz and /debug/pprof/ on this `ADDR` (off when empty; keep it private)"},
+			metricsFlag(),
 			&cli.DurationFlag{Name: "stats-interval", Value: 10 * time.Second, Usage: "how often counters are logged; 0 disables"},
 		}, logFlags()...),
+		OnUsageError: usageError,
 		Action: func(c *cli.Context) error {
 			log, err := newLogger(c)
 			if err != nil {
-				return err
+				return configError(err)
 			}
 			cfg := push.DefaultConfig()
 			cfg.PublishAddr = c.String("publish-listen")
@@ -58,45 +57,52 @@ func pushCommand() *cli.Command {
 			cfg.MaxBatchEvents = c.Int("max-batch-events")
 			cfg.MaxBatchBytes = c.Int("max-batch-bytes")
 			cfg.Logger = log
-			srv, err := push.New(cfg)
-			if err != nil {
-				return fmt.Errorf("push server: %w", err)
-			}
-			if err := srv.Start(); err != nil {
-				return err
-			}
-			if addr := c.String("metrics-listen"); addr != "" {
-				stopMetrics, err := serveMetrics(addr, push.NewCollector(srv))
-				if err != nil {
-					return err
-				}
-				defer stopMetrics(context.Background()) //nolint:errcheck
-				log.Info().Str("listen", addr).Msg("metrics listening: /metrics /healthz /readyz")
-			}
-			ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
-			defer stop()
-			var tick <-chan time.Time
-			if d := c.Duration("stats-interval"); d > 0 {
-				t := time.NewTicker(d)
-				defer t.Stop()
-				tick = t.C
-			}
-			for {
-				select {
-				case <-ctx.Done():
-					log.Info().Msg("stopping push server")
-					sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-					defer cancel()
-					return srv.Stop(sctx)
-				case <-tick:
-					st := srv.Stats()
-					log.Info().Int64("publishers", st.Publishers).Int64("tcp_subscribers", st.TCPSubscribers).
-						Int64("sse_subscribers", st.SSESubscribers).Int64("published_events", st.PublishedEvents).
-						Int64("processed_writes", st.ProcessedWrites).Int64("successful_writes", st.SuccessfulWrites).
-						Int64("failed_writes", st.FailedWrites).Int64("dropped", st.Dropped).Int64("batches", st.Batches).
-						Int64("batch_events", st.BatchEvents).Msg("push stats")
-				}
-			}
+			return runPush(c, cfg, log)
 		},
+	}
+}
+
+// runPush starts the push server of cfg and serves until a signal, or until
+// an engine ends, logging its counters every --stats-interval.
+func runPush(c *cli.Context, cfg push.Config, log zerolog.Logger) error {
+	srv, err := push.New(cfg)
+	if err != nil {
+		return configError(fmt.Errorf("push server: %w", err))
+	}
+	if err := srv.Start(); err != nil {
+		return startError(err)
+	}
+	h := newHealthRegistry()
+	pub, sub := srv.Reactors()
+	h.addServer("publish", pub)
+	h.addServer("subscribe", sub)
+	stopMetrics, err := startMetrics(c, log, h, push.NewCollector(srv))
+	if err != nil {
+		return stopAfter(err, srv.Stop)
+	}
+	if d := c.Duration("stats-interval"); d > 0 {
+		quit := make(chan struct{})
+		defer close(quit)
+		go logPushStats(log, srv, d, quit)
+	}
+	return runUntilSignal(c.Context, log, h, stopAll(srv.Stop, stopMetrics))
+}
+
+// logPushStats logs srv's counters every d until quit is closed.
+func logPushStats(log zerolog.Logger, srv *push.Server, d time.Duration, quit <-chan struct{}) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-quit:
+			return
+		case <-t.C:
+		}
+		st := srv.Stats()
+		log.Info().Int64("publishers", st.Publishers).Int64("tcp_subscribers", st.TCPSubscribers).
+			Int64("sse_subscribers", st.SSESubscribers).Int64("published_events", st.PublishedEvents).
+			Int64("processed_writes", st.ProcessedWrites).Int64("successful_writes", st.SuccessfulWrites).
+			Int64("failed_writes", st.FailedWrites).Int64("dropped", st.Dropped).Int64("batches", st.Batches).
+			Int64("batch_events", st.BatchEvents).Msg("push stats")
 	}
 }

@@ -19,6 +19,8 @@ func reactorFlags() []cli.Flag {
 		&cli.IntFlag{Name: "high-watermark", Value: reactor.DefaultHighWatermark, Usage: "queued output bytes at which the producing connection stops being read"},
 		&cli.IntFlag{Name: "low-watermark", Value: reactor.DefaultLowWatermark, Usage: "queued output bytes under which it is read again"},
 		&cli.DurationFlag{Name: "linger", Value: reactor.DefaultLinger, Usage: "how long a close waits for queued output to drain"},
+		&cli.IntFlag{Name: "max-conns", Usage: "accepted connections open at once; past it new ones wait in the listen backlog " +
+			"(0: only the descriptor limit bounds them; a limit that cannot fit in it is refused at start, exit status 2)"},
 	}
 }
 
@@ -33,5 +35,18 @@ func reactorConfig(c *cli.Context, listen string) reactor.Config {
 		HighWatermark: c.Int("high-watermark"),
 		LowWatermark:  c.Int("low-watermark"),
 		Linger:        c.Duration("linger"),
+		MaxConns:      c.Int("max-conns"),
 	}
+}
+
+// boundAddrs returns the bound address of each of s's listeners, which
+// tells the ports chosen for ":0".
+func boundAddrs(s *reactor.Server) []string {
+	var out []string
+	for i := range s.Config().Addrs {
+		if a, err := s.Addr(i); err == nil {
+			out = append(out, a.String())
+		}
+	}
+	return out
 }

@@ -1,10 +1,6 @@
 package main
 
 import (
-	"context"
-	"fmt"
-	"os/signal"
-	"syscall"
 	"time"
 
 	ptlv "github.com/tidegate/tidegate/protocol/tlv"
@@ -27,41 +23,39 @@ func serveCommand() *cli.Command {
 			&cli.IntFlag{Name: "length-width", Value: 4, Usage: "bytes of the length field: 2 or 4"},
 			&cli.IntFlag{Name: "max-body", Value: 1 << 20, Usage: "largest request body accepted, in bytes"},
 			&cli.DurationFlag{Name: "idle-timeout", Value: 5 * time.Minute, Usage: "close connections idle this long (0: never)"},
+			metricsFlag(),
 		}, reactorFlags()...), logFlags()...),
-		Action: func(c *cli.Context) error {
-			log, err := newLogger(c)
-			if err != nil {
-				return err
-			}
-			f, err := ptlv.NewFormat(c.Int("type-width"), c.Int("length-width"), c.Int("max-body"))
-			if err != nil {
-				return err
-			}
-			rc := reactorConfig(c, c.String("listen"))
-			rc.Logger = log
-			srv, err := tlv.New(tlv.Config{Reactor: rc, Format: f, IdleTimeout: c.Duration("idle-timeout")})
-			if err != nil {
-				return err
-			}
-			if err := srv.Start(); err != nil {
-				return err
-			}
-			log.Info().Str("listen", c.String("listen")).Int("loops", rc.Loops).Int("max_body", f.MaxBody).Msg("TLV server listening")
-			return runUntilSignal(c.Context, srv.Stop)
-		},
+		OnUsageError: usageError,
+		Action:       runServe,
 	}
 }
 
-// runUntilSignal waits for SIGINT or SIGTERM (or ctx), then stops the server
-// within 10 seconds.
-func runUntilSignal(ctx context.Context, stop func(context.Context) error) error {
-	ctx, cancel := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
-	defer cancel()
-	<-ctx.Done()
-	sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer scancel()
-	if err := stop(sctx); err != nil {
-		return fmt.Errorf("stopping: %w", err)
+func runServe(c *cli.Context) error {
+	log, err := newLogger(c)
+	if err != nil {
+		return configError(err)
 	}
-	return nil
+	f, err := ptlv.NewFormat(c.Int("type-width"), c.Int("length-width"), c.Int("max-body"))
+	if err != nil {
+		return configError(err)
+	}
+	rc := reactorConfig(c, c.String("listen"))
+	rc.Logger = log
+	srv, err := tlv.New(tlv.Config{Reactor: rc, Format: f, IdleTimeout: c.Duration("idle-timeout")})
+	if err != nil {
+		return configError(err)
+	}
+	if err := srv.Start(); err != nil {
+		return startError(err)
+	}
+	norm := srv.Reactor().Config()
+	log.Info().Strs("listen", boundAddrs(srv.Reactor())).Int("loops", norm.Loops).Int("max_conns", norm.MaxConns).
+		Int("max_body", f.MaxBody).Msg("TLV server listening")
+	h := newHealthRegistry()
+	h.addServer("tlv", srv.Reactor())
+	stopMetrics, err := startMetrics(c, log, h, tlv.NewCollector(srv))
+	if err != nil {
+		return stopAfter(err, srv.Stop)
+	}
+	return runUntilSignal(c.Context, log, h, stopAll(srv.Stop, stopMetrics))
 }

@@ -81,6 +81,9 @@ func (s *Server) Stop(ctx context.Context) error { return s.rs.Stop(ctx) }
 // Done is closed when the backend has stopped.
 func (s *Server) Done() <-chan struct{} { return s.rs.Done() }
 
+// Reactor returns the underlying reactor server.
+func (s *Server) Reactor() *reactor.Server { return s.rs }
+
 // Stats returns a snapshot of the backend's counters.
 func (s *Server) Stats() Stats {
 	st := Stats{Reactor: s.rs.Stats()}

@@ -96,6 +96,9 @@ func (p *Proxy) Start() error {
 // Addr returns the bound address of the i-th listener.
 func (p *Proxy) Addr(i int) (net.Addr, error) { return p.rs.Addr(i) }
 
+// Reactor returns the underlying reactor server.
+func (p *Proxy) Reactor() *reactor.Server { return p.rs }
+
 // Stop stops the health checks, closes every connection and waits for the
 // checkers and the loops to exit.
 func (p *Proxy) Stop(ctx context.Context) error {

@@ -100,8 +100,13 @@ func (s *Server) Stats() Stats {
 	return st
 }
 
-// Reactor returns the reactor servers' own counters: publish, subscribe.
-func (s *Server) Reactor() (publish, subscribe reactor.Stats) { return s.pub.Stats(), s.sub.Stats() }
+// ReactorStats returns the reactor servers' own counters: publish, subscribe.
+func (s *Server) ReactorStats() (publish, subscribe reactor.Stats) {
+	return s.pub.Stats(), s.sub.Stats()
+}
+
+// Reactors returns the underlying reactor servers: publish, subscribe.
+func (s *Server) Reactors() (publish, subscribe *reactor.Server) { return s.pub, s.sub }
 
 func (s *Server) pubCounters(l *reactor.Loop) *counters { return &s.pubCnt[l.Index()] }
 

@@ -1,0 +1,225 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/tidegate/tidegate/internal/leaktest"
+)
+
+// TestMain fails the run when the tests leave goroutines running or, on
+// Linux, descriptors open.
+func TestMain(m *testing.M) {
+	// The runtime's poller opens its descriptors on first use, and
+	// os/signal its goroutine, for good.
+	if ln, err := net.Listen("tcp", "127.0.0.1:0"); err == nil {
+		_ = ln.Close()
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGUSR1)
+	signal.Stop(sig)
+	before := openFDs()
+	code := leaktest.Main(m)
+	if code == 0 && before >= 0 {
+		deadline := time.Now().Add(3 * time.Second)
+		for openFDs() > before && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if n := openFDs(); n > before {
+			fmt.Fprintf(os.Stderr, "%d descriptors open after the tests, %d before\n", n, before)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// openFDs counts the process's open descriptors; -1 where /proc is missing.
+func openFDs() int {
+	if runtime.GOOS != "linux" {
+		return -1
+	}
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return -1
+	}
+	return len(ents)
+}
+
+// syncBuffer is a bytes.Buffer that a command logs into while a test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// logLines decodes the JSON log lines written so far.
+func (s *syncBuffer) logLines(t *testing.T) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	sc := bufio.NewScanner(strings.NewReader(s.String()))
+	for sc.Scan() {
+		var m map[string]any
+		if json.Unmarshal(sc.Bytes(), &m) == nil {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// testApp is the app with the long-running commands, logging to errw; an
+// error that carries an exit code is returned instead of exiting.
+func testApp(errw io.Writer) *cli.App {
+	return &cli.App{
+		Name:           "tidegate",
+		Commands:       []*cli.Command{proxyCommand(), serveCommand(), pushCommand(), backendCommand()},
+		Writer:         io.Discard,
+		ErrWriter:      errw,
+		ExitErrHandler: func(*cli.Context, error) {},
+	}
+}
+
+// runCommand runs a command in the background with JSON logs until the
+// test ends, and returns the bound address of its --metrics-listen (which
+// it sets to an ephemeral loopback port).
+func runCommand(t *testing.T, args ...string) string {
+	t.Helper()
+	logs := &syncBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	argv := append([]string{"tidegate"}, args...)
+	argv = append(argv, "--metrics-listen", "127.0.0.1:0", "--log-format", "json", "--log-level", "info")
+	go func() { done <- testApp(logs).RunContext(ctx, argv) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("%s ended with %v", args[0], err)
+			}
+		case <-time.After(15 * time.Second):
+			t.Errorf("%s did not stop within 15 s", args[0])
+		}
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, l := range logs.logLines(t) {
+			if msg, _ := l["message"].(string); strings.HasPrefix(msg, "metrics listening") {
+				return l["listen"].(string)
+			}
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("%s ended before its metrics listened: %v\n%s", args[0], err, logs)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	t.Fatalf("%s: no metrics listener within 10 s; logs:\n%s", args[0], logs)
+	return ""
+}
+
+// get fetches path from addr without keeping the connection.
+func get(t *testing.T, addr, path string) (int, []byte) {
+	t.Helper()
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := client.Get("http://" + addr + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, body
+}
+
+// report is healthReport as a client decodes it.
+type report struct {
+	OK     bool `json:"ok"`
+	Checks []struct {
+		Name   string          `json:"name"`
+		OK     bool            `json:"ok"`
+		Detail json.RawMessage `json:"detail"`
+	} `json:"checks"`
+}
+
+// getReport fetches /healthz or /readyz and decodes it.
+func getReport(t *testing.T, addr, path string) (int, report) {
+	t.Helper()
+	code, body := get(t, addr, path)
+	var r report
+	if err := json.Unmarshal(body, &r); err != nil {
+		t.Fatalf("%s: %v in %q", path, err, body)
+	}
+	if r.OK != (code == http.StatusOK) || (code != http.StatusOK && code != http.StatusServiceUnavailable) {
+		t.Fatalf("%s answered %d with ok=%v: %s", path, code, r.OK, body)
+	}
+	return code, r
+}
+
+// checkNames lists the names of a report's checks, with a ! before failing ones.
+func (r report) checkNames() string {
+	var names []string
+	for _, c := range r.Checks {
+		if !c.OK {
+			names = append(names, "!"+c.Name)
+		} else {
+			names = append(names, c.Name)
+		}
+	}
+	return strings.Join(names, ",")
+}
+
+// detail decodes the detail of the check named name into v.
+func (r report) detail(t *testing.T, name string, v any) {
+	t.Helper()
+	for _, c := range r.Checks {
+		if c.Name == name {
+			if err := json.Unmarshal(c.Detail, v); err != nil {
+				t.Fatalf("detail of %s: %v in %s", name, err, c.Detail)
+			}
+			return
+		}
+	}
+	t.Fatalf("no check %s in %s", name, r.checkNames())
+}
+
+// exitCode returns the status the process exits with after a command
+// returns err: as cli.HandleExitCoder, only an error that is itself a
+// cli.ExitCoder sets it; main exits 1 on any other.
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	if ec, ok := err.(cli.ExitCoder); ok {
+		return ec.ExitCode()
+	}
+	return 1
+}

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+	"github.com/urfave/cli/v2"
+
+	"github.com/tidegate/tidegate/reactor"
+)
+
+// Exit codes of the long-running commands; 0 is a clean stop.
+const (
+	// exitRuntime: an engine ended without a shutdown being asked for, or
+	// something else failed while running. A supervisor should restart.
+	exitRuntime = 1
+	// exitConfig: the configuration or a flag is invalid, or a connection
+	// limit cannot fit in the descriptor limit. Restarting will not help.
+	exitConfig = 2
+)
+
+// stopTimeout bounds how long stopping the servers may take.
+const stopTimeout = 10 * time.Second
+
+// configError makes err end the process with exitConfig.
+func configError(err error) error {
+	return cli.Exit(fmt.Errorf("tidegate: %w", err), exitConfig)
+}
+
+// usageError is the OnUsageError of the long-running commands: a flag that
+// does not parse is a configuration error.
+func usageError(_ *cli.Context, err error, _ bool) error {
+	return configError(fmt.Errorf("%w (see --help)", err))
+}
+
+// startError classifies an error from starting a server: a connection limit
+// that cannot fit in the descriptor limit is a configuration error (its
+// message names the numbers); any other error is returned as it is.
+func startError(err error) error {
+	if fl := (*reactor.FileLimitError)(nil); errors.As(err, &fl) {
+		return configError(err)
+	}
+	return err
+}
+
+// metricsFlag is --metrics-listen, which startMetrics reads.
+func metricsFlag() cli.Flag {
+	return &cli.StringFlag{Name: "metrics-listen", Usage: "serve Prometheus /metrics, /healthz, /readyz and /debug/pprof/ on this `ADDR` (off when empty; keep it private)"}
+}
+
+// startMetrics serves metrics and h's health endpoints on --metrics-listen,
+// when it is set. It returns the function that stops serving them (a no-op
+// when off).
+func startMetrics(c *cli.Context, log zerolog.Logger, h *healthRegistry, cs ...prometheus.Collector) (func(context.Context) error, error) {
+	addr := c.String("metrics-listen")
+	if addr == "" {
+		return func(context.Context) error { return nil }, nil
+	}
+	bound, stop, err := serveMetrics(addr, h, cs...)
+	if err != nil {
+		return nil, err
+	}
+	log.Info().Str("listen", bound.String()).Msg("metrics listening: /metrics /healthz /readyz /debug/pprof/")
+	return stop, nil
+}
+
+// stopAll returns a stop function that runs every stop in order with the
+// same deadline and joins their errors.
+func stopAll(stops ...func(context.Context) error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		errs := make([]error, 0, len(stops))
+		for _, stop := range stops {
+			errs = append(errs, stop(ctx))
+		}
+		return errors.Join(errs...)
+	}
+}
+
+// runUntilSignal waits for SIGINT or SIGTERM (or ctx) and then marks h as
+// draining and stops the servers within stopTimeout. If the event loops of
+// one of h's servers end first, it logs why at error level, stops the rest
+// and returns an error that exits with exitRuntime, so that a supervisor
+// restarts the process. h may be nil (nothing to watch).
+func runUntilSignal(ctx context.Context, log zerolog.Logger, h *healthRegistry, stop func(context.Context) error) error {
+	ctx, cancel := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer cancel()
+	var engines []namedEngine
+	if h != nil {
+		engines = h.engines
+	}
+	ended := make(chan namedEngine, len(engines))
+	for _, e := range engines {
+		go func() {
+			select {
+			case <-e.e.Done():
+				ended <- e
+			case <-ctx.Done(): // cancel, on return, ends the watch
+			}
+		}()
+	}
+	select {
+	case <-ctx.Done():
+		h.SetDraining(true)
+		log.Info().Str("cause", context.Cause(ctx).Error()).Msg("shutting down")
+		if err := stopWithin(stop); err != nil {
+			return fmt.Errorf("stopping: %w", err)
+		}
+		return nil
+	case e := <-ended:
+		h.SetDraining(true)
+		why := e.e.Err()
+		if why == nil { // Stop was called, but not by this process's shutdown
+			why = errors.New("the server was stopped without a shutdown")
+		}
+		log.Error().Str("server", e.name).Err(why).Msg("event loops ended: stopping the other servers and exiting with status 1")
+		err := fmt.Errorf("%s server: event loops ended: %w", e.name, why)
+		if serr := stopWithin(stop); serr != nil {
+			err = errors.Join(err, fmt.Errorf("stopping: %w", serr))
+		}
+		return cli.Exit(fmt.Errorf("tidegate: %w", err), exitRuntime)
+	}
+}
+
+// stopAfter stops what had started when a later step failed with err. It
+// returns err, with the error of stopping joined when there is one, and
+// keeps the exit code err carries.
+func stopAfter(err error, stop func(context.Context) error) error {
+	serr := stopWithin(stop)
+	if serr == nil {
+		return err
+	}
+	joined := errors.Join(err, fmt.Errorf("stopping: %w", serr))
+	if ec, ok := err.(cli.ExitCoder); ok {
+		return cli.Exit(joined, ec.ExitCode())
+	}
+	return joined
+}
+
+// stopWithin runs stop with a stopTimeout deadline.
+func stopWithin(stop func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+	defer cancel()
+	return stop(ctx)
+}
