@@ -26,6 +26,9 @@ import (
 // TestMain fails the run when the tests leave goroutines running or, on
 // Linux, descriptors open.
 func TestMain(m *testing.M) {
+	if args := os.Getenv(childArgsEnv); args != "" {
+		os.Exit(runChild(args)) // a command under test in its own process
+	}
 	// The runtime's poller opens its descriptors on first use, and
 	// os/signal its goroutine, for good.
 	if ln, err := net.Listen("tcp", "127.0.0.1:0"); err == nil {

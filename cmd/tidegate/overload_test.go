@@ -27,13 +27,6 @@ const (
 	childNoFileEnv = "TIDEGATE_CMD_TEST_NOFILE"
 )
 
-func TestMain(m *testing.M) {
-	if args := os.Getenv(childArgsEnv); args != "" {
-		os.Exit(runChild(args))
-	}
-	os.Exit(m.Run())
-}
-
 func runChild(argsJSON string) int {
 	var args []string
 	if err := json.Unmarshal([]byte(argsJSON), &args); err != nil {

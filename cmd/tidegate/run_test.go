@@ -119,6 +119,32 @@ func TestFileLimitExitsTwo(t *testing.T) {
 	}
 }
 
+// TestProxyMaxSessionsThatCannotFitExitsTwo: max_sessions counts two
+// descriptors per session (client and backend), so half the descriptor
+// limit plus one cannot fit.
+func TestProxyMaxSessionsThatCannotFitExitsTwo(t *testing.T) {
+	limit, err := reactor.RaiseFileLimit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if limit > math.MaxInt32 {
+		t.Skipf("descriptor limit %d is unlimited in effect", limit)
+	}
+	sessions := strconv.FormatUint(limit/2+1, 10)
+	cfg := filepath.Join(t.TempDir(), "proxy.yaml")
+	yaml := "listeners: [{listen: 127.0.0.1:0}]\ndefault_group: main\ngroups: {main: {backends: [{addr: 127.0.0.1:1}]}}\n" +
+		"limits: {max_sessions: " + sessions + "}\n"
+	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err = testApp(&syncBuffer{}).Run([]string{"tidegate", "proxy", "--config", cfg, "--log-format", "json"})
+	var fl *reactor.FileLimitError
+	if code := exitCode(err); code != exitConfig || !errors.As(err, &fl) ||
+		!strings.Contains(err.Error(), sessions+" connections x 2 descriptors") {
+		t.Fatalf("exit code %d (%v), want %d and the numbers", code, err, exitConfig)
+	}
+}
+
 func TestConfigErrorsExitTwo(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
 	if err := os.WriteFile(bad, []byte("listeners: [{listen: nowhere}]\n"), 0o600); err != nil {
