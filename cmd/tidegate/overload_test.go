@@ -35,7 +35,10 @@ func runChild(argsJSON string) int {
 	}
 	var n uint64
 	if _, err := fmt.Sscan(os.Getenv(childNoFileEnv), &n); err == nil && n > 0 {
-		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &syscall.Rlimit{Cur: n, Max: n}); err != nil {
+		var rl syscall.Rlimit
+		setLimit(&rl.Cur, n)
+		setLimit(&rl.Max, n)
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
 			fmt.Fprintln(os.Stderr, "child setrlimit:", err)
 			return 2
 		}
@@ -44,6 +47,9 @@ func runChild(argsJSON string) int {
 	main()
 	return 0
 }
+
+// setLimit sets an rlimit field, uint64 on Linux and macOS, int64 on FreeBSD.
+func setLimit[T ~int64 | ~uint64](field *T, n uint64) { *field = T(n) }
 
 // freePort returns a loopback address whose port was free a moment ago.
 func freePort(t *testing.T) string {
