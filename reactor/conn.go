@@ -47,11 +47,13 @@ func (r pauseReason) flowControl() bool { return r&^pauseClosing != 0 }
 type connState uint8
 
 const (
-	stateOutbound    connState = 1 << iota
-	stateClosing               // Close was called: output drains, then the socket closes
-	stateCloseQueued           // gnet's Close was called
-	stateClosed                // OnClose ran, or the dial failed
-	stateCanceled              // closed while the dial was pending; the handler has been told
+	stateOutbound      connState = 1 << iota
+	stateClosing                 // Close was called: output drains, then the socket closes
+	stateCloseQueued             // gnet's Close was called
+	stateClosed                  // OnClose ran, or the dial failed
+	stateCanceled                // closed while the dial was pending; the handler has been told
+	stateWantShutWrite           // CloseWrite was called: shut down the write side once output drains
+	stateWriteShut               // the write side is shut down
 )
 
 // Conn is one connection on a loop. Its methods must be called on its loop.
@@ -73,6 +75,14 @@ type Conn struct {
 	lingerUntil int64
 	dialTimer   Timer
 	listener    int // index of the listen address that accepted it; -1 for a dial
+
+	halfCloser HalfCloseHandler // the handler, when it relays half-closes
+	shadow     []byte           // for halfCloser: a copy of the output gnet has queued
+	tail       *tail            // set once the peer half-closed: the socket, outside gnet
+	eofInput   gnet.Conn        // during OnReadEOF: gnet's connection, for its unread input
+	eofRest    []byte           // during OnClose/OnReadEOF of a paused connection: all its unread input
+	closeErr   error            // why a tail closed
+	linger0    bool             // close with a reset
 }
 
 func newConn(l *Loop, h Handler) *Conn {
@@ -89,7 +99,7 @@ func (c *Conn) Loop() *Loop { return c.loop }
 func (c *Conn) Listener() int { return c.listener }
 
 // Opened reports whether the socket exists: false while an outbound dial is pending.
-func (c *Conn) Opened() bool { return c.gc != nil && c.state&stateClosed == 0 }
+func (c *Conn) Opened() bool { return (c.gc != nil || c.tail != nil) && c.state&stateClosed == 0 }
 
 // Closing reports whether Close or Abort was called or the connection has closed.
 func (c *Conn) Closing() bool {
@@ -101,6 +111,9 @@ func (c *Conn) Paused() bool { return c.pause != 0 }
 
 // RemoteAddr returns the peer's address, or nil before the socket exists.
 func (c *Conn) RemoteAddr() net.Addr {
+	if c.tail != nil {
+		return c.tail.remote
+	}
 	if c.gc == nil {
 		return nil
 	}
@@ -109,6 +122,9 @@ func (c *Conn) RemoteAddr() net.Addr {
 
 // LocalAddr returns the local address, or nil before the socket exists.
 func (c *Conn) LocalAddr() net.Addr {
+	if c.tail != nil {
+		return c.tail.local
+	}
 	if c.gc == nil {
 		return nil
 	}
@@ -117,27 +133,62 @@ func (c *Conn) LocalAddr() net.Addr {
 
 // Peek returns the next n buffered inbound bytes without consuming them;
 // n <= 0 returns all of them. The slice is valid until Discard or the end of
-// the callback.
-func (c *Conn) Peek(n int) ([]byte, error) { return c.gc.Peek(n) }
+// the callback. A connection whose peer half-closed has no input.
+func (c *Conn) Peek(n int) ([]byte, error) {
+	if c.eofRest != nil {
+		if n <= 0 || n > len(c.eofRest) {
+			return c.eofRest, nil
+		}
+		return c.eofRest[:n], nil
+	}
+	in := c.input()
+	if in == nil {
+		return nil, nil
+	}
+	return in.Peek(n)
+}
+
+// input is where c's unread input is: gnet's connection, or during
+// OnReadEOF the one gnet is closing.
+func (c *Conn) input() gnet.Conn {
+	if c.gc != nil {
+		return c.gc
+	}
+	return c.eofInput
+}
 
 // Discard consumes n inbound bytes; a negative n consumes all of them and 0
 // consumes none (unlike gnet's Discard, for which 0 means all).
 func (c *Conn) Discard(n int) {
-	if n != 0 {
-		_, _ = c.gc.Discard(n)
+	if c.eofRest != nil {
+		if n < 0 || n > len(c.eofRest) {
+			n = len(c.eofRest)
+		}
+		c.eofRest = c.eofRest[n:]
+		return
+	}
+	if in := c.input(); n != 0 && in != nil {
+		_, _ = in.Discard(n)
 	}
 }
 
 // InboundBuffered returns the number of inbound bytes not yet consumed.
 func (c *Conn) InboundBuffered() int {
-	if c.gc == nil || c.state&stateClosed != 0 {
+	if c.eofRest != nil {
+		return len(c.eofRest)
+	}
+	in := c.input()
+	if in == nil || c.state&stateClosed != 0 {
 		return 0
 	}
-	return c.gc.InboundBuffered()
+	return in.InboundBuffered()
 }
 
 // OutboundBuffered returns the number of bytes written but not yet taken by the kernel.
 func (c *Conn) OutboundBuffered() int {
+	if c.tail != nil && c.state&stateClosed == 0 {
+		return len(c.tail.buf)
+	}
 	if c.gc == nil || c.state&stateClosed != 0 {
 		return 0
 	}
@@ -147,11 +198,20 @@ func (c *Conn) OutboundBuffered() int {
 // Write writes p at once; what the kernel does not take is queued by gnet.
 // p may be reused when Write returns.
 func (c *Conn) Write(p []byte) error {
-	if c.gc == nil || c.state&(stateCloseQueued|stateClosed) != 0 {
+	if c.state&(stateCloseQueued|stateClosed|stateWriteShut) != 0 {
+		return ErrClosed
+	}
+	if c.tail != nil {
+		return c.loop.tailWrite(c, p)
+	}
+	if c.gc == nil {
 		return ErrClosed
 	}
 	before := c.gc.OutboundBuffered()
 	_, err := c.gc.Write(p)
+	if c.halfCloser != nil {
+		c.recordQueued(before, c.gc.OutboundBuffered(), p)
+	}
 	c.afterWrite(before)
 	return err
 }
@@ -159,11 +219,20 @@ func (c *Conn) Write(p []byte) error {
 // Writev writes bs with one vectored write; what the kernel does not take is
 // copied and queued by gnet. bs must hold at most MaxIovecs slices.
 func (c *Conn) Writev(bs [][]byte) error {
-	if c.gc == nil || c.state&(stateCloseQueued|stateClosed) != 0 {
+	if c.state&(stateCloseQueued|stateClosed|stateWriteShut) != 0 {
+		return ErrClosed
+	}
+	if c.tail != nil {
+		return c.loop.tailWrite(c, bs...)
+	}
+	if c.gc == nil {
 		return ErrClosed
 	}
 	before := c.gc.OutboundBuffered()
 	_, err := c.gc.Writev(bs)
+	if c.halfCloser != nil {
+		c.recordQueued(before, c.gc.OutboundBuffered(), bs...)
+	}
 	c.afterWrite(before)
 	return err
 }
@@ -188,7 +257,7 @@ func (c *Conn) SetSink(sink *Conn) {
 // whether c is paused; a handler should stop consuming input when it is.
 func (c *Conn) Backpressure() bool {
 	s := c.sink
-	if s.gc != nil && s.state&stateClosed == 0 && s.gc.OutboundBuffered() > c.loop.srv.cfg.HighWatermark {
+	if s.OutboundBuffered() > c.loop.srv.cfg.HighWatermark {
 		c.pauseFor(pauseSinkFull)
 		c.loop.watch(s)
 	}
@@ -245,13 +314,13 @@ func (c *Conn) Close() {
 		return
 	}
 	c.state |= stateClosing
-	if c.gc == nil { // dial pending: OnOpen will close it
+	if c.gc == nil && c.tail == nil { // dial pending: OnOpen will close it
 		c.state |= stateCanceled
 		c.loop.timers.stop(&c.dialTimer)
 		return
 	}
 	c.pauseFor(pauseClosing)
-	if c.gc.OutboundBuffered() == 0 {
+	if c.OutboundBuffered() == 0 {
 		c.closeNow()
 		return
 	}
@@ -265,16 +334,23 @@ func (c *Conn) Abort() {
 		return
 	}
 	c.state |= stateClosing
-	if c.gc == nil {
+	if c.gc == nil && c.tail == nil {
 		c.state |= stateCanceled
 		c.loop.timers.stop(&c.dialTimer)
 		return
+	}
+	if c.tail != nil {
+		c.loop.flushTail(c)
 	}
 	c.closeNow()
 }
 
 func (c *Conn) closeNow() {
 	if c.state&(stateCloseQueued|stateClosed) != 0 {
+		return
+	}
+	if c.tail != nil {
+		c.loop.closeTail(c)
 		return
 	}
 	c.state |= stateCloseQueued

@@ -21,6 +21,7 @@ type Loop struct {
 	timers   timerHeap
 	waiters  []*Conn // connections whose output drain someone waits for
 	deferred []*Conn // resumed connections with input to offer to OnTraffic
+	closed   []*Conn // half-closed connections (tails) to close at the end of the callback
 
 	stats LoopStats
 
@@ -45,6 +46,8 @@ type LoopStats struct {
 	PauseEvents   atomic.Int64 // times a connection stopped being read
 	SpuriousWakes atomic.Int64 // reads gnet made on a paused connection
 	LingerExpired atomic.Int64 // closes that dropped output after the linger deadline
+	HalfClosed    atomic.Int64 // connections whose peer half-closed and that were kept for writing
+	HalfCloseKept atomic.Int64 // queued bytes gnet would have dropped at a half-close, sent from the copy
 }
 
 func newLoop(s *Server, el gnet.EventLoop, index int, pollFD int) *Loop {
@@ -131,7 +134,16 @@ func (l *Loop) checkDrain(w *Conn, now int64) bool {
 	if w.state&(stateClosed|stateCloseQueued) != 0 {
 		return true
 	}
-	out := w.gc.OutboundBuffered()
+	if w.tail != nil {
+		l.flushTail(w)
+		if w.state&(stateClosed|stateCloseQueued) != 0 {
+			return true
+		}
+	}
+	out := w.OutboundBuffered()
+	if w.state&stateWantShutWrite != 0 && out == 0 && w.state&stateClosing == 0 {
+		w.shutWrite()
+	}
 	if w.state&stateClosing != 0 {
 		if out == 0 {
 			w.closeNow()
@@ -146,13 +158,16 @@ func (l *Loop) checkDrain(w *Conn, now int64) bool {
 		}
 		return false
 	}
+	// A tail with output, or a pending shutdown, keeps waiting after its
+	// producer is resumed.
+	settled := (w.tail == nil || out == 0) && w.state&stateWantShutWrite == 0
 	p := w.producer
 	if p.sink != w || p.pause&pauseSinkFull == 0 {
-		return true
+		return settled
 	}
 	if out <= l.srv.cfg.LowWatermark {
 		p.resumeFor(pauseSinkFull)
-		return true
+		return settled
 	}
 	return false
 }
@@ -173,12 +188,15 @@ func (l *Loop) afterCallback() {
 	for i := 0; i < len(l.deferred); i++ {
 		c := l.deferred[i]
 		c.deferIdx = 0
-		if c.pause == 0 && c.state&(stateClosing|stateCloseQueued|stateClosed) == 0 && c.gc.InboundBuffered() > 0 {
+		if c.pause == 0 && c.state&(stateClosing|stateCloseQueued|stateClosed) == 0 && c.InboundBuffered() > 0 {
 			l.traffic(c)
 		}
 		l.deferred[i] = nil
 	}
 	l.deferred = l.deferred[:0]
+	if len(l.closed) > 0 {
+		l.finishTails()
+	}
 	l.nextDeadline.Store(l.timers.next())
 	l.waiting.Store(int32(len(l.waiters)))
 }
@@ -202,7 +220,7 @@ func (l *Loop) traffic(c *Conn) {
 func (l *Loop) onPausedTraffic(c *Conn) {
 	l.stats.SpuriousWakes.Add(1)
 	l.setReadInterest(c, false)
-	if p := c.producer; p != c && c.gc.InboundBuffered() > l.inboundCap() {
+	if p := c.producer; p != c && c.InboundBuffered() > l.inboundCap() {
 		p.pauseFor(pausePeerInboundFull)
 	}
 }

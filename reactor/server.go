@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -340,11 +341,16 @@ func (e *engineHandler) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 	}
 	c.gc = gc
 	gc.SetContext(c)
+	c.halfCloser, _ = c.handler.(HalfCloseHandler)
 	l.stats.Active.Add(1)
 	if c.pause != 0 {
 		l.setReadInterest(c, false)
 	}
 	c.handler.OnOpen(c)
+	if c.state&stateWantShutWrite != 0 { // CloseWrite came before the connection opened
+		c.state &^= stateWantShutWrite
+		c.CloseWrite()
+	}
 	l.afterCallback()
 	return nil, gnet.None
 }
@@ -378,12 +384,37 @@ func (e *engineHandler) OnClose(gc gnet.Conn, err error) gnet.Action {
 		c.state |= stateClosed
 		return gnet.None
 	}
+	if errors.Is(err, io.EOF) && c.pause != 0 && c.state&(stateClosing|stateCloseQueued) == 0 {
+		// gnet closes a connection it is not reading when the peer has
+		// closed both ways (EPOLLHUP without EPOLLIN); what the peer sent
+		// before is still in the socket, and goes to the handler.
+		l.readRest(c, gc)
+		defer func() { c.eofRest = nil }()
+	}
+	// A peer's FIN: a handler that relays half-closes keeps the socket for
+	// writing (an EOF during our own close is just the end).
+	if c.halfCloser != nil && errors.Is(err, io.EOF) && c.state&(stateClosing|stateCloseQueued) == 0 && l.becomeTail(c) {
+		c.eofInput = gc
+		c.halfCloser.OnReadEOF(c)
+		c.eofInput = nil
+		l.afterCallback()
+		return gnet.None
+	}
+	l.finishClose(c, err)
+	l.afterCallback()
+	return gnet.None
+}
+
+// finishClose ends c: counters, the descriptor budget, timers, the
+// handler's OnClose, and the producer it held back.
+func (l *Loop) finishClose(c *Conn, err error) {
+	s := l.srv
 	c.state |= stateClosed
 	l.stats.Active.Add(-1)
 	if c.listener >= 0 {
-		e.s.acceptedOpen.Add(-1)
-		holdFDs(-e.s.cfg.FDsPerConn)
-		e.s.wakeAcceptors()
+		s.acceptedOpen.Add(-1)
+		holdFDs(-s.cfg.FDsPerConn)
+		s.wakeAcceptors()
 	}
 	if c.pause.flowControl() {
 		l.stats.Paused.Add(-1)
@@ -395,6 +426,4 @@ func (e *engineHandler) OnClose(gc gnet.Conn, err error) gnet.Action {
 	if p := c.producer; p != c && p.sink == c {
 		p.resumeFor(pauseSinkFull | pausePeerInboundFull)
 	}
-	l.afterCallback()
-	return gnet.None
 }

@@ -12,6 +12,8 @@ type Stats struct {
 	PauseEvents   int64 // times a connection stopped being read
 	SpuriousWakes int64 // reads gnet made on a paused connection
 	LingerExpired int64 // closes that dropped output after the linger deadline
+	HalfClosed    int64 // connections whose peer half-closed and that were kept for writing
+	HalfCloseKept int64 // queued bytes gnet would have dropped at a half-close, sent from the copy
 
 	AcceptPauses int64            // times accepting paused at MaxConns or the descriptor budget
 	AcceptErrors map[string]int64 // accept errors by errno (EMFILE, ...)
@@ -26,6 +28,8 @@ func (s *Stats) add(l *LoopStats) {
 	s.PauseEvents += l.PauseEvents.Load()
 	s.SpuriousWakes += l.SpuriousWakes.Load()
 	s.LingerExpired += l.LingerExpired.Load()
+	s.HalfClosed += l.HalfClosed.Load()
+	s.HalfCloseKept += l.HalfCloseKept.Load()
 }
 
 func addrString(a net.Addr) string {

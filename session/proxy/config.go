@@ -88,6 +88,9 @@ type Limits struct {
 	HandshakeTimeout time.Duration `yaml:"handshake_timeout"`
 	ConnectTimeout   time.Duration `yaml:"connect_timeout"`
 	IdleTimeout      time.Duration `yaml:"idle_timeout"`
+	// FinTimeout bounds a half-closed session: once one side has shut down
+	// its write side, the other has this long to finish too.
+	FinTimeout       time.Duration `yaml:"fin_timeout"`
 	PrerouteBytes    int           `yaml:"preroute_bytes"`
 	MaxSessions      int           `yaml:"max_sessions"`
 	MaxSessionsPerIP int           `yaml:"max_sessions_per_ip"`
@@ -195,6 +198,7 @@ func (c *Config) setDefaults() {
 	l := &c.Limits
 	setDur(&l.HandshakeTimeout, 5*time.Second)
 	setDur(&l.ConnectTimeout, 3*time.Second)
+	setDur(&l.FinTimeout, 30*time.Second)
 	if l.PrerouteBytes == 0 {
 		l.PrerouteBytes = 64 << 10
 	}
@@ -326,6 +330,7 @@ func (c *Config) Validate() error {
 		{"limits.handshake_timeout", l.HandshakeTimeout, false},
 		{"limits.connect_timeout", l.ConnectTimeout, false},
 		{"limits.idle_timeout", l.IdleTimeout, true},
+		{"limits.fin_timeout", l.FinTimeout, false},
 		{"health.cooldown", c.Health.Cooldown, false},
 		{"health.interval", c.Health.Interval, true},
 		{"health.timeout", c.Health.Timeout, false},

@@ -266,8 +266,12 @@ func TestBreakerProbeSuccessBringsBackendBack(t *testing.T) {
 	f := startFront(t, startBackend(t, mcbackend.Config{}))
 	var clock fakeClock
 	p, addr := startProxy(t, mcConfig(f.addr, "health: {failures: 1, cooldown: 1m}"), installFakeClock(&clock))
-	login17(t, dial(t, addr), "localhost", "before")
+	before := dial(t, addr)
+	login17(t, before, "localhost", "before")
 	f.down()
+	// The backend's close reaches the client as a half-close; the session
+	// ends when the client closes too.
+	before.Close()
 	loginsRefused(t, addr, "localhost", DefaultOfflineMessage, "fail")
 	if b := health(t, p, f.addr); b.Up {
 		t.Fatalf("not marked down after a refused connect: %+v", b)

@@ -42,9 +42,15 @@ type session struct {
 	username  string
 	protocol  int32
 
-	timer      reactor.Timer // handshake timeout, then idle timeout
+	timer      reactor.Timer // handshake timeout, then idle timeout, then fin timeout
 	lastActive int64
 	c2s, s2c   frameScanner
+
+	// A half-close in either direction is relayed as one: a FIN from one
+	// side becomes a shutdown of the write side toward the other.
+	clientEOF, backendEOF bool
+	onBackend             bool   // counted in target.active
+	early                 []byte // what the client sent before a half-close while the backend was connecting
 }
 
 // clientHandler receives the events of client connections.
@@ -86,8 +92,11 @@ func (h *clientHandler) OnTraffic(c *reactor.Conn) {
 	case stLocalStatus:
 		s.serveLocalStatus()
 	case stConnecting:
+		// A client that speaks first (raw mode) or keeps sending while its
+		// backend connects is held under flow control, not refused: stop
+		// reading it until the backend is up.
 		if c.InboundBuffered() > s.p.cfg.Limits.PrerouteBytes {
-			s.reject(reasonPrerouteCap, nil)
+			c.PauseRead()
 		}
 	case stRelay:
 		cnt := &s.p.loopOf(c).counters
@@ -107,9 +116,7 @@ func (h *clientHandler) OnClose(c *reactor.Conn, err error) {
 	ls := p.loopOf(c)
 	ls.counters.active.Add(-1)
 	c.Loop().Stop(&s.timer)
-	if s.state == stRelay && s.target != nil {
-		s.target.active.Add(-1)
-	}
+	s.leaveBackend()
 	s.dropProbe()
 	s.state = stDone
 	if b := s.backend; b != nil {
@@ -133,11 +140,16 @@ func (h *backendHandler) OnOpen(bc *reactor.Conn) {
 		p.log.Info().Str("group", s.group.name).Str("backend", s.target.addr).Msg("backend up: a session connected")
 	}
 	s.target.active.Add(1)
+	s.onBackend = true
 	ls := p.loopOf(bc)
 	ls.counters.routed.Add(1)
 	c := s.client
 	s.state = stRelay
 	buf, _ := c.Peek(-1)
+	if s.clientEOF {
+		buf = s.early // the client half-closed while this connect was pending
+		s.early = nil
+	}
 	batch := bc.Loop().Batch()
 	if !s.raw && p.cfg.Forwarding == ForwardBungeeCord {
 		host, _ := mc.SplitAddress(s.handshake.Address)
@@ -157,9 +169,12 @@ func (h *backendHandler) OnOpen(bc *reactor.Conn) {
 	c.Discard(len(buf))
 	c.SetSink(bc)
 	bc.SetSink(c)
+	c.ResumeRead() // if it was held while connecting
 	c.Backpressure()
 	s.lastActive = c.Loop().Now()
-	if idle := p.cfg.Limits.IdleTimeout; idle > 0 {
+	if idle := p.cfg.Limits.IdleTimeout; s.clientEOF {
+		s.halfClosed()
+	} else if idle > 0 {
 		c.Loop().Schedule(&s.timer, idle)
 	} else {
 		c.Loop().Stop(&s.timer)
@@ -218,12 +233,78 @@ func (h *backendHandler) OnClose(bc *reactor.Conn, err error) {
 			p.loopOf(bc).counters.bytesS2C.Add(int64(len(rest)))
 		}
 	}
-	if s.state == stRelay && s.target != nil {
-		s.target.active.Add(-1)
-		s.target = nil
-	}
+	s.leaveBackend()
 	s.state = stDone
 	c.Close()
+}
+
+// leaveBackend stops counting the session on its backend, once, whichever
+// side ends first and however the session left the relay state.
+func (s *session) leaveBackend() {
+	if s.onBackend {
+		s.onBackend = false
+		s.target.active.Add(-1)
+	}
+}
+
+// OnReadEOF relays a client's half-close: what it sent goes on to the
+// backend, then the backend's write side is shut down, and the backend's
+// answer still flows back until it finishes too.
+func (h *clientHandler) OnReadEOF(c *reactor.Conn) {
+	s, ok := c.Value.(*session)
+	if !ok {
+		c.Close() // refused at admission
+		return
+	}
+	switch s.state {
+	case stRelay:
+		cnt := &s.p.loopOf(c).counters
+		s.relay(c, s.backend, &s.c2s, &cnt.bytesC2S, &cnt.framesC2S)
+		s.clientEOF = true
+		s.backend.CloseWrite()
+		s.halfClosed()
+	case stConnecting:
+		// The input is gone after this call: keep it for the replay, after
+		// which the backend's write side is shut down (CloseWrite waits for
+		// the connect).
+		buf, _ := c.Peek(-1)
+		s.early = append([]byte(nil), buf...)
+		c.Discard(-1)
+		s.clientEOF = true
+		s.backend.CloseWrite()
+	default:
+		// Before routing there is nothing to relay a half-close to.
+		s.state = stDone
+		c.Close()
+	}
+}
+
+// OnReadEOF relays a backend's half-close to the client; the client's
+// input still flows to the backend until it finishes too.
+func (h *backendHandler) OnReadEOF(bc *reactor.Conn) {
+	s := bc.Value.(*session)
+	if s.state != stRelay {
+		bc.Close()
+		return
+	}
+	ls := s.p.loopOf(bc)
+	s.relay(bc, s.client, &s.s2c, &ls.counters.bytesS2C, &ls.counters.framesS2C)
+	s.backendEOF = true
+	s.client.CloseWrite()
+	s.halfClosed()
+}
+
+// halfClosed runs when one direction of a relayed session has ended: once
+// both have, the session closes (each side after its output drains);
+// until then the other direction has FinTimeout to finish.
+func (s *session) halfClosed() {
+	if s.clientEOF && s.backendEOF {
+		s.state = stDone
+		s.client.Close()
+		s.backend.Close()
+		return
+	}
+	s.client.Loop().Schedule(&s.timer, s.p.cfg.Limits.FinTimeout)
 }
 
 // relay moves what from has buffered to to, with one write, and applies
@@ -442,6 +523,15 @@ func (s *session) onTimer() {
 	l := c.Loop()
 	switch s.state {
 	case stRelay:
+		if s.clientEOF || s.backendEOF {
+			s.p.loopOf(c).counters.rejected[reasonFinTimeout].Add(1)
+			s.p.log.Info().Stringer("remote", c.RemoteAddr()).Str("user", s.username).Bool("client_done", s.clientEOF).
+				Dur("fin_timeout", s.p.cfg.Limits.FinTimeout).Msg("closing half-closed session: the other side did not finish")
+			s.state = stDone
+			c.Close()
+			s.backend.Close()
+			return
+		}
 		idle := s.p.cfg.Limits.IdleTimeout
 		if due := s.lastActive + int64(idle); due > l.Now() {
 			l.ScheduleAt(&s.timer, due)

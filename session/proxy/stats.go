@@ -21,6 +21,7 @@ const (
 	reasonUnknownHost
 	reasonBackendUnavailable
 	reasonIdleTimeout
+	reasonFinTimeout
 	reasonNoHealthyBackend
 	numReasons
 )
@@ -36,6 +37,7 @@ var reasonLabels = [numReasons]string{
 	reasonUnknownHost:        "unknown_host",
 	reasonBackendUnavailable: "backend_unavailable",
 	reasonIdleTimeout:        "idle_timeout",
+	reasonFinTimeout:         "fin_timeout",
 	reasonNoHealthyBackend:   "no_healthy_backend",
 }
 
