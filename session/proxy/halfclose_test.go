@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"fmt"
 	"io"
@@ -8,6 +9,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/tidegate/tidegate/protocol/mc"
 )
 
 // payload returns n deterministic bytes and their hash.
@@ -233,4 +236,43 @@ limits: {fin_timeout: 200ms}
 		t.Fatalf("read %d bytes, %v; want the proxy to close after fin_timeout", n, err)
 	}
 	waitFor(t, func() bool { return p.Stats().Rejected["fin_timeout"] == 1 })
+}
+
+// TestHalfCloseMinecraft: the same relay in minecraft mode. After the
+// handshake and Login Start are routed and replayed, the client sends its
+// data and a FIN; the backend reads to EOF and answers 8 MiB.
+func TestHalfCloseMinecraft(t *testing.T) {
+	login := append(handshake(mc.Protocol1_7_10, "localhost", mc.NextStateLogin), loginStart("HalfClose")...)
+	req, reqSum := payload(1<<20, 7)
+	resp, respSum := payload(8<<20, 8)
+	be, done := halfCloseBackend(t, func(c *net.TCPConn) error {
+		got := make([]byte, len(login))
+		if _, err := io.ReadFull(c, got); err != nil || !bytes.Equal(got, login) {
+			return fmt.Errorf("backend: replayed login %q, %v", got, err)
+		}
+		n, sum, err := readAllSum(c, 30*time.Second)
+		if err := wantSum("backend reading the request", n, sum, err, len(req), reqSum); err != nil {
+			return err
+		}
+		if _, err := c.Write(resp); err != nil {
+			return err
+		}
+		return c.CloseWrite()
+	})
+	_, addr := startProxy(t, mcConfig(be, ""))
+	c := dial(t, addr).(*net.TCPConn)
+	defer c.Close()
+	if _, err := c.Write(append(append([]byte(nil), login...), req...)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	n, sum, err := readAllSum(c, 60*time.Second)
+	if err := wantSum("client reading the answer", n, sum, err, len(resp), respSum); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
 }
