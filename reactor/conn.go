@@ -71,6 +71,7 @@ type Conn struct {
 	producer *Conn // the connection whose input is written into this one
 	waitIdx  int   // 1 + position in loop.waiters; 0 when not waiting
 	deferIdx int   // 1 + position in loop.deferred; 0 when not queued
+	connIdx  int   // 1 + position in loop.conns; 0 when not open
 
 	lingerUntil int64
 	dialTimer   Timer

@@ -8,6 +8,9 @@ type Health struct {
 	Running bool `json:"running"`
 	// Err says why the event loops ended without Stop.
 	Err string `json:"error,omitempty"`
+	// Draining is true once the server stopped accepting for a graceful
+	// shutdown: its listeners are closed on purpose.
+	Draining bool `json:"draining,omitempty"`
 	// Listeners are the server's listening sockets, in Config.Addrs order.
 	Listeners []ListenerHealth `json:"listeners"`
 }
@@ -25,10 +28,14 @@ type ListenerHealth struct {
 	Err string `json:"error,omitempty"`
 }
 
-// OK reports whether the loops run and every listener is alive.
+// OK reports whether the loops run and every listener is alive (or, while
+// draining, closed on purpose).
 func (h Health) OK() bool {
 	if !h.Running {
 		return false
+	}
+	if h.Draining {
+		return true
 	}
 	for _, l := range h.Listeners {
 		if !l.Alive {
@@ -40,7 +47,7 @@ func (h Health) OK() bool {
 
 // Health returns the server's health now.
 func (s *Server) Health() Health {
-	h := Health{Running: !s.stopping.Load(), Listeners: make([]ListenerHealth, len(s.listeners))}
+	h := Health{Running: !s.stopping.Load(), Draining: s.draining.Load(), Listeners: make([]ListenerHealth, len(s.listeners))}
 	select {
 	case <-s.done:
 		h.Running = false

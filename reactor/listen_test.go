@@ -2,6 +2,7 @@ package reactor
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -300,3 +301,94 @@ func runEMFILEChild() int {
 	}
 	return 0
 }
+
+// TestShutdownDrains: Shutdown stops accepting at once, lets open
+// connections go on until they close, and returns nil when they have.
+func TestShutdownDrains(t *testing.T) {
+	h := &echoHandler{}
+	s, err := NewServer(Config{Addrs: []string{"tcp://127.0.0.1:0"}, Loops: 2, Logger: zerolog.Nop()}, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := s.Addr(0)
+	var conns []*net.TCPConn
+	for i := 0; i < 3; i++ {
+		c := dial(t, a.String())
+		if err := echoOnce(c, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Shutdown(context.Background()) }()
+	waitFor(t, 5*time.Second, func() bool { return s.Health().Draining })
+	if c, err := net.DialTimeout("tcp", a.String(), time.Second); err == nil {
+		c.Close()
+		t.Fatal("a new connection was accepted while draining")
+	}
+	if h := s.Health(); !h.OK() {
+		t.Fatalf("a draining server is healthy: %+v", h)
+	}
+	for i, c := range conns {
+		if err := echoOnce(c, 5*time.Second); err != nil {
+			t.Fatalf("connection %d while draining: %v", i, err)
+		}
+		c.Close()
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Shutdown: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Shutdown did not return once every connection closed")
+	}
+}
+
+// TestShutdownDeadlineClosesWithoutLoss: at the deadline open connections
+// are closed, their queued output delivered first.
+func TestShutdownDeadlineClosesWithoutLoss(t *testing.T) {
+	payload := bytes.Repeat([]byte("z"), 8<<20)
+	s, err := NewServer(Config{Addrs: []string{"tcp://127.0.0.1:0"}, Loops: 1, Logger: zerolog.Nop()},
+		&sendOnTrafficHandler{payload: payload})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := s.Addr(0)
+	c := dial(t, a.String())
+	if _, err := c.Write([]byte("go")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, func() bool { return s.Stats().Accepted == 1 })
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- s.Shutdown(ctx) }()
+	time.Sleep(400 * time.Millisecond) // a slow reader: output is still queued at the deadline
+	got, err := io.ReadAll(c)
+	if err != nil || len(got) != len(payload) {
+		t.Fatalf("read %d of %d bytes (%v): output lost at the drain deadline", len(got), len(payload), err)
+	}
+	if err := <-done; !errors.Is(err, ErrDrainDeadline) {
+		t.Fatalf("Shutdown: %v, want ErrDrainDeadline", err)
+	}
+}
+
+// sendOnTrafficHandler writes payload once when a connection first speaks.
+type sendOnTrafficHandler struct{ payload []byte }
+
+func (h *sendOnTrafficHandler) OnOpen(*Conn) {}
+func (h *sendOnTrafficHandler) OnTraffic(c *Conn) {
+	c.Discard(-1)
+	if c.Value == nil {
+		c.Value = true
+		_ = c.Write(h.payload)
+	}
+}
+func (h *sendOnTrafficHandler) OnClose(*Conn, error) {}

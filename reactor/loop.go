@@ -22,6 +22,7 @@ type Loop struct {
 	waiters  []*Conn // connections whose output drain someone waits for
 	deferred []*Conn // resumed connections with input to offer to OnTraffic
 	closed   []*Conn // half-closed connections (tails) to close at the end of the callback
+	conns    []*Conn // open connections, for a drain deadline
 
 	stats LoopStats
 

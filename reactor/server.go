@@ -33,6 +33,7 @@ type Server struct {
 
 	listeners      []*listener
 	stopAccept     chan struct{} // closed when accepting ends for good
+	stopAcceptOnce sync.Once
 	pendingEnrolls chan (<-chan gnet.RegisteredResult)
 	acceptWG       sync.WaitGroup // accept goroutines
 	settleWG       sync.WaitGroup // the goroutine settling enrolls
@@ -47,6 +48,7 @@ type Server struct {
 	stopTick chan struct{}
 	stopOnce sync.Once
 	stopping atomic.Bool
+	draining atomic.Bool // StopAccepting was called
 	runErr   error
 
 	dialer *dialPool
@@ -171,13 +173,10 @@ func (s *Server) abortStart() {
 
 // stopAccepting closes the listeners and ends the accept goroutines.
 func (s *Server) stopAccepting() {
-	select {
-	case <-s.stopAccept:
-		return
-	default:
-	}
-	close(s.stopAccept)
-	s.closeListeners()
+	s.stopAcceptOnce.Do(func() {
+		close(s.stopAccept)
+		s.closeListeners()
+	})
 }
 
 // Addr returns the bound address of the i-th listen address, which tells the
@@ -343,6 +342,7 @@ func (e *engineHandler) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 	gc.SetContext(c)
 	c.halfCloser, _ = c.handler.(HalfCloseHandler)
 	l.stats.Active.Add(1)
+	l.track(c)
 	if c.pause != 0 {
 		l.setReadInterest(c, false)
 	}
@@ -420,6 +420,7 @@ func (l *Loop) finishClose(c *Conn, err error) {
 		l.stats.Paused.Add(-1)
 	}
 	l.unwatch(c)
+	l.untrack(c)
 	l.timers.stop(&c.dialTimer)
 	c.handler.OnClose(c, err)
 	// A producer held back by this connection would otherwise wait forever.

@@ -106,7 +106,12 @@ func runProxy(c *cli.Context, cfg *proxy.Config, log zerolog.Logger) error {
 	if err != nil {
 		return fail(err)
 	}
-	return runUntilSignal(c.Context, log, h, stopAll(append(stops, stopMetrics)...))
+	plan := &drainPlan{
+		timeout:  cfg.Shutdown.DrainTimeout,
+		shutdown: p.Shutdown,
+		open:     func() int64 { return p.Stats().Active },
+	}
+	return runUntilSignalDrain(c.Context, log, h, plan, stopAll(append(stops, stopMetrics)...))
 }
 
 // firstBackend returns the address of the first backend of the default

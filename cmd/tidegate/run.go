@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/signal"
 	"syscall"
 	"time"
@@ -88,8 +89,35 @@ func stopAll(stops ...func(context.Context) error) func(context.Context) error {
 // and returns an error that exits with exitRuntime, so that a supervisor
 // restarts the process. h may be nil (nothing to watch).
 func runUntilSignal(ctx context.Context, log zerolog.Logger, h *healthRegistry, stop func(context.Context) error) error {
-	ctx, cancel := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
-	defer cancel()
+	return runUntilSignalDrain(ctx, log, h, nil, stop)
+}
+
+// drainPlan is how a command drains on its first SIGINT or SIGTERM.
+type drainPlan struct {
+	// timeout bounds the drain: open sessions may go on this long.
+	timeout time.Duration
+	// shutdown stops accepting, waits for what is open to end or its
+	// context to end, closes the rest and stops the servers.
+	shutdown func(context.Context) error
+	// open counts what is still open, for the progress lines.
+	open func() int64
+}
+
+// drainProgress is how often a drain logs what is still open.
+const drainProgress = 5 * time.Second
+
+// runUntilSignalDrain is runUntilSignal that, with a plan, drains before
+// stopping: not accepting (readiness fails at once), open sessions going on
+// until they end or the plan's timeout, progress logged, a second signal
+// ending the drain at once.
+func runUntilSignalDrain(ctx context.Context, log zerolog.Logger, h *healthRegistry, plan *drainPlan, stop func(context.Context) error) error {
+	// One channel for both signals: the first starts the shutdown, a second
+	// during a drain ends the drain.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	watch, cancel := context.WithCancel(ctx)
+	defer cancel() // ends the engine watches
 	var engines []namedEngine
 	if h != nil {
 		engines = h.engines
@@ -100,18 +128,16 @@ func runUntilSignal(ctx context.Context, log zerolog.Logger, h *healthRegistry, 
 			select {
 			case <-e.e.Done():
 				ended <- e
-			case <-ctx.Done(): // cancel, on return, ends the watch
+			case <-watch.Done():
 			}
 		}()
 	}
+	cause := ""
 	select {
+	case sig := <-sigs:
+		cause = sig.String()
 	case <-ctx.Done():
-		h.SetDraining(true)
-		log.Info().Str("cause", context.Cause(ctx).Error()).Msg("shutting down")
-		if err := stopWithin(stop); err != nil {
-			return fmt.Errorf("stopping: %w", err)
-		}
-		return nil
+		cause = context.Cause(ctx).Error()
 	case e := <-ended:
 		h.SetDraining(true)
 		why := e.e.Err()
@@ -124,6 +150,50 @@ func runUntilSignal(ctx context.Context, log zerolog.Logger, h *healthRegistry, 
 			err = errors.Join(err, fmt.Errorf("stopping: %w", serr))
 		}
 		return cli.Exit(fmt.Errorf("tidegate: %w", err), exitRuntime)
+	}
+	h.SetDraining(true)
+	log.Info().Str("cause", cause).Msg("shutting down")
+	if plan != nil {
+		drainWith(log, plan, sigs)
+	}
+	if err := stopWithin(stop); err != nil {
+		return fmt.Errorf("stopping: %w", err)
+	}
+	log.Info().Msg("stopped")
+	return nil
+}
+
+// drainWith runs plan's shutdown until it returns, its timeout passes or a
+// second signal arrives, logging progress.
+func drainWith(log zerolog.Logger, plan *drainPlan, second <-chan os.Signal) {
+	log.Info().Int64("open", plan.open()).Str("drain_timeout", plan.timeout.String()).
+		Msg("draining: not accepting; open sessions go on until they end or the drain timeout")
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), plan.timeout)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- plan.shutdown(ctx) }()
+	tick := time.NewTicker(drainProgress)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			ev := log.Info()
+			if errors.Is(err, reactor.ErrDrainDeadline) {
+				ev = log.Warn().Str("result", "deadline: the sessions still open were closed")
+			} else if err != nil {
+				ev = log.Error().Err(err)
+			} else {
+				ev = ev.Str("result", "every session ended")
+			}
+			ev.Str("took", time.Since(start).Round(time.Millisecond).String()).Msg("drained")
+			return
+		case <-second:
+			log.Warn().Int64("open", plan.open()).Msg("second signal: ending the drain now")
+			cancel()
+		case <-tick.C:
+			log.Info().Int64("open", plan.open()).Str("elapsed", time.Since(start).Round(time.Second).String()).Msg("draining")
+		}
 	}
 }
 

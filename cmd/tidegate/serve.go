@@ -23,6 +23,7 @@ func serveCommand() *cli.Command {
 			&cli.IntFlag{Name: "length-width", Value: 4, Usage: "bytes of the length field: 2 or 4"},
 			&cli.IntFlag{Name: "max-body", Value: 1 << 20, Usage: "largest request body accepted, in bytes"},
 			&cli.DurationFlag{Name: "idle-timeout", Value: 5 * time.Minute, Usage: "close connections idle this long (0: never)"},
+			&cli.DurationFlag{Name: "drain-timeout", Value: 30 * time.Second, Usage: "on SIGTERM or SIGINT, stop accepting and let open connections go on this long before closing them (a second signal ends it)"},
 			metricsFlag(),
 		}, reactorFlags()...), logFlags()...),
 		OnUsageError: usageError,
@@ -57,5 +58,6 @@ func runServe(c *cli.Context) error {
 	if err != nil {
 		return stopAfter(err, srv.Stop)
 	}
-	return runUntilSignal(c.Context, log, h, stopAll(srv.Stop, stopMetrics))
+	plan := &drainPlan{timeout: c.Duration("drain-timeout"), shutdown: srv.Reactor().Shutdown, open: srv.Reactor().OpenConns}
+	return runUntilSignalDrain(c.Context, log, h, plan, stopAll(srv.Stop, stopMetrics))
 }

@@ -47,6 +47,7 @@ type Config struct {
 	Forwarding   Forwarding             `yaml:"forwarding"`
 	Limits       Limits                 `yaml:"limits"`
 	Health       HealthConfig           `yaml:"health"`
+	Shutdown     ShutdownConfig         `yaml:"shutdown"`
 	// Loops is the number of event loops; 0 means one per core.
 	Loops int `yaml:"loops"`
 	// ReusePort sets SO_REUSEPORT on the listeners, so that several proxy
@@ -98,6 +99,19 @@ type Limits struct {
 	HighWatermark    int           `yaml:"high_watermark"`
 	LowWatermark     int           `yaml:"low_watermark"`
 }
+
+// ShutdownConfig is how the proxy drains on SIGTERM or SIGINT.
+type ShutdownConfig struct {
+	// DrainTimeout is how long open sessions may go on after the proxy
+	// stops accepting; then they are closed.
+	DrainTimeout time.Duration `yaml:"drain_timeout"`
+	// Message is the disconnect reason a player still logging in gets at
+	// the drain deadline.
+	Message string `yaml:"message"`
+}
+
+// DefaultShutdownMessage is the disconnect reason at a drain deadline.
+const DefaultShutdownMessage = "The server is restarting, please reconnect in a moment"
 
 // HealthConfig is backend health: a backend that fails Failures connects
 // (or active checks) in a row is down for Cooldown, after which one probe
@@ -199,6 +213,10 @@ func (c *Config) setDefaults() {
 	setDur(&l.HandshakeTimeout, 5*time.Second)
 	setDur(&l.ConnectTimeout, 3*time.Second)
 	setDur(&l.FinTimeout, 30*time.Second)
+	setDur(&c.Shutdown.DrainTimeout, 30*time.Second)
+	if c.Shutdown.Message == "" {
+		c.Shutdown.Message = DefaultShutdownMessage
+	}
 	if l.PrerouteBytes == 0 {
 		l.PrerouteBytes = 64 << 10
 	}
@@ -331,6 +349,7 @@ func (c *Config) Validate() error {
 		{"limits.connect_timeout", l.ConnectTimeout, false},
 		{"limits.idle_timeout", l.IdleTimeout, true},
 		{"limits.fin_timeout", l.FinTimeout, false},
+		{"shutdown.drain_timeout", c.Shutdown.DrainTimeout, false},
 		{"health.cooldown", c.Health.Cooldown, false},
 		{"health.interval", c.Health.Interval, true},
 		{"health.timeout", c.Health.Timeout, false},

@@ -2,12 +2,16 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/tidegate/tidegate/protocol/mc"
+	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/mcbackend"
 )
 
@@ -100,5 +104,40 @@ groups:
 		if err != nil || string(got) != want {
 			t.Errorf("through %s: got %q (%v), want %q", addr, got, err, want)
 		}
+	}
+}
+
+// TestShutdownDeadlineDisconnectsLogins: a player still logging in when the
+// drain deadline passes gets the shutdown message; the proxy then stops.
+func TestShutdownDeadlineDisconnectsLogins(t *testing.T) {
+	be := startBackend(t, mcbackend.Config{})
+	cfg, err := ParseConfig([]byte(mcConfig(be, `shutdown: {message: "Back in a minute"}`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(cfg, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := p.Addr(0)
+	c := dial(t, a.String())
+	// The handshake only: the session waits for Login Start.
+	if _, err := c.Write(handshake(mc.Protocol1_7_10, "localhost", mc.NextStateLogin)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return p.Stats().Active == 1 })
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if err := p.Shutdown(ctx); !errors.Is(err, reactor.ErrDrainDeadline) {
+		t.Fatalf("Shutdown: %v, want the drain deadline", err)
+	}
+	if got := readDisconnect(t, c); !strings.Contains(got, "Back in a minute") {
+		t.Fatalf("disconnect %q, want the shutdown message", got)
+	}
+	if n := p.Stats().Rejected["shutdown"]; n != 1 {
+		t.Fatalf("shutdown count %d, want 1", n)
 	}
 }

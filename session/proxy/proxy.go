@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"time"
 
+	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/reactor"
 
 	"github.com/rs/zerolog"
@@ -30,6 +32,8 @@ type Proxy struct {
 
 	backendSide backendHandler
 	checks      *healthChecks // active health checks, when health.interval is set
+
+	shutdownDisconnect []byte // the login disconnect at a drain deadline
 }
 
 // loopState is what the proxy keeps per loop: counters and random state.
@@ -51,6 +55,7 @@ func New(cfg *Config, log zerolog.Logger) (*Proxy, error) {
 		perIP:  map[string]int{},
 	}
 	p.backendSide.p = p
+	p.shutdownDisconnect = mc.AppendLoginDisconnect(nil, chatJSON(cfg.Shutdown.Message))
 	addrs := make([]string, len(cfg.Listeners))
 	for i := range cfg.Listeners {
 		l := &cfg.Listeners[i]
@@ -103,6 +108,18 @@ func (p *Proxy) Reactor() *reactor.Server { return p.rs }
 // checkers and the loops to exit.
 func (p *Proxy) Stop(ctx context.Context) error {
 	return errors.Join(p.stopChecks(ctx), p.rs.Stop(ctx))
+}
+
+// Shutdown drains the proxy: it stops accepting at once and lets open
+// sessions run until they end or ctx ends; then players still logging in get
+// the shutdown message as a disconnect, every session is closed without
+// losing queued output, and the proxy stops. It returns
+// reactor.ErrDrainDeadline when sessions were still open at the deadline.
+func (p *Proxy) Shutdown(ctx context.Context) error {
+	err := p.rs.Shutdown(ctx)
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return errors.Join(err, p.stopChecks(sctx))
 }
 
 // Stats sums the counters of all loops.

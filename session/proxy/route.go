@@ -76,7 +76,7 @@ func newRouter(cfg *Config) *router {
 			name:              name,
 			check:             CheckTCP,
 			offlineStatus:     quoted,
-			offlineDisconnect: mc.AppendLoginDisconnect(nil, append(append([]byte(`{"text":`), quoted...), '}')),
+			offlineDisconnect: mc.AppendLoginDisconnect(nil, chatJSON(msg)),
 		}
 		for _, b := range gc.Backends {
 			if b.Weight > 0 {
@@ -174,3 +174,9 @@ func xorshift(s *uint64) uint64 {
 }
 
 func nowUnix() int64 { return time.Now().UnixNano() }
+
+// chatJSON is a Minecraft chat component with msg as its text.
+func chatJSON(msg string) []byte {
+	quoted, _ := json.Marshal(msg) // a string always marshals
+	return append(append([]byte(`{"text":`), quoted...), '}')
+}

@@ -307,6 +307,26 @@ func (s *session) halfClosed() {
 	s.client.Loop().Schedule(&s.timer, s.p.cfg.Limits.FinTimeout)
 }
 
+// OnDrainDeadline says goodbye to a client still connected when a drain
+// ends: a player still logging in gets the shutdown message as a
+// disconnect (in play the proxy does not speak the game's protocol and the
+// session is closed, its queued output delivered).
+func (h *clientHandler) OnDrainDeadline(c *reactor.Conn) {
+	s, ok := c.Value.(*session)
+	if !ok {
+		return
+	}
+	p := s.p
+	p.loopOf(c).counters.rejected[reasonShutdown].Add(1)
+	if !s.raw && s.hsLen > 0 && s.handshake.NextState != mc.NextStateStatus && s.state != stRelay && s.state != stDone {
+		_ = c.Write(p.shutdownDisconnect)
+	}
+	s.state = stDone
+	if s.backend != nil {
+		s.backend.Close()
+	}
+}
+
 // relay moves what from has buffered to to, with one write, and applies
 // flow control to from.
 func (s *session) relay(from, to *reactor.Conn, fs *frameScanner, bytes, frames *atomic.Int64) {

@@ -22,6 +22,7 @@ const (
 	reasonBackendUnavailable
 	reasonIdleTimeout
 	reasonFinTimeout
+	reasonShutdown
 	reasonNoHealthyBackend
 	numReasons
 )
@@ -38,6 +39,7 @@ var reasonLabels = [numReasons]string{
 	reasonBackendUnavailable: "backend_unavailable",
 	reasonIdleTimeout:        "idle_timeout",
 	reasonFinTimeout:         "fin_timeout",
+	reasonShutdown:           "shutdown",
 	reasonNoHealthyBackend:   "no_healthy_backend",
 }
 
