@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/panjf2000/gnet/v2"
 	"golang.org/x/sys/unix"
@@ -219,6 +220,35 @@ func (l *Loop) finishTails() {
 		l.finishClose(c, c.closeErr)
 	}
 	l.closed = l.closed[:0]
+}
+
+// closeTails closes, on each loop, the half-closed connections gnet no
+// longer knows, as gnet's stop closes its own: output still queued gets one
+// write. It waits at most a second for the loops.
+func (s *Server) closeTails() {
+	done := make(chan struct{}, len(s.Loops()))
+	n := 0
+	for _, l := range s.Loops() {
+		if l.Execute(func() {
+			for _, c := range append([]*Conn(nil), l.conns...) {
+				if c.tail != nil && c.state&(stateCloseQueued|stateClosed) == 0 {
+					c.Abort()
+				}
+			}
+			done <- struct{}{}
+		}) == nil {
+			n++
+		}
+	}
+	t := time.NewTimer(time.Second)
+	defer t.Stop()
+	for ; n > 0; n-- {
+		select {
+		case <-done:
+		case <-t.C:
+			return
+		}
+	}
 }
 
 // maxRest bounds what readRest takes from a closing socket: more than any

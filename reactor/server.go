@@ -201,6 +201,8 @@ func (s *Server) Stop(ctx context.Context) error {
 			s.acceptWG.Wait()
 			close(s.pendingEnrolls)
 			s.settleWG.Wait()
+			// gnet closes the connections it has; half-closed ones are ours.
+			s.closeTails()
 			// gnet's Stop polls every 500 ms for the engine to finish; start the
 			// shutdown with an expired context and wait for Rotate to return instead.
 			expired, cancel := context.WithCancel(context.Background())

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"fmt"
 	"io"
@@ -275,4 +276,48 @@ func TestHalfCloseMinecraft(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestStopClosesHalfClosedSessions: a session whose client has half-closed
+// is outside gnet; Stop must still close it.
+func TestStopClosesHalfClosedSessions(t *testing.T) {
+	be, _ := halfCloseBackend(t, func(c *net.TCPConn) error {
+		_, _ = io.Copy(io.Discard, c) // to the client's FIN; never answers
+		return nil
+	})
+	cfg, err := ParseConfig([]byte(rawConfig(be)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(cfg, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := p.Addr(0)
+	c := dial(t, a.String()).(*net.TCPConn)
+	defer c.Close()
+	if _, err := c.Write([]byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return p.Stats().Reactor.HalfClosed == 1 })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.ReadAll(c); isTimeoutErr(err) {
+		t.Fatal("the half-closed client was left open after Stop")
+	}
+}
+
+func isTimeoutErr(err error) bool {
+	ne, ok := err.(net.Error)
+	return ok && ne.Timeout()
 }
