@@ -287,7 +287,7 @@ func TestSampleProcsOfThisProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.CPUNs <= 0 || s.RSSBytes <= 0 || s.Threads < 1 || s.FDs < 3 {
+	if s.CPUNs <= 0 || s.Slices <= 0 || s.RSSBytes <= 0 || s.Threads < 1 || s.FDs < 3 {
 		t.Fatalf("sample %+v", s)
 	}
 	if _, err := TCPOutSegs(os.Getpid()); err != nil {
