@@ -19,6 +19,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/tidegate/tidegate/benchmarks/peers"
 	"github.com/tidegate/tidegate/benchmarks/storm"
 	"github.com/tidegate/tidegate/internal/leaktest"
 	ptlv "github.com/tidegate/tidegate/protocol/tlv"
@@ -191,7 +192,7 @@ func TestSummarizeRatiosAndVerdict(t *testing.T) {
 	}
 	c := &Comparison{Trials: []Trial{
 		ok("old", 1000, 40), ok("new", 800, 50), ok("old", 1200, 44), ok("new", 900, 54), ok("old", 1100, 42), ok("new", 850, 52),
-		{Server: "old", SyscallsPerConn: f64(10)}, {Server: "new", SyscallsPerConn: f64(20)},
+		{Server: "old", Syscalls: true, SyscallsPerConn: f64(10)}, {Server: "new", Syscalls: true, SyscallsPerConn: f64(20)},
 	}}
 	c.summarize(servers)
 	if !c.OK || len(c.Failures) > 0 {
@@ -367,5 +368,29 @@ func TestCompareSpawnedServers(t *testing.T) {
 	}
 	if len(cmp.Ratios) != 1 || cmp.Ratios[0].ServerCPUUsPerConn <= 0 {
 		t.Fatalf("ratios %+v", cmp.Ratios)
+	}
+}
+
+// TestCompareCountsSyscalls runs a syscall trial: the server under perf,
+// counting only the measured run.
+func TestCompareCountsSyscalls(t *testing.T) {
+	if err := peers.PerfAvailable(); err != nil {
+		t.Skip(err)
+	}
+	servers, err := BinaryServers([]string{os.Args[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmp, err := Compare(context.Background(), CompareConfig{Servers: servers, Repeats: 1, Warmup: -1, Syscalls: true,
+		Load: LoadConfig{Conns: 100, Parallel: 2, Timeout: 3 * time.Second}, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cmp.OK || len(cmp.Trials) != 2 || !cmp.Trials[1].Syscalls {
+		t.Fatalf("OK %v, trials %+v, failures %v", cmp.OK, cmp.Trials, cmp.Failures)
+	}
+	// Each connection takes at least an accept, a read, a write and a close.
+	if sys := cmp.Summaries[0].SyscallsPerConn; sys.N != 1 || sys.Median < 4 || cmp.Trials[1].ServerCPUUsPerConn != nil {
+		t.Fatalf("syscalls per connection %+v, CPU %v", sys, cmp.Trials[1].ServerCPUUsPerConn)
 	}
 }

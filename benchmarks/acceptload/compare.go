@@ -107,8 +107,9 @@ type CompareConfig struct {
 	GoMaxProcs int
 	// ServeArgs are more arguments for `serve`.
 	ServeArgs []string
-	// Syscalls adds one trial per started server under perf, counting its
-	// system calls during the measured run.
+	// Syscalls adds, after the measured repeats, as many trials per started
+	// server under perf, counting its system calls during the measured run
+	// (they vary with timing: epoll waits, futex wake-ups, sleeps).
 	Syscalls bool
 	// Log receives progress.
 	Log zerolog.Logger
@@ -118,7 +119,10 @@ type CompareConfig struct {
 type Trial struct {
 	Repeat int    `json:"repeat"`
 	Server string `json:"server"`
-	Result Result `json:"result"`
+	// Syscalls marks a trial under perf: it has SyscallsPerConn, and its
+	// CPU is not reported (perf adds to it).
+	Syscalls bool   `json:"syscalls,omitempty"`
+	Result   Result `json:"result"`
 	// ServerCPUUsPerConn is the server's on-CPU time over the run divided
 	// by the connections attempted; ServerSlicesPerConn the times its
 	// threads were put on a CPU, per connection. Absent when not measured.
@@ -126,7 +130,7 @@ type Trial struct {
 	ServerSlicesPerConn *float64 `json:"server_slices_per_conn,omitempty"`
 	// ClientCPUUsPerConn is this process's on-CPU time per connection.
 	ClientCPUUsPerConn *float64 `json:"client_cpu_us_per_conn,omitempty"`
-	// SyscallsPerConn is set on a syscall trial (whose CPU is not reported).
+	// SyscallsPerConn is the system calls of the server per connection.
 	SyscallsPerConn *float64 `json:"syscalls_per_conn,omitempty"`
 	// Failure says why the trial failed; empty when it passed.
 	Failure string `json:"failure,omitempty"`
@@ -179,7 +183,7 @@ func Order(n, r int) []int {
 }
 
 // Compare runs cfg.Repeats trials per server, alternating between them,
-// then the syscall trials. The error is for a configuration that cannot
+// then as many syscall trials when cfg.Syscalls. The error is for a configuration that cannot
 // run or a canceled ctx; failed trials are in the Comparison.
 func Compare(ctx context.Context, cfg CompareConfig) (*Comparison, error) {
 	if len(cfg.Servers) == 0 {
@@ -218,15 +222,17 @@ func Compare(ctx context.Context, cfg CompareConfig) (*Comparison, error) {
 		}
 	}
 	if cfg.Syscalls {
-		for _, s := range cfg.Servers {
-			if s.Binary == "" {
-				continue
+		for r := range cfg.Repeats {
+			for _, i := range Order(len(cfg.Servers), r) {
+				if cfg.Servers[i].Binary == "" {
+					continue
+				}
+				t, err := runTrial(ctx, cfg, cfg.Servers[i], r+1, true)
+				if err != nil {
+					return nil, err
+				}
+				cmp.Trials = append(cmp.Trials, t)
 			}
-			t, err := runTrial(ctx, cfg, s, 0, true)
-			if err != nil {
-				return nil, err
-			}
-			cmp.Trials = append(cmp.Trials, t)
 		}
 	}
 	cmp.summarize(cfg.Servers)
@@ -242,7 +248,7 @@ func serveArgv(cfg CompareConfig, bin, addr string) []string {
 // runTrial measures one server once. The error is for ctx only; anything
 // else that goes wrong fails the trial.
 func runTrial(ctx context.Context, cfg CompareConfig, s Server, repeat int, syscalls bool) (Trial, error) {
-	t := Trial{Repeat: repeat, Server: s.Label}
+	t := Trial{Repeat: repeat, Server: s.Label, Syscalls: syscalls}
 	fail := func(format string, args ...any) (Trial, error) {
 		t.Failure = fmt.Sprintf(format, args...)
 		cfg.Log.Error().Str("server", s.Label).Int("repeat", repeat).Msg(t.Failure)
@@ -380,7 +386,7 @@ func (c *Comparison) summarize(servers []Server) {
 				c.Failures = append(c.Failures, fmt.Sprintf("%s %s: %s", s.Label, trialName(t), t.Failure))
 				continue
 			}
-			if t.SyscallsPerConn != nil {
+			if t.Syscalls {
 				add(&sys, t.SyscallsPerConn)
 				continue
 			}
@@ -416,8 +422,8 @@ func (c *Comparison) summarize(servers []Server) {
 }
 
 func trialName(t Trial) string {
-	if t.Repeat == 0 {
-		return "syscall trial"
+	if t.Syscalls {
+		return "syscall trial " + strconv.Itoa(t.Repeat)
 	}
 	return "repeat " + strconv.Itoa(t.Repeat)
 }

@@ -17,7 +17,7 @@
 // accepted connection, its whole life from accept to close. The binaries
 // alternate over the repeats (the order rotated by one each repeat), and
 // each figure is reported as median [min–max] with the ratio of each
-// binary's median to the first one's. Optionally one more trial per binary
-// runs the server under perf to count its system calls per connection
-// (perf adds to the CPU time, so that trial's CPU is not reported).
+// binary's median to the first one's. Optionally as many more trials per
+// binary run the server under perf to count its system calls per
+// connection (perf adds to the CPU time, so their CPU is not reported).
 package acceptload

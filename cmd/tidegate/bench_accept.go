@@ -27,8 +27,9 @@ func benchAcceptCommand() *cli.Command {
 			"connections, then measured; the server's CPU over the measured run comes from\n" +
 			"/proc/PID/task/*/schedstat, divided by N. The binaries alternate over --repeats (the order\n" +
 			"rotated by one each repeat); figures are median [min–max], and each binary's medians are\n" +
-			"divided by the first binary's (new/old: give the old binary first). --syscalls adds one\n" +
-			"trial per binary under perf stat -e raw_syscalls:sys_enter (its CPU is not reported).\n" +
+			"divided by the first binary's (new/old: give the old binary first). --syscalls adds\n" +
+			"--repeats more trials per binary under perf stat -e raw_syscalls:sys_enter, counting only\n" +
+			"the measured run (their CPU is not reported).\n" +
 			"Without --server-bin it runs against --addr, and reads the CPU of --pid when given.\n\n" +
 			"It exits non-zero when any connection failed (error, timeout, wrong or extra byte), a\n" +
 			"server did not start or exited, or a trial could not run.",
@@ -44,7 +45,7 @@ func benchAcceptCommand() *cli.Command {
 			&cli.IntFlag{Name: "repeats", Value: acceptload.DefaultRepeats, Usage: "trials per server, each on a fresh server process"},
 			&cli.IntFlag{Name: "loops", Value: acceptload.DefaultLoops, Usage: "event loops of every started server (serve --loops)"},
 			&cli.IntFlag{Name: "gomaxprocs", Usage: "GOMAXPROCS of every started server (0: unchanged)"},
-			&cli.BoolFlag{Name: "syscalls", Usage: "one more trial per binary under perf, counting the server's system calls per connection"},
+			&cli.BoolFlag{Name: "syscalls", Usage: "--repeats more trials per binary under perf, counting the server's system calls per connection"},
 			&cli.BoolFlag{Name: "json", Usage: "print the result as JSON instead of tables"},
 		}, logFlags()...),
 		Action: runBenchAccept,
