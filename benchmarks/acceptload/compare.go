@@ -130,6 +130,10 @@ type Trial struct {
 	ServerSlicesPerConn *float64 `json:"server_slices_per_conn,omitempty"`
 	// ClientCPUUsPerConn is this process's on-CPU time per connection.
 	ClientCPUUsPerConn *float64 `json:"client_cpu_us_per_conn,omitempty"`
+	// OtherCPUUsPerConn is the machine's busy CPU time (/proc/stat) beyond
+	// the server's and the client's, per connection: other processes and
+	// kernel work charged to neither. Large values mean a disturbed trial.
+	OtherCPUUsPerConn *float64 `json:"other_cpu_us_per_conn,omitempty"`
 	// SyscallsPerConn is the system calls of the server per connection.
 	SyscallsPerConn *float64 `json:"syscalls_per_conn,omitempty"`
 	// Failure says why the trial failed; empty when it passed.
@@ -145,6 +149,7 @@ type Summary struct {
 	ServerCPUUsPerConn  storm.Spread `json:"server_cpu_us_per_conn"`
 	ServerSlicesPerConn storm.Spread `json:"server_slices_per_conn"`
 	ClientCPUUsPerConn  storm.Spread `json:"client_cpu_us_per_conn"`
+	OtherCPUUsPerConn   storm.Spread `json:"other_cpu_us_per_conn"`
 	P50Us               storm.Spread `json:"p50_us"`
 	P99Us               storm.Spread `json:"p99_us"`
 	SyscallsPerConn     storm.Spread `json:"syscalls_per_conn"`
@@ -308,6 +313,7 @@ func runTrial(ctx context.Context, cfg CompareConfig, s Server, repeat int, sysc
 		before, cpuErr = peers.SampleProcs(pids)
 	}
 	client0, clientErr := peers.SampleProcs([]int{os.Getpid()})
+	busy0, _, busyErr := peers.MachineCPU()
 	load := cfg.Load
 	load.Addr = addr
 	res, err := Run(ctx, load)
@@ -315,8 +321,15 @@ func runTrial(ctx context.Context, cfg CompareConfig, s Server, repeat int, sysc
 		return fail("%v", err)
 	}
 	t.Result = res
+	busy1, _, err := peers.MachineCPU()
+	if err != nil {
+		busyErr = err
+	}
 	client1, err := peers.SampleProcs([]int{os.Getpid()})
-	if clientErr == nil && err == nil {
+	if err != nil {
+		clientErr = err
+	}
+	if clientErr == nil {
 		t.ClientCPUUsPerConn = perConn(float64(client1.CPUNs-client0.CPUNs)/1e3, res.Conns)
 	}
 	if len(pids) > 0 && cpuErr == nil {
@@ -325,8 +338,17 @@ func runTrial(ctx context.Context, cfg CompareConfig, s Server, repeat int, sysc
 			return fail("server CPU after the run (did it exit?): %v", err)
 		}
 		if !syscalls {
-			t.ServerCPUUsPerConn = perConn(float64(after.CPUNs-before.CPUNs)/1e3, res.Conns)
+			server := after.CPUNs - before.CPUNs
+			t.ServerCPUUsPerConn = perConn(float64(server)/1e3, res.Conns)
 			t.ServerSlicesPerConn = perConn(float64(after.Slices-before.Slices), res.Conns)
+			if busyErr == nil && clientErr == nil {
+				other := (busy1 - busy0) - server - (client1.CPUNs - client0.CPUNs)
+				t.OtherCPUUsPerConn = perConn(float64(other)/1e3, res.Conns)
+				if mine := server + client1.CPUNs - client0.CPUNs; other*10 > mine {
+					cfg.Log.Warn().Str("server", s.Label).Int("repeat", repeat).Float64("other_cpu_us_per_conn", *t.OtherCPUUsPerConn).
+						Msg("the machine was busy with more than the server and the client (over a tenth more): this trial may be disturbed")
+				}
+			}
 		}
 	}
 	if counter != nil {
@@ -371,7 +393,7 @@ func (c *Comparison) summarize(servers []Server) {
 	c.Summaries, c.Ratios, c.Failures = nil, nil, nil
 	for _, s := range servers {
 		sum := Summary{Server: s}
-		var rate, cpu, slices, client, p50, p99, sys []float64
+		var rate, cpu, slices, client, other, p50, p99, sys []float64
 		add := func(dst *[]float64, v *float64) {
 			if v != nil {
 				*dst = append(*dst, *v)
@@ -397,10 +419,11 @@ func (c *Comparison) summarize(servers []Server) {
 			add(&cpu, t.ServerCPUUsPerConn)
 			add(&slices, t.ServerSlicesPerConn)
 			add(&client, t.ClientCPUUsPerConn)
+			add(&other, t.OtherCPUUsPerConn)
 		}
 		sum.ConnsPerSec, sum.ServerCPUUsPerConn, sum.ServerSlicesPerConn = storm.SpreadOf(rate), storm.SpreadOf(cpu), storm.SpreadOf(slices)
 		sum.ClientCPUUsPerConn, sum.P50Us, sum.P99Us = storm.SpreadOf(client), storm.SpreadOf(p50), storm.SpreadOf(p99)
-		sum.SyscallsPerConn = storm.SpreadOf(sys)
+		sum.OtherCPUUsPerConn, sum.SyscallsPerConn = storm.SpreadOf(other), storm.SpreadOf(sys)
 		c.Summaries = append(c.Summaries, sum)
 	}
 	if len(c.Summaries) > 1 {

@@ -175,3 +175,31 @@ func TCPOutSegs(pid int) (int64, error) {
 	}
 	return 0, fmt.Errorf("%s: no Tcp OutSegs", path)
 }
+
+// MachineCPU reads the whole machine's CPU time from the first line of
+// /proc/stat, in nanoseconds: busy (user, nice, system, irq, softirq and
+// steal) and idle (idle and iowait). Its resolution is the kernel's clock
+// tick (USER_HZ, 100 a second on Linux), so it suits intervals of seconds.
+// The growth of busy beyond what the measured processes used is other load.
+func MachineCPU() (busyNs, idleNs int64, err error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, fmt.Errorf("machine CPU: %w", err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0, 0, fmt.Errorf("machine CPU: /proc/stat starts with %q, want a cpu line of at least 8 counters", line)
+	}
+	const tickNs = int64(1e9 / 100) // USER_HZ is 100 on every Linux architecture Go runs on
+	var v [8]int64
+	for i := range v {
+		if v[i], err = strconv.ParseInt(f[i+1], 10, 64); err != nil {
+			return 0, 0, fmt.Errorf("machine CPU: /proc/stat counter %d %q: %w", i+1, f[i+1], err)
+		}
+	}
+	// user nice system idle iowait irq softirq steal
+	busy := v[0] + v[1] + v[2] + v[5] + v[6] + v[7]
+	idle := v[3] + v[4]
+	return busy * tickNs, idle * tickNs, nil
+}
