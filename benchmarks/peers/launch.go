@@ -204,6 +204,10 @@ type ProgramSpec struct {
 	// Dir receives its log; empty means a new temporary directory, removed
 	// by Stop.
 	Dir string
+	// Env is added to this process's environment, such as GOMAXPROCS=1.
+	Env []string
+	// Syscalls, when set, runs the program under perf to count its system calls.
+	Syscalls *SyscallCounter
 }
 
 // StartProgram starts s.Argv and waits until it accepts connections on
@@ -212,7 +216,7 @@ func StartProgram(s ProgramSpec) (*Process, error) {
 	if len(s.Argv) == 0 {
 		return nil, fmt.Errorf("%s: empty command line", s.Name)
 	}
-	p := &Process{Name: s.Name, Addr: s.Listen, dir: s.Dir}
+	p := &Process{Name: s.Name, Addr: s.Listen, dir: s.Dir, sys: s.Syscalls}
 	if p.dir == "" {
 		var err error
 		if p.dir, err = os.MkdirTemp("", "tidegate-"+s.Name+"-"); err != nil {
@@ -220,7 +224,7 @@ func StartProgram(s ProgramSpec) (*Process, error) {
 		}
 		p.ownDir = true
 	}
-	if err := p.start(s.Wrap, s.Argv, nil, 0, 1); err != nil {
+	if err := p.start(s.Wrap, s.Argv, s.Env, 0, 1); err != nil {
 		return nil, err
 	}
 	return p, nil

@@ -287,8 +287,11 @@ func TestSampleProcsOfThisProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.CPUNs <= 0 || s.RSSBytes <= 0 || s.Threads < 1 || s.FDs < 3 {
+	if s.CPUNs <= 0 || s.Slices <= 0 || s.RSSBytes <= 0 || s.Threads < 1 || s.FDs < 3 {
 		t.Fatalf("sample %+v", s)
+	}
+	if busy, idle, err := MachineCPU(); err != nil || busy <= 0 || idle < 0 {
+		t.Fatalf("machine CPU busy %d idle %d: %v", busy, idle, err)
 	}
 	if _, err := TCPOutSegs(os.Getpid()); err != nil {
 		t.Fatal(err)

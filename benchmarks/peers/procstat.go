@@ -15,6 +15,11 @@ type ProcSample struct {
 	// CPUNs is the on-CPU time of every thread so far: the sum of field 1
 	// of /proc/PID/task/*/schedstat. Threads that have exited are missing.
 	CPUNs int64
+	// Slices is how many times those threads were put on a CPU: the sum of
+	// field 3 of the same files. A thread that sleeps and is woken takes one
+	// more, so its growth over a run counts wake-ups (hand-offs between
+	// threads, waits in epoll or futex) as well as preemptions.
+	Slices int64
 	// RSSBytes is the sum of VmRSS.
 	RSSBytes int64
 	// Threads is the sum of the Threads field of /proc/PID/status (OS threads).
@@ -28,11 +33,12 @@ type ProcSample struct {
 func SampleProcs(pids []int) (ProcSample, error) {
 	var s ProcSample
 	for _, pid := range pids {
-		cpu, err := schedCPU(pid)
+		cpu, slices, err := schedCPU(pid)
 		if err != nil {
 			return ProcSample{}, err
 		}
 		s.CPUNs += cpu
+		s.Slices += slices
 		rss, threads, err := statusOf(pid)
 		if err != nil {
 			return ProcSample{}, err
@@ -48,29 +54,34 @@ func SampleProcs(pids []int) (ProcSample, error) {
 	return s, nil
 }
 
-// schedCPU sums the on-CPU nanoseconds of pid's threads.
-func schedCPU(pid int) (int64, error) {
+// schedCPU sums the on-CPU nanoseconds (field 1) and the run slices
+// (field 3) of pid's threads.
+func schedCPU(pid int) (cpuNs, slices int64, err error) {
 	paths, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
 	if err != nil || len(paths) == 0 {
-		return 0, fmt.Errorf("schedstat of pid %d: no /proc/%d/task/*/schedstat (needs Linux with schedstats)", pid, pid)
+		return 0, 0, fmt.Errorf("schedstat of pid %d: no /proc/%d/task/*/schedstat (needs Linux with schedstats)", pid, pid)
 	}
-	var total int64
 	for _, p := range paths {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			continue // the thread exited between glob and read
 		}
 		f := bytes.Fields(b)
-		if len(f) < 1 {
-			return 0, fmt.Errorf("%s: empty", p)
+		if len(f) < 3 {
+			return 0, 0, fmt.Errorf("%s: %d fields %q, want 3", p, len(f), b)
 		}
 		n, err := strconv.ParseInt(string(f[0]), 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("%s: field 1 %q: %w", p, f[0], err)
+			return 0, 0, fmt.Errorf("%s: field 1 %q: %w", p, f[0], err)
 		}
-		total += n
+		k, err := strconv.ParseInt(string(f[2]), 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("%s: field 3 %q: %w", p, f[2], err)
+		}
+		cpuNs += n
+		slices += k
 	}
-	return total, nil
+	return cpuNs, slices, nil
 }
 
 // statusOf reads VmRSS (bytes) and Threads from /proc/PID/status.
@@ -163,4 +174,32 @@ func TCPOutSegs(pid int) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("%s: no Tcp OutSegs", path)
+}
+
+// MachineCPU reads the whole machine's CPU time from the first line of
+// /proc/stat, in nanoseconds: busy (user, nice, system, irq, softirq and
+// steal) and idle (idle and iowait). Its resolution is the kernel's clock
+// tick (USER_HZ, 100 a second on Linux), so it suits intervals of seconds.
+// The growth of busy beyond what the measured processes used is other load.
+func MachineCPU() (busyNs, idleNs int64, err error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, fmt.Errorf("machine CPU: %w", err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0, 0, fmt.Errorf("machine CPU: /proc/stat starts with %q, want a cpu line of at least 8 counters", line)
+	}
+	const tickNs = int64(1e9 / 100) // USER_HZ is 100 on every Linux architecture Go runs on
+	var v [8]int64
+	for i := range v {
+		if v[i], err = strconv.ParseInt(f[i+1], 10, 64); err != nil {
+			return 0, 0, fmt.Errorf("machine CPU: /proc/stat counter %d %q: %w", i+1, f[i+1], err)
+		}
+	}
+	// user nice system idle iowait irq softirq steal
+	busy := v[0] + v[1] + v[2] + v[5] + v[6] + v[7]
+	idle := v[3] + v[4]
+	return busy * tickNs, idle * tickNs, nil
 }

@@ -38,22 +38,29 @@ func ThisHost() Host {
 		f.Close()
 	}
 	if bi, ok := debug.ReadBuildInfo(); ok {
-		var rev, dirty string
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				rev = s.Value
-			case "vcs.modified":
-				if s.Value == "true" {
-					dirty = "-dirty"
-				}
-			}
-		}
-		if rev != "" {
-			h.Revision = rev + dirty
-		}
+		h.Revision = VCSRevision(bi)
 	}
 	return h
+}
+
+// VCSRevision returns the VCS stamp of a build: vcs.revision, with
+// "-dirty" when vcs.modified; empty when it has none (-buildvcs=false).
+func VCSRevision(bi *debug.BuildInfo) string {
+	var rev, dirty string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "-dirty"
+			}
+		}
+	}
+	if rev == "" {
+		return ""
+	}
+	return rev + dirty
 }
 
 // Poller names the readiness API gnet uses on this OS.

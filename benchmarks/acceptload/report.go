@@ -1,0 +1,131 @@
+package acceptload
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/tidegate/tidegate/benchmarks/session"
+	"github.com/tidegate/tidegate/benchmarks/storm"
+)
+
+// Meta says where and how a comparison was made; the command fills it in.
+type Meta struct {
+	Command  string       `json:"command"`
+	Date     string       `json:"date"`
+	Host     session.Host `json:"host"`
+	Revision string       `json:"revision"`
+	// The load's and the servers' settings, for the table's heading.
+	Conns      int `json:"conns"`
+	Parallel   int `json:"parallel"`
+	Body       int `json:"body"`
+	Warmup     int `json:"warmup"`
+	Repeats    int `json:"repeats"`
+	Loops      int `json:"loops"`
+	GoMaxProcs int `json:"gomaxprocs,omitempty"`
+}
+
+// Report is what `tidegate bench accept --json` prints.
+type Report struct {
+	Meta Meta `json:"meta"`
+	*Comparison
+}
+
+// WriteJSON writes the report as indented JSON.
+func WriteJSON(w io.Writer, r Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+func optional(v *float64, decimals int) string {
+	if v == nil {
+		return "–"
+	}
+	return fmt.Sprintf("%.*f", decimals, *v)
+}
+
+func ratioText(v float64) string {
+	if v == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+// WriteTable writes the trials, the summaries and the ratios as markdown.
+func WriteTable(w io.Writer, r Report) error {
+	var b strings.Builder
+	m := r.Meta
+	procs := "unchanged"
+	if m.GoMaxProcs > 0 {
+		procs = fmt.Sprint(m.GoMaxProcs)
+	}
+	fmt.Fprintf(&b, "accept: N=%d connections, P=%d workers, %d-byte bodies, warm-up %d, %d repeats, server --loops %d, GOMAXPROCS %s\n",
+		m.Conns, m.Parallel, m.Body, m.Warmup, m.Repeats, m.Loops, procs)
+	if m.Command != "" {
+		fmt.Fprintf(&b, "command: %s\n", m.Command)
+	}
+	h := m.Host
+	if h.OS != "" {
+		fmt.Fprintf(&b, "host: %s/%s, %d CPUs (%s), kernel %s, %s; client revision %s\n",
+			h.OS, h.Arch, h.NumCPU, h.CPU, h.Kernel, h.GoVersion, m.Revision)
+	}
+	for _, s := range r.Summaries {
+		if s.Server.Binary != "" {
+			fmt.Fprintf(&b, "server %s: %s (revision %s)\n", s.Server.Label, s.Server.Binary, orDash(s.Server.Revision))
+		}
+	}
+	b.WriteString("\n| repeat | server | conns/s | server CPU µs/conn | server run slices/conn | client CPU µs/conn | other CPU µs/conn | p50 µs | p99 µs | max µs | errors | syscalls/conn | failure |\n")
+	b.WriteString("|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|\n")
+	for _, t := range r.Trials {
+		res := t.Result
+		fmt.Fprintf(&b, "| %s | %s | %.0f | %s | %s | %s | %s | %.1f | %.1f | %.1f | %d | %s | %s |\n",
+			strings.TrimPrefix(trialName(t), "repeat "), t.Server, res.ConnsPerSec, optional(t.ServerCPUUsPerConn, 2),
+			optional(t.ServerSlicesPerConn, 2), optional(t.ClientCPUUsPerConn, 2), optional(t.OtherCPUUsPerConn, 1),
+			res.P50Us, res.P99Us, res.MaxUs, res.Errors, optional(t.SyscallsPerConn, 2), orDash(oneLine(t.Failure)))
+	}
+	b.WriteString("\nmedian [min–max] over the repeats:\n\n")
+	b.WriteString("| server | trials | conns/s | server CPU µs/conn | server run slices/conn | client CPU µs/conn | other CPU µs/conn | p50 µs | p99 µs | syscalls/conn |\n")
+	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	for _, s := range r.Summaries {
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", s.Server.Label, s.Trials,
+			s.ConnsPerSec.Format(0), s.ServerCPUUsPerConn.Format(2), s.ServerSlicesPerConn.Format(2),
+			s.ClientCPUUsPerConn.Format(2), s.OtherCPUUsPerConn.Format(1), s.P50Us.Format(1), s.P99Us.Format(1),
+			spreadOrOne(s.SyscallsPerConn))
+	}
+	for _, q := range r.Ratios {
+		fmt.Fprintf(&b, "\nratio %s/%s (medians): conns/s %s, server CPU/conn %s, p50 %s, p99 %s, syscalls/conn %s\n",
+			q.Server, q.Baseline, ratioText(q.ConnsPerSec), ratioText(q.ServerCPUUsPerConn),
+			ratioText(q.P50Us), ratioText(q.P99Us), ratioText(q.SyscallsPerConn))
+	}
+	if len(r.Failures) > 0 {
+		b.WriteString("\nFAILED:\n")
+		for _, f := range r.Failures {
+			fmt.Fprintf(&b, "- %s\n", oneLine(f))
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// spreadOrOne formats a spread, or its one value when it has one.
+func spreadOrOne(s storm.Spread) string {
+	if s.N == 1 {
+		return fmt.Sprintf("%.2f", s.Median)
+	}
+	return s.Format(2)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "–"
+	}
+	return s
+}
+
+// oneLine keeps a message on one table row.
+func oneLine(s string) string {
+	s = strings.ReplaceAll(s, "|", "/")
+	return strings.Join(strings.Fields(s), " ")
+}
