@@ -67,7 +67,10 @@ func splitAddr(a string) (network, addr string) {
 // openListeners binds every configured address. It closes what it opened
 // when one fails.
 func (s *Server) openListeners() error {
-	lc := net.ListenConfig{Control: s.listenControl}
+	// KeepAlive -1: Go would otherwise set four TCP keep-alive options on
+	// every accepted socket (gnet's own accept set none), four system calls
+	// per connection (benchmarks/results/2026-12-01-accept-cost.md).
+	lc := net.ListenConfig{Control: s.listenControl, KeepAlive: -1}
 	for i, a := range s.cfg.Addrs {
 		network, addr := splitAddr(a)
 		ln, err := lc.Listen(context.Background(), network, addr)
