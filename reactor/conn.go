@@ -83,7 +83,6 @@ type Conn struct {
 	eofInput   gnet.Conn        // during OnReadEOF: gnet's connection, for its unread input
 	eofRest    []byte           // during OnClose/OnReadEOF of a paused connection: all its unread input
 	closeErr   error            // why a tail closed
-	linger0    bool             // close with a reset
 }
 
 func newConn(l *Loop, h Handler) *Conn {
