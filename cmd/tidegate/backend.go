@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -91,11 +92,12 @@ func runBackend(c *cli.Context) error {
 		Msg("fake Minecraft backend listening")
 	h := newHealthRegistry()
 	h.addServer("backend", srv.Reactor())
-	stopMetrics, err := startMetrics(c, log, h)
+	metricsAddr, stopMetrics, err := startMetrics(c, log, h)
 	if err != nil {
 		return stopAfter(err, srv.Stop)
 	}
-	return runUntilSignal(c.Context, log, h, stopAll(func(ctx context.Context) error {
+	ready := listeningStatus(metricsAddr, "fake Minecraft backend on "+strings.Join(boundAddrs(srv.Reactor()), ", "))
+	return runUntilSignalDrain(c.Context, log, h, ready, nil, stopAll(func(ctx context.Context) error {
 		err := srv.Stop(ctx)
 		st := srv.Stats()
 		log.Info().Int64("accepted", st.Reactor.Accepted).Int64("status_requests", st.StatusRequests).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/mcbackend"
@@ -68,6 +69,7 @@ func proxyCommand() *cli.Command {
 func runProxy(c *cli.Context, cfg *proxy.Config, log zerolog.Logger) error {
 	h := newHealthRegistry()
 	var stops []func(context.Context) error
+	var status []string // what listens, for the service manager
 	// Whatever started is stopped when a later step fails.
 	fail := func(err error) error { return stopAfter(err, stopAll(stops...)) }
 	p, err := proxy.New(cfg, log)
@@ -86,6 +88,7 @@ func runProxy(c *cli.Context, cfg *proxy.Config, log zerolog.Logger) error {
 			return startError(fmt.Errorf("demo backend on %s (is something else listening there?): %w", addr, err))
 		}
 		log.Info().Str("listen", addr).Msg("demo backend listening: offline login, echoes play packets")
+		status = append(status, "demo backend on "+addr)
 		stops = append(stops, be.Stop)
 		h.addServer("demo-backend", be.Reactor())
 	}
@@ -93,16 +96,21 @@ func runProxy(c *cli.Context, cfg *proxy.Config, log zerolog.Logger) error {
 		return fail(startError(err))
 	}
 	addrs := boundAddrs(p.Reactor())
+	listening := make([]string, 0, len(cfg.Listeners))
 	for i, l := range cfg.Listeners {
 		ev := log.Info().Str("listen", l.Listen).Str("mode", string(l.Mode)).Int("index", i)
+		bound := l.Listen
 		if i < len(addrs) {
 			ev = ev.Str("bound", addrs[i])
+			bound = addrs[i]
 		}
 		ev.Msg("proxy listening")
+		listening = append(listening, fmt.Sprintf("%s (%s)", bound, l.Mode))
 	}
+	status = append([]string{"proxy on " + strings.Join(listening, ", ")}, status...)
 	stops = append([]func(context.Context) error{p.Stop}, stops...)
 	h.addProxy(p)
-	stopMetrics, err := startMetrics(c, log, h, proxy.NewCollector(p))
+	metricsAddr, stopMetrics, err := startMetrics(c, log, h, proxy.NewCollector(p))
 	if err != nil {
 		return fail(err)
 	}
@@ -111,7 +119,7 @@ func runProxy(c *cli.Context, cfg *proxy.Config, log zerolog.Logger) error {
 		shutdown: p.Shutdown,
 		open:     func() int64 { return p.Stats().Active },
 	}
-	return runUntilSignalDrain(c.Context, log, h, plan, stopAll(append(stops, stopMetrics)...))
+	return runUntilSignalDrain(c.Context, log, h, listeningStatus(metricsAddr, status...), plan, stopAll(append(stops, stopMetrics)...))
 }
 
 // firstBackend returns the address of the first backend of the default

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -76,7 +77,7 @@ func runPush(c *cli.Context, cfg push.Config, log zerolog.Logger) error {
 	pub, sub := srv.Reactors()
 	h.addServer("publish", pub)
 	h.addServer("subscribe", sub)
-	stopMetrics, err := startMetrics(c, log, h, push.NewCollector(srv))
+	metricsAddr, stopMetrics, err := startMetrics(c, log, h, push.NewCollector(srv))
 	if err != nil {
 		return stopAfter(err, srv.Stop)
 	}
@@ -85,7 +86,9 @@ func runPush(c *cli.Context, cfg push.Config, log zerolog.Logger) error {
 		defer close(quit)
 		go logPushStats(log, srv, d, quit)
 	}
-	return runUntilSignal(c.Context, log, h, stopAll(srv.Stop, stopMetrics))
+	ready := listeningStatus(metricsAddr, "publish on "+strings.Join(boundAddrs(pub), ", "),
+		"subscribe on "+strings.Join(boundAddrs(sub), ", "))
+	return runUntilSignalDrain(c.Context, log, h, ready, nil, stopAll(srv.Stop, stopMetrics))
 }
 
 // logPushStats logs srv's counters every d until quit is closed.

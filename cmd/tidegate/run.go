@@ -56,19 +56,19 @@ func metricsFlag() cli.Flag {
 }
 
 // startMetrics serves metrics and h's health endpoints on --metrics-listen,
-// when it is set. It returns the function that stops serving them (a no-op
-// when off).
-func startMetrics(c *cli.Context, log zerolog.Logger, h *healthRegistry, cs ...prometheus.Collector) (func(context.Context) error, error) {
+// when it is set. It returns the bound address ("" when off) and the
+// function that stops serving them (a no-op when off).
+func startMetrics(c *cli.Context, log zerolog.Logger, h *healthRegistry, cs ...prometheus.Collector) (string, func(context.Context) error, error) {
 	addr := c.String("metrics-listen")
 	if addr == "" {
-		return func(context.Context) error { return nil }, nil
+		return "", func(context.Context) error { return nil }, nil
 	}
 	bound, stop, err := serveMetrics(addr, h, cs...)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	log.Info().Str("listen", bound.String()).Msg("metrics listening: /metrics /healthz /readyz /debug/pprof/")
-	return stop, nil
+	return bound.String(), stop, nil
 }
 
 // stopAll returns a stop function that runs every stop in order with the
@@ -89,7 +89,7 @@ func stopAll(stops ...func(context.Context) error) func(context.Context) error {
 // and returns an error that exits with exitRuntime, so that a supervisor
 // restarts the process. h may be nil (nothing to watch).
 func runUntilSignal(ctx context.Context, log zerolog.Logger, h *healthRegistry, stop func(context.Context) error) error {
-	return runUntilSignalDrain(ctx, log, h, nil, stop)
+	return runUntilSignalDrain(ctx, log, h, "", nil, stop)
 }
 
 // drainPlan is how a command drains on its first SIGINT or SIGTERM.
@@ -109,13 +109,19 @@ const drainProgress = 5 * time.Second
 // runUntilSignalDrain is runUntilSignal that, with a plan, drains before
 // stopping: not accepting (readiness fails at once), open sessions going on
 // until they end or the plan's timeout, progress logged, a second signal
-// ending the drain at once.
-func runUntilSignalDrain(ctx context.Context, log zerolog.Logger, h *healthRegistry, plan *drainPlan, stop func(context.Context) error) error {
+// ending the drain at once. With a ready status (what listens), it tells a
+// service manager waiting on $NOTIFY_SOCKET READY=1 once the signals are
+// caught, so that a stop asked for as soon as the unit is up drains too; in
+// any case it tells it STOPPING=1 when the shutdown begins.
+func runUntilSignalDrain(ctx context.Context, log zerolog.Logger, h *healthRegistry, ready string, plan *drainPlan, stop func(context.Context) error) error {
 	// One channel for both signals: the first starts the shutdown, a second
 	// during a drain ends the drain.
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
+	if ready != "" {
+		notifyReady(log, ready)
+	}
 	watch, cancel := context.WithCancel(ctx)
 	defer cancel() // ends the engine watches
 	var engines []namedEngine
@@ -145,6 +151,7 @@ func runUntilSignalDrain(ctx context.Context, log zerolog.Logger, h *healthRegis
 			why = errors.New("the server was stopped without a shutdown")
 		}
 		log.Error().Str("server", e.name).Err(why).Msg("event loops ended: stopping the other servers and exiting with status 1")
+		notifyStopping(log, fmt.Sprintf("%s server: event loops ended (%v): stopping, exit status 1", e.name, why))
 		err := fmt.Errorf("%s server: event loops ended: %w", e.name, why)
 		if serr := stopWithin(stop); serr != nil {
 			err = errors.Join(err, fmt.Errorf("stopping: %w", serr))
@@ -154,7 +161,10 @@ func runUntilSignalDrain(ctx context.Context, log zerolog.Logger, h *healthRegis
 	h.SetDraining(true)
 	log.Info().Str("cause", cause).Msg("shutting down")
 	if plan != nil {
+		notifyStopping(log, fmt.Sprintf("draining after %s: %d open, for at most %s", cause, plan.open(), plan.timeout))
 		drainWith(log, plan, sigs)
+	} else {
+		notifyStopping(log, "stopping after "+cause)
 	}
 	if err := stopWithin(stop); err != nil {
 		return fmt.Errorf("stopping: %w", err)
@@ -192,7 +202,9 @@ func drainWith(log zerolog.Logger, plan *drainPlan, second <-chan os.Signal) {
 			log.Warn().Int64("open", plan.open()).Msg("second signal: ending the drain now")
 			cancel()
 		case <-tick.C:
-			log.Info().Int64("open", plan.open()).Str("elapsed", time.Since(start).Round(time.Second).String()).Msg("draining")
+			open, elapsed := plan.open(), time.Since(start).Round(time.Second)
+			log.Info().Int64("open", open).Str("elapsed", elapsed.String()).Msg("draining")
+			notifyStatus(log, fmt.Sprintf("draining: %d open after %s of at most %s", open, elapsed, plan.timeout))
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"time"
 
 	ptlv "github.com/tidegate/tidegate/protocol/tlv"
@@ -54,10 +55,11 @@ func runServe(c *cli.Context) error {
 		Int("max_body", f.MaxBody).Msg("TLV server listening")
 	h := newHealthRegistry()
 	h.addServer("tlv", srv.Reactor())
-	stopMetrics, err := startMetrics(c, log, h, tlv.NewCollector(srv))
+	metricsAddr, stopMetrics, err := startMetrics(c, log, h, tlv.NewCollector(srv))
 	if err != nil {
 		return stopAfter(err, srv.Stop)
 	}
 	plan := &drainPlan{timeout: c.Duration("drain-timeout"), shutdown: srv.Reactor().Shutdown, open: srv.Reactor().OpenConns}
-	return runUntilSignalDrain(c.Context, log, h, plan, stopAll(srv.Stop, stopMetrics))
+	ready := listeningStatus(metricsAddr, "TLV server on "+strings.Join(boundAddrs(srv.Reactor()), ", "))
+	return runUntilSignalDrain(c.Context, log, h, ready, plan, stopAll(srv.Stop, stopMetrics))
 }
