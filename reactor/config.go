@@ -67,6 +67,12 @@ type Config struct {
 	// FDReserve is how many descriptors the budget keeps free for listeners,
 	// dials in flight, metrics and logs; 0 means DefaultFDReserve.
 	FDReserve int
+	// BufferBudget bounds the output queued in the whole process (all
+	// servers, all connections): past it, a producer is paused as soon as
+	// its sink holds more than 32 KiB, whatever the watermarks allow. 0
+	// means no budget but the watermarks. The total is the process's,
+	// shared by its servers; the smallest budget set applies.
+	BufferBudget int64
 	// Logger receives the server's and gnet's logs.
 	Logger zerolog.Logger
 }
@@ -107,6 +113,9 @@ func (c *Config) Normalize() error {
 	}
 	if c.Tick < time.Millisecond || c.DrainPoll < 100*time.Microsecond {
 		return fmt.Errorf("reactor: tick %v or drain poll %v is too fine", c.Tick, c.DrainPoll)
+	}
+	if c.BufferBudget < 0 {
+		return fmt.Errorf("reactor: buffer budget %d bytes is negative", c.BufferBudget)
 	}
 	if c.MaxConns < 0 || c.FDsPerConn < 0 || c.FDReserve < 0 {
 		return fmt.Errorf("reactor: max conns %d, descriptors per conn %d and descriptor reserve %d must not be negative",

@@ -73,6 +73,9 @@ type Conn struct {
 	deferIdx int   // 1 + position in loop.deferred; 0 when not queued
 	connIdx  int   // 1 + position in loop.conns; 0 when not open
 
+	accounted  int64 // queued output counted in the process's total
+	backlogIdx int   // 1 + position in loop.backlogged; 0 when not there
+
 	lingerUntil int64
 	dialTimer   Timer
 	listener    int // index of the listen address that accepted it; -1 for a dial
@@ -243,6 +246,7 @@ func (c *Conn) afterWrite(before int) {
 	if c.pause != 0 && before == 0 && c.state&stateClosed == 0 && c.gc.OutboundBuffered() > 0 {
 		c.loop.setReadInterest(c, false)
 	}
+	c.loop.account(c)
 }
 
 // SetSink declares that the bytes read from c are written into sink, so that
@@ -257,7 +261,7 @@ func (c *Conn) SetSink(sink *Conn) {
 // whether c is paused; a handler should stop consuming input when it is.
 func (c *Conn) Backpressure() bool {
 	s := c.sink
-	if s.OutboundBuffered() > c.loop.srv.cfg.HighWatermark {
+	if q := s.OutboundBuffered(); q > c.loop.srv.cfg.HighWatermark || c.loop.overBudget(q) {
 		c.pauseFor(pauseSinkFull)
 		c.loop.watch(s)
 	}

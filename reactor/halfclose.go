@@ -163,6 +163,7 @@ func (l *Loop) tailWrite(c *Conn, ps ...[]byte) error {
 	if len(t.buf) > 0 {
 		l.watch(c)
 	}
+	l.account(c)
 	return nil
 }
 
@@ -186,6 +187,7 @@ func (l *Loop) flushTail(c *Conn) {
 	} else {
 		l.watch(c)
 	}
+	l.account(c)
 }
 
 // breakTail records a write error on c's tail: the peer is gone, so the

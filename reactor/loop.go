@@ -24,6 +24,9 @@ type Loop struct {
 	closed   []*Conn // half-closed connections (tails) to close at the end of the callback
 	conns    []*Conn // open connections, for a drain deadline
 
+	backlogged  []*Conn // connections with output queued, for the buffer budget
+	budgetTimer Timer
+
 	stats LoopStats
 
 	iovecs []unix.Iovec // scratch for writevBatch
@@ -53,6 +56,7 @@ type LoopStats struct {
 
 func newLoop(s *Server, el gnet.EventLoop, index int, pollFD int) *Loop {
 	l := &Loop{srv: s, el: el, index: index, pollFD: pollFD}
+	l.budgetTimer.F = l.scanBacklog
 	l.tickRunnable = func(context.Context) error {
 		l.tickQueued.Store(false)
 		l.onTick()
@@ -166,7 +170,9 @@ func (l *Loop) checkDrain(w *Conn, now int64) bool {
 	if p.sink != w || p.pause&pauseSinkFull == 0 {
 		return settled
 	}
-	if out <= l.srv.cfg.LowWatermark {
+	// Over the buffer budget a sink must drain to the budget's floor, not
+	// only to the low watermark, before its producer goes on.
+	if out <= l.srv.cfg.LowWatermark && !l.overBudget(out) {
 		p.resumeFor(pauseSinkFull)
 		return settled
 	}

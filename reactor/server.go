@@ -237,7 +237,7 @@ func (s *Server) Done() <-chan struct{} { return s.done }
 
 // Stats sums the counters of all loops.
 func (s *Server) Stats() Stats {
-	st := Stats{AcceptPauses: s.acceptPauses.Load(), AcceptErrors: s.acceptErrors.snapshot()}
+	st := Stats{AcceptPauses: s.acceptPauses.Load(), AcceptErrors: s.acceptErrors.snapshot(), QueuedBytes: QueuedBytes()}
 	for _, l := range *s.loops.Load() {
 		st.add(&l.stats)
 	}
@@ -423,6 +423,7 @@ func (l *Loop) finishClose(c *Conn, err error) {
 	}
 	l.unwatch(c)
 	l.untrack(c)
+	l.unaccount(c)
 	l.timers.stop(&c.dialTimer)
 	c.handler.OnClose(c, err)
 	// A producer held back by this connection would otherwise wait forever.

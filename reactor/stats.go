@@ -15,6 +15,7 @@ type Stats struct {
 	HalfClosed    int64 // connections whose peer half-closed and that were kept for writing
 	HalfCloseKept int64 // queued bytes gnet would have dropped at a half-close, sent from the copy
 
+	QueuedBytes  int64            // output queued in the whole process, as last accounted
 	AcceptPauses int64            // times accepting paused at MaxConns or the descriptor budget
 	AcceptErrors map[string]int64 // accept errors by errno (EMFILE, ...)
 }

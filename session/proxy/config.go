@@ -97,6 +97,9 @@ type Limits struct {
 	MaxSessionsPerIP int           `yaml:"max_sessions_per_ip"`
 	MaxFrame         int           `yaml:"max_frame"`
 	HighWatermark    int           `yaml:"high_watermark"`
+	// BufferBudget bounds the output queued in the whole process; past it
+	// sessions that hold output are paused (see reactor.Config.BufferBudget).
+	BufferBudget int64 `yaml:"buffer_budget"`
 	LowWatermark     int           `yaml:"low_watermark"`
 }
 
@@ -222,6 +225,9 @@ func (c *Config) setDefaults() {
 	}
 	if l.MaxFrame == 0 {
 		l.MaxFrame = 1<<21 - 1
+	}
+	if l.BufferBudget == 0 {
+		l.BufferBudget = 1 << 30
 	}
 	if l.HighWatermark == 0 && l.LowWatermark == 0 {
 		l.HighWatermark, l.LowWatermark = 2<<20, 1<<20
@@ -363,6 +369,9 @@ func (c *Config) Validate() error {
 	}
 	if l.PrerouteBytes < 64 {
 		bad("limits.preroute_bytes", "%d is below 64, too small for a handshake", l.PrerouteBytes)
+	}
+	if l.BufferBudget < 1<<20 {
+		bad("limits.buffer_budget", "%d bytes: want at least 1 MiB (1048576)", l.BufferBudget)
 	}
 	if l.MaxSessions < 0 {
 		bad("limits.max_sessions", "%d is negative", l.MaxSessions)

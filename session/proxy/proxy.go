@@ -73,9 +73,10 @@ func New(cfg *Config, log zerolog.Logger) (*Proxy, error) {
 		// max_sessions is enforced where connections are accepted: at the
 		// limit the proxy stops accepting and new players wait in the
 		// kernel's backlog, rather than being accepted and refused.
-		MaxConns:   cfg.Limits.MaxSessions,
-		FDsPerConn: 2, // the client and its backend
-		Logger:     log,
+		MaxConns:     cfg.Limits.MaxSessions,
+		FDsPerConn:   2, // the client and its backend
+		BufferBudget: cfg.Limits.BufferBudget,
+		Logger:       log,
 	}, (*clientHandler)(p))
 	if err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)

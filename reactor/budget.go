@@ -1,0 +1,110 @@
+package reactor
+
+import "sync/atomic"
+
+// The process's buffer budget. Each connection's high watermark bounds the
+// output queued for it, but 9,000 sessions with stalled readers would still
+// take 9,000 × the watermark. With a budget set, once the output queued in
+// the whole process passes it, a producer is paused as soon as its sink
+// holds more than budgetFloor: the sinks already holding the most stay
+// where they are, and the rest can add little, so the total stays near the
+// budget plus budgetFloor per connection.
+//
+// The total is kept exactly for what is written (each write adds what it
+// left queued) and refreshed for what gnet drains behind our back by a scan,
+// every Tick, of the connections that had output queued: zero cost while
+// nothing is queued.
+var processQueued atomic.Int64
+
+// budgetFloor is what a sink may hold while the process is over budget.
+const budgetFloor = 32 << 10
+
+// QueuedBytes returns the output queued in the process for all connections,
+// as last accounted.
+func QueuedBytes() int64 { return processQueued.Load() }
+
+// account brings the process total up to date with c's queued output, and
+// keeps c in the loop's scan while it has some.
+func (l *Loop) account(c *Conn) {
+	q := int64(c.OutboundBuffered())
+	if d := q - c.accounted; d != 0 {
+		n := processQueued.Add(d)
+		c.accounted = q
+		if b := l.srv.cfg.BufferBudget; b > 0 && n > b && n-d <= b {
+			l.srv.sweepBudget()
+		}
+	}
+	if q > 0 && c.backlogIdx == 0 {
+		l.backlogged = append(l.backlogged, c)
+		c.backlogIdx = len(l.backlogged)
+		if !l.budgetTimer.Armed() {
+			l.Schedule(&l.budgetTimer, l.srv.cfg.Tick)
+		}
+	}
+}
+
+// unaccount removes a closing connection's queued output from the total.
+func (l *Loop) unaccount(c *Conn) {
+	if c.accounted != 0 {
+		processQueued.Add(-c.accounted)
+		c.accounted = 0
+	}
+	l.dropBacklogged(c)
+}
+
+func (l *Loop) dropBacklogged(c *Conn) {
+	if c.backlogIdx == 0 {
+		return
+	}
+	i, last := c.backlogIdx-1, len(l.backlogged)-1
+	if i != last {
+		l.backlogged[i] = l.backlogged[last]
+		l.backlogged[i].backlogIdx = i + 1
+	}
+	l.backlogged[last] = nil
+	l.backlogged = l.backlogged[:last]
+	c.backlogIdx = 0
+}
+
+// scanBacklog refreshes the total for what gnet drained since the last
+// look; it runs on the loop every Tick while some connection has output.
+func (l *Loop) scanBacklog() {
+	for i := 0; i < len(l.backlogged); {
+		c := l.backlogged[i]
+		l.account(c)
+		if c.accounted == 0 {
+			l.dropBacklogged(c) // swaps the last into i
+			continue
+		}
+		i++
+	}
+	if len(l.backlogged) > 0 {
+		l.Schedule(&l.budgetTimer, l.srv.cfg.Tick)
+	}
+}
+
+// sweepBudget runs when the process's total passes the budget: on every
+// loop, the producers of connections with output queued stop being read at
+// once, instead of each after one more read, so that sessions filling in
+// parallel stop together near the budget.
+func (s *Server) sweepBudget() {
+	for _, l := range s.Loops() {
+		_ = l.Execute(l.pauseBacklogged)
+	}
+}
+
+func (l *Loop) pauseBacklogged() {
+	for _, c := range l.backlogged {
+		if p := c.producer; p.sink == c && c.accounted > budgetFloor && c.state&stateClosed == 0 {
+			p.pauseFor(pauseSinkFull)
+			l.watch(c)
+		}
+	}
+}
+
+// overBudget reports whether a sink holding queued bytes must stop its
+// producer for the process's budget.
+func (l *Loop) overBudget(queued int) bool {
+	b := l.srv.cfg.BufferBudget
+	return b > 0 && queued > budgetFloor && processQueued.Load() > b
+}
