@@ -100,7 +100,7 @@ type Limits struct {
 	// BufferBudget bounds the output queued in the whole process; past it
 	// sessions that hold output are paused (see reactor.Config.BufferBudget).
 	BufferBudget int64 `yaml:"buffer_budget"`
-	LowWatermark     int           `yaml:"low_watermark"`
+	LowWatermark int   `yaml:"low_watermark"`
 }
 
 // ShutdownConfig is how the proxy drains on SIGTERM or SIGINT.
