@@ -13,6 +13,7 @@ func benchSubcommands() []*cli.Command {
 		benchHandshakeCommand(),
 		benchStormCommand(),
 		benchAcceptCommand(),
+		benchBudgetCommand(),
 		benchCompareCommand(),
 	}
 }
