@@ -27,6 +27,12 @@ func QueuedBytes() int64 { return processQueued.Load() }
 // keeps c in the loop's scan while it has some.
 func (l *Loop) account(c *Conn) {
 	q := int64(c.OutboundBuffered())
+	if c.halfCloser != nil && c.tail == nil {
+		// The copy kept for a half-close follows gnet's queue down as it
+		// drains, and counts: it is memory too.
+		c.trimShadow(int(q))
+		q += int64(len(c.shadow))
+	}
 	if d := q - c.accounted; d != 0 {
 		n := processQueued.Add(d)
 		c.accounted = q

@@ -75,6 +75,25 @@ func (c *Conn) recordQueued(before, queued int, ps ...[]byte) {
 	}
 }
 
+// trimShadow drops the part of the copy gnet has sent since: it keeps the
+// last queued bytes.
+func (c *Conn) trimShadow(queued int) {
+	switch {
+	case queued == 0:
+		if cap(c.shadow) > shadowKeep {
+			c.shadow = nil
+		} else {
+			c.shadow = c.shadow[:0]
+		}
+	case len(c.shadow) > queued:
+		c.shadow = c.shadow[len(c.shadow)-queued:]
+		if cap(c.shadow) > 2*queued+shadowKeep {
+			// Most of the array is sent: let it go.
+			c.shadow = append([]byte(nil), c.shadow...)
+		}
+	}
+}
+
 var devNull struct {
 	once sync.Once
 	fd   int
