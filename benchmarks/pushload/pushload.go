@@ -160,66 +160,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return Result{}, fmt.Errorf("pushload: subscribers %d, rate %d, events per frame %d, payload %d, duration %v: all must be positive, payload >= 8",
 			cfg.Subscribers, cfg.Rate, cfg.EventsPerFrame, cfg.PayloadSize, cfg.Duration)
 	}
-	if cfg.ClientLoops < 1 {
-		cfg.ClientLoops = 1
-	}
-	cl := &client{topic: []byte(cfg.Topic)}
-	gc, err := gnet.NewClient(cl, gnet.WithMulticore(true), gnet.WithNumEventLoop(cfg.ClientLoops),
-		gnet.WithLogger(nopLogger{}), gnet.WithReadBufferCap(256<<10))
+	rd, err := startReaders(cfg)
 	if err != nil {
-		return Result{}, fmt.Errorf("pushload: gnet client: %w", err)
+		return Result{}, err
 	}
-	if err := gc.Start(); err != nil {
-		return Result{}, fmt.Errorf("pushload: start gnet client: %w", err)
-	}
-	defer func() { _ = gc.Stop() }()
-
-	var conns []gnet.Conn
-	for i := 0; i < cfg.Subscribers; i++ {
-		s := &subscriber{}
-		nc, err := net.DialTimeout("tcp", cfg.SubscribeAddr, 5*time.Second)
-		if err != nil {
-			return Result{}, fmt.Errorf("pushload: subscriber %d: dial %s: %w", i, cfg.SubscribeAddr, err)
-		}
-		c, err := gc.EnrollContext(nc, s)
-		if err != nil {
-			nc.Close()
-			return Result{}, fmt.Errorf("pushload: subscriber %d: enroll: %w", i, err)
-		}
-		cl.subs = append(cl.subs, s)
-		conns = append(conns, c)
-	}
-	// Keep the subscribers alive past the server's read idle limit.
-	keepalive := time.NewTicker(3 * time.Second)
-	defer keepalive.Stop()
-	kaStop := make(chan struct{})
-	defer close(kaStop)
-	go func() {
-		for {
-			select {
-			case <-kaStop:
-				return
-			case <-keepalive.C:
-				for _, c := range conns {
-					_ = c.AsyncWrite([]byte("\n"), nil)
-				}
-			}
-		}
-	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for ready := 0; ready < cfg.Subscribers; {
-		ready = 0
-		for _, s := range cl.subs {
-			if s.ready.Load() {
-				ready++
-			}
-		}
-		if time.Now().After(deadline) {
-			return Result{}, fmt.Errorf("pushload: only %d of %d subscribers acknowledged", ready, cfg.Subscribers)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	cfg.Logger.Info().Int("subscribers", cfg.Subscribers).Msg("subscribed")
+	defer rd.close()
 
 	pc, err := net.DialTimeout("tcp", cfg.PublishAddr, 5*time.Second)
 	if err != nil {
@@ -231,14 +176,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	pubErr := make(chan error, 1)
 	go func() { pubErr <- publish(pc, cfg, &published, stop) }()
 
-	sum := func() (delivered, breaks, frames int64) {
-		for _, s := range cl.subs {
-			delivered += s.delivered.Load()
-			breaks += s.breaks.Load()
-			frames += s.frames.Load()
-		}
-		return
-	}
+	sum := rd.sum
 	select {
 	case <-time.After(cfg.Warmup):
 	case <-ctx.Done():
@@ -263,18 +201,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if err := <-pubErr; err != nil {
 		return Result{}, err
 	}
-	// Drain: wait for deliveries to stop growing.
-	last, _, _ := sum()
-	for end := time.Now().Add(cfg.Drain); time.Now().Before(end); {
-		time.Sleep(100 * time.Millisecond)
-		cur, _, _ := sum()
-		if cur == last && cur >= published.Load()*int64(cfg.Subscribers) {
-			break
-		}
-		last = cur
-	}
-	if e := cl.err.Load(); e != nil {
-		return Result{}, *e
+	rd.drain(published.Load()*int64(cfg.Subscribers), cfg.Drain)
+	if err := rd.err(); err != nil {
+		return Result{}, err
 	}
 	td, tb, tf := sum()
 	r := Result{
@@ -289,6 +218,117 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		r.CPUPerEvent = r.ServerCPU / time.Duration(r.Delivered)
 	}
 	return r, nil
+}
+
+// readers are the counting TCP subscribers of a run, on one gnet client.
+type readers struct {
+	gc     *gnet.Client
+	cl     *client
+	kaStop chan struct{}
+}
+
+// startReaders connects cfg.Subscribers TCP subscribers to cfg.Topic, keeps
+// them alive past the server's read idle limit, and waits until every one
+// has been acknowledged.
+func startReaders(cfg Config) (*readers, error) {
+	if cfg.ClientLoops < 1 {
+		cfg.ClientLoops = 1
+	}
+	cl := &client{topic: []byte(cfg.Topic)}
+	gc, err := gnet.NewClient(cl, gnet.WithMulticore(true), gnet.WithNumEventLoop(cfg.ClientLoops),
+		gnet.WithLogger(nopLogger{}), gnet.WithReadBufferCap(256<<10))
+	if err != nil {
+		return nil, fmt.Errorf("pushload: gnet client: %w", err)
+	}
+	if err := gc.Start(); err != nil {
+		return nil, fmt.Errorf("pushload: start gnet client: %w", err)
+	}
+	rd := &readers{gc: gc, cl: cl, kaStop: make(chan struct{})}
+	var conns []gnet.Conn
+	for i := 0; i < cfg.Subscribers; i++ {
+		s := &subscriber{}
+		nc, err := net.DialTimeout("tcp", cfg.SubscribeAddr, 5*time.Second)
+		if err != nil {
+			rd.close()
+			return nil, fmt.Errorf("pushload: subscriber %d: dial %s: %w", i, cfg.SubscribeAddr, err)
+		}
+		c, err := gc.EnrollContext(nc, s)
+		if err != nil {
+			nc.Close()
+			rd.close()
+			return nil, fmt.Errorf("pushload: subscriber %d: enroll: %w", i, err)
+		}
+		cl.subs = append(cl.subs, s)
+		conns = append(conns, c)
+	}
+	// Keep the subscribers alive past the server's read idle limit.
+	go func() {
+		keepalive := time.NewTicker(3 * time.Second)
+		defer keepalive.Stop()
+		for {
+			select {
+			case <-rd.kaStop:
+				return
+			case <-keepalive.C:
+				for _, c := range conns {
+					_ = c.AsyncWrite([]byte("\n"), nil)
+				}
+			}
+		}
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for ready := 0; ready < cfg.Subscribers; {
+		ready = 0
+		for _, s := range cl.subs {
+			if s.ready.Load() {
+				ready++
+			}
+		}
+		if time.Now().After(deadline) {
+			rd.close()
+			return nil, fmt.Errorf("pushload: only %d of %d subscribers acknowledged", ready, cfg.Subscribers)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cfg.Logger.Info().Int("subscribers", cfg.Subscribers).Msg("subscribed")
+	return rd, nil
+}
+
+// sum adds up the readers' counters.
+func (rd *readers) sum() (delivered, breaks, frames int64) {
+	for _, s := range rd.cl.subs {
+		delivered += s.delivered.Load()
+		breaks += s.breaks.Load()
+		frames += s.frames.Load()
+	}
+	return
+}
+
+// drain waits up to d for the readers to have received want events, or for
+// their deliveries to stop growing.
+func (rd *readers) drain(want int64, d time.Duration) {
+	last, _, _ := rd.sum()
+	for end := time.Now().Add(d); time.Now().Before(end); {
+		time.Sleep(100 * time.Millisecond)
+		cur, _, _ := rd.sum()
+		if cur == last && cur >= want {
+			return
+		}
+		last = cur
+	}
+}
+
+// err returns the first decoding error a reader met, or nil.
+func (rd *readers) err() error {
+	if e := rd.cl.err.Load(); e != nil {
+		return *e
+	}
+	return nil
+}
+
+func (rd *readers) close() {
+	close(rd.kaStop)
+	_ = rd.gc.Stop()
 }
 
 func first(a, _, _ int64) int64 { return a }

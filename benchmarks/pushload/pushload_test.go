@@ -8,10 +8,12 @@ import (
 	"github.com/tidegate/tidegate/session/push"
 )
 
-func TestRunDeliversEverything(t *testing.T) {
+// startServer runs a push server with two subscriber loops on ephemeral ports.
+func startServer(t *testing.T, mod func(*push.Config)) (srv *push.Server, pub, sub string) {
+	t.Helper()
 	cfg := push.DefaultConfig()
 	cfg.PublishAddr, cfg.SubscribeAddr, cfg.Loops = "tcp://127.0.0.1:0", "tcp://127.0.0.1:0", 2
-	cfg.Window = 20 * time.Millisecond
+	mod(&cfg)
 	srv, err := push.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -22,8 +24,13 @@ func TestRunDeliversEverything(t *testing.T) {
 	t.Cleanup(func() { _ = srv.Stop(context.Background()) })
 	pa, _ := srv.PublishAddr()
 	sa, _ := srv.SubscribeAddr()
+	return srv, pa.String(), sa.String()
+}
+
+func TestRunDeliversEverything(t *testing.T) {
+	srv, pa, sa := startServer(t, func(c *push.Config) { c.Window = 20 * time.Millisecond })
 	r, err := Run(context.Background(), Config{
-		PublishAddr: pa.String(), SubscribeAddr: sa.String(), Subscribers: 20, Topic: "load",
+		PublishAddr: pa, SubscribeAddr: sa, Subscribers: 20, Topic: "load",
 		Rate: 2000, EventsPerFrame: 10, PayloadSize: 64,
 		Warmup: 100 * time.Millisecond, Duration: 300 * time.Millisecond, Drain: 2 * time.Second, ClientLoops: 1,
 	})

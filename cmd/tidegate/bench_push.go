@@ -17,21 +17,33 @@ func benchPushCommand() *cli.Command {
 		Description: "One publisher sends sequence-numbered events at --rate; --subscribers TCP subscribers (gnet\n" +
 			"client, legacy framing) count deliveries and check the order. Prints events delivered per\n" +
 			"second and the server's CPU time per delivered event (from /proc/PID/stat with --server-pid,\n" +
-			"otherwise this process' own CPU time). Repeats print one line each.",
+			"otherwise this process' own CPU time). Repeats print one line each.\n\n" +
+			"With --stuck N, N SSE subscribers of the same topic also connect and never read, and the\n" +
+			"run measures the server's memory per stuck subscriber from its --server-metrics listener\n" +
+			"(live heap after forced GCs, heap in use, RSS, peak RSS): publishing goes on until the\n" +
+			"server drops at least 90% of what it owes them (at most --fill-timeout), then for\n" +
+			"--duration more, then memory is read. It exits non-zero if a reader lost or reordered an\n" +
+			"event, the stuck subscribers did not saturate or were closed before the reading, or a\n" +
+			"figure per stuck subscriber passed --max-bytes-per-stuck.",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "publish", Value: "127.0.0.1:7301", Usage: "the server's publish address"},
 			&cli.StringFlag{Name: "subscribe", Value: "127.0.0.1:7302", Usage: "the server's subscribe address"},
-			&cli.IntFlag{Name: "subscribers", Value: 1000, Usage: "TCP subscribers"},
+			&cli.IntFlag{Name: "subscribers", Value: 1000, Usage: "TCP subscribers that read and count everything"},
 			&cli.StringFlag{Name: "topic", Value: "load", Usage: "topic to publish and subscribe to"},
 			&cli.IntFlag{Name: "rate", Value: 200, Usage: "events published per second"},
 			&cli.IntFlag{Name: "events-per-frame", Value: 10, Usage: "most events per publish frame"},
 			&cli.IntFlag{Name: "payload", Value: 512, Usage: "event size in bytes (>= 8)"},
 			&cli.DurationFlag{Name: "warmup", Value: time.Second, Usage: "publishing before the measurement"},
-			&cli.DurationFlag{Name: "duration", Value: 5 * time.Second, Usage: "measured time"},
+			&cli.DurationFlag{Name: "duration", Value: 5 * time.Second, Usage: "measured time; with --stuck, publishing after saturation before memory is read"},
 			&cli.DurationFlag{Name: "drain", Value: 3 * time.Second, Usage: "longest wait for the last deliveries"},
 			&cli.IntFlag{Name: "server-pid", Usage: "the server's process id, for its CPU time"},
 			&cli.IntFlag{Name: "client-loops", Value: 1, Usage: "event loops of the subscribers' client"},
 			&cli.IntFlag{Name: "repeats", Value: 1, Usage: "runs, each with fresh subscribers"},
+			&cli.IntFlag{Name: "stuck", Usage: "`N` SSE subscribers that never read: measure the server's memory per stuck subscriber (needs --server-metrics)"},
+			&cli.IntFlag{Name: "stuck-rcvbuf", Value: 4096, Usage: "SO_RCVBUF `BYTES` of the stuck subscribers, so that the kernel holds little for them; 0 keeps the default"},
+			&cli.StringFlag{Name: "server-metrics", Usage: "the server's --metrics-listen `URL` (http://host:port), read for memory and counters with --stuck"},
+			&cli.DurationFlag{Name: "fill-timeout", Value: time.Minute, Usage: "with --stuck, the longest wait until the stuck subscribers drop what they are sent"},
+			&cli.Int64Flag{Name: "max-bytes-per-stuck", Usage: "with --stuck, fail if live heap, RSS or peak RSS grew by more than `BYTES` per stuck subscriber (0: no gate)"},
 		}, logFlags()...),
 		Action: func(c *cli.Context) error {
 			log, err := newLogger(c)
@@ -46,6 +58,18 @@ func benchPushCommand() *cli.Command {
 				ServerPID: c.Int("server-pid"), ClientLoops: c.Int("client-loops"), Logger: log,
 			}
 			for i := 0; i < c.Int("repeats"); i++ {
+				if c.Int("stuck") > 0 {
+					r, err := pushload.Stuck(c.Context, pushload.StuckConfig{
+						Load: cfg, Stuck: c.Int("stuck"), StuckRcvBuf: c.Int("stuck-rcvbuf"),
+						MetricsURL: c.String("server-metrics"), FillTimeout: c.Duration("fill-timeout"),
+						Steady: cfg.Duration, MaxBytesPerStuck: c.Int64("max-bytes-per-stuck"),
+					})
+					fmt.Fprintf(c.App.Writer, "run=%d %s\n", i+1, r) // what was measured, also on failure
+					if err != nil {
+						return fmt.Errorf("bench push run %d: %w", i+1, err)
+					}
+					continue
+				}
 				r, err := pushload.Run(c.Context, cfg)
 				if err != nil {
 					return fmt.Errorf("bench push run %d: %w", i+1, err)

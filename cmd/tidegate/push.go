@@ -22,16 +22,24 @@ func pushCommand() *cli.Command {
 			"Subscribers connect to --subscribe-listen and either send \"SUBSCRIBE <topic>\\n\" (Mantis legacy TCP\n" +
 			"framing: u32 length | 0x01 | nameLen | name | (u32 len | op | payload)...) or\n" +
 			"\"GET /events?topic=<topic> HTTP/1.1\" (Server-Sent Events). Each subscriber's events are written\n" +
-			"once per --window as one batch; a subscriber whose queued output is past --high-watermark has\n" +
-			"its batch dropped, counted and reported to it in its next batch.",
+			"once per --window as one batch. Output queued for a subscriber stays under --high-watermark:\n" +
+			"a batch is written only as far as it fits (oldest events first), the rest is dropped, counted\n" +
+			"and reported to the subscriber in its next batch. A subscriber that stays not writable for\n" +
+			"--not-writable-timeout is aborted, and --buffer-budget bounds the output queued for all\n" +
+			"subscribers together. A topic lives while it has subscribers.",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "publish-listen", Value: def.PublishAddr, Usage: "address publishers connect to"},
 			&cli.StringFlag{Name: "subscribe-listen", Value: def.SubscribeAddr, Usage: "address TCP and SSE subscribers connect to"},
 			&cli.DurationFlag{Name: "window", Value: def.Window, Usage: "how long each subscriber's events are buffered into one batch; 0 writes at once"},
 			&cli.DurationFlag{Name: "heartbeat", Value: def.Heartbeat, Usage: "write idleness after which a heartbeat is sent; 0 disables"},
 			&cli.DurationFlag{Name: "read-idle", Value: def.ReadIdle, Usage: "read idleness after which a TCP subscriber (or an unfinished request) is closed; 0 disables"},
-			&cli.IntFlag{Name: "high-watermark", Value: def.HighWatermark, Usage: "queued output `BYTES` per subscriber past which its batches are dropped"},
-			&cli.DurationFlag{Name: "not-writable-timeout", Value: def.NotWritableTimeout, Usage: "abort a subscriber that stays past the high watermark this long; 0 disables"},
+			&cli.IntFlag{Name: "high-watermark", Value: def.HighWatermark, Usage: "most output `BYTES` queued per subscriber: what does not fit is dropped, counted and reported " +
+				"(a batch written while nothing is queued may leave one batch queued)"},
+			&cli.DurationFlag{Name: "not-writable-timeout", Value: def.NotWritableTimeout, Usage: "abort a subscriber that stays not writable this long (its batches cut while output is queued, " +
+				"or output still queued when a heartbeat is due) and count it; 0 disables"},
+			&cli.IntFlag{Name: "buffer-budget", Value: def.BufferBudget, Usage: "most output `BYTES` queued for all subscribers together: a subscriber with output queued may hold " +
+				"at most 1/16 of what is left, so near it the batches of those holding the most are dropped first (counted as budget drops); 0 disables"},
+			&cli.IntFlag{Name: "max-topics", Value: def.MaxTopics, Usage: "most topics at once (a topic lives while it has subscribers); subscriptions to new topics past it are refused"},
 			&cli.IntFlag{Name: "loops", Value: 0, Usage: "event loops for subscribers; 0 means one per core"},
 			&cli.IntFlag{Name: "publish-loops", Value: def.PublishLoops, Usage: "event loops for publishers"},
 			&cli.IntFlag{Name: "max-batch-events", Value: def.MaxBatchEvents, Usage: "write a subscriber's batch early once it holds this many events"},
@@ -53,6 +61,8 @@ func pushCommand() *cli.Command {
 			cfg.ReadIdle = c.Duration("read-idle")
 			cfg.HighWatermark = c.Int("high-watermark")
 			cfg.NotWritableTimeout = c.Duration("not-writable-timeout")
+			cfg.BufferBudget = c.Int("buffer-budget")
+			cfg.MaxTopics = c.Int("max-topics")
 			cfg.Loops = c.Int("loops")
 			cfg.PublishLoops = c.Int("publish-loops")
 			cfg.MaxBatchEvents = c.Int("max-batch-events")
@@ -105,7 +115,8 @@ func logPushStats(log zerolog.Logger, srv *push.Server, d time.Duration, quit <-
 		log.Info().Int64("publishers", st.Publishers).Int64("tcp_subscribers", st.TCPSubscribers).
 			Int64("sse_subscribers", st.SSESubscribers).Int64("published_events", st.PublishedEvents).
 			Int64("processed_writes", st.ProcessedWrites).Int64("successful_writes", st.SuccessfulWrites).
-			Int64("failed_writes", st.FailedWrites).Int64("dropped", st.Dropped).Int64("batches", st.Batches).
-			Int64("batch_events", st.BatchEvents).Msg("push stats")
+			Int64("failed_writes", st.FailedWrites).Int64("dropped", st.Dropped).Int64("budget_dropped", st.BudgetDropped).
+			Int64("batches", st.Batches).Int64("batch_events", st.BatchEvents).Int64("queued_bytes", st.QueuedBytes).
+			Int64("not_writable_closes", st.StuckCloses).Int64("topics", st.Topics).Msg("push stats")
 	}
 }

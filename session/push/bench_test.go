@@ -5,6 +5,7 @@ package push
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"runtime"
 	"testing"
 	"time"
@@ -165,10 +166,10 @@ func BenchmarkBatchWrite(b *testing.B) {
 			var batch reactor.Batch
 			if shape == "bare" {
 				wrapped = wrapLegacy(nil, hdr, topic, ds, eventBytes)
-				appendLegacyBatch(&batch, topic, 0, ds, eventBytes)
+				appendLegacyBatch(&batch, topic, 0, ds, math.MaxInt, eventBytes, false)
 			} else {
 				wrapped = wrapSSE(nil, ds)
-				appendSSEBatch(&batch, 0, ds)
+				appendSSEBatch(&batch, 0, ds, math.MaxInt, false)
 			}
 			if !bytes.Equal(bytes.Join(wrapped, nil), want) || !bytes.Equal(bytes.Join(batch.Bytes(), nil), want) {
 				b.Fatalf("%s/%d: arms disagree", shape, size)
@@ -206,9 +207,9 @@ func BenchmarkBatchWrite(b *testing.B) {
 							sink.writev(b, iov)
 						case "adaptive":
 							if shape == "bare" {
-								appendLegacyBatch(&batch, topic, 0, ds, eventBytes)
+								appendLegacyBatch(&batch, topic, 0, ds, math.MaxInt, eventBytes, false)
 							} else {
-								appendSSEBatch(&batch, 0, ds)
+								appendSSEBatch(&batch, 0, ds, math.MaxInt, false)
 							}
 							sink.writev(b, batch.Bytes())
 							batch.Reset()

@@ -30,19 +30,32 @@ type Config struct {
 	// ReadIdle is the read idleness after which a TCP subscriber, or a
 	// connection that has not finished its request, is closed; 0 disables.
 	ReadIdle time.Duration
-	// HighWatermark is the queued output past which a subscriber's batch is
-	// dropped instead of written.
+	// HighWatermark bounds the output queued for a subscriber: a batch is
+	// written only as far as it fits in the room left under it (oldest
+	// events first), and the rest is dropped, counted and reported to the
+	// subscriber. A batch written while nothing is queued is exempt, as the
+	// kernel takes it first: what it leaves queued is at most one batch.
 	HighWatermark int
-	// NotWritableTimeout closes a subscriber that stays past HighWatermark
-	// this long; 0 disables.
+	// NotWritableTimeout aborts a subscriber that stays not writable this
+	// long: the clock starts when one of its batches is cut while output is
+	// queued for it, or when a heartbeat is due and output is still queued,
+	// and stops when a batch is written whole or nothing is queued. 0
+	// disables.
 	NotWritableTimeout time.Duration
+	// BufferBudget bounds the output queued for all subscribers of the
+	// server together, in bytes; 0 disables. A subscriber with output
+	// queued may come to hold at most a sixteenth of what the budget has
+	// left, so as the total approaches the budget the subscribers holding the
+	// most have their batches cut first and room is left for the others; one
+	// with nothing queued needs its batch to fit in what is left.
+	BufferBudget int
 	// MaxBatchEvents and MaxBatchBytes write a subscriber's pending events
 	// before its window ends once they reach either bound, which bounds the
 	// pending list and the size of a legacy frame.
 	MaxBatchEvents int
 	MaxBatchBytes  int
-	// MaxTopics bounds the number of topics (topics are created by
-	// subscriptions and kept).
+	// MaxTopics bounds the number of topics at once (a topic exists while it
+	// has subscribers).
 	MaxTopics int
 	// MaxInflight is how many hand-offs to subscriber loops one publisher
 	// may have queued before it stops being read.
@@ -61,25 +74,29 @@ type Config struct {
 
 // DefaultConfig returns Mantis' settings: a 200 ms window, a 2 s heartbeat,
 // a 10 s read idle limit; and a 1 MiB high watermark (Mantis uses Netty's
-// 5 MiB; 1 MiB bounds memory at thousands of subscribers).
+// 5 MiB), a 30 s not-writable timeout and a 1 GiB buffer budget, so that
+// subscribers that stop reading hold at most the watermark plus one batch
+// each, are closed in the end, and cannot together exhaust memory.
 func DefaultConfig() Config {
 	return Config{
-		PublishAddr:    "127.0.0.1:7301",
-		SubscribeAddr:  "127.0.0.1:7302",
-		PublishLoops:   1,
-		Window:         200 * time.Millisecond,
-		Heartbeat:      2 * time.Second,
-		ReadIdle:       10 * time.Second,
-		HighWatermark:  1 << 20,
-		MaxBatchEvents: 1000,
-		MaxBatchBytes:  1 << 20,
-		MaxTopics:      1 << 16,
-		MaxInflight:    64,
-		Limits:         pushproto.DefaultLimits,
-		Format:         tlv.DefaultFormat,
-		MaxHeader:      pushproto.DefaultMaxHeader,
-		Tick:           10 * time.Millisecond,
-		Logger:         zerolog.Nop(),
+		PublishAddr:        "127.0.0.1:7301",
+		SubscribeAddr:      "127.0.0.1:7302",
+		PublishLoops:       1,
+		Window:             200 * time.Millisecond,
+		Heartbeat:          2 * time.Second,
+		ReadIdle:           10 * time.Second,
+		HighWatermark:      1 << 20,
+		NotWritableTimeout: 30 * time.Second,
+		BufferBudget:       1 << 30,
+		MaxBatchEvents:     1000,
+		MaxBatchBytes:      1 << 20,
+		MaxTopics:          1 << 16,
+		MaxInflight:        64,
+		Limits:             pushproto.DefaultLimits,
+		Format:             tlv.DefaultFormat,
+		MaxHeader:          pushproto.DefaultMaxHeader,
+		Tick:               10 * time.Millisecond,
+		Logger:             zerolog.Nop(),
 	}
 }
 
@@ -100,6 +117,9 @@ func (c *Config) Validate() error {
 	}
 	if c.HighWatermark < 1 {
 		return fmt.Errorf("push: high watermark %d must be positive", c.HighWatermark)
+	}
+	if c.BufferBudget < 0 {
+		return fmt.Errorf("push: buffer budget %d must not be negative (0 disables it)", c.BufferBudget)
 	}
 	if c.MaxBatchEvents < 1 || c.MaxBatchBytes < 1 || c.MaxTopics < 1 || c.MaxInflight < 1 {
 		return fmt.Errorf("push: max batch events %d, max batch bytes %d, max topics %d, max inflight %d: all must be positive",

@@ -25,10 +25,17 @@
 // The two listeners are two reactor servers with their own event loops, so
 // publishers and subscribers always live on different loops. Topics are kept
 // in a registry (a map under a read-write lock, read once per publish frame;
-// topics are created by the first subscription and never removed, at most
-// Config.MaxTopics). A topic holds, behind an atomic pointer, the list of
-// subscriber loops that have subscribers to it; each entry (a localTopic)
-// holds that loop's subscribers and is only ever touched on its loop.
+// at most Config.MaxTopics at once). A topic holds, behind an atomic
+// pointer, the list of subscriber loops that have subscribers to it; each
+// entry (a localTopic) holds that loop's subscribers and is only ever
+// touched on its loop. The first subscription creates a topic; when the last
+// subscriber of a loop leaves, the loop withdraws its entry, and the loop
+// that withdraws the last entry removes the topic from the registry (under
+// the registry's lock, then the topic's). A subscription that looked the
+// topic up just before that finds it marked removed when it tries to add its
+// loop, and looks it up again, which creates it anew. Publishing to a topic
+// nobody subscribes to creates nothing; hand-offs already under way hold
+// their topic by pointer and find it empty.
 //
 // A publisher's read decodes every whole frame buffered. Each publish is
 // stored once: its events are copied out of the read buffer into one new
@@ -51,13 +58,60 @@
 // are referenced, so the kernel gathers them straight from the shared array.
 // A TCP batch is one legacy frame; an SSE batch is the events' data lines.
 //
-// Before a batch is built the subscriber's queued output is checked: past
-// Config.HighWatermark the pending events are dropped and counted, as Mantis
-// drops at the channel's writability check. The next batch written to that
-// subscriber starts with a drop report: for SSE the meta message
-// data: {"tidegate.meta":"droppedMessageCount","value":"n"}, for TCP an
-// OpNonDataError event with the same JSON payload. A subscriber that stays
-// past the watermark for Config.NotWritableTimeout is aborted.
+// # Memory bounds
+//
+// Before a batch is built its size is known (each event's legacy and SSE
+// lengths are computed once, at publish), and it is built only as far as it
+// fits in the subscriber's room: Config.HighWatermark minus the output gnet
+// still holds for it, and no more than the buffer budget has left (see
+// below). The oldest pending events go first; the others are dropped and
+// counted, as Mantis drops a batch at the channel's writability check, and
+// never encoded. The next batch written to that subscriber starts with a
+// drop report, so the report stands exactly where the gap is: for SSE the
+// meta message data: {"tidegate.meta":"droppedMessageCount","value":"n"}, for
+// TCP an OpNonDataError event with the same JSON payload. A batch written
+// while nothing is queued is not cut by the watermark: the kernel takes it
+// first, and what it leaves is at most one batch. So the output queued for a
+// subscriber that never reads stays under the watermark, or one batch when
+// that is larger.
+//
+// Behind queued output gnet copies every byte it is given into a buffer of
+// its own per slice, rounded up to a power of two. Such batches are
+// therefore built with every event copied and handed over as slices whose
+// lengths are powers of two, so that what gnet holds is what is queued, not
+// up to twice that. Only the first remainder a kernel write leaves is kept
+// in gnet's own shape; it is at most one batch.
+//
+// Config.BufferBudget bounds the output queued for all subscribers of the
+// server together. Each subscriber records what gnet held for it when it
+// last looked, in one shared atomic total; gnet does not tell when output
+// drains, so a subscriber with output queued looks again on its timer, a
+// tick later and then at doubling intervals up to a second. A subscriber
+// with output queued may come to hold at most a sixteenth of what the
+// budget has left; one with nothing queued only needs its batch to fit in
+// what is left (the kernel takes it first). Far from the budget this never
+// binds; as the total approaches it the subscribers holding the most are
+// cut off first and the smallest last, N subscribers that never read settle
+// at a sixteenth of what is left each, which leaves 16/(16+N) of the budget
+// for the others, and the total stays under the budget (each loop checks on
+// its own, so together they may pass it by about a batch each). Budget drops
+// are counted on their own and reported to the subscriber like the others.
+//
+// What a subscriber's batch leaves queued as its peer stops reading is only
+// known once written, and looks like any reader's batch until then, so it is
+// admitted while the budget has room. When such remainders alone fill the
+// budget (many stuck subscribers with large batches: 1,000 of them with
+// 200 KB batches under 256 MiB), every batch is cut, readers' too, until
+// NotWritableTimeout closes the stuck ones. Refusing the part of a write the
+// kernel did not take would need the reactor to hand it back instead of
+// queuing it. Measurements of both cases:
+// benchmarks/results/2026-12-01-push-bounds.md.
+//
+// A subscriber is not writable from the moment one of its batches is cut
+// while output is queued for it, or a heartbeat is due while output is
+// still queued, until a batch is written whole or nothing is queued any
+// more. One that stays not writable for Config.NotWritableTimeout is aborted
+// and counted.
 //
 // # Timers
 //
@@ -66,6 +120,7 @@
 // an OpHeartbeat frame or an SSE ping event), its read idle limit
 // (Config.ReadIdle after the last byte read, for TCP subscribers and for
 // connections that have not finished their request; SSE clients send nothing
-// and are exempt) and its not-writable limit. Deadlines that move later do
-// not move the timer; it re-arms itself when it fires early.
+// and are exempt), its not-writable limit and the next look at its queued
+// output. Deadlines that move later do not move the timer; it re-arms itself
+// when it fires early.
 package push

@@ -1,6 +1,8 @@
 package push
 
 import (
+	"math"
+
 	pushproto "github.com/tidegate/tidegate/protocol/push"
 	"github.com/tidegate/tidegate/reactor"
 )
@@ -9,15 +11,25 @@ import (
 // subscriber: wire is its legacy encoding, header then payload.
 type event struct {
 	wire      []byte
-	multiline bool // the payload has line breaks: SSE needs several data lines
+	multiline bool  // the payload has line breaks: SSE needs several data lines
+	sse       int32 // length of its SSE encoding
 }
 
 func (e *event) payload() []byte { return e.wire[pushproto.EventHeaderLen:] }
 
 // delivery is the events of one publish frame. It is immutable once built.
 type delivery struct {
-	events []event
-	bytes  int // sum of len(wire)
+	events   []event
+	bytes    int // sum of len(wire)
+	sseBytes int // sum of their SSE lengths
+}
+
+// size is the length of d's events in a subscriber's framing.
+func (d *delivery) size(sse bool) int {
+	if sse {
+		return d.sseBytes
+	}
+	return d.bytes
 }
 
 // newDelivery stores the events of p once: one array for all of them, each
@@ -34,10 +46,72 @@ func newDelivery(p *pushproto.Publish) *delivery {
 		w := arena[off : off+pushproto.EventHeaderLen+len(payload)]
 		pushproto.PutEventHeader(w, pushproto.OpNext, len(payload))
 		copy(w[pushproto.EventHeaderLen:], payload)
-		d.events = append(d.events, event{wire: w, multiline: pushproto.HasLineBreak(payload)})
+		ml := pushproto.HasLineBreak(payload)
+		e := event{wire: w, multiline: ml, sse: int32(sseSize(payload, ml))}
+		d.events = append(d.events, e)
+		d.sseBytes += int(e.sse)
 		off += len(w)
 	}
 	return d
+}
+
+// sseSize is the length of payload's SSE encoding (see appendSSEBatch).
+func sseSize(payload []byte, multiline bool) int {
+	if !multiline {
+		return len(sseDataPrefix) + len(payload) + len(sseEventEnd)
+	}
+	n := len(sseLineEnd)
+	for p := payload; ; {
+		line, rest, found := pushproto.CutLine(p)
+		n += len(sseDataPrefix) + len(line) + len(sseLineEnd)
+		if !found {
+			return n
+		}
+		p = rest
+	}
+}
+
+// size is the length of e in a subscriber's framing.
+func (e *event) size(sse bool) int {
+	if sse {
+		return int(e.sse)
+	}
+	return len(e.wire)
+}
+
+// batchOverhead is what a batch carries besides its events: a legacy frame's
+// header (topic is its name; nil for SSE) and the drop report when dropped > 0.
+func batchOverhead(sse bool, topic []byte, dropped int64) int {
+	n := 0
+	if !sse {
+		n = pushproto.FrameHeaderLen(len(topic))
+	}
+	if dropped > 0 {
+		var scratch [metaScratch]byte
+		meta := len(pushproto.AppendDropMeta(scratch[:0], dropped))
+		if sse {
+			n += len(sseDataPrefix) + meta + len(sseEventEnd)
+		} else {
+			n += pushproto.EventHeaderLen + meta
+		}
+	}
+	return n
+}
+
+// fitEvents returns the longest run of whole events from the start of
+// pending whose encoded sizes add up to at most limit bytes, and that sum.
+func fitEvents(pending []*delivery, sse bool, limit int) (events, bytes int) {
+	for _, d := range pending {
+		for i := range d.events {
+			n := d.events[i].size(sse)
+			if bytes+n > limit {
+				return events, bytes
+			}
+			events++
+			bytes += n
+		}
+	}
+	return events, bytes
 }
 
 var (
@@ -58,12 +132,16 @@ const metaScratch = 96
 const legacyCrossover = 2048
 
 // appendLegacyBatch adds one legacy frame to b: topic as its name, an
-// OpNonDataError drop report first when dropped > 0, then the events of
-// pending, whose encoded sizes total eventBytes. Events of at least b's
-// crossover are referenced, not copied.
-func appendLegacyBatch(b *reactor.Batch, topic []byte, dropped int64, pending []*delivery, eventBytes int) {
+// OpNonDataError drop report first when dropped > 0, then the first n events
+// of pending (all of them when n is larger), whose encoded sizes total
+// eventBytes. Events of at least legacyCrossover bytes are referenced, not
+// copied, unless copyAll is set.
+func appendLegacyBatch(b *reactor.Batch, topic []byte, dropped int64, pending []*delivery, n, eventBytes int, copyAll bool) {
 	prev := b.Crossover
 	b.Crossover = legacyCrossover
+	if copyAll {
+		b.Crossover = math.MaxInt
+	}
 	defer func() { b.Crossover = prev }()
 	var meta []byte
 	var scratch [metaScratch]byte
@@ -80,15 +158,25 @@ func appendLegacyBatch(b *reactor.Batch, topic []byte, dropped int64, pending []
 	}
 	for _, d := range pending {
 		for i := range d.events {
+			if n == 0 {
+				return
+			}
+			n--
 			b.Add(d.events[i].wire)
 		}
 	}
 }
 
-// appendSSEBatch adds the SSE encoding of pending to b, after a drop meta
-// message when dropped > 0. Payload lines of at least b's crossover are
-// referenced; the delimiters around them are copied.
-func appendSSEBatch(b *reactor.Batch, dropped int64, pending []*delivery) {
+// appendSSEBatch adds the SSE encoding of the first n events of pending (all
+// of them when n is larger) to b, after a drop meta message when dropped > 0.
+// Payload lines of at least b's crossover are referenced, unless copyAll is
+// set; the delimiters around them are copied.
+func appendSSEBatch(b *reactor.Batch, dropped int64, pending []*delivery, n int, copyAll bool) {
+	if copyAll {
+		prev := b.Crossover
+		b.Crossover = math.MaxInt
+		defer func() { b.Crossover = prev }()
+	}
 	if dropped > 0 {
 		var scratch [metaScratch]byte
 		b.Copy(sseDataPrefix)
@@ -97,6 +185,10 @@ func appendSSEBatch(b *reactor.Batch, dropped int64, pending []*delivery) {
 	}
 	for _, d := range pending {
 		for i := range d.events {
+			if n == 0 {
+				return
+			}
+			n--
 			e := &d.events[i]
 			if !e.multiline {
 				b.Copy(sseDataPrefix)

@@ -2,6 +2,7 @@ package push
 
 import (
 	"bytes"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -104,12 +105,12 @@ func TestBatchMatchesConcatenation(t *testing.T) {
 	for i, shape := range batchShapes() {
 		for _, dropped := range []int64{0, 7} {
 			ds, total := makeDeliveries(t, shape)
-			appendLegacyBatch(&b, topic, dropped, ds, total)
+			appendLegacyBatch(&b, topic, dropped, ds, math.MaxInt, total, false)
 			if got, want := joined(&b), plainLegacy(topic, dropped, shape); !bytes.Equal(got, want) {
 				t.Fatalf("shape %d dropped %d: legacy batch differs from concatenation\n got %q\nwant %q", i, dropped, got, want)
 			}
 			b.Reset()
-			appendSSEBatch(&b, dropped, ds)
+			appendSSEBatch(&b, dropped, ds, math.MaxInt, false)
 			if got, want := joined(&b), plainSSE(dropped, shape); !bytes.Equal(got, want) {
 				t.Fatalf("shape %d dropped %d: SSE batch differs from concatenation\n got %q\nwant %q", i, dropped, got, want)
 			}
@@ -127,7 +128,7 @@ func TestOversizedBatchFallsBackToOneCopy(t *testing.T) {
 	shape := [][][]byte{payloads}
 	ds, total := makeDeliveries(t, shape)
 	var b reactor.Batch
-	appendLegacyBatch(&b, []byte("big"), 0, ds, total)
+	appendLegacyBatch(&b, []byte("big"), 0, ds, math.MaxInt, total, false)
 	iov := b.Bytes()
 	if len(iov) != 1 {
 		t.Fatalf("legacy batch of %d events is %d slices, want the one-copy fallback", n, len(iov))
@@ -136,7 +137,7 @@ func TestOversizedBatchFallsBackToOneCopy(t *testing.T) {
 		t.Fatal("legacy fallback bytes differ from concatenation")
 	}
 	b.Reset()
-	appendSSEBatch(&b, 0, ds)
+	appendSSEBatch(&b, 0, ds, math.MaxInt, false)
 	iov = b.Bytes()
 	if len(iov) != 1 || !bytes.Equal(iov[0], plainSSE(0, shape)) {
 		t.Fatalf("SSE fallback: %d slices or bytes differ", len(iov))
@@ -152,7 +153,7 @@ func TestNormalBatchIsWrittenAsManyIovecs(t *testing.T) {
 	}
 	ds, total := makeDeliveries(t, [][][]byte{payloads})
 	var b reactor.Batch
-	appendLegacyBatch(&b, []byte("t"), 0, ds, total)
+	appendLegacyBatch(&b, []byte("t"), 0, ds, math.MaxInt, total, false)
 	// One copied frame header, then one referenced slice per event.
 	if got := b.Segments(); got != 1+64 {
 		t.Fatalf("legacy: %d segments, want 65", got)
@@ -163,10 +164,148 @@ func TestNormalBatchIsWrittenAsManyIovecs(t *testing.T) {
 		}
 	}
 	b.Reset()
-	appendSSEBatch(&b, 0, ds)
+	appendSSEBatch(&b, 0, ds, math.MaxInt, false)
 	// "data: " | payload | "\n\ndata: " | payload | ... | "\n\n": 64 references and 65 copied runs.
 	if got := b.Segments(); got != 64+65 {
 		t.Fatalf("SSE: %d segments, want 129", got)
 	}
 	b.Reset()
+}
+
+// prefixShape is the first n events of shape, inner lists kept.
+func prefixShape(shape [][][]byte, n int) [][][]byte {
+	var out [][][]byte
+	for _, inner := range shape {
+		var kept [][]byte
+		for _, p := range inner {
+			if n == 0 {
+				break
+			}
+			kept = append(kept, p)
+			n--
+		}
+		out = append(out, kept)
+	}
+	return out
+}
+
+func countEvents(shape [][][]byte) int {
+	n := 0
+	for _, inner := range shape {
+		n += len(inner)
+	}
+	return n
+}
+
+// TestCutBatchMatchesConcatenation builds batches of the first n events, as
+// flush does when a batch is cut to the room left, referenced and copied,
+// and checks their bytes against the reference and their size against what
+// flush computes before building them.
+func TestCutBatchMatchesConcatenation(t *testing.T) {
+	topic := []byte("orders")
+	var b reactor.Batch
+	for i, shape := range batchShapes() {
+		ds, _ := makeDeliveries(t, shape)
+		total := countEvents(shape)
+		for _, n := range []int{0, 1, total / 2, total - 1, total} {
+			if n < 0 || n > total {
+				continue
+			}
+			pre := prefixShape(shape, n)
+			for _, dropped := range []int64{0, 12345} {
+				for _, copyAll := range []bool{false, true} {
+					events, wire := fitEvents(ds, false, prefixBytes(ds, false, n))
+					if events != n {
+						t.Fatalf("shape %d: fitEvents fits %d events in the size of the first %d", i, events, n)
+					}
+					appendLegacyBatch(&b, topic, dropped, ds, n, wire, copyAll)
+					want := plainLegacy(topic, dropped, pre)
+					if got := joined(&b); !bytes.Equal(got, want) {
+						t.Fatalf("shape %d n %d dropped %d copy %v: legacy batch differs\n got %q\nwant %q", i, n, dropped, copyAll, got, want)
+					}
+					if b.Len() != batchOverhead(false, topic, dropped)+wire {
+						t.Fatalf("shape %d n %d: legacy batch is %d bytes, flush computes %d", i, n, b.Len(), batchOverhead(false, topic, dropped)+wire)
+					}
+					if copyAll && b.Len() > 0 && b.Segments() != 1 {
+						t.Fatalf("shape %d n %d: copied legacy batch is %d segments, want 1", i, n, b.Segments())
+					}
+					b.Reset()
+					appendSSEBatch(&b, dropped, ds, n, copyAll)
+					want = plainSSE(dropped, pre)
+					if got := joined(&b); !bytes.Equal(got, want) {
+						t.Fatalf("shape %d n %d dropped %d copy %v: SSE batch differs\n got %q\nwant %q", i, n, dropped, copyAll, got, want)
+					}
+					if size := batchOverhead(true, nil, dropped) + prefixBytes(ds, true, n); b.Len() != size {
+						t.Fatalf("shape %d n %d: SSE batch is %d bytes, flush computes %d", i, n, b.Len(), size)
+					}
+					if copyAll && b.Len() > 0 && b.Segments() != 1 {
+						t.Fatalf("shape %d n %d: copied SSE batch is %d segments, want 1", i, n, b.Segments())
+					}
+					b.Reset()
+				}
+			}
+		}
+	}
+}
+
+// prefixBytes is the encoded size of the first n events of ds, summed from
+// the reference encodings.
+func prefixBytes(ds []*delivery, sse bool, n int) int {
+	size := 0
+	for _, d := range ds {
+		for i := range d.events {
+			if n == 0 {
+				return size
+			}
+			n--
+			if sse {
+				size += len(pushproto.AppendSSEEvent(nil, d.events[i].payload()))
+			} else {
+				size += len(d.events[i].wire)
+			}
+		}
+	}
+	return size
+}
+
+func TestFitEventsTakesTheLongestPrefixThatFits(t *testing.T) {
+	ds, _ := makeDeliveries(t, [][][]byte{{[]byte("aa"), []byte("bbbb")}, {}, {[]byte("c\nd")}})
+	// SSE sizes: "data: aa\n\n" 10, "data: bbbb\n\n" 12, "data: c\ndata: d\n\n" 17.
+	for _, c := range []struct{ limit, events, bytes int }{
+		{-5, 0, 0}, {0, 0, 0}, {9, 0, 0}, {10, 1, 10}, {21, 1, 10}, {22, 2, 22}, {38, 2, 22}, {39, 3, 39}, {1 << 20, 3, 39},
+	} {
+		if e, n := fitEvents(ds, true, c.limit); e != c.events || n != c.bytes {
+			t.Errorf("fitEvents(limit %d) = %d events, %d bytes; want %d, %d", c.limit, e, n, c.events, c.bytes)
+		}
+	}
+	if e, n := fitEvents(ds, false, 7+9); e != 2 || n != 16 { // legacy: 5-byte header + payload
+		t.Errorf("legacy fitEvents(16) = %d, %d; want 2, 16", e, n)
+	}
+}
+
+func TestPow2PiecesAreExactAndComplete(t *testing.T) {
+	for _, n := range []int{0, 1, minPiece - 1, minPiece, minPiece + 1, 4096, 70000, 1<<20 + 3, 3<<20 - 1} {
+		p := make([]byte, n)
+		for i := range p {
+			p[i] = byte(i)
+		}
+		pieces := pow2Pieces(nil, [][]byte{p, []byte("tail")})
+		if got := bytes.Join(pieces, nil); !bytes.Equal(got, append(p, "tail"...)) {
+			t.Fatalf("%d bytes: pieces do not add up to the input", n)
+		}
+		for i, q := range pieces[:len(pieces)-1] {
+			if len(q) < minPiece {
+				if i != len(pieces)-2 {
+					t.Fatalf("%d bytes: short piece %d of %d bytes before the last", n, i, len(q))
+				}
+				continue
+			}
+			if len(q)&(len(q)-1) != 0 {
+				t.Fatalf("%d bytes: piece %d is %d bytes, not a power of two", n, i, len(q))
+			}
+		}
+		if len(pieces) > 24 {
+			t.Fatalf("%d bytes: %d pieces", n, len(pieces))
+		}
+	}
 }

@@ -9,7 +9,9 @@ import (
 	"github.com/tidegate/tidegate/reactor"
 )
 
-// hub is the topic registry.
+// hub is the topic registry. A topic is in it while some loop has
+// subscribers to it: the first subscription creates it and the last one to
+// leave removes it (see release).
 type hub struct {
 	mu        sync.RWMutex
 	topics    map[string]*topic
@@ -20,8 +22,9 @@ type hub struct {
 type topic struct {
 	name []byte
 
-	mu    sync.Mutex                    // serializes changes of loops
-	loops atomic.Pointer[[]*localTopic] // copy on write
+	mu      sync.Mutex                    // serializes changes of loops and removed
+	loops   atomic.Pointer[[]*localTopic] // copy on write
+	removed bool                          // withdrawn from the registry: joins look it up again
 }
 
 // localTopic is one topic's subscribers on one subscriber loop; only that
@@ -36,9 +39,11 @@ type localTopic struct {
 // subLoop is the push server's state for one subscriber loop; only that loop
 // touches it, except counters.
 type subLoop struct {
+	hub    *hub
 	loop   *reactor.Loop
 	topics map[*topic]*localTopic
 	dirty  []*localTopic
+	pieces [][]byte // scratch of subscriber.writeBehind
 	counters
 }
 
@@ -73,18 +78,49 @@ func (h *hub) topicFor(name []byte) (*topic, error) {
 	return t, nil
 }
 
-// addLoop publishes lt as one of t's loops.
-func (t *topic) addLoop(lt *localTopic) {
+// len returns the number of topics in the registry.
+func (h *hub) len() int {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return len(h.topics)
+}
+
+// release removes t from the registry if no loop has subscribers to it.
+// Lock order: h.mu, then t.mu; addLoop takes only t.mu and refuses a
+// removed topic, so a subscription racing with the removal looks the topic
+// up again instead of joining one that publishers no longer find.
+func (h *hub) release(t *topic) {
+	h.mu.Lock()
 	t.mu.Lock()
+	if len(*t.loops.Load()) == 0 && !t.removed {
+		t.removed = true
+		if h.topics[string(t.name)] == t {
+			delete(h.topics, string(t.name))
+		}
+	}
+	t.mu.Unlock()
+	h.mu.Unlock()
+}
+
+// addLoop publishes lt as one of t's loops; it reports false, and does
+// nothing, when t has been removed from the registry.
+func (t *topic) addLoop(lt *localTopic) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.removed {
+		return false
+	}
 	cur := *t.loops.Load()
 	next := append(slices.Clip(cur), lt)
 	t.loops.Store(&next)
-	t.mu.Unlock()
+	return true
 }
 
-// removeLoop withdraws lt; hand-offs already queued to it find it empty.
-func (t *topic) removeLoop(lt *localTopic) {
+// removeLoop withdraws lt, reporting whether t has no loop left; hand-offs
+// already queued to lt find it empty.
+func (t *topic) removeLoop(lt *localTopic) (empty bool) {
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	cur := *t.loops.Load()
 	next := make([]*localTopic, 0, len(cur))
 	for _, x := range cur {
@@ -93,22 +129,27 @@ func (t *topic) removeLoop(lt *localTopic) {
 		}
 	}
 	t.loops.Store(&next)
-	t.mu.Unlock()
+	return len(next) == 0
 }
 
-// join adds s to its topic's subscribers on sl.
-func (sl *subLoop) join(t *topic, s *subscriber) {
+// join adds s to t's subscribers on sl. It reports false when t has been
+// removed from the registry since it was looked up; then s joined nothing.
+func (sl *subLoop) join(t *topic, s *subscriber) bool {
 	lt := sl.topics[t]
 	if lt == nil {
 		lt = &localTopic{t: t, sl: sl}
+		if !t.addLoop(lt) {
+			return false
+		}
 		sl.topics[t] = lt
-		t.addLoop(lt)
 	}
 	s.lt, s.idx = lt, len(lt.subs)
 	lt.subs = append(lt.subs, s)
+	return true
 }
 
-// leave removes s from its topic's subscribers.
+// leave removes s from its topic's subscribers, and the topic from the
+// registry when s was its last subscriber on any loop.
 func (sl *subLoop) leave(s *subscriber) {
 	lt := s.lt
 	if lt == nil {
@@ -124,7 +165,9 @@ func (sl *subLoop) leave(s *subscriber) {
 	s.lt = nil
 	if len(lt.subs) == 0 {
 		delete(sl.topics, lt.t)
-		lt.t.removeLoop(lt)
+		if lt.t.removeLoop(lt) {
+			sl.hub.release(lt.t)
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync/atomic"
 
 	"github.com/rs/zerolog"
 
@@ -21,6 +22,9 @@ type Server struct {
 	pub, sub *reactor.Server
 	pubCnt   []counters // per publish loop
 	subLoops []*subLoop // per subscribe loop
+
+	_      [64]byte     // keep queued off the cache lines of the fields above
+	queued atomic.Int64 // output gnet holds for all subscribers, as last looked at
 }
 
 // New validates cfg and returns a server that is not yet listening.
@@ -32,7 +36,7 @@ func New(cfg Config) (*Server, error) {
 	s.pubCnt = make([]counters, cfg.PublishLoops)
 	s.subLoops = make([]*subLoop, cfg.Loops)
 	for i := range s.subLoops {
-		s.subLoops[i] = &subLoop{topics: make(map[*topic]*localTopic)}
+		s.subLoops[i] = &subLoop{hub: s.hub, topics: make(map[*topic]*localTopic)}
 	}
 	var err error
 	s.pub, err = reactor.NewServer(reactor.Config{
@@ -72,7 +76,8 @@ func (s *Server) Start() error {
 	}
 	s.log.Info().Str("publish", s.cfg.PublishAddr).Str("subscribe", s.cfg.SubscribeAddr).
 		Dur("window", s.cfg.Window).Dur("heartbeat", s.cfg.Heartbeat).Dur("read_idle", s.cfg.ReadIdle).
-		Int("high_watermark", s.cfg.HighWatermark).Int("loops", s.cfg.Loops).Msg("push server listening")
+		Int("high_watermark", s.cfg.HighWatermark).Dur("not_writable_timeout", s.cfg.NotWritableTimeout).
+		Int("buffer_budget", s.cfg.BufferBudget).Int("loops", s.cfg.Loops).Msg("push server listening")
 	return nil
 }
 
@@ -97,6 +102,8 @@ func (s *Server) Stats() Stats {
 	for _, sl := range s.subLoops {
 		st.add(&sl.counters)
 	}
+	st.Topics = int64(s.hub.len())
+	st.QueuedBytes = s.queued.Load()
 	return st
 }
 

@@ -43,6 +43,7 @@ type counters struct {
 
 	refusals                                [numRefusals]atomic.Int64
 	processed, successful, failed, dropped  atomic.Int64
+	budgetDropped                           atomic.Int64
 	batches, batchEvents                    atomic.Int64
 	batchSizes                              [BatchBuckets]atomic.Int64
 	heartbeats, readIdleCloses, stuckCloses atomic.Int64
@@ -51,7 +52,8 @@ type counters struct {
 // Stats is a snapshot of the push server's counters. Write counters count
 // events, as Mantis' numProcessedWrites / numSuccessfulWrites /
 // numFailedWrites do: every event a subscriber was due is processed, then
-// either dropped (output past the high watermark), written, or failed.
+// either dropped (no room under the high watermark or the buffer budget),
+// written, or failed.
 type Stats struct {
 	Publishers     int64 // publisher connections open now
 	TCPSubscribers int64 // TCP subscribers open now
@@ -69,10 +71,14 @@ type Stats struct {
 	// Refusals counts subscribe requests refused, by reason.
 	Refusals map[string]int64
 
+	Topics      int64 // topics in the registry now (topics with subscribers)
+	QueuedBytes int64 // output queued for subscribers now, as the buffer budget counts it
+
 	ProcessedWrites  int64 // events that reached a subscriber's flush
 	SuccessfulWrites int64 // events written
 	FailedWrites     int64 // events whose write failed
-	Dropped          int64 // events dropped at the high watermark
+	Dropped          int64 // events dropped: at the high watermark or the buffer budget
+	BudgetDropped    int64 // the part of Dropped the buffer budget cut
 
 	Batches     int64 // batches written
 	BatchEvents int64 // events in them (BatchEvents/Batches is the mean batch size)
@@ -83,7 +89,7 @@ type Stats struct {
 
 	Heartbeats     int64 // heartbeats written
 	ReadIdleCloses int64 // subscribers closed for read idleness
-	StuckCloses    int64 // subscribers closed for NotWritableTimeout
+	StuckCloses    int64 // subscribers aborted for staying not writable for NotWritableTimeout
 }
 
 func batchBucket(n int) int { return min(bits.Len(uint(n)), BatchBuckets-1) }
@@ -113,6 +119,7 @@ func (s *Stats) add(c *counters) {
 	s.SuccessfulWrites += c.successful.Load()
 	s.FailedWrites += c.failed.Load()
 	s.Dropped += c.dropped.Load()
+	s.BudgetDropped += c.budgetDropped.Load()
 	s.Batches += c.batches.Load()
 	s.BatchEvents += c.batchEvents.Load()
 	for i := range c.batchSizes {

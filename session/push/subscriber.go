@@ -3,6 +3,9 @@ package push
 import (
 	"errors"
 	"fmt"
+	"math"
+	"math/bits"
+	"time"
 
 	pushproto "github.com/tidegate/tidegate/protocol/push"
 	"github.com/tidegate/tidegate/reactor"
@@ -29,13 +32,23 @@ type subscriber struct {
 
 	pending       []*delivery
 	pendingEvents int
-	pendingBytes  int
+	pendingBytes  int   // their encoded size in the subscriber's framing
 	undisclosed   int64 // events dropped and not yet reported to the subscriber
+
+	// queued is the output gnet held for the connection when last looked
+	// at, as counted in Server.queued; recheckAt is when to look again
+	// (0: nothing was queued), recheckStep the current interval. rounding
+	// is what gnet's buffers for the slices writeBehind gave it take beyond
+	// their bytes, since nothing was last queued.
+	queued      int
+	recheckAt   int64
+	recheckStep int64
+	rounding    int
 
 	flushAt          int64 // loop clock; 0 when nothing is pending or the window is 0
 	lastWrite        int64
 	lastRead         int64
-	notWritableSince int64 // 0 while under the high watermark
+	notWritableSince int64 // 0 while writable: see markNotWritable
 
 	timer reactor.Timer
 }
@@ -68,6 +81,7 @@ func (h subscribeHandler) OnClose(c *reactor.Conn, _ error) {
 	s.sl.leave(s)
 	c.Loop().Stop(&s.timer)
 	s.dropPending()
+	s.account(0)
 }
 
 func (h subscribeHandler) OnTraffic(c *reactor.Conn) {
@@ -114,13 +128,20 @@ func (h subscribeHandler) OnTraffic(c *reactor.Conn) {
 
 // subscribe registers s for topic and acknowledges it.
 func (s *subscriber) subscribe(name []byte, kind subKind) error {
-	t, err := s.srv.hub.topicFor(name)
-	if err != nil {
-		return err
+	var t *topic
+	for {
+		var err error
+		if t, err = s.srv.hub.topicFor(name); err != nil {
+			return err
+		}
+		if s.sl.join(t, s) {
+			break
+		}
+		// t was removed from the registry after the lookup, by the last
+		// subscriber of another loop leaving: the next lookup creates it anew.
 	}
 	s.sl.pending.Add(-1)
 	s.kind = kind
-	s.sl.join(t, s)
 	b := s.c.Loop().Batch()
 	if kind == kindTCP {
 		s.sl.tcpSubs.Add(1)
@@ -171,7 +192,7 @@ func (s *subscriber) enqueue(d *delivery, immediate bool) {
 	}
 	s.pending = append(s.pending, d)
 	s.pendingEvents += len(d.events)
-	s.pendingBytes += d.bytes
+	s.pendingBytes += d.size(s.kind == kindSSE)
 	if immediate {
 		return
 	}
@@ -186,45 +207,193 @@ func (s *subscriber) enqueue(d *delivery, immediate bool) {
 	}
 }
 
-// flush writes the pending events as one batch, or drops them when the
-// subscriber's output is past the high watermark.
+// flush writes the pending events as one batch, or as many of them, oldest
+// first, as the subscriber's room takes (see room); the others are dropped,
+// counted and reported at the start of the next batch written to it. The
+// batch is sized before it is built, so what is dropped is never encoded.
 func (s *subscriber) flush() {
-	n := int64(s.pendingEvents)
+	n := s.pendingEvents
 	s.flushAt = 0
 	if n == 0 {
 		return
 	}
 	cnt := &s.sl.counters
-	cnt.processed.Add(n)
+	cnt.processed.Add(int64(n))
 	now := s.c.Loop().Now()
-	if s.c.OutboundBuffered() > s.srv.cfg.HighWatermark {
-		cnt.dropped.Add(n)
-		s.undisclosed += n
-		if s.notWritableSince == 0 {
-			s.notWritableSince = now
-			s.rearm()
+	q := s.c.OutboundBuffered()
+	s.account(q)
+	sse := s.kind == kindSSE
+	var topic []byte
+	if !sse {
+		topic = s.lt.t.name
+	}
+	over := batchOverhead(sse, topic, s.undisclosed)
+	own, global := s.room(q)
+	events, eventBytes := n, s.pendingBytes
+	if over+eventBytes > min(own, global) {
+		events, eventBytes = fitEvents(s.pending, sse, min(own, global)-over)
+		if global < own { // count what the budget, not the watermark, cut
+			ownEvents := n
+			if over+s.pendingBytes > own {
+				ownEvents, _ = fitEvents(s.pending, sse, own-over)
+			}
+			cnt.budgetDropped.Add(int64(ownEvents - events))
 		}
+		dropped := int64(n - events)
+		cnt.dropped.Add(dropped)
+		s.undisclosed += dropped
+		if q > 0 {
+			s.markNotWritable(now)
+		}
+	}
+	if events == 0 {
 		s.dropPending()
 		return
 	}
-	s.notWritableSince = 0
+	reported := s.undisclosed - int64(n-events) // the drops this batch reports
 	b := s.c.Loop().Batch()
-	if s.kind == kindTCP {
-		appendLegacyBatch(b, s.lt.t.name, s.undisclosed, s.pending, s.pendingBytes)
+	copyAll := q > 0 // gnet copies every byte behind queued output anyway
+	if sse {
+		appendSSEBatch(b, reported, s.pending, events, copyAll)
 	} else {
-		appendSSEBatch(b, s.undisclosed, s.pending)
+		appendLegacyBatch(b, topic, reported, s.pending, events, eventBytes, copyAll)
 	}
-	if err := b.WriteTo(s.c); err != nil {
-		cnt.failed.Add(n)
+	var err error
+	if copyAll {
+		err = s.writeBehind(b)
 	} else {
-		cnt.successful.Add(n)
+		err = b.WriteTo(s.c)
+	}
+	if err != nil {
+		cnt.failed.Add(int64(events))
+	} else {
+		cnt.successful.Add(int64(events))
 		cnt.batches.Add(1)
-		cnt.batchEvents.Add(n)
-		cnt.batchSizes[batchBucket(int(n))].Add(1)
-		s.undisclosed = 0
+		cnt.batchEvents.Add(int64(events))
+		cnt.batchSizes[batchBucket(events)].Add(1)
+		s.undisclosed -= reported
 		s.lastWrite = now
+		if events == n {
+			s.notWritableSince = 0
+		}
 	}
 	s.dropPending()
+	s.account(s.c.OutboundBuffered())
+}
+
+// room returns the most bytes a batch for s may have, given q bytes already
+// queued for it: own under its high watermark, less the rounding of gnet's
+// buffers for them, unbounded while nothing is queued (the kernel takes a
+// batch first; what it leaves is at most one batch), and global under the
+// process's buffer budget: what the budget has left while nothing is
+// queued, else a sixteenth of it less what s holds. Far from the budget that
+// never binds; close to it, the subscribers holding the most are cut off
+// first and the smallest last.
+func (s *subscriber) room(q int) (own, global int) {
+	cfg := &s.srv.cfg
+	own, global = math.MaxInt, math.MaxInt
+	if q > 0 {
+		own = cfg.HighWatermark - q - s.rounding
+	}
+	if cfg.BufferBudget > 0 {
+		global = cfg.BufferBudget - int(s.srv.queued.Load()) // what the budget has left
+		if q > 0 {
+			global = global>>budgetShareShift - q
+		}
+	}
+	return own, global
+}
+
+// writeBehind writes b, which was built with every byte copied, behind
+// output already queued. gnet keeps each slice handed to it then in a buffer
+// of its own, rounded up to a power of two, behind a list node, so b goes as
+// slices whose lengths are powers of two (see pow2Pieces): gnet then holds
+// for the subscriber what is queued plus less than minPiece bytes and a few
+// nodes a batch, not up to twice that. What it does take beyond the bytes
+// counts against the watermark (s.rounding), so that many small batches
+// cannot add up to more either.
+func (s *subscriber) writeBehind(b *reactor.Batch) error {
+	pieces := pow2Pieces(s.sl.pieces[:0], b.Bytes())
+	for _, p := range pieces {
+		s.rounding += 1<<bits.Len(uint(len(p)-1)) - len(p) + gnetNodeSize
+	}
+	err := s.c.Writev(pieces)
+	clear(pieces)
+	s.sl.pieces = pieces[:0]
+	b.Reset()
+	return err
+}
+
+// minPiece is the length under which pow2Pieces leaves the rest of a slice whole.
+const minPiece = 512
+
+// gnetNodeSize is the allocation of one node of gnet's list buffer (a slice
+// and a pointer), which holds each slice it is given behind queued output.
+const gnetNodeSize = 32
+
+// pow2Pieces appends iov to dst cut into pieces whose lengths are powers of
+// two, longest first, except the last piece of each slice, which is shorter
+// than minPiece.
+func pow2Pieces(dst, iov [][]byte) [][]byte {
+	for _, p := range iov {
+		for len(p) >= minPiece {
+			k := 1 << (bits.Len(uint(len(p))) - 1)
+			dst, p = append(dst, p[:k]), p[k:]
+		}
+		if len(p) > 0 {
+			dst = append(dst, p)
+		}
+	}
+	return dst
+}
+
+// account records that q bytes are queued for s, in the process total the
+// buffer budget bounds, and schedules another look while any are.
+func (s *subscriber) account(q int) {
+	if d := q - s.queued; d != 0 {
+		s.queued = q
+		s.srv.queued.Add(int64(d))
+	}
+	if q == 0 {
+		s.recheckAt, s.recheckStep = 0, 0
+		s.rounding = 0
+		s.notWritableSince = 0
+		return
+	}
+	if s.recheckAt == 0 && !s.c.Closing() {
+		s.recheckStep = int64(s.srv.cfg.Tick)
+		s.recheckAt = s.c.Loop().Now() + s.recheckStep
+		s.armBy(s.recheckAt)
+	}
+}
+
+// budgetShareShift sets the share of what the buffer budget has left that
+// one subscriber with output queued may come to hold: 1/16.
+const budgetShareShift = 4
+
+// maxRecheck bounds the interval at which queued output is looked at again.
+const maxRecheck = int64(time.Second)
+
+// recheck looks at the queued output again: gnet tells nobody when it
+// drains. The interval doubles while output stays queued.
+func (s *subscriber) recheck(now int64) {
+	q := s.c.OutboundBuffered()
+	s.account(q) // with q > 0 and recheckAt set, only the count changes
+	if q > 0 {
+		s.recheckStep = min(2*s.recheckStep, maxRecheck)
+		s.recheckAt = now + s.recheckStep
+	}
+}
+
+// markNotWritable starts the not-writable clock, if it is not running: a
+// batch was cut while output was queued, or a heartbeat was due and output
+// was still queued. It stops when a batch is written whole or nothing is
+// queued any more.
+func (s *subscriber) markNotWritable(now int64) {
+	if s.notWritableSince == 0 {
+		s.notWritableSince = now
+		s.rearm()
+	}
 }
 
 func (s *subscriber) dropPending() {
@@ -234,10 +403,12 @@ func (s *subscriber) dropPending() {
 	s.flushAt = 0
 }
 
-// heartbeat writes a heartbeat unless output is already queued.
+// heartbeat writes a heartbeat unless output is already queued, which
+// starts the not-writable clock.
 func (s *subscriber) heartbeat(now int64) {
 	s.lastWrite = now
 	if s.c.OutboundBuffered() > 0 {
+		s.markNotWritable(now)
 		return
 	}
 	b := s.c.Loop().Batch()
@@ -268,15 +439,15 @@ func (s *subscriber) onTimer() {
 		s.c.Close()
 		return
 	}
-	if cfg.NotWritableTimeout > 0 && s.notWritableSince != 0 {
-		if s.c.OutboundBuffered() <= cfg.HighWatermark {
-			s.notWritableSince = 0
-		} else if now-s.notWritableSince >= int64(cfg.NotWritableTimeout) {
-			s.sl.stuckCloses.Add(1)
-			s.srv.log.Debug().Str("remote", addrString(s.c)).Int("queued", s.c.OutboundBuffered()).Msg("subscriber aborted: not writable")
-			s.c.Abort()
-			return
-		}
+	if s.recheckAt != 0 && now >= s.recheckAt {
+		s.recheck(now)
+	}
+	if cfg.NotWritableTimeout > 0 && s.notWritableSince != 0 && now-s.notWritableSince >= int64(cfg.NotWritableTimeout) {
+		s.sl.stuckCloses.Add(1)
+		s.srv.log.Debug().Str("remote", addrString(s.c)).Int("queued", s.c.OutboundBuffered()).
+			Dur("not_writable_timeout", cfg.NotWritableTimeout).Msg("subscriber aborted: not writable")
+		s.c.Abort()
+		return
 	}
 	if s.flushAt != 0 && now >= s.flushAt {
 		s.flush()
@@ -307,6 +478,9 @@ func (s *subscriber) deadline() int64 {
 	}
 	if cfg.NotWritableTimeout > 0 && s.notWritableSince != 0 {
 		earliest(s.notWritableSince + int64(cfg.NotWritableTimeout))
+	}
+	if s.recheckAt != 0 {
+		earliest(s.recheckAt)
 	}
 	return d
 }
