@@ -489,7 +489,7 @@ func TestNotWritableSubscriberIsClosed(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(NewCollector(srv))
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
-# HELP tidegate_push_subscriber_closes_total Subscribers closed by the server, by reason (read_idle; not_writable: not writable for the not-writable timeout).
+# HELP tidegate_push_subscriber_closes_total Subscribers closed by the server, by reason (read_idle; not_writable: for the not-writable timeout).
 # TYPE tidegate_push_subscriber_closes_total counter
 tidegate_push_subscriber_closes_total{reason="not_writable"} 1
 tidegate_push_subscriber_closes_total{reason="read_idle"} 0

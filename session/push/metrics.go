@@ -23,27 +23,26 @@ func NewCollector(s *Server) *Collector {
 		return prometheus.NewDesc("tidegate_push_"+name, help, labels, nil)
 	}
 	return &Collector{
-		s:        s,
-		conns:    d("connections", "Connections open now, by kind.", "kind"),
-		frames:   d("publish_frames_total", "Publish frames accepted."),
-		events:   d("published_events_total", "Events published."),
-		unrouted: d("unrouted_events_total", "Events published to a topic nobody subscribes to."),
-		handoffs: d("handoffs_total", "Hand-offs run on subscriber loops."),
-		pauses:   d("publisher_pauses_total", "Times a publisher stopped being read."),
-		rejects:  d("publisher_rejects_total", "Publish frames refused, by reason.", "reason"),
-		refusals: d("subscribe_refusals_total", "Subscribe requests refused, by reason.", "reason"),
-		writes:   d("writes_total", "Events due to subscribers, by outcome (processed, successful, failed, dropped).", "outcome"),
-		budgetDropped: d("budget_dropped_events_total",
-			"Dropped events (part of writes_total{outcome=\"dropped\"}) that the buffer budget cut, not a subscriber's high watermark."),
-		queued:      d("queued_bytes", "Output queued for subscribers now, as the buffer budget counts it."),
-		budget:      d("buffer_budget_bytes", "The buffer budget: the most output queued for all subscribers together (0: none)."),
-		topics:      d("topics", "Topics in the registry now (topics with subscribers)."),
+		s:           s,
+		conns:       d("connections", "Connections open now, by kind.", "kind"),
+		frames:      d("publish_frames_total", "Publish frames accepted."),
+		events:      d("published_events_total", "Events published."),
+		unrouted:    d("unrouted_events_total", "Events published to a topic nobody subscribes to."),
+		handoffs:    d("handoffs_total", "Hand-offs run on subscriber loops."),
+		pauses:      d("publisher_pauses_total", "Times a publisher stopped being read."),
+		rejects:     d("publisher_rejects_total", "Publish frames refused, by reason.", "reason"),
+		refusals:    d("subscribe_refusals_total", "Subscribe requests refused, by reason.", "reason"),
+		writes:      d("writes_total", "Events due to subscribers, by outcome (processed, successful, failed, dropped).", "outcome"),
 		batches:     d("batches_total", "Batches written."),
 		batchEvents: d("batch_events_total", "Events in written batches."),
 		batchSizes:  d("batches_by_size_total", "Batches written, by events per batch (bucket \"lo-hi\", not cumulative).", "events"),
 		heartbeats:  d("heartbeats_total", "Heartbeats written."),
-		closes: d("subscriber_closes_total",
-			"Subscribers closed by the server, by reason (read_idle; not_writable: not writable for the not-writable timeout).", "reason"),
+		closes:      d("subscriber_closes_total", "Subscribers closed by the server, by reason (read_idle; not_writable: for the not-writable timeout).", "reason"),
+		// The buffer budget and the registry.
+		budgetDropped: d("budget_dropped_events_total", "Dropped events (part of writes_total{outcome=\"dropped\"}) that the buffer budget cut."),
+		queued:        d("queued_bytes", "Output queued for subscribers now, as the buffer budget counts it."),
+		budget:        d("buffer_budget_bytes", "The buffer budget: the most output queued for all subscribers together (0: none)."),
+		topics:        d("topics", "Topics in the registry now (topics with subscribers)."),
 	}
 }
 
@@ -84,10 +83,6 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.writes, st.SuccessfulWrites, "successful")
 	counter(c.writes, st.FailedWrites, "failed")
 	counter(c.writes, st.Dropped, "dropped")
-	counter(c.budgetDropped, st.BudgetDropped)
-	gauge(c.queued, st.QueuedBytes)
-	gauge(c.budget, int64(c.s.cfg.BufferBudget))
-	gauge(c.topics, st.Topics)
 	counter(c.batches, st.Batches)
 	counter(c.batchEvents, st.BatchEvents)
 	for i := 1; i < len(st.BatchSizes); i++ {
@@ -100,4 +95,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.heartbeats, st.Heartbeats)
 	counter(c.closes, st.ReadIdleCloses, "read_idle")
 	counter(c.closes, st.StuckCloses, "not_writable")
+	counter(c.budgetDropped, st.BudgetDropped)
+	gauge(c.queued, st.QueuedBytes)
+	gauge(c.budget, int64(c.s.cfg.BufferBudget))
+	gauge(c.topics, st.Topics)
 }
