@@ -1,6 +1,8 @@
 package reactor
 
 import (
+	"strings"
+
 	"github.com/rs/zerolog"
 )
 
@@ -12,7 +14,16 @@ func newGnetLogger(l zerolog.Logger) gnetLogger {
 }
 
 func (g gnetLogger) Debugf(format string, args ...any) { g.log.Debug().Msgf(format, args...) }
-func (g gnetLogger) Infof(format string, args ...any)  { g.log.Info().Msgf(format, args...) }
+// Infof logs gnet's info lines; its start line names the placeholder
+// socket gnet is given (not a listener anyone can reach), so it goes to
+// debug rather than mislead an operator.
+func (g gnetLogger) Infof(format string, args ...any) {
+	if strings.HasPrefix(format, "Launching gnet") {
+		g.log.Debug().Msgf(format, args...)
+		return
+	}
+	g.log.Info().Msgf(format, args...)
+}
 func (g gnetLogger) Warnf(format string, args ...any)  { g.log.Warn().Msgf(format, args...) }
 func (g gnetLogger) Errorf(format string, args ...any) { g.log.Error().Msgf(format, args...) }
 
