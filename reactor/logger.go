@@ -14,6 +14,7 @@ func newGnetLogger(l zerolog.Logger) gnetLogger {
 }
 
 func (g gnetLogger) Debugf(format string, args ...any) { g.log.Debug().Msgf(format, args...) }
+
 // Infof logs gnet's info lines; its start line names the placeholder
 // socket gnet is given (not a listener anyone can reach), so it goes to
 // debug rather than mislead an operator.
