@@ -25,8 +25,11 @@ func QueuedBytes() int64 { return processQueued.Load() }
 
 // account brings the process total up to date with c's queued output, and
 // keeps c in the loop's scan while it has some.
-func (l *Loop) account(c *Conn) {
-	q := int64(c.OutboundBuffered())
+func (l *Loop) account(c *Conn) { l.accountQueued(c, c.OutboundBuffered()) }
+
+// accountQueued is account with c's queued output already read.
+func (l *Loop) accountQueued(c *Conn, queued int) {
+	q := int64(queued)
 	if c.halfCloser != nil && c.tail == nil {
 		// The copy kept for a half-close follows gnet's queue down as it
 		// drains, and counts: it is memory too.

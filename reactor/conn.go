@@ -212,10 +212,7 @@ func (c *Conn) Write(p []byte) error {
 	}
 	before := c.gc.OutboundBuffered()
 	_, err := c.gc.Write(p)
-	if c.halfCloser != nil {
-		c.recordQueued(before, c.gc.OutboundBuffered(), p)
-	}
-	c.afterWrite(before)
+	c.afterWrite(before, p)
 	return err
 }
 
@@ -233,20 +230,23 @@ func (c *Conn) Writev(bs [][]byte) error {
 	}
 	before := c.gc.OutboundBuffered()
 	_, err := c.gc.Writev(bs)
-	if c.halfCloser != nil {
-		c.recordQueued(before, c.gc.OutboundBuffered(), bs...)
-	}
-	c.afterWrite(before)
+	c.afterWrite(before, bs...)
 	return err
 }
 
-// afterWrite restores a pause that gnet undid: when a write leaves output
-// queued, gnet rewrites the epoll mask to include EPOLLIN.
-func (c *Conn) afterWrite(before int) {
-	if c.pause != 0 && before == 0 && c.state&stateClosed == 0 && c.gc.OutboundBuffered() > 0 {
+// afterWrite settles a write of ps with gnet's queued output read once:
+// the copy a half-close needs, a pause gnet undid (when a write leaves
+// output queued, gnet rewrites the epoll mask to include EPOLLIN), and the
+// process's queued total.
+func (c *Conn) afterWrite(before int, ps ...[]byte) {
+	after := c.gc.OutboundBuffered()
+	if c.halfCloser != nil {
+		c.recordQueued(before, after, ps...)
+	}
+	if c.pause != 0 && before == 0 && c.state&stateClosed == 0 && after > 0 {
 		c.loop.setReadInterest(c, false)
 	}
-	c.loop.account(c)
+	c.loop.accountQueued(c, after)
 }
 
 // SetSink declares that the bytes read from c are written into sink, so that
