@@ -19,8 +19,20 @@ type Loop struct {
 	pollFD int // the loop's epoll or kqueue descriptor
 
 	timers   timerHeap
-	waiters  []*Conn // connections whose output drain someone waits for
-	deferred []*Conn // resumed connections with input to offer to OnTraffic
+	waiters  []*Conn    // connections whose output drain someone waits for
+	waitInfo []waitInfo // parallel to waiters
+	deferred []*Conn    // resumed connections with input to offer to OnTraffic
+
+	// Drain detection (drain.go): the watcher reports waiters whose socket
+	// became writable; polled counts the waiters checked every DrainPoll
+	// meanwhile. With no watcher (pollAll), every waiter is polled.
+	drain       *drainWatcher
+	pollAll     bool
+	polled      int
+	waitByFD    map[int]*Conn
+	drainChecks int // checks of waiters so far, for tests
+	lingerTimer Timer
+	pollScratch [1]unix.PollFd
 
 	stats LoopStats
 
@@ -29,9 +41,13 @@ type Loop struct {
 
 	// Read by the ticker goroutine.
 	nextDeadline atomic.Int64
-	waiting      atomic.Int32
+	waiting      atomic.Int32 // connections the ticker must poll every DrainPoll
 	tickQueued   atomic.Bool
 	tickRunnable gnet.RunnableFunc
+
+	// Set by the drain watcher's goroutine.
+	writableQueued   atomic.Bool
+	writableRunnable gnet.RunnableFunc
 }
 
 // LoopStats are one loop's counters. They are written only on the loop
@@ -44,15 +60,34 @@ type LoopStats struct {
 	Paused        atomic.Int64 // connections not being read now
 	PauseEvents   atomic.Int64 // times a connection stopped being read
 	SpuriousWakes atomic.Int64 // reads gnet made on a paused connection
-	LingerExpired atomic.Int64 // closes that dropped output after the linger deadline
+	LingerExpired atomic.Int64 // closes reset because output was still queued at the linger deadline
+	// LingerQueuedBytes sums the output still queued in user space when those
+	// lingers expired: bytes the kernel never took and the peer never got.
+	LingerQueuedBytes atomic.Int64
 }
 
 func newLoop(s *Server, el gnet.EventLoop, index int, pollFD int) *Loop {
-	l := &Loop{srv: s, el: el, index: index, pollFD: pollFD}
+	l := &Loop{srv: s, el: el, index: index, pollFD: pollFD, waitByFD: make(map[int]*Conn)}
 	l.tickRunnable = func(context.Context) error {
 		l.tickQueued.Store(false)
 		l.onTick()
 		return nil
+	}
+	l.writableRunnable = func(context.Context) error {
+		l.writableQueued.Store(false)
+		l.onWritable()
+		return nil
+	}
+	l.lingerTimer.F = l.onLingerTimer
+	l.pollAll = s.cfg.pollDrain
+	if !l.pollAll {
+		w, err := newDrainWatcher(l)
+		if err != nil {
+			s.log.Error().Err(err).Int("loop", index).Dur("drain_poll", s.cfg.DrainPoll).
+				Msg("drain watcher could not start: connections waiting for drain on this loop are polled instead")
+			l.pollAll = true
+		}
+		l.drain = w
 	}
 	return l
 }
@@ -61,7 +96,7 @@ func newLoop(s *Server, el gnet.EventLoop, index int, pollFD int) *Loop {
 func (l *Loop) Index() int { return l.index }
 
 // Now returns the loop clock: nanoseconds since the server started, updated
-// every Tick (and every DrainPoll while connections wait for drain).
+// every Tick (and every DrainPoll while a connection's drain is polled).
 func (l *Loop) Now() int64 { return l.srv.clock.Load() }
 
 // Schedule arms t to fire d from now; an armed timer is moved. "Now" is read
@@ -91,24 +126,46 @@ func (l *Loop) onTick() {
 	for t := l.timers.popDue(now); t != nil; t = l.timers.popDue(now) {
 		t.F()
 	}
-	for i := 0; i < len(l.waiters); {
-		w := l.waiters[i]
-		if l.checkDrain(w, now) {
-			l.unwatch(w) // swaps the last waiter into i
-			continue
+	if l.pollAll || l.polled > 0 {
+		for i := 0; i < len(l.waiters); {
+			w := l.waiters[i]
+			if l.pollAll || l.waitInfo[i].polled {
+				l.recheck(w)
+				if w.waitIdx == 0 {
+					continue // unwatched: the last waiter was swapped into i
+				}
+			}
+			i++
 		}
-		i++
 	}
 	l.afterCallback()
 }
 
-// watch adds c to the connections whose output drain is awaited.
+// watch adds c to the connections whose output drain is awaited. A closing
+// connection's linger deadline is armed even if it already waits as a sink.
 func (l *Loop) watch(c *Conn) {
+	if c.state&stateClosing != 0 && (!l.lingerTimer.Armed() || c.lingerUntil < l.lingerTimer.When()) {
+		l.ScheduleAt(&l.lingerTimer, c.lingerUntil)
+	}
 	if c.waitIdx != 0 {
 		return
 	}
+	fd := c.gc.Fd()
 	l.waiters = append(l.waiters, c)
+	l.waitInfo = append(l.waitInfo, waitInfo{fd: fd})
 	c.waitIdx = len(l.waiters)
+	if l.pollAll {
+		return
+	}
+	if err := l.drain.add(fd); err != nil {
+		// Without the kernel's word this one is polled until its wait ends.
+		l.srv.log.Error().Err(err).Int("fd", fd).Msg("drain watcher: registering a waiting connection failed: polling it")
+		l.waitInfo[c.waitIdx-1].polled = true
+		l.polled++
+		return
+	}
+	l.waitInfo[c.waitIdx-1].watched = true
+	l.waitByFD[fd] = c
 }
 
 func (l *Loop) unwatch(c *Conn) {
@@ -116,12 +173,22 @@ func (l *Loop) unwatch(c *Conn) {
 		return
 	}
 	i, last := c.waitIdx-1, len(l.waiters)-1
+	info := l.waitInfo[i]
+	if info.polled {
+		l.polled--
+	}
+	if info.watched {
+		delete(l.waitByFD, info.fd)
+		l.drain.remove(info.fd)
+	}
 	if i != last {
 		l.waiters[i] = l.waiters[last]
+		l.waitInfo[i] = l.waitInfo[last]
 		l.waiters[i].waitIdx = i + 1
 	}
 	l.waiters[last] = nil
 	l.waiters = l.waiters[:last]
+	l.waitInfo = l.waitInfo[:last]
 	c.waitIdx = 0
 }
 
@@ -138,10 +205,7 @@ func (l *Loop) checkDrain(w *Conn, now int64) bool {
 			return true
 		}
 		if now >= w.lingerUntil {
-			l.stats.LingerExpired.Add(1)
-			l.srv.log.Warn().Str("remote", addrString(w.RemoteAddr())).Int("dropped_bytes", out).
-				Dur("linger", l.srv.cfg.Linger).Msg("closing with output still queued: linger expired")
-			w.closeNow()
+			l.lingerExpired(w, out)
 			return true
 		}
 		return false
@@ -180,7 +244,11 @@ func (l *Loop) afterCallback() {
 	}
 	l.deferred = l.deferred[:0]
 	l.nextDeadline.Store(l.timers.next())
-	l.waiting.Store(int32(len(l.waiters)))
+	polled := l.polled
+	if l.pollAll {
+		polled = len(l.waiters)
+	}
+	l.waiting.Store(int32(polled))
 }
 
 // traffic hands c's input to its handler and settles flow control afterwards.

@@ -272,11 +272,14 @@ func (s *Server) loopOf(el gnet.EventLoop) *Loop {
 }
 
 func (s *Server) tick() {
+	defer s.closeDrainWatchers()
 	t := time.NewTimer(s.cfg.Tick)
 	defer t.Stop()
 	for {
 		select {
 		case <-s.stopTick:
+			return
+		case <-s.done:
 			return
 		case <-t.C:
 		}

@@ -11,7 +11,10 @@ type Stats struct {
 	Paused        int64 // connections not being read now
 	PauseEvents   int64 // times a connection stopped being read
 	SpuriousWakes int64 // reads gnet made on a paused connection
-	LingerExpired int64 // closes that dropped output after the linger deadline
+	LingerExpired int64 // closes reset because output was still queued at the linger deadline
+	// LingerQueuedBytes sums the output still queued in user space at those
+	// deadlines: bytes the kernel never took and the peer never got.
+	LingerQueuedBytes int64
 
 	AcceptPauses int64            // times accepting paused at MaxConns or the descriptor budget
 	AcceptErrors map[string]int64 // accept errors by errno (EMFILE, ...)
@@ -26,6 +29,7 @@ func (s *Stats) add(l *LoopStats) {
 	s.PauseEvents += l.PauseEvents.Load()
 	s.SpuriousWakes += l.SpuriousWakes.Load()
 	s.LingerExpired += l.LingerExpired.Load()
+	s.LingerQueuedBytes += l.LingerQueuedBytes.Load()
 }
 
 func addrString(a net.Addr) string {
