@@ -12,6 +12,8 @@ import (
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/tidegate/tidegate/reactor"
 )
 
 //go:embed default.yaml
@@ -94,6 +96,10 @@ type Limits struct {
 	MaxFrame         int           `yaml:"max_frame"`
 	HighWatermark    int           `yaml:"high_watermark"`
 	LowWatermark     int           `yaml:"low_watermark"`
+	// Linger bounds how long a closing side waits for its queued output to
+	// drain; past it the connection is reset (the peer sees RST, not a clean
+	// end), counted and logged.
+	Linger time.Duration `yaml:"linger"`
 }
 
 // HealthConfig is backend health: a backend that fails Failures connects
@@ -204,6 +210,7 @@ func (c *Config) setDefaults() {
 	if l.HighWatermark == 0 && l.LowWatermark == 0 {
 		l.HighWatermark, l.LowWatermark = 2<<20, 1<<20
 	}
+	setDur(&l.Linger, reactor.DefaultLinger)
 	h := &c.Health
 	if h.Failures == 0 {
 		h.Failures = 3
@@ -326,6 +333,7 @@ func (c *Config) Validate() error {
 		{"limits.handshake_timeout", l.HandshakeTimeout, false},
 		{"limits.connect_timeout", l.ConnectTimeout, false},
 		{"limits.idle_timeout", l.IdleTimeout, true},
+		{"limits.linger", l.Linger, false},
 		{"health.cooldown", c.Health.Cooldown, false},
 		{"health.interval", c.Health.Interval, true},
 		{"health.timeout", c.Health.Timeout, false},
