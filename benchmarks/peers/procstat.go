@@ -15,6 +15,9 @@ type ProcSample struct {
 	// CPUNs is the on-CPU time of every thread so far: the sum of field 1
 	// of /proc/PID/task/*/schedstat. Threads that have exited are missing.
 	CPUNs int64
+	// Runs is how many times those threads were switched onto a CPU (field
+	// 3 of the same files): wake-ups, for a process that mostly sleeps.
+	Runs int64
 	// RSSBytes is the sum of VmRSS.
 	RSSBytes int64
 	// Threads is the sum of the Threads field of /proc/PID/status (OS threads).
@@ -28,11 +31,12 @@ type ProcSample struct {
 func SampleProcs(pids []int) (ProcSample, error) {
 	var s ProcSample
 	for _, pid := range pids {
-		cpu, err := schedCPU(pid)
+		cpu, runs, err := schedCPU(pid)
 		if err != nil {
 			return ProcSample{}, err
 		}
 		s.CPUNs += cpu
+		s.Runs += runs
 		rss, threads, err := statusOf(pid)
 		if err != nil {
 			return ProcSample{}, err
@@ -48,29 +52,33 @@ func SampleProcs(pids []int) (ProcSample, error) {
 	return s, nil
 }
 
-// schedCPU sums the on-CPU nanoseconds of pid's threads.
-func schedCPU(pid int) (int64, error) {
+// schedCPU sums the on-CPU nanoseconds and the run counts of pid's threads.
+func schedCPU(pid int) (cpu, runs int64, err error) {
 	paths, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
 	if err != nil || len(paths) == 0 {
-		return 0, fmt.Errorf("schedstat of pid %d: no /proc/%d/task/*/schedstat (needs Linux with schedstats)", pid, pid)
+		return 0, 0, fmt.Errorf("schedstat of pid %d: no /proc/%d/task/*/schedstat (needs Linux with schedstats)", pid, pid)
 	}
-	var total int64
 	for _, p := range paths {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			continue // the thread exited between glob and read
 		}
 		f := bytes.Fields(b)
-		if len(f) < 1 {
-			return 0, fmt.Errorf("%s: empty", p)
+		if len(f) < 3 {
+			return 0, 0, fmt.Errorf("%s: %q: want 3 fields", p, b)
 		}
 		n, err := strconv.ParseInt(string(f[0]), 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("%s: field 1 %q: %w", p, f[0], err)
+			return 0, 0, fmt.Errorf("%s: field 1 %q: %w", p, f[0], err)
 		}
-		total += n
+		r, err := strconv.ParseInt(string(f[2]), 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("%s: field 3 %q: %w", p, f[2], err)
+		}
+		cpu += n
+		runs += r
 	}
-	return total, nil
+	return cpu, runs, nil
 }
 
 // statusOf reads VmRSS (bytes) and Threads from /proc/PID/status.

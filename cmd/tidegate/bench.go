@@ -12,6 +12,7 @@ func benchSubcommands() []*cli.Command {
 		benchIdleWorkerCommand(),
 		benchHandshakeCommand(),
 		benchStormCommand(),
+		benchDrainCommand(),
 		benchCompareCommand(),
 	}
 }
