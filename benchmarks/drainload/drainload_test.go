@@ -65,12 +65,19 @@ func TestFlowsStallAndResume(t *testing.T) {
 		Tail: 1 << 20, StallTimeout: 30 * time.Second, ResumeTimeout: 20 * time.Second}
 	st, _ := newStream(cfg.RequestSize)
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	flows, err := fill(ctx, cfg, srv.Addr().String(), st)
+	d, err := newSockDiag()
+	if err != nil {
+		t.Fatal(err)
+	}
+	diag := &lockedDiag{d: d}
+	flows, err := fill(ctx, cfg, srv.Addr().String(), st, diag)
 	defer func() {
+		cancel()
 		for _, f := range flows {
 			_ = f.c.Close()
+			<-f.done
 		}
+		d.close()
 	}()
 	if err != nil {
 		t.Fatal(err)
@@ -82,11 +89,6 @@ func TestFlowsStallAndResume(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	diag, err := newSockDiag()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer diag.close()
 	buf, scratch := make([]byte, 256<<10), make([]byte, 256<<10)
 	for i, f := range flows {
 		s, err := f.drain(diag, buf, scratch, cfg.ResumeTimeout)

@@ -30,11 +30,14 @@ type flow struct {
 	st   *stream
 	port int // the client's local port
 
-	sent    atomic.Int64 // request bytes the client's kernel took
-	final   atomic.Int64 // all request bytes, once the writer ended; -1 before
-	stalled chan error   // receives nil when stalled, or why it could not stall
-	resume  chan struct{}
-	wrote   chan error // the writer's end
+	sent      atomic.Int64 // request bytes the client's kernel took
+	final     atomic.Int64 // all request bytes, once the writer ended; -1 before
+	stalled   chan error   // receives nil when stalled, or why it could not stall
+	stallRead atomic.Int64 // the server's read count when it last stalled
+	refill    chan struct{}
+	resume    chan struct{}
+	wrote     chan error    // the writer's end
+	done      chan struct{} // closed when the writer has returned
 }
 
 // lockedDiag shares one sock_diag socket between the writers.
@@ -57,7 +60,7 @@ func dialFlow(ctx context.Context, addr string, st *stream, rcvbuf, sndbuf, mss 
 	}
 	c := nc.(*net.TCPConn)
 	f := &flow{c: c, st: st, port: c.LocalAddr().(*net.TCPAddr).Port,
-		stalled: make(chan error, 1), resume: make(chan struct{}), wrote: make(chan error, 1)}
+		stalled: make(chan error, 1), refill: make(chan struct{}, 1), resume: make(chan struct{}), wrote: make(chan error, 1), done: make(chan struct{})}
 	f.final.Store(-1)
 	return f, nil
 }
@@ -68,9 +71,11 @@ func dialFlow(ctx context.Context, addr string, st *stream, rcvbuf, sndbuf, mss 
 // writes only while the server's receive queue is short (diag tells), so
 // that a stalled connection leaves little in the kernels; the server has
 // stopped reading once its read count stays put for stallQuiet with input
-// waiting.
+// waiting. A server that was only slow reads on later; fill then sends on
+// refill and the writer fills again.
 // Filling ends with fillCtx; the wait for resume and the rest with ctx.
 func (f *flow) write(fillCtx, ctx context.Context, diag *lockedDiag, maxBytes, tail int64, resumeTimeout time.Duration) {
+	defer close(f.done)
 	size := f.st.size()
 	chunk := make([]byte, max(1, chunkTarget/size)*size)
 	var rem []byte
@@ -85,51 +90,81 @@ func (f *flow) write(fillCtx, ctx context.Context, diag *lockedDiag, maxBytes, t
 		f.wrote <- nil
 	}
 	srvSide, cliSide := f.c.RemoteAddr().(*net.TCPAddr), f.c.LocalAddr().(*net.TCPAddr)
-	lastRead, lastMove := int64(-1), time.Now()
 	for {
-		if err := fillCtx.Err(); err != nil {
-			fail(err)
+		lastRead, lastMove := int64(-1), time.Now()
+		for {
+			if err := fillCtx.Err(); err != nil {
+				fail(err)
+				return
+			}
+			s, err := diag.query(srvSide, cliSide)
+			if err != nil {
+				fail(err)
+				return
+			}
+			now := time.Now()
+			if s.read != lastRead {
+				lastRead, lastMove = s.read, now
+			} else if s.queued > 0 && now.Sub(lastMove) >= stallQuiet {
+				break
+			}
+			if s.queued >= paceQueue {
+				time.Sleep(pacePoll)
+				continue
+			}
+			if len(rem) == 0 {
+				next()
+			}
+			_ = f.c.SetWriteDeadline(now.Add(pacePoll))
+			n, err := f.c.Write(rem)
+			rem = rem[n:]
+			if sent := f.sent.Add(int64(n)); sent > maxBytes {
+				fail(fmt.Errorf("the server took %d bytes of requests without the reply backing up enough to stop reading", sent))
+				return
+			}
+			if err != nil && !isTimeout(err) {
+				fail(fmt.Errorf("writing requests after %d bytes: %w", f.sent.Load(), err))
+				return
+			}
+		}
+		f.stallRead.Store(lastRead)
+		f.stalled <- nil
+		select {
+		case <-f.refill:
+			continue // the server was only slow: it read on, so fill again
+		case <-f.resume:
+		case <-ctx.Done():
+			f.wrote <- ctx.Err()
 			return
 		}
+		break
+	}
+	// The rest goes paced too: the server may pause again while the peer
+	// reads, and a flood into its full receive queue makes Linux drop
+	// segments and back off for seconds.
+	deadline := time.Now().Add(resumeTimeout)
+	for left := (tail + size - 1) / size * size; len(rem) > 0 || left > 0; {
 		s, err := diag.query(srvSide, cliSide)
 		if err != nil {
-			fail(err)
+			f.final.Store(f.sent.Load())
+			f.wrote <- err
 			return
 		}
 		now := time.Now()
-		if s.read != lastRead {
-			lastRead, lastMove = s.read, now
-		} else if s.queued > 0 && now.Sub(lastMove) >= stallQuiet {
-			break
+		if ctx.Err() != nil {
+			f.final.Store(f.sent.Load())
+			f.wrote <- ctx.Err()
+			return
+		}
+		if now.After(deadline) {
+			f.final.Store(f.sent.Load())
+			f.wrote <- fmt.Errorf("the server did not take the rest of the requests within %v (%d bytes written)", resumeTimeout, f.sent.Load())
+			return
 		}
 		if s.queued >= paceQueue {
-			time.Sleep(pacePoll)
+			time.Sleep(time.Millisecond)
 			continue
 		}
-		if len(rem) == 0 {
-			next()
-		}
-		_ = f.c.SetWriteDeadline(now.Add(pacePoll))
-		n, err := f.c.Write(rem)
-		rem = rem[n:]
-		if sent := f.sent.Add(int64(n)); sent > maxBytes {
-			fail(fmt.Errorf("the server took %d bytes of requests without the reply backing up enough to stop reading", sent))
-			return
-		}
-		if err != nil && !isTimeout(err) {
-			fail(fmt.Errorf("writing requests after %d bytes: %w", f.sent.Load(), err))
-			return
-		}
-	}
-	f.stalled <- nil
-	select {
-	case <-f.resume:
-	case <-ctx.Done():
-		f.wrote <- ctx.Err()
-		return
-	}
-	_ = f.c.SetWriteDeadline(time.Now().Add(resumeTimeout))
-	for left := (tail + size - 1) / size * size; len(rem) > 0 || left > 0; {
 		if len(rem) == 0 {
 			next()
 			if int64(len(rem)) > left {
@@ -138,10 +173,11 @@ func (f *flow) write(fillCtx, ctx context.Context, diag *lockedDiag, maxBytes, t
 			}
 			left -= int64(len(rem))
 		}
+		_ = f.c.SetWriteDeadline(now.Add(pacePoll))
 		n, err := f.c.Write(rem)
 		rem = rem[n:]
 		f.sent.Add(int64(n))
-		if err != nil {
+		if err != nil && !isTimeout(err) {
 			f.final.Store(f.sent.Load())
 			f.wrote <- fmt.Errorf("writing the rest of the requests after %d bytes: %w", f.sent.Load(), err)
 			return
@@ -164,7 +200,7 @@ type sample struct {
 // responses it had written before it paused (it answers every whole request
 // it reads while not paused, less at most one read it may hold unanswered);
 // after t0, the first byte more it reads is the resumption.
-func (f *flow) drain(diag *sockDiag, buf, scratch []byte, timeout time.Duration) (sample, error) {
+func (f *flow) drain(diag *lockedDiag, buf, scratch []byte, timeout time.Duration) (sample, error) {
 	srvSide, cliSide := f.c.RemoteAddr().(*net.TCPAddr), f.c.LocalAddr().(*net.TCPAddr)
 	at0, err := diag.query(srvSide, cliSide)
 	if err != nil {

@@ -27,12 +27,15 @@ type Params struct {
 	IdleWindow    string   `json:"idle_window"`
 	Window        string   `json:"window"`
 	Tail          int64    `json:"tail"`
+	QuietCPU      float64  `json:"quiet_cpu_pct"`
+	QuietTCPMiB   float64  `json:"quiet_tcp_mib"`
 }
 
 func paramsOf(c Config) Params {
 	return Params{Servers: c.Servers, Repeats: c.Repeats, Conns: c.Conns, Loops: c.Loops, HighWatermark: c.HighWatermark,
 		LowWatermark: c.LowWatermark, RequestSize: c.RequestSize, ClientRcvBuf: c.ClientRcvBuf, ClientSndBuf: c.ClientSndBuf,
-		ClientMSS: c.ClientMSS, IdleWindow: c.IdleWindow.String(), Window: c.Window.String(), Tail: c.Tail}
+		ClientMSS: c.ClientMSS, IdleWindow: c.IdleWindow.String(), Window: c.Window.String(), Tail: c.Tail,
+		QuietCPU: c.QuietCPU, QuietTCPMiB: c.QuietTCPMiB}
 }
 
 // Meta says where and how a run was made; the command fills it in.
@@ -48,6 +51,10 @@ type Trial struct {
 	Server   string `json:"server"`
 	Repeat   int    `json:"repeat"`
 	Position int    `json:"position"`
+	// QuietWaitS is how long the trial waited for the machine to be quiet;
+	// Retries how many times it ran again because other programs got busy.
+	QuietWaitS float64 `json:"quiet_wait_s"`
+	Retries    int     `json:"retries"`
 	// IdleCPU is the server's on-CPU time with no connection, in percent of
 	// one core; IdleRuns its threads' wake-ups per second.
 	IdleCPU  float64 `json:"idle_cpu_pct"`
@@ -63,6 +70,8 @@ type Trial struct {
 	PausedCPU   float64 `json:"paused_cpu_pct"`
 	PausedRuns  float64 `json:"paused_runs_per_s"`
 	PausedOther float64 `json:"paused_other_cpu_pct"`
+	// ResumeOther is the same during the resumptions, less this process.
+	ResumeOther float64 `json:"resume_other_cpu_pct"`
 	// KernelTCPMiB is the memory all TCP sockets of the machine held once
 	// every connection was paused (/proc/net/sockstat).
 	KernelTCPMiB float64 `json:"kernel_tcp_mib"`
@@ -80,6 +89,12 @@ type Trial struct {
 	BacklogMiB float64 `json:"backlog_mib"`
 	Error      string  `json:"error,omitempty"`
 	ServerLog  string  `json:"server_log,omitempty"`
+}
+
+// noisy reports whether other programs were busier than twice quiet in one
+// of the trial's phases.
+func (t *Trial) noisy(quiet float64) bool {
+	return quiet > 0 && max(t.IdleOther, t.PausedOther, t.ResumeOther) > 2*quiet
 }
 
 // Summary is one server's trials over the repeats.
@@ -161,11 +176,11 @@ func WriteTable(w io.Writer, r *Result) error {
 // WriteTrials writes every trial as a Markdown table.
 func WriteTrials(w io.Writer, r *Result) error {
 	var b strings.Builder
-	b.WriteString("| repeat | # | server | idle CPU % | paused | paused CPU % | wake-ups/s idle / paused | rest of machine CPU % idle / paused | kernel TCP MiB | pressure / rcvq drops / RTOs | resumed | resume p50 / p99 ms | after drain p50 / p99 ms | backlog MiB | error |\n")
-	b.WriteString("|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|\n")
+	b.WriteString("| repeat | # | server | waited for quiet s | idle CPU % | paused | paused CPU % | wake-ups/s idle / paused | rest of machine CPU % idle / paused / resuming | retries | kernel TCP MiB | pressure / rcvq drops / RTOs | resumed | resume p50 / p99 ms | after drain p50 / p99 ms | backlog MiB | error |\n")
+	b.WriteString("|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|\n")
 	for _, t := range r.Trials {
-		fmt.Fprintf(&b, "| %d | %d | %s | %.2f | %d | %.2f | %.0f / %.0f | %.1f / %.1f | %.0f | %d / %d / %d | %d | %.3f / %.3f | %.3f / %.3f | %.2f | %s |\n",
-			t.Repeat, t.Position, t.Server, t.IdleCPU, t.Paused, t.PausedCPU, t.IdleRuns, t.PausedRuns, t.IdleOther, t.PausedOther,
+		fmt.Fprintf(&b, "| %d | %d | %s | %.0f | %.2f | %d | %.2f | %.0f / %.0f | %.1f / %.1f / %.1f | %d | %.0f | %d / %d / %d | %d | %.3f / %.3f | %.3f / %.3f | %.2f | %s |\n",
+			t.Repeat, t.Position, t.Server, t.QuietWaitS, t.IdleCPU, t.Paused, t.PausedCPU, t.IdleRuns, t.PausedRuns, t.IdleOther, t.PausedOther, t.ResumeOther, t.Retries,
 			t.KernelTCPMiB, t.Kernel.MemoryPressures, t.Kernel.RcvQDrop, t.Kernel.Timeouts, t.Resumed,
 			t.ResumeP50, t.ResumeP99, t.AfterDrainP50, t.AfterDrainP99, t.BacklogMiB, strings.ReplaceAll(t.Error, "|", "/"))
 	}
@@ -180,16 +195,20 @@ const Definitions = `- **CPU % of a core**: the server process's on-CPU time (su
 - **wake-ups/s**: how often the server's threads were switched onto a CPU (field 3 of the same
   files) per second of the window.
 - **resume**: for each connection in turn, while the others stay paused, from the moment the
-  client starts reading to the moment the server reads that connection again, seen by the client
-  as 128 KiB more of its requests acknowledged (two of the server's 64 KiB reads). It includes
-  reading the backlog down to the low watermark.
+  client starts reading to the first of its reads after which the server's read count for that
+  socket (NETLINK_SOCK_DIAG: bytes received less the receive queue) has moved: the server reads
+  the connection again. It includes reading the backlog down to the low watermark.
 - **after drain**: the same moment less the moment the client had read every response the server
-  had surely written before it paused (a lower bound: the requests the server had read by the
-  client's acknowledged bytes and the server socket's receive queue in /proc/net/tcp, less one
-  read buffer). Negative: the server read again before the peer ran out of queued bytes.
+  had written before it paused (from the server's read count at the stall, less one 64 KiB read
+  it may hold unanswered). Negative: the server read again before the peer ran out of queued
+  bytes.
 - **backlog**: that lower bound, median over the connections.
-- **rest of machine CPU**: the machine's busy time (/proc/stat) less the server's in the same
-  window: the client is blocked then, so this is whatever else ran. **kernel TCP MiB**: memory of
+- **waited for quiet**: before each trial the tool waits until the rest of the machine is busy
+  under the quiet CPU figure and all TCP sockets hold under the quiet memory figure (see above).
+- **rest of machine CPU**: the machine's process time (/proc/stat user, nice and system; not
+  interrupts, where loopback packet processing lands) less the server's in the same
+  window: the client is blocked then, so this is whatever else ran (while resuming, this process
+  is subtracted too). A trial during which it passed twice the quiet figure runs again (retries). **kernel TCP MiB**: memory of
   all TCP sockets once every connection was paused (/proc/net/sockstat). **pressure / rcvq drops /
   RTOs**: machine-wide TcpExt counters over the trial (TCPMemoryPressures, TCPRcvQDrop,
   TCPTimeouts); under TCP memory pressure Linux drops segments and backs off, which shows in the
@@ -238,8 +257,8 @@ func WriteReport(dir, label string, r *Result) (string, error) {
 		fmt.Fprintf(&b, "- server %s: `%s` (%s)\n", s.Label, s.Binary, s.Version)
 	}
 	p := r.Params
-	fmt.Fprintf(&b, "- %d connections, %d loops, watermarks %d / %d bytes, requests of %d bytes, client SO_RCVBUF %d SO_SNDBUF %d (0: autotuned) TCP_MAXSEG %d, idle window %s, paused window %s, tail %d bytes, %d repeats\n\n",
-		p.Conns, p.Loops, p.HighWatermark, p.LowWatermark, p.RequestSize, p.ClientRcvBuf, p.ClientSndBuf, p.ClientMSS, p.IdleWindow, p.Window, p.Tail, p.Repeats)
+	fmt.Fprintf(&b, "- %d connections, %d loops, watermarks %d / %d bytes, requests of %d bytes, client SO_RCVBUF %d SO_SNDBUF %d (0: autotuned) TCP_MAXSEG %d, idle window %s, paused window %s, tail %d bytes, %d repeats; each trial first waited for the rest of the machine to be busy under %.0f%% of a core with TCP sockets under %.0f MiB\n\n",
+		p.Conns, p.Loops, p.HighWatermark, p.LowWatermark, p.RequestSize, p.ClientRcvBuf, p.ClientSndBuf, p.ClientMSS, p.IdleWindow, p.Window, p.Tail, p.Repeats, p.QuietCPU, p.QuietTCPMiB)
 	b.WriteString("## Summary\n\n")
 	if err := WriteTable(&b, r); err != nil {
 		return "", err

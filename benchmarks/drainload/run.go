@@ -5,12 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -56,6 +58,17 @@ type Config struct {
 	// Tail is how many more request bytes each connection writes once it
 	// resumes.
 	Tail int64
+	// QuietWait is how long a trial may wait, before it starts, for the
+	// machine to be quiet: the rest of it busy under QuietCPU percent of one
+	// core and all TCP sockets holding under QuietTCPMiB. 0: no wait. Other
+	// programs on a shared machine otherwise push the kernel into TCP memory
+	// pressure, where it drops segments and backs off for seconds.
+	QuietWait   time.Duration
+	QuietCPU    float64
+	QuietTCPMiB float64
+	// NoisyRetries is how many times a trial runs again when the rest of
+	// the machine was busier than twice QuietCPU in one of its phases.
+	NoisyRetries int
 	// StallTimeout bounds the filling of all connections and the wait for
 	// the server's gauge; ResumeTimeout bounds one connection's resumption.
 	StallTimeout, ResumeTimeout time.Duration
@@ -77,7 +90,11 @@ const (
 	DefaultIdleWindow    = 5 * time.Second
 	DefaultWindow        = 10 * time.Second
 	DefaultSettle        = 2 * time.Second
-	DefaultTail          = 1 << 20
+	DefaultTail          = 0
+	DefaultQuietWait     = 10 * time.Minute
+	DefaultQuietCPU      = 25
+	DefaultQuietTCPMiB   = 256
+	DefaultNoisyRetries  = 3
 	DefaultStallTimeout  = 120 * time.Second
 	DefaultResumeTimeout = 30 * time.Second
 )
@@ -138,6 +155,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		for pos := range cfg.Servers {
 			srv := cfg.Servers[(pos+r)%len(cfg.Servers)]
 			t := runTrial(ctx, cfg, srv)
+			for retry := 1; retry <= cfg.NoisyRetries && t.Error == "" && t.noisy(cfg.QuietCPU) && ctx.Err() == nil; retry++ {
+				cfg.Log.Warn().Str("server", srv.Label).Int("repeat", r).Float64("idle_other_pct", t.IdleOther).
+					Float64("paused_other_pct", t.PausedOther).Float64("resume_other_pct", t.ResumeOther).
+					Msg("other programs were busy during the trial: running it again")
+				t = runTrial(ctx, cfg, srv)
+				t.Retries = retry
+			}
 			t.Repeat, t.Position = r, pos
 			res.Trials = append(res.Trials, t)
 			ev := cfg.Log.Info()
@@ -174,6 +198,10 @@ func runTrial(ctx context.Context, cfg Config, srv Server) (t Trial) {
 		}
 	}()
 	pids := proc.PIDs()
+	if t.QuietWaitS, err = waitQuiet(ctx, cfg, pids); err != nil {
+		t.Error = err.Error()
+		return t
+	}
 	sleep(ctx, cfg.Settle)
 	idle, err := sampleCPU(ctx, pids, cfg.IdleWindow)
 	if err != nil {
@@ -195,12 +223,23 @@ func runTrial(ctx context.Context, cfg Config, srv Server) (t Trial) {
 	tctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	st, _ := newStream(cfg.RequestSize)
+	d, err := newSockDiag()
+	if err != nil {
+		t.Error = err.Error()
+		return t
+	}
+	diag := &lockedDiag{d: d}
 	log.Info().Int("conns", cfg.Conns).Msg("filling connections until the server stops reading them")
-	flows, err := fill(tctx, cfg, proc.Addr, st)
+	flows, err := fill(tctx, cfg, proc.Addr, st, diag)
 	defer func() {
 		for _, f := range flows {
 			_ = f.c.Close()
 		}
+		cancel()
+		for _, f := range flows {
+			<-f.done // no writer queries diag any more
+		}
+		d.close()
 	}()
 	t.Stalled = len(flows)
 	if err != nil {
@@ -223,15 +262,14 @@ func runTrial(ctx context.Context, cfg Config, srv Server) (t Trial) {
 	}
 	t.PausedCPU, t.PausedRuns, t.PausedOther = paused.pct, paused.runs, paused.other
 
-	diag, err := newSockDiag()
+	buf, scratch := make([]byte, 256<<10), make([]byte, 256<<10)
+	var resume, after []float64
+	var backlog []int64
+	phase, err := startPhase(pids)
 	if err != nil {
 		t.Error = err.Error()
 		return t
 	}
-	defer diag.close()
-	buf, scratch := make([]byte, 256<<10), make([]byte, 256<<10)
-	var resume, after []float64
-	var backlog []int64
 	for i, f := range flows {
 		s, err := f.drain(diag, buf, scratch, cfg.ResumeTimeout)
 		if err != nil {
@@ -244,6 +282,10 @@ func runTrial(ctx context.Context, cfg Config, srv Server) (t Trial) {
 		after = append(after, ms(s.AfterDrain))
 		backlog = append(backlog, s.Backlog)
 	}
+	if t.ResumeOther, err = phase.others(pids); err != nil {
+		t.Error = err.Error()
+		return t
+	}
 	t.ResumeP50, t.ResumeP99 = percentile(resume, 50), percentile(resume, 99)
 	t.AfterDrainP50, t.AfterDrainP99 = percentile(after, 50), percentile(after, 99)
 	slices.Sort(backlog)
@@ -252,6 +294,37 @@ func runTrial(ctx context.Context, cfg Config, srv Server) (t Trial) {
 		t.Error = "the server exited during the trial"
 	}
 	return t
+}
+
+// waitQuiet waits up to cfg.QuietWait for the machine to be quiet and
+// returns the seconds it waited.
+func waitQuiet(ctx context.Context, cfg Config, pids []int) (float64, error) {
+	if cfg.QuietWait <= 0 {
+		return 0, nil
+	}
+	start := time.Now()
+	for {
+		s, err := sampleCPU(ctx, pids, time.Second)
+		if err != nil {
+			return 0, err
+		}
+		mem, err := kernelTCPMemory()
+		if err != nil {
+			return 0, err
+		}
+		mib := float64(mem) / (1 << 20)
+		waited := time.Since(start)
+		if s.other < cfg.QuietCPU && mib < cfg.QuietTCPMiB {
+			return waited.Seconds(), nil
+		}
+		if waited > cfg.QuietWait {
+			return waited.Seconds(), fmt.Errorf("the machine was not quiet within %v: the rest of it busy %.0f%% of a core, TCP sockets holding %.0f MiB (want under %.0f%% and %.0f MiB)",
+				cfg.QuietWait, s.other, mib, cfg.QuietCPU, cfg.QuietTCPMiB)
+		}
+		if ctx.Err() != nil {
+			return waited.Seconds(), ctx.Err()
+		}
+	}
 }
 
 // startServer starts `serve` of srv on free loopback ports and returns it
@@ -280,27 +353,23 @@ func startServer(cfg Config, srv Server) (*peers.Process, string, error) {
 }
 
 // fill opens the connections, FillParallel at a time, each writing until
-// it stalls. It returns the flows opened so far with the first failure.
+// it stalls, then checks that each stayed stalled: one the server read on
+// from (a slow server, not a paused one) fills again. It returns the flows
+// opened so far with the first failure.
 // The writers live on with ctx; only the filling is bounded by StallTimeout.
-func fill(ctx context.Context, cfg Config, addr string, st *stream) ([]*flow, error) {
+func fill(ctx context.Context, cfg Config, addr string, st *stream, diag *lockedDiag) ([]*flow, error) {
 	writers := ctx
 	ctx, cancel := context.WithTimeout(ctx, cfg.StallTimeout)
 	defer cancel()
-	d, err := newSockDiag()
-	if err != nil {
-		return nil, err
-	}
-	diag := &lockedDiag{d: d}
-	var wrote sync.WaitGroup
-	defer func() {
-		// The writers query it until they stall or fail.
-		wrote.Wait()
-		d.close()
-	}()
 	maxBytes := int64(64 << 20)
 	flows := make([]*flow, 0, cfg.Conns)
 	var mu sync.Mutex
 	var first error
+	failed := func(err error) {
+		mu.Lock()
+		first = cmpErr(first, err)
+		mu.Unlock()
+	}
 	slots := make(chan struct{}, cfg.FillParallel)
 	var wg sync.WaitGroup
 	for i := 0; i < cfg.Conns; i++ {
@@ -309,38 +378,53 @@ func fill(ctx context.Context, cfg Config, addr string, st *stream) ([]*flow, er
 		case <-ctx.Done():
 		}
 		mu.Lock()
-		failed := first != nil
+		stop := first != nil
 		mu.Unlock()
-		if failed || ctx.Err() != nil {
+		if stop || ctx.Err() != nil {
 			break
 		}
 		f, err := dialFlow(ctx, addr, st, cfg.ClientRcvBuf, cfg.ClientSndBuf, cfg.ClientMSS)
 		if err != nil {
 			<-slots
-			mu.Lock()
-			first = cmpErr(first, fmt.Errorf("connection %d: %w", i, err))
-			mu.Unlock()
+			failed(fmt.Errorf("connection %d: %w", i, err))
 			break
 		}
-		mu.Lock()
 		flows = append(flows, f)
-		mu.Unlock()
 		go f.write(ctx, writers, diag, maxBytes, cfg.Tail, cfg.ResumeTimeout)
 		wg.Add(1)
-		wrote.Add(1)
 		go func(i int) {
 			defer wg.Done()
 			defer func() { <-slots }()
-			err := <-f.stalled
-			wrote.Done()
-			if err != nil {
-				mu.Lock()
-				first = cmpErr(first, fmt.Errorf("connection %d did not stall: %w", i, err))
-				mu.Unlock()
+			if err := <-f.stalled; err != nil {
+				failed(fmt.Errorf("connection %d did not stall: %w", i, err))
 			}
 		}(i)
 	}
 	wg.Wait()
+	for first == nil && ctx.Err() == nil {
+		sleep(ctx, stallQuiet)
+		var loose []*flow
+		for _, f := range flows {
+			s, err := diag.query(f.c.RemoteAddr().(*net.TCPAddr), f.c.LocalAddr().(*net.TCPAddr))
+			if err != nil {
+				return flows, err
+			}
+			if s.queued == 0 || s.read != f.stallRead.Load() {
+				loose = append(loose, f)
+			}
+		}
+		if len(loose) == 0 {
+			break
+		}
+		for _, f := range loose {
+			f.refill <- struct{}{}
+		}
+		for i, f := range loose {
+			if err := <-f.stalled; err != nil {
+				failed(fmt.Errorf("connection %d of %d filled again did not stall: %w", i, len(loose), err))
+			}
+		}
+	}
 	if first == nil && ctx.Err() != nil {
 		first = fmt.Errorf("%d connections stalled within %v: %w", len(flows), cfg.StallTimeout, ctx.Err())
 	}
@@ -407,6 +491,52 @@ type cpuSample struct {
 	pct   float64 // the server's on-CPU time, percent of one core
 	runs  float64 // its threads' wake-ups per second
 	other float64 // the rest of the machine's busy time, percent of one core
+}
+
+// phase measures what the rest of the machine did during a phase in which
+// this process works too (the resumptions): the machine's busy time less
+// the server's and this process's.
+type phase struct {
+	start     time.Time
+	srv, mach int64
+	self      time.Duration
+}
+
+func startPhase(pids []int) (phase, error) {
+	a, err := peers.SampleProcs(pids)
+	if err != nil {
+		return phase{}, err
+	}
+	m, err := machineBusyNs()
+	if err != nil {
+		return phase{}, err
+	}
+	return phase{start: time.Now(), srv: a.CPUNs, mach: m, self: selfCPU()}, nil
+}
+
+// others returns the rest of the machine's busy time since p started, in
+// percent of one core.
+func (p phase) others(pids []int) (float64, error) {
+	b, err := peers.SampleProcs(pids)
+	if err != nil {
+		return 0, err
+	}
+	m, err := machineBusyNs()
+	if err != nil {
+		return 0, err
+	}
+	el := time.Since(p.start).Seconds()
+	rest := float64(m-p.mach-(b.CPUNs-p.srv)-int64(selfCPU()-p.self)) / 1e9
+	return max(0, rest) / el * 100, nil
+}
+
+// selfCPU is this process's CPU time so far.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // sampleCPU samples pids and the machine over d.

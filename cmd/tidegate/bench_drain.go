@@ -44,6 +44,10 @@ func benchDrainCommand() *cli.Command {
 			&cli.DurationFlag{Name: "window", Value: drainload.DefaultWindow, Usage: "CPU sampling window with every connection paused"},
 			&cli.DurationFlag{Name: "settle", Value: drainload.DefaultSettle, Usage: "pause before each sampling window"},
 			&cli.Int64Flag{Name: "tail", Value: drainload.DefaultTail, Usage: "request bytes each connection writes once it resumes"},
+			&cli.DurationFlag{Name: "quiet-wait", Value: drainload.DefaultQuietWait, Usage: "how long each trial may wait for the machine to be quiet first (0: no wait)"},
+			&cli.Float64Flag{Name: "quiet-cpu", Value: drainload.DefaultQuietCPU, Usage: "quiet: the rest of the machine busy under this percent of one core"},
+			&cli.Float64Flag{Name: "quiet-tcp-mib", Value: drainload.DefaultQuietTCPMiB, Usage: "quiet: all TCP sockets of the machine holding under this many MiB"},
+			&cli.IntFlag{Name: "noisy-retries", Value: drainload.DefaultNoisyRetries, Usage: "times a trial runs again when other programs were busier than twice --quiet-cpu during it"},
 			&cli.DurationFlag{Name: "stall-timeout", Value: drainload.DefaultStallTimeout, Usage: "bound on filling every connection, and on the wait for the server's gauge"},
 			&cli.DurationFlag{Name: "resume-timeout", Value: drainload.DefaultResumeTimeout, Usage: "bound on one connection's resumption"},
 			&cli.BoolFlag{Name: "json", Usage: "print the result as JSON instead of a table"},
@@ -84,6 +88,8 @@ func runBenchDrain(c *cli.Context) error {
 		HighWatermark: c.Int("high-watermark"), LowWatermark: c.Int("low-watermark"), RequestSize: c.Int("request-size"),
 		ClientRcvBuf: c.Int("client-rcvbuf"), ClientSndBuf: c.Int("client-sndbuf"), ClientMSS: c.Int("client-mss"), FillParallel: c.Int("fill-parallel"),
 		IdleWindow: c.Duration("idle-window"), Window: c.Duration("window"), Settle: c.Duration("settle"), Tail: c.Int64("tail"),
+		QuietWait: c.Duration("quiet-wait"), QuietCPU: c.Float64("quiet-cpu"), QuietTCPMiB: c.Float64("quiet-tcp-mib"),
+		NoisyRetries: c.Int("noisy-retries"),
 		StallTimeout: c.Duration("stall-timeout"), ResumeTimeout: c.Duration("resume-timeout"), Log: log,
 	}
 	started := time.Now().UTC()
