@@ -3,6 +3,7 @@ package reactor
 import (
 	"context"
 	"sync/atomic"
+	"time"
 
 	"github.com/panjf2000/gnet/v2"
 	"golang.org/x/sys/unix"
@@ -30,15 +31,20 @@ import (
 // connection is checked every DrainPoll until its wait ends or the room is
 // gone; without room, the poll itself has armed the kernel's wake-up
 // (tcp_poll sets SOCK_NOSPACE), so the watcher will hear of the next room.
+// A connection whose output went down since its last check is polled too,
+// until a check finds it unmoved: the watcher's wake-up can lag on a busy
+// machine, and a drain in progress is when a late resume shows.
 //
 // Linger deadlines are one loop timer armed for the earliest of them.
 
 // waitInfo is the loop's state for one waiting connection, kept next to
 // Loop.waiters so that Conn needs no fields for it.
 type waitInfo struct {
-	fd      int
-	watched bool // registered with the drain watcher
-	polled  bool // checked every DrainPoll: its socket had room at the last check
+	fd       int
+	watched  bool  // registered with the drain watcher
+	polled   bool  // checked every DrainPoll: its output is moving or its socket has room
+	lastOut  int   // its queued output at the last check
+	lastMove int64 // when a check last saw it go down (nanoseconds since the server started)
 }
 
 // writableQueue hands descriptors from the watcher goroutine (the only
@@ -116,7 +122,11 @@ func (l *Loop) onWritable() {
 }
 
 // recheck checks a waiter and, if its wait goes on, decides whether it must
-// be polled: only while its socket has room (see the comment at the top).
+// be polled: while its socket has room (see the comment at the top), and
+// while its output moves, so that a drain in progress is also seen by the
+// ticker when the watcher's hop to the loop is slow (a busy machine delays
+// that goroutine's wake-up). A waiter whose output stopped moving and whose
+// socket is full costs nothing until the kernel reports room.
 func (l *Loop) recheck(w *Conn) {
 	l.drainChecks++
 	if l.checkDrain(w, l.Now()) {
@@ -131,12 +141,20 @@ func (l *Loop) recheck(w *Conn) {
 	if !info.watched {
 		return // registering failed: polled for good
 	}
-	room := l.socketHasRoom(info.fd)
+	out := w.gc.OutboundBuffered()
+	now := int64(time.Since(l.srv.start))
+	if out < info.lastOut {
+		info.lastMove = now
+	}
+	info.lastOut = out
+	// Two periods, so that the ticker's next poll cannot find it unmoved
+	// merely because it came too soon after this check.
+	poll := now-info.lastMove < 2*int64(l.srv.cfg.DrainPoll) || l.socketHasRoom(info.fd)
 	switch {
-	case room && !info.polled:
+	case poll && !info.polled:
 		info.polled = true
 		l.polled++
-	case !room && info.polled:
+	case !poll && info.polled:
 		info.polled = false
 		l.polled--
 	}
@@ -207,6 +225,17 @@ func (l *Loop) lingerExpired(w *Conn, out int) {
 			"and kernel_unacked_bytes too but for what reaches the peer before the reset")
 	}
 	w.closeNow()
+}
+
+// kickTicker tells the server's ticker, sleeping for a Tick, that this loop
+// has a waiter to poll every DrainPoll now.
+func (l *Loop) kickTicker() {
+	if k := l.kick.Load(); k != nil {
+		select {
+		case *k <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // closeDrainWatchers stops the loops' watchers once the engine has ended, so

@@ -44,6 +44,7 @@ type Loop struct {
 	waiting      atomic.Int32 // connections the ticker must poll every DrainPoll
 	tickQueued   atomic.Bool
 	tickRunnable gnet.RunnableFunc
+	kick         atomic.Pointer[chan struct{}] // wakes the ticker; set by it
 
 	// Set by the drain watcher's goroutine.
 	writableQueued   atomic.Bool
@@ -152,7 +153,7 @@ func (l *Loop) watch(c *Conn) {
 	}
 	fd := c.gc.Fd()
 	l.waiters = append(l.waiters, c)
-	l.waitInfo = append(l.waitInfo, waitInfo{fd: fd})
+	l.waitInfo = append(l.waitInfo, waitInfo{fd: fd, lastOut: c.gc.OutboundBuffered()})
 	c.waitIdx = len(l.waiters)
 	if l.pollAll {
 		return
@@ -248,7 +249,9 @@ func (l *Loop) afterCallback() {
 	if l.pollAll {
 		polled = len(l.waiters)
 	}
-	l.waiting.Store(int32(polled))
+	if l.waiting.Swap(int32(polled)) == 0 && polled > 0 {
+		l.kickTicker()
+	}
 }
 
 // traffic hands c's input to its handler and settles flow control afterwards.

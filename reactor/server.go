@@ -275,6 +275,9 @@ func (s *Server) tick() {
 	defer s.closeDrainWatchers()
 	t := time.NewTimer(s.cfg.Tick)
 	defer t.Stop()
+	// A loop whose first waiter needs polling kicks the ticker out of a
+	// Tick-long sleep; every loop gets the channel at its first tick.
+	kick := make(chan struct{}, 1)
 	for {
 		select {
 		case <-s.stopTick:
@@ -282,11 +285,15 @@ func (s *Server) tick() {
 		case <-s.done:
 			return
 		case <-t.C:
+		case <-kick:
 		}
 		now := int64(time.Since(s.start))
 		s.clock.Store(now)
 		fast := false
 		for _, l := range *s.loops.Load() {
+			if l.kick.Load() == nil {
+				l.kick.Store(&kick)
+			}
 			waiting := l.waiting.Load() > 0
 			fast = fast || waiting
 			next := l.nextDeadline.Load()
