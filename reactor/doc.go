@@ -17,8 +17,9 @@
 //     writable event, so the sockets whose drain is awaited sit in a second
 //     epoll set (kqueue) per loop, edge-triggered for writability, and the
 //     loop checks the ones that had room (drain.go). Nothing runs for them
-//     while nothing drains. A socket still writable after a check is polled
-//     every DrainPoll until its wait ends.
+//     while nothing drains. A waiter whose output is moving, or whose socket
+//     is still writable after a check, is also polled every DrainPoll until
+//     that stops, since the watcher's wake-up can lag on a busy machine.
 //   - A close whose linger expires with output queued resets the connection
 //     (SO_LINGER 0), so the peer never mistakes a truncated stream for a
 //     complete one.
