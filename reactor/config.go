@@ -16,7 +16,9 @@ const (
 	DefaultLowWatermark  = 1 << 20
 	DefaultTick          = 10 * time.Millisecond
 	DefaultDrainPoll     = time.Millisecond
-	DefaultLinger        = 5 * time.Second
+	// DefaultLinger lets a reader at 70 KiB/s take a full HighWatermark
+	// (2 MiB) of queued output before a close gives up on it.
+	DefaultLinger = 30 * time.Second
 )
 
 // Config holds the options of a Server. The zero value of each field selects
@@ -50,10 +52,16 @@ type Config struct {
 	LowWatermark int
 	// Tick is the resolution of loop timers.
 	Tick time.Duration
-	// DrainPoll is how often connections waiting for their output to drain are
-	// checked while any exists.
+	// DrainPoll is how often a connection waiting for its output to drain is
+	// checked while its socket has room but the kernel will not say when it
+	// drains (see drain.go); a waiting connection whose socket is full costs
+	// nothing until the kernel reports room. Where the drain watcher cannot
+	// run, every waiting connection is checked this often.
 	DrainPoll time.Duration
-	// Linger bounds how long Close waits for queued output to drain.
+	// Linger bounds how long Close waits for queued output to drain. When it
+	// expires with output still queued, the connection is reset (SO_LINGER 0:
+	// the peer sees a reset, not a clean end of a truncated stream), counted
+	// in LingerExpired and logged with the bytes still queued.
 	Linger time.Duration
 	// MaxConns limits the accepted connections open at once. At the limit the
 	// server stops accepting and leaves new connections in the kernel's
@@ -75,6 +83,14 @@ type Config struct {
 	BufferBudget int64
 	// Logger receives the server's and gnet's logs.
 	Logger zerolog.Logger
+
+	// pollDrain makes every loop poll its waiting connections every
+	// DrainPoll instead of running a drain watcher: the fallback, for tests.
+	pollDrain bool
+	// holdAccept, for tests, keeps every accept goroutine from calling
+	// accept until it is closed or the server stops accepting, so that
+	// connections pile up in the backlog.
+	holdAccept chan struct{}
 }
 
 // Normalize fills in defaults and validates the configuration.

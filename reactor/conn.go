@@ -312,7 +312,9 @@ func (c *Conn) resumeFor(r pauseReason) {
 
 // Close closes c without losing output: reading stops at once, and the socket
 // closes when its queued output has drained or after the server's Linger,
-// whichever comes first (an expired linger is counted and logged).
+// whichever comes first. An expired linger resets the connection, so that
+// the peer does not take the truncated stream for a whole one, and is
+// counted and logged (see Config.Linger).
 func (c *Conn) Close() {
 	if c.Closing() {
 		return

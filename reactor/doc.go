@@ -13,9 +13,16 @@
 //     (epoll_ctl on Linux, EV_DISABLE on kqueue). The poller descriptor is read
 //     from gnet's unexported fields with reflect; TestPollerFD fails loudly if
 //     that field path changes.
-//   - Drain is detected by polling the connections that wait for it: on their
-//     own callbacks and from the server's ticker every DrainPoll while any
-//     connection waits.
+//   - Drain is detected from the kernel: gnet only drains output on a
+//     writable event, so the sockets whose drain is awaited sit in a second
+//     epoll set (kqueue) per loop, edge-triggered for writability, and the
+//     loop checks the ones that had room (drain.go). Nothing runs for them
+//     while nothing drains. A waiter whose output is moving, or whose socket
+//     is still writable after a check, is also polled every DrainPoll until
+//     that stops, since the watcher's wake-up can lag on a busy machine.
+//   - A close whose linger expires with output queued resets the connection
+//     (SO_LINGER 0), so the peer never mistakes a truncated stream for a
+//     complete one.
 //
 // # Accepting
 //

@@ -121,6 +121,10 @@ func (l *Loop) becomeTail(c *Conn) bool {
 		return false
 	}
 	fd := gc.Fd()
+	// The drain watcher's registration is keyed by gnet's descriptor, which
+	// is about to close or point at /dev/null: it moves to the copy.
+	waiting := c.waitIdx != 0
+	l.unwatch(c)
 	nfd, err := unix.Dup(fd)
 	if err != nil {
 		l.srv.log.Warn().Err(err).Msg("half-close: cannot keep the socket (dup); closing instead")
@@ -154,6 +158,9 @@ func (l *Loop) becomeTail(c *Conn) bool {
 	l.stats.HalfCloseKept.Add(int64(queued))
 	if len(t.buf) > 0 {
 		l.flushTail(c)
+	}
+	if waiting && c.state&(stateCloseQueued|stateClosed) == 0 {
+		l.watch(c)
 	}
 	return true
 }
@@ -233,6 +240,7 @@ func (l *Loop) finishTails() {
 	for i := 0; i < len(l.closed); i++ { // OnClose may queue more
 		c := l.closed[i]
 		l.closed[i] = nil
+		l.unwatch(c) // before its descriptor closes and its number is reused
 		if len(c.tail.buf) > 0 {
 			_ = unix.SetsockoptLinger(c.tail.fd, unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1, Linger: 0})
 		}
@@ -323,6 +331,14 @@ func (c *Conn) shutWrite() {
 	if fd >= 0 {
 		_ = unix.Shutdown(fd, unix.SHUT_WR)
 	}
+}
+
+// sockFD is c's socket: its tail's once gnet has let it go.
+func (c *Conn) sockFD() int {
+	if c.tail != nil {
+		return c.tail.fd
+	}
+	return c.gc.Fd()
 }
 
 // ReadClosed reports whether the peer has shut down its write side.

@@ -26,10 +26,11 @@ type listener struct {
 	addr  string // the bound address, for logs
 	ln    net.Listener
 
-	wake  chan struct{} // a connection closed or an enroll finished: check the limits again
-	alive atomic.Bool   // the accept goroutine runs
-	state atomic.Int32  // acceptState
-	err   atomic.Pointer[string]
+	wake        chan struct{} // a connection closed or an enroll finished: check the limits again
+	alive       atomic.Bool   // the accept goroutine runs
+	takeBacklog atomic.Bool   // draining: take what the backlog holds, then stop
+	state       atomic.Int32  // acceptState
+	err         atomic.Pointer[string]
 }
 
 // acceptState says why a listener is or is not accepting.
@@ -149,9 +150,19 @@ func (l *listener) accept() {
 			}
 			continue
 		}
+		if h := s.cfg.holdAccept; h != nil {
+			select {
+			case <-h:
+			case <-s.stopAccept:
+			}
+		}
 		nc, err := l.ln.Accept()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			if l.takeBacklog.Load() {
+				l.acceptBacklog()
 				return
 			}
 			s.acceptErrors.count(err)
@@ -174,6 +185,38 @@ func (l *listener) accept() {
 		backoff = 0
 		l.setState(acceptRunning)
 		l.enroll(nc)
+	}
+}
+
+// backlogWait is how long acceptBacklog waits for one more connection: it
+// only needs the kernel to hand over what it queued already.
+const backlogWait = 10 * time.Millisecond
+
+// deadliner is a listener whose Accept can be given a deadline.
+type deadliner interface{ SetDeadline(time.Time) error }
+
+// acceptBacklog takes the connections already queued on the listener, while
+// the limits allow, until the queue is empty.
+func (l *listener) acceptBacklog() {
+	d, ok := l.ln.(deadliner)
+	if !ok {
+		return
+	}
+	n := 0
+	for l.srv.admission() == acceptRunning {
+		if d.SetDeadline(time.Now().Add(backlogWait)) != nil {
+			break
+		}
+		nc, err := l.ln.Accept()
+		if err != nil {
+			break
+		}
+		l.enroll(nc)
+		n++
+	}
+	if n > 0 {
+		l.srv.log.Info().Str("listen", l.addr).Int("accepted", n).
+			Msg("draining: took the connections already in the backlog")
 	}
 }
 

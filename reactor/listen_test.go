@@ -392,3 +392,39 @@ func (h *sendOnTrafficHandler) OnTraffic(c *Conn) {
 	}
 }
 func (h *sendOnTrafficHandler) OnClose(*Conn, error) {}
+
+// TestStopAcceptingTakesBacklog: connections the kernel completed before
+// StopAccepting (in the listen backlog, their first bytes sent) are served,
+// not reset by the listener's close.
+func TestStopAcceptingTakesBacklog(t *testing.T) {
+	const n = 40
+	h := &echoHandler{}
+	s, addr := startServer(t, Config{Addrs: []string{"tcp://127.0.0.1:0"}, Loops: 2, holdAccept: make(chan struct{})}, h)
+	conns := make([]net.Conn, 0, n)
+	for i := 0; i < n; i++ {
+		c := dial(t, addr)
+		if _, err := c.Write([]byte{'x'}); err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	if got := s.Stats().Accepted; got != 0 {
+		t.Fatalf("%d connections accepted while accepting was held, want 0", got)
+	}
+	s.StopAccepting()
+	lost := 0
+	for _, c := range conns {
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		var b [1]byte
+		if _, err := io.ReadFull(c, b[:]); err != nil {
+			lost++
+		}
+	}
+	if lost > 0 {
+		t.Fatalf("%d of %d connections in the backlog at StopAccepting got no echo", lost, n)
+	}
+	if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		c.Close()
+		t.Fatal("a connection was accepted after StopAccepting")
+	}
+}

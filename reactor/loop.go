@@ -19,13 +19,25 @@ type Loop struct {
 	pollFD int // the loop's epoll or kqueue descriptor
 
 	timers   timerHeap
-	waiters  []*Conn // connections whose output drain someone waits for
-	deferred []*Conn // resumed connections with input to offer to OnTraffic
-	closed   []*Conn // half-closed connections (tails) to close at the end of the callback
-	conns    []*Conn // open connections, for a drain deadline
+	waiters  []*Conn    // connections whose output drain someone waits for
+	waitInfo []waitInfo // parallel to waiters
+	deferred []*Conn    // resumed connections with input to offer to OnTraffic
+	closed   []*Conn    // half-closed connections (tails) to close at the end of the callback
+	conns    []*Conn    // open connections, for a drain deadline
 
 	backlogged  []*Conn // connections with output queued, for the buffer budget
 	budgetTimer Timer
+
+	// Drain detection (drain.go): the watcher reports waiters whose socket
+	// became writable; polled counts the waiters checked every DrainPoll
+	// meanwhile. With no watcher (pollAll), every waiter is polled.
+	drain       *drainWatcher
+	pollAll     bool
+	polled      int
+	waitByFD    map[int]*Conn
+	drainChecks int // checks of waiters so far, for tests
+	lingerTimer Timer
+	pollScratch [1]unix.PollFd
 
 	stats LoopStats
 
@@ -34,9 +46,14 @@ type Loop struct {
 
 	// Read by the ticker goroutine.
 	nextDeadline atomic.Int64
-	waiting      atomic.Int32
+	waiting      atomic.Int32 // connections the ticker must poll every DrainPoll
 	tickQueued   atomic.Bool
 	tickRunnable gnet.RunnableFunc
+	kick         atomic.Pointer[chan struct{}] // wakes the ticker; set by it
+
+	// Set by the drain watcher's goroutine.
+	writableQueued   atomic.Bool
+	writableRunnable gnet.RunnableFunc
 }
 
 // LoopStats are one loop's counters. They are written only on the loop
@@ -49,18 +66,37 @@ type LoopStats struct {
 	Paused        atomic.Int64 // connections not being read now
 	PauseEvents   atomic.Int64 // times a connection stopped being read
 	SpuriousWakes atomic.Int64 // reads gnet made on a paused connection
-	LingerExpired atomic.Int64 // closes that dropped output after the linger deadline
-	HalfClosed    atomic.Int64 // connections whose peer half-closed and that were kept for writing
-	HalfCloseKept atomic.Int64 // queued bytes gnet would have dropped at a half-close, sent from the copy
+	LingerExpired atomic.Int64 // closes reset because output was still queued at the linger deadline
+	// LingerQueuedBytes sums the output still queued in user space when those
+	// lingers expired: bytes the kernel never took and the peer never got.
+	LingerQueuedBytes atomic.Int64
+	HalfClosed        atomic.Int64 // connections whose peer half-closed and that were kept for writing
+	HalfCloseKept     atomic.Int64 // queued bytes gnet would have dropped at a half-close, sent from the copy
 }
 
 func newLoop(s *Server, el gnet.EventLoop, index int, pollFD int) *Loop {
-	l := &Loop{srv: s, el: el, index: index, pollFD: pollFD}
+	l := &Loop{srv: s, el: el, index: index, pollFD: pollFD, waitByFD: make(map[int]*Conn)}
 	l.budgetTimer.F = l.scanBacklog
 	l.tickRunnable = func(context.Context) error {
 		l.tickQueued.Store(false)
 		l.onTick()
 		return nil
+	}
+	l.writableRunnable = func(context.Context) error {
+		l.writableQueued.Store(false)
+		l.onWritable()
+		return nil
+	}
+	l.lingerTimer.F = l.onLingerTimer
+	l.pollAll = s.cfg.pollDrain
+	if !l.pollAll {
+		w, err := newDrainWatcher(l)
+		if err != nil {
+			s.log.Error().Err(err).Int("loop", index).Dur("drain_poll", s.cfg.DrainPoll).
+				Msg("drain watcher could not start: connections waiting for drain on this loop are polled instead")
+			l.pollAll = true
+		}
+		l.drain = w
 	}
 	return l
 }
@@ -69,7 +105,7 @@ func newLoop(s *Server, el gnet.EventLoop, index int, pollFD int) *Loop {
 func (l *Loop) Index() int { return l.index }
 
 // Now returns the loop clock: nanoseconds since the server started, updated
-// every Tick (and every DrainPoll while connections wait for drain).
+// every Tick (and every DrainPoll while a connection's drain is polled).
 func (l *Loop) Now() int64 { return l.srv.clock.Load() }
 
 // Schedule arms t to fire d from now; an armed timer is moved. "Now" is read
@@ -99,24 +135,46 @@ func (l *Loop) onTick() {
 	for t := l.timers.popDue(now); t != nil; t = l.timers.popDue(now) {
 		t.F()
 	}
-	for i := 0; i < len(l.waiters); {
-		w := l.waiters[i]
-		if l.checkDrain(w, now) {
-			l.unwatch(w) // swaps the last waiter into i
-			continue
+	if l.pollAll || l.polled > 0 {
+		for i := 0; i < len(l.waiters); {
+			w := l.waiters[i]
+			if l.pollAll || l.waitInfo[i].polled {
+				l.recheck(w)
+				if w.waitIdx == 0 {
+					continue // unwatched: the last waiter was swapped into i
+				}
+			}
+			i++
 		}
-		i++
 	}
 	l.afterCallback()
 }
 
-// watch adds c to the connections whose output drain is awaited.
+// watch adds c to the connections whose output drain is awaited. A closing
+// connection's linger deadline is armed even if it already waits as a sink.
 func (l *Loop) watch(c *Conn) {
+	if c.state&stateClosing != 0 && (!l.lingerTimer.Armed() || c.lingerUntil < l.lingerTimer.When()) {
+		l.ScheduleAt(&l.lingerTimer, c.lingerUntil)
+	}
 	if c.waitIdx != 0 {
 		return
 	}
+	fd := c.sockFD()
 	l.waiters = append(l.waiters, c)
+	l.waitInfo = append(l.waitInfo, waitInfo{fd: fd, lastOut: c.OutboundBuffered()})
 	c.waitIdx = len(l.waiters)
+	if l.pollAll {
+		return
+	}
+	if err := l.drain.add(fd); err != nil {
+		// Without the kernel's word this one is polled until its wait ends.
+		l.srv.log.Error().Err(err).Int("fd", fd).Msg("drain watcher: registering a waiting connection failed: polling it")
+		l.waitInfo[c.waitIdx-1].polled = true
+		l.polled++
+		return
+	}
+	l.waitInfo[c.waitIdx-1].watched = true
+	l.waitByFD[fd] = c
 }
 
 func (l *Loop) unwatch(c *Conn) {
@@ -124,12 +182,22 @@ func (l *Loop) unwatch(c *Conn) {
 		return
 	}
 	i, last := c.waitIdx-1, len(l.waiters)-1
+	info := l.waitInfo[i]
+	if info.polled {
+		l.polled--
+	}
+	if info.watched {
+		delete(l.waitByFD, info.fd)
+		l.drain.remove(info.fd)
+	}
 	if i != last {
 		l.waiters[i] = l.waiters[last]
+		l.waitInfo[i] = l.waitInfo[last]
 		l.waiters[i].waitIdx = i + 1
 	}
 	l.waiters[last] = nil
 	l.waiters = l.waiters[:last]
+	l.waitInfo = l.waitInfo[:last]
 	c.waitIdx = 0
 }
 
@@ -155,10 +223,7 @@ func (l *Loop) checkDrain(w *Conn, now int64) bool {
 			return true
 		}
 		if now >= w.lingerUntil {
-			l.stats.LingerExpired.Add(1)
-			l.srv.log.Warn().Str("remote", addrString(w.RemoteAddr())).Int("dropped_bytes", out).
-				Dur("linger", l.srv.cfg.Linger).Msg("closing with output still queued: linger expired")
-			w.closeNow()
+			l.lingerExpired(w, out)
 			return true
 		}
 		return false
@@ -205,7 +270,13 @@ func (l *Loop) afterCallback() {
 		l.finishTails()
 	}
 	l.nextDeadline.Store(l.timers.next())
-	l.waiting.Store(int32(len(l.waiters)))
+	polled := l.polled
+	if l.pollAll {
+		polled = len(l.waiters)
+	}
+	if l.waiting.Swap(int32(polled)) == 0 && polled > 0 {
+		l.kickTicker()
+	}
 }
 
 // traffic hands c's input to its handler and settles flow control afterwards.
@@ -221,10 +292,18 @@ func (l *Loop) traffic(c *Conn) {
 }
 
 // onPausedTraffic handles a read gnet made on a paused connection: gnet
-// re-enables EPOLLIN when that connection's output fills or drains. The bytes
-// stay buffered; if they pile up, the connection writing into this one is
-// paused too, so that the re-enabling stops.
+// re-enables EPOLLIN when that connection's output fills or drains. If its
+// own drain was awaited (it is its own sink), that is the news, seen here
+// before the drain watcher's hop to the loop: the wait is checked first. Else
+// the bytes stay buffered; if they pile up, the connection writing into this
+// one is paused too, so that the re-enabling stops.
 func (l *Loop) onPausedTraffic(c *Conn) {
+	if c.waitIdx != 0 && l.checkDrain(c, l.Now()) {
+		l.unwatch(c)
+		if c.pause == 0 {
+			return // resumed: afterCallback offers the input
+		}
+	}
 	l.stats.SpuriousWakes.Add(1)
 	l.setReadInterest(c, false)
 	if p := c.producer; p != c && c.InboundBuffered() > l.inboundCap() {

@@ -179,6 +179,25 @@ func (s *Server) stopAccepting() {
 	})
 }
 
+// stopAcceptingAfterBacklog is stopAccepting for a drain: each accept
+// goroutine first takes the connections the kernel has already completed in
+// its listener's backlog (while the limits allow), since closing a listener
+// resets those, although their clients may already be sending. It returns
+// once every listener is closed.
+func (s *Server) stopAcceptingAfterBacklog() {
+	s.stopAcceptOnce.Do(func() {
+		for _, l := range s.listeners {
+			l.takeBacklog.Store(true)
+			if d, ok := l.ln.(deadliner); ok {
+				_ = d.SetDeadline(time.Now()) // ends a blocked Accept
+			}
+		}
+		close(s.stopAccept)
+		s.acceptWG.Wait()
+		s.closeListeners()
+	})
+}
+
 // Addr returns the bound address of the i-th listen address, which tells the
 // port chosen for ":0".
 func (s *Server) Addr(i int) (net.Addr, error) {
@@ -274,18 +293,28 @@ func (s *Server) loopOf(el gnet.EventLoop) *Loop {
 }
 
 func (s *Server) tick() {
+	defer s.closeDrainWatchers()
 	t := time.NewTimer(s.cfg.Tick)
 	defer t.Stop()
+	// A loop whose first waiter needs polling kicks the ticker out of a
+	// Tick-long sleep; every loop gets the channel at its first tick.
+	kick := make(chan struct{}, 1)
 	for {
 		select {
 		case <-s.stopTick:
 			return
+		case <-s.done:
+			return
 		case <-t.C:
+		case <-kick:
 		}
 		now := int64(time.Since(s.start))
 		s.clock.Store(now)
 		fast := false
 		for _, l := range *s.loops.Load() {
+			if l.kick.Load() == nil {
+				l.kick.Store(&kick)
+			}
 			waiting := l.waiting.Load() > 0
 			fast = fast || waiting
 			next := l.nextDeadline.Load()

@@ -2,7 +2,6 @@ package reactor
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"io"
 	"math/rand/v2"
@@ -47,30 +46,7 @@ func (h *echoHandler) OnClose(*Conn, error) { h.closed.Add(1) }
 // startServer starts s on an ephemeral loopback port and stops it when the test ends.
 func startServer(t *testing.T, cfg Config, h Handler) (*Server, string) {
 	t.Helper()
-	cfg.Addrs = []string{"tcp://127.0.0.1:0"}
-	if cfg.Loops == 0 {
-		cfg.Loops = 2
-	}
-	cfg.Logger = zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
-	s, err := NewServer(cfg, h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := s.Stop(ctx); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	})
-	a, err := s.Addr(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s, a.String()
+	return startServerLogging(t, cfg, h, zerolog.NewTestWriter(t))
 }
 
 func dial(t *testing.T, addr string) *net.TCPConn {

@@ -43,11 +43,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return errors.Join(ErrDrainDeadline, s.stopNow())
 }
 
-// StopAccepting closes the listeners: connections that are open go on;
-// Health reports the server as draining.
+// StopAccepting closes the listeners once they have handed over the
+// connections already in their backlog (see stopAcceptingAfterBacklog):
+// connections that are open go on, and when it returns no new one is taken.
+// Health then reports the server as draining.
 func (s *Server) StopAccepting() {
+	s.stopAcceptingAfterBacklog()
 	s.draining.Store(true)
-	s.stopAccepting()
 }
 
 // OpenConns returns how many connections are open now, accepted and dialed.

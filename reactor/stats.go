@@ -11,9 +11,12 @@ type Stats struct {
 	Paused        int64 // connections not being read now
 	PauseEvents   int64 // times a connection stopped being read
 	SpuriousWakes int64 // reads gnet made on a paused connection
-	LingerExpired int64 // closes that dropped output after the linger deadline
 	HalfClosed    int64 // connections whose peer half-closed and that were kept for writing
 	HalfCloseKept int64 // queued bytes gnet would have dropped at a half-close, sent from the copy
+	LingerExpired int64 // closes reset because output was still queued at the linger deadline
+	// LingerQueuedBytes sums the output still queued in user space at those
+	// deadlines: bytes the kernel never took and the peer never got.
+	LingerQueuedBytes int64
 
 	QueuedBytes  int64            // output queued in the whole process, as last accounted
 	AcceptPauses int64            // times accepting paused at MaxConns or the descriptor budget
@@ -31,6 +34,7 @@ func (s *Stats) add(l *LoopStats) {
 	s.LingerExpired += l.LingerExpired.Load()
 	s.HalfClosed += l.HalfClosed.Load()
 	s.HalfCloseKept += l.HalfCloseKept.Load()
+	s.LingerQueuedBytes += l.LingerQueuedBytes.Load()
 }
 
 func addrString(a net.Addr) string {

@@ -14,6 +14,7 @@ func benchSubcommands() []*cli.Command {
 		benchStormCommand(),
 		benchAcceptCommand(),
 		benchBudgetCommand(),
+		benchDrainCommand(),
 		benchCompareCommand(),
 	}
 }

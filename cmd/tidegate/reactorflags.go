@@ -18,7 +18,7 @@ func reactorFlags() []cli.Flag {
 		&cli.IntFlag{Name: "read-buffer", Value: reactor.DefaultReadBufferCap, Usage: "bytes one read takes from a socket"},
 		&cli.IntFlag{Name: "high-watermark", Value: reactor.DefaultHighWatermark, Usage: "queued output bytes at which the producing connection stops being read"},
 		&cli.IntFlag{Name: "low-watermark", Value: reactor.DefaultLowWatermark, Usage: "queued output bytes under which it is read again"},
-		&cli.DurationFlag{Name: "linger", Value: reactor.DefaultLinger, Usage: "how long a close waits for queued output to drain"},
+		&cli.DurationFlag{Name: "linger", Value: reactor.DefaultLinger, Usage: "how long a close waits for queued output to drain; past it the connection is reset (RST), counted and logged"},
 		&cli.IntFlag{Name: "max-conns", Usage: "accepted connections open at once; past it new ones wait in the listen backlog " +
 			"(0: only the descriptor limit bounds them; a limit that cannot fit in it is refused at start, exit status 2)"},
 	}

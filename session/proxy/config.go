@@ -12,6 +12,8 @@ import (
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/tidegate/tidegate/reactor"
 )
 
 //go:embed default.yaml
@@ -101,6 +103,10 @@ type Limits struct {
 	// sessions that hold output are paused (see reactor.Config.BufferBudget).
 	BufferBudget int64 `yaml:"buffer_budget"`
 	LowWatermark int   `yaml:"low_watermark"`
+	// Linger bounds how long a closing side waits for its queued output to
+	// drain; past it the connection is reset (the peer sees RST, not a clean
+	// end), counted and logged.
+	Linger time.Duration `yaml:"linger"`
 }
 
 // ShutdownConfig is how the proxy drains on SIGTERM or SIGINT.
@@ -232,6 +238,7 @@ func (c *Config) setDefaults() {
 	if l.HighWatermark == 0 && l.LowWatermark == 0 {
 		l.HighWatermark, l.LowWatermark = 2<<20, 1<<20
 	}
+	setDur(&l.Linger, reactor.DefaultLinger)
 	h := &c.Health
 	if h.Failures == 0 {
 		h.Failures = 3
@@ -356,6 +363,7 @@ func (c *Config) Validate() error {
 		{"limits.idle_timeout", l.IdleTimeout, true},
 		{"limits.fin_timeout", l.FinTimeout, false},
 		{"shutdown.drain_timeout", c.Shutdown.DrainTimeout, false},
+		{"limits.linger", l.Linger, false},
 		{"health.cooldown", c.Health.Cooldown, false},
 		{"health.interval", c.Health.Interval, true},
 		{"health.timeout", c.Health.Timeout, false},

@@ -70,6 +70,7 @@ func New(cfg *Config, log zerolog.Logger) (*Proxy, error) {
 		ReusePort:     cfg.ReusePort,
 		HighWatermark: cfg.Limits.HighWatermark,
 		LowWatermark:  cfg.Limits.LowWatermark,
+		Linger:        cfg.Limits.Linger,
 		// max_sessions is enforced where connections are accepted: at the
 		// limit the proxy stops accepting and new players wait in the
 		// kernel's backlog, rather than being accepted and refused.

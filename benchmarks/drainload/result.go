@@ -1,0 +1,291 @@
+package drainload
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/tidegate/tidegate/benchmarks/session"
+	"github.com/tidegate/tidegate/benchmarks/storm"
+)
+
+// Params are the figures a run was made with.
+type Params struct {
+	Servers       []Server `json:"servers"`
+	Repeats       int      `json:"repeats"`
+	Conns         int      `json:"conns"`
+	Loops         int      `json:"loops"`
+	HighWatermark int      `json:"high_watermark"`
+	LowWatermark  int      `json:"low_watermark"`
+	RequestSize   int      `json:"request_size"`
+	ClientRcvBuf  int      `json:"client_rcvbuf"`
+	ClientSndBuf  int      `json:"client_sndbuf"`
+	ClientMSS     int      `json:"client_mss"`
+	IdleWindow    string   `json:"idle_window"`
+	Window        string   `json:"window"`
+	Tail          int64    `json:"tail"`
+	QuietCPU      float64  `json:"quiet_cpu_pct"`
+	QuietTCPMiB   float64  `json:"quiet_tcp_mib"`
+}
+
+func paramsOf(c Config) Params {
+	return Params{Servers: c.Servers, Repeats: c.Repeats, Conns: c.Conns, Loops: c.Loops, HighWatermark: c.HighWatermark,
+		LowWatermark: c.LowWatermark, RequestSize: c.RequestSize, ClientRcvBuf: c.ClientRcvBuf, ClientSndBuf: c.ClientSndBuf,
+		ClientMSS: c.ClientMSS, IdleWindow: c.IdleWindow.String(), Window: c.Window.String(), Tail: c.Tail,
+		QuietCPU: c.QuietCPU, QuietTCPMiB: c.QuietTCPMiB}
+}
+
+// Meta says where and how a run was made; the command fills it in.
+type Meta struct {
+	Command  string       `json:"command"`
+	Date     string       `json:"date"`
+	Host     session.Host `json:"host"`
+	Revision string       `json:"revision"`
+}
+
+// Trial is one server measured once.
+type Trial struct {
+	Server   string `json:"server"`
+	Repeat   int    `json:"repeat"`
+	Position int    `json:"position"`
+	// QuietWaitS is how long the trial waited for the machine to be quiet;
+	// Retries how many times it ran again because other programs got busy.
+	QuietWaitS float64 `json:"quiet_wait_s"`
+	Retries    int     `json:"retries"`
+	// IdleCPU is the server's on-CPU time with no connection, in percent of
+	// one core; IdleRuns its threads' wake-ups per second.
+	IdleCPU  float64 `json:"idle_cpu_pct"`
+	IdleRuns float64 `json:"idle_runs_per_s"`
+	// IdleOther and PausedOther are the rest of the machine's busy time in
+	// the same windows, percent of one core: what else competed.
+	IdleOther float64 `json:"idle_other_cpu_pct"`
+	// Stalled connections stopped being read; Paused is the server's own
+	// count of paused connections before the CPU window.
+	Stalled int `json:"stalled"`
+	Paused  int `json:"paused"`
+	// PausedCPU and PausedRuns are the same with every connection paused.
+	PausedCPU   float64 `json:"paused_cpu_pct"`
+	PausedRuns  float64 `json:"paused_runs_per_s"`
+	PausedOther float64 `json:"paused_other_cpu_pct"`
+	// ResumeOther is the same during the resumptions, less this process.
+	ResumeOther float64 `json:"resume_other_cpu_pct"`
+	// KernelTCPMiB is the memory all TCP sockets of the machine held once
+	// every connection was paused (/proc/net/sockstat).
+	KernelTCPMiB float64 `json:"kernel_tcp_mib"`
+	// Kernel counts, over the trial from the first connection, the kernel's
+	// TCP memory pressure entries, receive-queue drops and retransmission
+	// timeouts (machine-wide).
+	Kernel kernelCounters `json:"kernel"`
+	// Resumed connections came back whole; the figures are over them, in ms.
+	Resumed       int     `json:"resumed"`
+	ResumeP50     float64 `json:"resume_p50_ms"`
+	ResumeP99     float64 `json:"resume_p99_ms"`
+	AfterDrainP50 float64 `json:"after_drain_p50_ms"`
+	AfterDrainP99 float64 `json:"after_drain_p99_ms"`
+	// BacklogMiB is the median of the responses surely queued at the pause.
+	BacklogMiB float64 `json:"backlog_mib"`
+	Error      string  `json:"error,omitempty"`
+	ServerLog  string  `json:"server_log,omitempty"`
+}
+
+// noisy reports whether other programs were busier than twice quiet in one
+// of the trial's phases.
+func (t *Trial) noisy(quiet float64) bool {
+	return quiet > 0 && max(t.IdleOther, t.PausedOther, t.ResumeOther) > 2*quiet
+}
+
+// Summary is one server's trials over the repeats.
+type Summary struct {
+	Server        string       `json:"server"`
+	Version       string       `json:"version"`
+	Trials        int          `json:"trials"`
+	Failed        int          `json:"failed"`
+	IdleCPU       storm.Spread `json:"idle_cpu_pct"`
+	PausedCPU     storm.Spread `json:"paused_cpu_pct"`
+	IdleRuns      storm.Spread `json:"idle_runs_per_s"`
+	PausedRuns    storm.Spread `json:"paused_runs_per_s"`
+	ResumeP50     storm.Spread `json:"resume_p50_ms"`
+	ResumeP99     storm.Spread `json:"resume_p99_ms"`
+	AfterDrainP50 storm.Spread `json:"after_drain_p50_ms"`
+	AfterDrainP99 storm.Spread `json:"after_drain_p99_ms"`
+	BacklogMiB    storm.Spread `json:"backlog_mib"`
+	PausedOther   storm.Spread `json:"paused_other_cpu_pct"`
+}
+
+// Result is a whole run.
+type Result struct {
+	Meta      Meta      `json:"meta"`
+	Params    Params    `json:"params"`
+	Trials    []Trial   `json:"trials"`
+	Summaries []Summary `json:"summaries"`
+	OK        bool      `json:"ok"`
+	Failures  []string  `json:"failures,omitempty"`
+}
+
+func (r *Result) summarize(servers []Server) {
+	r.Summaries = nil
+	r.Failures = nil
+	for _, s := range servers {
+		sum := Summary{Server: s.Label, Version: s.Version}
+		var idle, paused, iruns, pruns, r50, r99, a50, a99, bl, other []float64
+		for _, t := range r.Trials {
+			if t.Server != s.Label {
+				continue
+			}
+			sum.Trials++
+			if t.Error != "" {
+				sum.Failed++
+				r.Failures = append(r.Failures, fmt.Sprintf("%s repeat %d: %s", t.Server, t.Repeat, t.Error))
+				continue
+			}
+			idle, iruns = append(idle, t.IdleCPU), append(iruns, t.IdleRuns)
+			paused, pruns = append(paused, t.PausedCPU), append(pruns, t.PausedRuns)
+			r50, r99 = append(r50, t.ResumeP50), append(r99, t.ResumeP99)
+			a50, a99 = append(a50, t.AfterDrainP50), append(a99, t.AfterDrainP99)
+			bl, other = append(bl, t.BacklogMiB), append(other, t.PausedOther)
+		}
+		sum.IdleCPU, sum.PausedCPU = storm.SpreadOf(idle), storm.SpreadOf(paused)
+		sum.IdleRuns, sum.PausedRuns = storm.SpreadOf(iruns), storm.SpreadOf(pruns)
+		sum.ResumeP50, sum.ResumeP99 = storm.SpreadOf(r50), storm.SpreadOf(r99)
+		sum.AfterDrainP50, sum.AfterDrainP99 = storm.SpreadOf(a50), storm.SpreadOf(a99)
+		sum.BacklogMiB, sum.PausedOther = storm.SpreadOf(bl), storm.SpreadOf(other)
+		r.Summaries = append(r.Summaries, sum)
+	}
+	r.OK = len(r.Failures) == 0 && len(r.Trials) > 0
+}
+
+// WriteTable writes the summary as a Markdown table.
+func WriteTable(w io.Writer, r *Result) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d connections paused; median [min–max] over %d repeats\n\n", r.Params.Conns, r.Params.Repeats)
+	b.WriteString("| server | version | CPU % of a core, idle | CPU %, paused | wake-ups/s, idle | wake-ups/s, paused | resume p50 ms | resume p99 ms | after drain p50 ms | after drain p99 ms | backlog MiB | rest of machine CPU %, paused | failed trials |\n")
+	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	for _, s := range r.Summaries {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d of %d |\n", s.Server, s.Version,
+			s.IdleCPU.Format(2), s.PausedCPU.Format(2), s.IdleRuns.Format(0), s.PausedRuns.Format(0),
+			s.ResumeP50.Format(3), s.ResumeP99.Format(3), s.AfterDrainP50.Format(3), s.AfterDrainP99.Format(3),
+			s.BacklogMiB.Format(2), s.PausedOther.Format(1), s.Failed, s.Trials)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteTrials writes every trial as a Markdown table.
+func WriteTrials(w io.Writer, r *Result) error {
+	var b strings.Builder
+	b.WriteString("| repeat | # | server | waited for quiet s | idle CPU % | paused | paused CPU % | wake-ups/s idle / paused | rest of machine CPU % idle / paused / resuming | retries | kernel TCP MiB | pressure / rcvq drops / RTOs | resumed | resume p50 / p99 ms | after drain p50 / p99 ms | backlog MiB | error |\n")
+	b.WriteString("|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|\n")
+	for _, t := range r.Trials {
+		fmt.Fprintf(&b, "| %d | %d | %s | %.0f | %.2f | %d | %.2f | %.0f / %.0f | %.1f / %.1f / %.1f | %d | %.0f | %d / %d / %d | %d | %.3f / %.3f | %.3f / %.3f | %.2f | %s |\n",
+			t.Repeat, t.Position, t.Server, t.QuietWaitS, t.IdleCPU, t.Paused, t.PausedCPU, t.IdleRuns, t.PausedRuns, t.IdleOther, t.PausedOther, t.ResumeOther, t.Retries,
+			t.KernelTCPMiB, t.Kernel.MemoryPressures, t.Kernel.RcvQDrop, t.Kernel.Timeouts, t.Resumed,
+			t.ResumeP50, t.ResumeP99, t.AfterDrainP50, t.AfterDrainP99, t.BacklogMiB, strings.ReplaceAll(t.Error, "|", "/"))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// Definitions says what the columns mean.
+const Definitions = `- **CPU % of a core**: the server process's on-CPU time (sum of field 1 of
+  /proc/PID/task/*/schedstat) over the sampling window, divided by the window. *Idle*: no
+  connection. *Paused*: every connection paused and nothing moving (the client is blocked).
+- **wake-ups/s**: how often the server's threads were switched onto a CPU (field 3 of the same
+  files) per second of the window.
+- **resume**: for each connection in turn, while the others stay paused, from the moment the
+  client starts reading to the first of its reads after which the server's read count for that
+  socket (NETLINK_SOCK_DIAG: bytes received less the receive queue) has moved: the server reads
+  the connection again. It includes reading the backlog down to the low watermark.
+- **after drain**: the same moment less the moment the client had read every response the server
+  had written before it paused (from the server's read count at the stall, less one 64 KiB read
+  it may hold unanswered). Negative: the server read again before the peer ran out of queued
+  bytes.
+- **backlog**: that lower bound, median over the connections.
+- **waited for quiet**: before each trial the tool waits until the rest of the machine is busy
+  under the quiet CPU figure and all TCP sockets hold under the quiet memory figure (see above).
+- **rest of machine CPU**: the machine's process time (/proc/stat user, nice and system; not
+  interrupts, where loopback packet processing lands) less the server's in the same
+  window: the client is blocked then, so this is whatever else ran (while resuming, this process
+  is subtracted too). A trial during which it passed twice the quiet figure runs again (retries). **kernel TCP MiB**: memory of
+  all TCP sockets once every connection was paused (/proc/net/sockstat). **pressure / rcvq drops /
+  RTOs**: machine-wide TcpExt counters over the trial (TCPMemoryPressures, TCPRcvQDrop,
+  TCPTimeouts); under TCP memory pressure Linux drops segments and backs off, which shows in the
+  resume figures of both builds.
+- Every response byte is checked against the request stream (sequence number in each request);
+  a lost, changed or reordered byte, a connection that did not stall or resume, or a dead server
+  fails the trial and the tool exits non-zero.
+- Figures are median [min–max] over the repeats; each trial starts a fresh server and the order
+  of the servers rotates by one each repeat.
+`
+
+// WriteJSON writes r as indented JSON.
+func WriteJSON(w io.Writer, r *Result) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// WriteReport writes DATE-drain-cost[-LABEL].md and .json into dir and
+// returns the Markdown file's path.
+func WriteReport(dir, label string, r *Result) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("results directory %s: %w", dir, err)
+	}
+	name := r.Meta.Date
+	if len(name) > 10 {
+		name = name[:10]
+	}
+	name += "-drain-cost"
+	if label != "" {
+		name += "-" + label
+	}
+	var b strings.Builder
+	b.WriteString("# Drain detection: CPU of paused connections and resume latency\n\n")
+	verdict := "PASS: every connection stalled, was counted paused by the server, resumed and returned every byte in order."
+	if !r.OK {
+		verdict = "FAIL (the tool exited non-zero): see Failures."
+	}
+	fmt.Fprintf(&b, "%s\n\n", verdict)
+	fmt.Fprintf(&b, "- date: %s\n", r.Meta.Date)
+	fmt.Fprintf(&b, "- command: `%s`\n", r.Meta.Command)
+	fmt.Fprintf(&b, "- revision of the tool: %s\n", r.Meta.Revision)
+	h := r.Meta.Host
+	fmt.Fprintf(&b, "- machine: %d cores (nproc), %s, kernel %s (uname -r), %s/%s, %s\n", h.NumCPU, h.CPU, h.Kernel, h.OS, h.Arch, h.GoVersion)
+	for _, s := range r.Params.Servers {
+		fmt.Fprintf(&b, "- server %s: `%s` (%s)\n", s.Label, s.Binary, s.Version)
+	}
+	p := r.Params
+	fmt.Fprintf(&b, "- %d connections, %d loops, watermarks %d / %d bytes, requests of %d bytes, client SO_RCVBUF %d SO_SNDBUF %d (0: autotuned) TCP_MAXSEG %d, idle window %s, paused window %s, tail %d bytes, %d repeats; each trial first waited for the rest of the machine to be busy under %.0f%% of a core with TCP sockets under %.0f MiB\n\n",
+		p.Conns, p.Loops, p.HighWatermark, p.LowWatermark, p.RequestSize, p.ClientRcvBuf, p.ClientSndBuf, p.ClientMSS, p.IdleWindow, p.Window, p.Tail, p.Repeats, p.QuietCPU, p.QuietTCPMiB)
+	b.WriteString("## Summary\n\n")
+	if err := WriteTable(&b, r); err != nil {
+		return "", err
+	}
+	b.WriteString("\n## Trials\n\n")
+	if err := WriteTrials(&b, r); err != nil {
+		return "", err
+	}
+	if len(r.Failures) > 0 {
+		b.WriteString("\n## Failures\n\n")
+		for _, f := range r.Failures {
+			fmt.Fprintf(&b, "- %s\n", f)
+		}
+	}
+	b.WriteString("\n## What the columns mean\n\n")
+	b.WriteString(Definitions)
+	md := filepath.Join(dir, name+".md")
+	if err := os.WriteFile(md, []byte(b.String()), 0o644); err != nil {
+		return "", err
+	}
+	f, err := os.Create(filepath.Join(dir, name+".json"))
+	if err != nil {
+		return "", err
+	}
+	if err := WriteJSON(f, r); err != nil {
+		f.Close()
+		return "", err
+	}
+	return md, f.Close()
+}
