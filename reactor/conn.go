@@ -5,6 +5,7 @@ import (
 	"net"
 
 	"github.com/panjf2000/gnet/v2"
+	"golang.org/x/sys/unix"
 )
 
 // ErrClosed is returned by writes to a connection that has closed or is closing.
@@ -334,7 +335,10 @@ func (c *Conn) Close() {
 	c.loop.watch(c)
 }
 
-// Abort closes c at once; queued output gets one write attempt, then is dropped.
+// Abort closes c at once. Queued output gets one write attempt; if any is
+// still queued then, the connection is reset (SO_LINGER 0) rather than
+// closed with a FIN, so that the peer cannot take the truncated stream for
+// a whole one, and the reset is counted (AbortResets, AbortQueuedBytes).
 func (c *Conn) Abort() {
 	if c.state&(stateCloseQueued|stateClosed) != 0 {
 		return
@@ -345,8 +349,19 @@ func (c *Conn) Abort() {
 		c.loop.timers.stop(&c.dialTimer)
 		return
 	}
+	l := c.loop
 	if c.tail != nil {
-		c.loop.flushTail(c)
+		l.flushTail(c)
+		if c.state&(stateCloseQueued|stateClosed) != 0 {
+			return // the write failed: the tail is closing already
+		}
+	}
+	if out := c.OutboundBuffered(); out > 0 {
+		// gnet's close makes its one write attempt first; past it the kernel
+		// discards what is left and sends RST.
+		_ = unix.SetsockoptLinger(c.sockFD(), unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1, Linger: 0})
+		l.stats.AbortResets.Add(1)
+		l.stats.AbortQueuedBytes.Add(int64(out))
 	}
 	c.closeNow()
 }

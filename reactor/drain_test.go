@@ -324,3 +324,55 @@ func TestLingerExpiry(t *testing.T) {
 		}
 	})
 }
+
+// abortingHandler writes payload and aborts at once.
+type abortingHandler struct{ payload []byte }
+
+func (h *abortingHandler) OnOpen(c *Conn) {
+	_ = c.Write(h.payload)
+	c.Abort()
+}
+func (h *abortingHandler) OnTraffic(c *Conn)    { c.Discard(-1) }
+func (h *abortingHandler) OnClose(*Conn, error) {}
+
+// TestAbortWithOutputResets: an Abort with output still queued must reset
+// the connection, so the peer never sees a clean end of a truncated stream;
+// it is counted with the bytes that were still queued. An Abort with
+// nothing queued is a plain close.
+func TestAbortWithOutputResets(t *testing.T) {
+	t.Run("queued", func(t *testing.T) {
+		payload := make([]byte, 8<<20)
+		for i := range payload {
+			payload[i] = byte(i * 7)
+		}
+		s, addr := startServer(t, Config{}, &abortingHandler{payload: payload})
+		c := dial(t, addr)
+		waitFor(t, 10*time.Second, func() bool { return s.Stats().Active == 0 })
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		got, err := io.ReadAll(c)
+		switch {
+		case err == nil:
+			t.Fatalf("clean end of stream after %d of %d bytes: the truncation was silent", len(got), len(payload))
+		case !errors.Is(err, syscall.ECONNRESET):
+			t.Fatalf("after %d bytes: %v, want ECONNRESET", len(got), err)
+		case !bytes.Equal(got, payload[:len(got)]):
+			t.Fatal("the bytes before the reset differ from the sent ones")
+		}
+		st := s.Stats()
+		if st.AbortResets != 1 || st.AbortQueuedBytes <= 0 || st.AbortQueuedBytes > int64(len(payload)-len(got)) {
+			t.Fatalf("AbortResets %d, AbortQueuedBytes %d: want 1 and 1..%d", st.AbortResets, st.AbortQueuedBytes, len(payload)-len(got))
+		}
+	})
+	t.Run("nothing queued", func(t *testing.T) {
+		s, addr := startServer(t, Config{}, &abortingHandler{payload: []byte("bye")})
+		c := dial(t, addr)
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		got, err := io.ReadAll(c)
+		if err != nil || string(got) != "bye" {
+			t.Fatalf("got %q, %v; want \"bye\" and a clean end", got, err)
+		}
+		if n := s.Stats().AbortResets; n != 0 {
+			t.Fatalf("AbortResets %d, want 0", n)
+		}
+	})
+}

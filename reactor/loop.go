@@ -70,8 +70,12 @@ type LoopStats struct {
 	// LingerQueuedBytes sums the output still queued in user space when those
 	// lingers expired: bytes the kernel never took and the peer never got.
 	LingerQueuedBytes atomic.Int64
-	HalfClosed        atomic.Int64 // connections whose peer half-closed and that were kept for writing
-	HalfCloseKept     atomic.Int64 // queued bytes gnet would have dropped at a half-close, sent from the copy
+	// AbortResets counts Aborts that reset the connection because output was
+	// still queued; AbortQueuedBytes sums that output.
+	AbortResets      atomic.Int64
+	AbortQueuedBytes atomic.Int64
+	HalfClosed       atomic.Int64 // connections whose peer half-closed and that were kept for writing
+	HalfCloseKept    atomic.Int64 // queued bytes gnet would have dropped at a half-close, sent from the copy
 }
 
 func newLoop(s *Server, el gnet.EventLoop, index int, pollFD int) *Loop {

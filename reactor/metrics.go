@@ -13,6 +13,7 @@ type Collector struct {
 
 	engineUp, listenerUp, acceptPaused, acceptPauses *prometheus.Desc
 	acceptErrors, acceptedOpen, fdLimit, fdAccounted *prometheus.Desc
+	resets, resetQueued, halfClosed                  *prometheus.Desc
 }
 
 // NewCollector returns a collector for servers, keyed by the name each is
@@ -27,6 +28,13 @@ func NewCollector(servers map[string]*Server) *Collector {
 		acceptedOpen: prometheus.NewDesc("tidegate_accepted_connections", "Accepted connections open now.", []string{"server"}, nil),
 		fdLimit:      prometheus.NewDesc("tidegate_fd_limit", "The process's descriptor limit (soft RLIMIT_NOFILE).", nil, nil),
 		fdAccounted:  prometheus.NewDesc("tidegate_fd_accounted", "Descriptors the admission budget counts as used.", nil, nil),
+		resets: prometheus.NewDesc("tidegate_reset_closes_total",
+			"Connections reset (not closed with a FIN) because output was still queued: cause linger (the linger expired) or abort.",
+			[]string{"server", "cause"}, nil),
+		resetQueued: prometheus.NewDesc("tidegate_reset_queued_bytes_total",
+			"Output still queued in user space at those resets: bytes the peer never got.", []string{"server", "cause"}, nil),
+		halfClosed: prometheus.NewDesc("tidegate_half_closed_total",
+			"Connections whose peer shut down its write side and that were kept open for writing.", []string{"server"}, nil),
 	}
 	for name, s := range servers {
 		c.names = append(c.names, name)
@@ -38,7 +46,7 @@ func NewCollector(servers map[string]*Server) *Collector {
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.engineUp, c.listenerUp, c.acceptPaused, c.acceptPauses,
-		c.acceptErrors, c.acceptedOpen, c.fdLimit, c.fdAccounted} {
+		c.acceptErrors, c.acceptedOpen, c.fdLimit, c.fdAccounted, c.resets, c.resetQueued, c.halfClosed} {
 		ch <- d
 	}
 }
@@ -66,6 +74,12 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(c.acceptErrors, prometheus.CounterValue, float64(n), name, errno)
 		}
 		ch <- prometheus.MustNewConstMetric(c.acceptedOpen, prometheus.GaugeValue, float64(s.acceptedOpen.Load()), name)
+		st := s.Stats()
+		ch <- prometheus.MustNewConstMetric(c.resets, prometheus.CounterValue, float64(st.LingerExpired), name, "linger")
+		ch <- prometheus.MustNewConstMetric(c.resets, prometheus.CounterValue, float64(st.AbortResets), name, "abort")
+		ch <- prometheus.MustNewConstMetric(c.resetQueued, prometheus.CounterValue, float64(st.LingerQueuedBytes), name, "linger")
+		ch <- prometheus.MustNewConstMetric(c.resetQueued, prometheus.CounterValue, float64(st.AbortQueuedBytes), name, "abort")
+		ch <- prometheus.MustNewConstMetric(c.halfClosed, prometheus.CounterValue, float64(st.HalfClosed), name)
 	}
 	ch <- prometheus.MustNewConstMetric(c.fdLimit, prometheus.GaugeValue, float64(fdAccount.limit.Load()))
 	ch <- prometheus.MustNewConstMetric(c.fdAccounted, prometheus.GaugeValue, float64(fdAccount.held.Load()+fdAccount.base.Load()))

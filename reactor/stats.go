@@ -11,9 +11,13 @@ type Stats struct {
 	Paused        int64 // connections not being read now
 	PauseEvents   int64 // times a connection stopped being read
 	SpuriousWakes int64 // reads gnet made on a paused connection
-	HalfClosed    int64 // connections whose peer half-closed and that were kept for writing
-	HalfCloseKept int64 // queued bytes gnet would have dropped at a half-close, sent from the copy
-	LingerExpired int64 // closes reset because output was still queued at the linger deadline
+	// AbortResets counts Aborts that reset the connection because output was
+	// still queued; AbortQueuedBytes sums that output.
+	AbortResets      int64
+	AbortQueuedBytes int64
+	HalfClosed       int64 // connections whose peer half-closed and that were kept for writing
+	HalfCloseKept    int64 // queued bytes gnet would have dropped at a half-close, sent from the copy
+	LingerExpired    int64 // closes reset because output was still queued at the linger deadline
 	// LingerQueuedBytes sums the output still queued in user space at those
 	// deadlines: bytes the kernel never took and the peer never got.
 	LingerQueuedBytes int64
@@ -32,6 +36,8 @@ func (s *Stats) add(l *LoopStats) {
 	s.PauseEvents += l.PauseEvents.Load()
 	s.SpuriousWakes += l.SpuriousWakes.Load()
 	s.LingerExpired += l.LingerExpired.Load()
+	s.AbortResets += l.AbortResets.Load()
+	s.AbortQueuedBytes += l.AbortQueuedBytes.Load()
 	s.HalfClosed += l.HalfClosed.Load()
 	s.HalfCloseKept += l.HalfCloseKept.Load()
 	s.LingerQueuedBytes += l.LingerQueuedBytes.Load()

@@ -34,7 +34,7 @@ func NewCollector(p *Proxy) *Collector {
 		rejected:      d("rejected_total", "Sessions refused or ended early, by reason.", "reason"),
 		paused:        d("paused_connections", "Connections not being read now (flow control)."),
 		pauseEvents:   d("pause_events_total", "Times a connection stopped being read."),
-		lingerExpired: d("linger_expired_total", "Closes that dropped queued output after the linger deadline."),
+		lingerExpired: d("linger_expired_total", "Closes reset because output was still queued at the linger deadline."),
 
 		backendUp:       d("backend_up", "1 when the backend may get sessions, 0 while it is down or being probed.", "group", "addr"),
 		backendLatency:  d("backend_check_latency_seconds", "Duration of the backend's last successful active check.", "group", "addr"),
