@@ -30,11 +30,8 @@ func (l *Loop) account(c *Conn) { l.accountQueued(c, c.OutboundBuffered()) }
 // accountQueued is account with c's queued output already read.
 func (l *Loop) accountQueued(c *Conn, queued int) {
 	q := int64(queued)
-	if c.halfCloser != nil && c.tail == nil {
-		// The copy kept for a half-close follows gnet's queue down as it
-		// drains, and counts: it is memory too.
-		c.trimShadow(int(q))
-		q += int64(len(c.shadow))
+	if c.ownsQueue() {
+		q = int64(c.out.held()) // the memory, whole chunks
 	}
 	if d := q - c.accounted; d != 0 {
 		n := processQueued.Add(d)

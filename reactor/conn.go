@@ -82,12 +82,15 @@ type Conn struct {
 	listener    int // index of the listen address that accepted it; -1 for a dial
 
 	halfCloser HalfCloseHandler // the handler, when it relays half-closes
-	shadow     []byte           // for halfCloser: a copy of the output gnet has queued
+	out        outQueue         // for halfCloser: the output the kernel has not taken (outqueue.go)
 	tail       *tail            // set once the peer half-closed: the socket, outside gnet
 	eofInput   gnet.Conn        // during OnReadEOF: gnet's connection, for its unread input
 	eofRest    []byte           // during OnClose/OnReadEOF of a paused connection: all its unread input
-	closeErr   error            // why a tail closed
+	closeErr   error            // why the reactor closed it (a write error)
 }
+
+// ownsQueue reports whether the reactor, not gnet, queues c's output.
+func (c *Conn) ownsQueue() bool { return c.halfCloser != nil }
 
 func newConn(l *Loop, h Handler) *Conn {
 	c := &Conn{loop: l, handler: h, listener: -1}
@@ -190,8 +193,11 @@ func (c *Conn) InboundBuffered() int {
 
 // OutboundBuffered returns the number of bytes written but not yet taken by the kernel.
 func (c *Conn) OutboundBuffered() int {
-	if c.tail != nil && c.state&stateClosed == 0 {
-		return len(c.tail.buf)
+	if c.ownsQueue() {
+		if c.state&stateClosed != 0 {
+			return 0
+		}
+		return c.out.n
 	}
 	if c.gc == nil || c.state&stateClosed != 0 {
 		return 0
@@ -199,51 +205,48 @@ func (c *Conn) OutboundBuffered() int {
 	return c.gc.OutboundBuffered()
 }
 
-// Write writes p at once; what the kernel does not take is queued by gnet.
-// p may be reused when Write returns.
+// Write writes p at once; what the kernel does not take is queued (by
+// gnet, or by the reactor for a HalfCloseHandler's connection). p may be
+// reused when Write returns.
 func (c *Conn) Write(p []byte) error {
 	if c.state&(stateCloseQueued|stateClosed|stateWriteShut) != 0 {
 		return ErrClosed
 	}
-	if c.tail != nil {
-		return c.loop.tailWrite(c, p)
-	}
-	if c.gc == nil {
+	if c.gc == nil && c.tail == nil {
 		return ErrClosed
+	}
+	if c.ownsQueue() {
+		return c.loop.queueWrite(c, p)
 	}
 	before := c.gc.OutboundBuffered()
 	_, err := c.gc.Write(p)
-	c.afterWrite(before, p)
+	c.afterWrite(before)
 	return err
 }
 
 // Writev writes bs with one vectored write; what the kernel does not take is
-// copied and queued by gnet. bs must hold at most MaxIovecs slices.
+// copied and queued. bs must hold at most MaxIovecs slices.
 func (c *Conn) Writev(bs [][]byte) error {
 	if c.state&(stateCloseQueued|stateClosed|stateWriteShut) != 0 {
 		return ErrClosed
 	}
-	if c.tail != nil {
-		return c.loop.tailWrite(c, bs...)
-	}
-	if c.gc == nil {
+	if c.gc == nil && c.tail == nil {
 		return ErrClosed
+	}
+	if c.ownsQueue() {
+		return c.loop.queueWrite(c, bs...)
 	}
 	before := c.gc.OutboundBuffered()
 	_, err := c.gc.Writev(bs)
-	c.afterWrite(before, bs...)
+	c.afterWrite(before)
 	return err
 }
 
-// afterWrite settles a write of ps with gnet's queued output read once:
-// the copy a half-close needs, a pause gnet undid (when a write leaves
-// output queued, gnet rewrites the epoll mask to include EPOLLIN), and the
-// process's queued total.
-func (c *Conn) afterWrite(before int, ps ...[]byte) {
+// afterWrite settles a write into gnet's queue with its queued output read
+// once: a pause gnet undid (when a write leaves output queued, gnet rewrites
+// the epoll mask to include EPOLLIN), and the process's queued total.
+func (c *Conn) afterWrite(before int) {
 	after := c.gc.OutboundBuffered()
-	if c.halfCloser != nil {
-		c.recordQueued(before, after, ps...)
-	}
 	if c.pause != 0 && before == 0 && c.state&stateClosed == 0 && after > 0 {
 		c.loop.setReadInterest(c, false)
 	}
@@ -350,10 +353,10 @@ func (c *Conn) Abort() {
 		return
 	}
 	l := c.loop
-	if c.tail != nil {
-		l.flushTail(c)
+	if c.ownsQueue() && c.out.n > 0 {
+		l.flushQueue(c)
 		if c.state&(stateCloseQueued|stateClosed) != 0 {
-			return // the write failed: the tail is closing already
+			return // the write failed: it is closing already
 		}
 	}
 	if out := c.OutboundBuffered(); out > 0 {

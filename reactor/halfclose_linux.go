@@ -10,6 +10,3 @@ func (l *Loop) forgetFD(fd int) {
 		_ = unix.EpollCtl(l.pollFD, unix.EPOLL_CTL_DEL, fd, nil)
 	}
 }
-
-// dupOnto makes descriptor newfd refer to what oldfd refers to.
-func dupOnto(oldfd, newfd int) error { return unix.Dup3(oldfd, newfd, unix.O_CLOEXEC) }

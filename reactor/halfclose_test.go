@@ -2,49 +2,61 @@ package reactor
 
 import (
 	"bytes"
+	"math/rand/v2"
 	"testing"
 )
 
-// TestRecordQueuedKeepsTheQueuedSuffix: after every write, the copy ends
-// with exactly the bytes gnet still has queued, the last ones written.
-func TestRecordQueuedKeepsTheQueuedSuffix(t *testing.T) {
-	var written []byte
-	c := &Conn{}
-	steps := []struct {
-		write  string
-		before int // queued before the write
-		queued int // queued after it
-	}{
-		{"aaaa", 0, 0},          // all taken
-		{"bbbbbbbb", 0, 3},      // partial: "bbb" queued
-		{"cc", 3, 5},            // appended behind
-		{"dddddd", 2, 8},        // gnet drained 3 meanwhile
-		{"e", 8, 0},             // drained and taken
-		{"ffffffffffff", 0, 12}, // nothing taken
-		{"g", 1, 2},             // most drained
+// TestOutQueue: what goes in comes out in order across chunk boundaries,
+// whatever the sizes pushed and sent, and the queue holds whole chunks only
+// for what it still has (each chunk goes back once it is sent).
+func TestOutQueue(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var q outQueue
+	var want []byte
+	next := byte(0)
+	for step := 0; step < 2000; step++ {
+		if rng.IntN(2) == 0 {
+			p := make([]byte, rng.IntN(3*outChunkSize))
+			for i := range p {
+				p[i] = next
+				next++
+			}
+			q.push(p)
+			want = append(want, p...)
+		} else if q.Len() > 0 {
+			bufs := q.appendBufs(nil, 1+rng.IntN(8))
+			var got []byte
+			for _, b := range bufs {
+				got = append(got, b...)
+			}
+			if !bytes.Equal(got, want[:len(got)]) {
+				t.Fatalf("step %d: the queued bytes differ from those pushed", step)
+			}
+			n := rng.IntN(len(got) + 1)
+			q.consume(n)
+			want = want[n:]
+		}
+		if q.Len() != len(want) {
+			t.Fatalf("step %d: Len %d, want %d", step, q.Len(), len(want))
+		}
+		if max := (len(want)/outChunkSize + 2) * outChunkSize; q.held() > max || (len(want) == 0 && q.held() != 0) {
+			t.Fatalf("step %d: holds %d bytes for %d queued", step, q.held(), len(want))
+		}
 	}
-	for i, st := range steps {
-		written = append(written, st.write...)
-		c.recordQueued(st.before, st.queued, []byte(st.write))
-		want := written[len(written)-st.queued:]
-		if len(c.shadow) < st.queued || !bytes.Equal(c.shadow[len(c.shadow)-st.queued:], want) {
-			t.Fatalf("step %d: copy %q, want it to end with the %d queued bytes %q", i, c.shadow, st.queued, want)
-		}
-		if len(c.shadow) != st.queued {
-			t.Fatalf("step %d: copy holds %d bytes for %d queued", i, len(c.shadow), st.queued)
-		}
+	q.release()
+	if q.Len() != 0 || q.held() != 0 {
+		t.Fatalf("after release: Len %d, held %d", q.Len(), q.held())
 	}
 }
 
-// TestRecordQueuedSplitWrites: a vectored write records all its slices.
-func TestRecordQueuedSplitWrites(t *testing.T) {
-	c := &Conn{}
-	c.recordQueued(0, 5, []byte("ab"), []byte("cdef"), []byte("gh"))
-	if string(c.shadow) != "defgh" {
-		t.Fatalf("copy %q, want %q", c.shadow, "defgh")
+// TestOutQueueBufsCap: appendBufs stops at max slices.
+func TestOutQueueBufsCap(t *testing.T) {
+	var q outQueue
+	q.push(make([]byte, 5*outChunkSize+7))
+	if n := len(q.appendBufs(nil, 3)); n != 3 {
+		t.Fatalf("%d slices, want 3", n)
 	}
-	c.recordQueued(5, 0)
-	if len(c.shadow) != 0 {
-		t.Fatalf("copy %q after the queue drained", c.shadow)
+	if n := len(q.appendBufs(nil, 100)); n != 6 {
+		t.Fatalf("%d slices, want 6", n)
 	}
 }

@@ -41,7 +41,8 @@ type Loop struct {
 
 	stats LoopStats
 
-	iovecs []unix.Iovec // scratch for writevBatch
+	iovecs []unix.Iovec // scratch for writevBatch and writeBufs
+	bufs   [][]byte     // scratch for flushQueue
 	batch  Batch        // scratch for handlers, see Batch
 
 	// Read by the ticker goroutine.
@@ -211,8 +212,8 @@ func (l *Loop) checkDrain(w *Conn, now int64) bool {
 	if w.state&(stateClosed|stateCloseQueued) != 0 {
 		return true
 	}
-	if w.tail != nil {
-		l.flushTail(w)
+	if w.ownsQueue() && w.out.n > 0 {
+		l.flushQueue(w)
 		if w.state&(stateClosed|stateCloseQueued) != 0 {
 			return true
 		}
@@ -232,9 +233,9 @@ func (l *Loop) checkDrain(w *Conn, now int64) bool {
 		}
 		return false
 	}
-	// A tail with output, or a pending shutdown, keeps waiting after its
-	// producer is resumed.
-	settled := (w.tail == nil || out == 0) && w.state&stateWantShutWrite == 0
+	// Output the reactor queues itself, or a pending shutdown, keeps the
+	// connection waiting after its producer is resumed.
+	settled := (!w.ownsQueue() || out == 0) && w.state&stateWantShutWrite == 0
 	p := w.producer
 	if p.sink != w || p.pause&pauseSinkFull == 0 {
 		return settled

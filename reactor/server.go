@@ -431,6 +431,9 @@ func (e *engineHandler) OnClose(gc gnet.Conn, err error) gnet.Action {
 		l.afterCallback()
 		return gnet.None
 	}
+	if err == nil {
+		err = c.closeErr // a write error the reactor closed it for
+	}
 	l.finishClose(c, err)
 	l.afterCallback()
 	return gnet.None
@@ -453,6 +456,7 @@ func (l *Loop) finishClose(c *Conn, err error) {
 	l.unwatch(c)
 	l.untrack(c)
 	l.unaccount(c)
+	c.out.release()
 	l.timers.stop(&c.dialTimer)
 	c.handler.OnClose(c, err)
 	// A producer held back by this connection would otherwise wait forever.

@@ -12,8 +12,8 @@ import (
 // take, or an error, is handed to gnet's Writev, which queues the rest or
 // closes the connection the way it does for its own writes.
 func (c *Conn) writevBatch(iov [][]byte) error {
-	if c.gc == nil || c.state&(stateCloseQueued|stateClosed|stateWriteShut) != 0 {
-		return c.Writev(iov) // a tail, or the error Writev gives
+	if c.gc == nil || c.ownsQueue() || c.state&(stateCloseQueued|stateClosed|stateWriteShut) != 0 {
+		return c.Writev(iov) // the reactor's own queue, or the error Writev gives
 	}
 	if c.gc.OutboundBuffered() > 0 {
 		return c.Writev(iov)
