@@ -1,10 +1,6 @@
 package reactor
 
-import (
-	"os"
-	"runtime/debug"
-	"sync/atomic"
-)
+import "sync/atomic"
 
 // The process's buffer budget. Each connection's high watermark bounds the
 // output queued for it, but 9,000 sessions with stalled readers would still
@@ -117,23 +113,4 @@ func (l *Loop) pauseBacklogged() {
 func (l *Loop) overBudget(queued int) bool {
 	b := l.srv.cfg.BufferBudget
 	return b > 0 && queued > budgetFloor && processQueued.Load() > b
-}
-
-// memoryHeadroom is what the Go runtime may use beyond a buffer budget
-// before its collector works harder: the process's own state (sessions,
-// loops, code) and the budget's overshoot of one read per connection.
-const memoryHeadroom = 64 << 20
-
-// LimitMemoryToBudget sets the Go runtime's soft memory limit to budget plus
-// a headroom, so that the collector runs before a heap full of queued output
-// doubles (by default it lets the heap grow to twice the live data). The
-// GOMEMLIMIT environment variable, when set, wins: it returns that limit
-// and false. A budget of 0 sets nothing.
-func LimitMemoryToBudget(budget int64) (limit int64, set bool) {
-	if os.Getenv("GOMEMLIMIT") != "" || budget <= 0 {
-		return debug.SetMemoryLimit(-1), false
-	}
-	limit = budget + memoryHeadroom
-	debug.SetMemoryLimit(limit)
-	return limit, true
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"io"
 	"net"
-	"runtime/debug"
 	"sync"
 	"testing"
 	"time"
@@ -86,23 +85,4 @@ type smallSendBuffer struct{ *echoHandler }
 func (h smallSendBuffer) OnOpen(c *Conn) {
 	_ = unix.SetsockoptInt(c.gc.Fd(), unix.SOL_SOCKET, unix.SO_SNDBUF, 16<<10)
 	h.echoHandler.OnOpen(c)
-}
-
-// TestLimitMemoryToBudget: the runtime's memory limit follows the budget
-// unless GOMEMLIMIT is set, and a zero budget leaves it alone.
-func TestLimitMemoryToBudget(t *testing.T) {
-	prev := debug.SetMemoryLimit(-1)
-	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
-	t.Setenv("GOMEMLIMIT", "")
-	if limit, set := LimitMemoryToBudget(1 << 30); !set || limit != 1<<30+memoryHeadroom || debug.SetMemoryLimit(-1) != limit {
-		t.Fatalf("budget 1 GiB: limit %d, set %v; runtime has %d", limit, set, debug.SetMemoryLimit(-1))
-	}
-	debug.SetMemoryLimit(prev)
-	if _, set := LimitMemoryToBudget(0); set || debug.SetMemoryLimit(-1) != prev {
-		t.Fatal("a zero budget changed the limit")
-	}
-	t.Setenv("GOMEMLIMIT", "2GiB")
-	if _, set := LimitMemoryToBudget(1 << 30); set || debug.SetMemoryLimit(-1) != prev {
-		t.Fatal("the budget overrode GOMEMLIMIT")
-	}
 }

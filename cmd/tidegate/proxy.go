@@ -95,7 +95,6 @@ func runProxy(c *cli.Context, cfg *proxy.Config, log zerolog.Logger) error {
 	if err := p.Start(); err != nil {
 		return fail(startError(err))
 	}
-	logMemoryLimit(log, cfg.Limits.BufferBudget)
 	addrs := boundAddrs(p.Reactor())
 	listening := make([]string, 0, len(cfg.Listeners))
 	for i, l := range cfg.Listeners {

@@ -68,7 +68,6 @@ func pushCommand() *cli.Command {
 			cfg.MaxBatchEvents = c.Int("max-batch-events")
 			cfg.MaxBatchBytes = c.Int("max-batch-bytes")
 			cfg.Logger = log
-			logMemoryLimit(log, int64(cfg.BufferBudget))
 			return runPush(c, cfg, log)
 		},
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"os/signal"
 	"syscall"
@@ -230,17 +229,4 @@ func stopWithin(stop func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()
 	return stop(ctx)
-}
-
-// logMemoryLimit sets the runtime's memory limit from a buffer budget (see
-// reactor.LimitMemoryToBudget) and says what it is.
-func logMemoryLimit(log zerolog.Logger, budget int64) {
-	limit, set := reactor.LimitMemoryToBudget(budget)
-	switch {
-	case set:
-		log.Info().Int64("buffer_budget", budget).Int64("memory_limit", limit).
-			Msg("Go memory limit set from the buffer budget (GOMEMLIMIT overrides)")
-	case limit != math.MaxInt64:
-		log.Info().Int64("memory_limit", limit).Msg("Go memory limit from GOMEMLIMIT")
-	}
 }
