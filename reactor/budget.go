@@ -17,7 +17,7 @@ import "sync/atomic"
 var processQueued atomic.Int64
 
 // budgetFloor is what a sink may hold while the process is over budget.
-const budgetFloor = 32 << 10
+const budgetFloor = outChunkSize
 
 // QueuedBytes returns the output queued in the process for all connections,
 // as last accounted.

@@ -77,7 +77,7 @@ type Config struct {
 	FDReserve int
 	// BufferBudget bounds the output queued in the whole process (all
 	// servers, all connections): past it, a producer is paused as soon as
-	// its sink holds more than 32 KiB, whatever the watermarks allow. 0
+	// its sink holds more than 16 KiB (one chunk), whatever the watermarks allow. 0
 	// means no budget but the watermarks. The total is the process's,
 	// shared by its servers; the smallest budget set applies.
 	BufferBudget int64

@@ -14,6 +14,7 @@ import (
 var version = "dev"
 
 func main() {
+	catchReloadSignals()
 	app := &cli.App{
 		Name:  "tidegate",
 		Usage: "event-loop proxy and servers on gnet",

@@ -114,10 +114,12 @@ func runProxy(c *cli.Context, cfg *proxy.Config, log zerolog.Logger) error {
 	if err != nil {
 		return fail(err)
 	}
+	path := c.String("config")
 	plan := &drainPlan{
 		timeout:  cfg.Shutdown.DrainTimeout,
 		shutdown: p.Shutdown,
 		open:     func() int64 { return p.Stats().Active },
+		reload:   func() error { return reloadProxy(log, p, path) },
 	}
 	return runUntilSignalDrain(c.Context, log, h, listeningStatus(metricsAddr, status...), plan, stopAll(append(stops, stopMetrics)...))
 }
@@ -134,4 +136,24 @@ func firstBackend(cfg *proxy.Config) string {
 		}
 	}
 	return "127.0.0.1:25565"
+}
+
+// reloadProxy re-reads the configuration at path (the embedded default when
+// empty) and hands it to the running proxy; every problem is returned and
+// the running configuration stays.
+func reloadProxy(log zerolog.Logger, p *proxy.Proxy, path string) error {
+	from := path
+	if from == "" {
+		from = "the embedded default"
+	}
+	cfg, err := proxy.LoadConfig(path)
+	if err == nil {
+		err = p.Reload(cfg)
+	}
+	if err != nil {
+		p.CountFailedReload()
+		return fmt.Errorf("reloading %s: %w", from, err)
+	}
+	log.Info().Str("config", from).Str("config_hash", p.ConfigHash()).Msg("reloaded")
+	return nil
 }

@@ -101,6 +101,10 @@ type drainPlan struct {
 	shutdown func(context.Context) error
 	// open counts what is still open, for the progress lines.
 	open func() int64
+	// reload, when set, re-reads the configuration on SIGHUP and applies it
+	// (returning every problem if it cannot); without it SIGHUP is logged
+	// and ignored rather than ending the process, Go's default.
+	reload func() error
 }
 
 // drainProgress is how often a drain logs what is still open.
@@ -119,6 +123,8 @@ func runUntilSignalDrain(ctx context.Context, log zerolog.Logger, h *healthRegis
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
+	catchReloadSignals()
+	hups := reloadSignals
 	if ready != "" {
 		notifyReady(log, ready)
 	}
@@ -139,24 +145,28 @@ func runUntilSignalDrain(ctx context.Context, log zerolog.Logger, h *healthRegis
 		}()
 	}
 	cause := ""
-	select {
-	case sig := <-sigs:
-		cause = sig.String()
-	case <-ctx.Done():
-		cause = context.Cause(ctx).Error()
-	case e := <-ended:
-		h.SetDraining(true)
-		why := e.e.Err()
-		if why == nil { // Stop was called, but not by this process's shutdown
-			why = errors.New("the server was stopped without a shutdown")
+	for cause == "" {
+		select {
+		case <-hups:
+			reloadOnSignal(log, plan, ready)
+		case sig := <-sigs:
+			cause = sig.String()
+		case <-ctx.Done():
+			cause = context.Cause(ctx).Error()
+		case e := <-ended:
+			h.SetDraining(true)
+			why := e.e.Err()
+			if why == nil { // Stop was called, but not by this process's shutdown
+				why = errors.New("the server was stopped without a shutdown")
+			}
+			log.Error().Str("server", e.name).Err(why).Msg("event loops ended: stopping the other servers and exiting with status 1")
+			notifyStopping(log, fmt.Sprintf("%s server: event loops ended (%v): stopping, exit status 1", e.name, why))
+			err := fmt.Errorf("%s server: event loops ended: %w", e.name, why)
+			if serr := stopWithin(stop); serr != nil {
+				err = errors.Join(err, fmt.Errorf("stopping: %w", serr))
+			}
+			return cli.Exit(fmt.Errorf("tidegate: %w", err), exitRuntime)
 		}
-		log.Error().Str("server", e.name).Err(why).Msg("event loops ended: stopping the other servers and exiting with status 1")
-		notifyStopping(log, fmt.Sprintf("%s server: event loops ended (%v): stopping, exit status 1", e.name, why))
-		err := fmt.Errorf("%s server: event loops ended: %w", e.name, why)
-		if serr := stopWithin(stop); serr != nil {
-			err = errors.Join(err, fmt.Errorf("stopping: %w", serr))
-		}
-		return cli.Exit(fmt.Errorf("tidegate: %w", err), exitRuntime)
 	}
 	h.SetDraining(true)
 	log.Info().Str("cause", cause).Msg("shutting down")
@@ -229,4 +239,29 @@ func stopWithin(stop func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()
 	return stop(ctx)
+}
+
+// reloadSignals receives SIGHUP from the start of the process, so that one
+// that arrives while a server is still starting is neither fatal (Go's
+// default) nor lost: it is handled once the server runs.
+var reloadSignals = make(chan os.Signal, 1)
+
+// catchReloadSignals routes SIGHUP to reloadSignals; calling it again does nothing more.
+func catchReloadSignals() { signal.Notify(reloadSignals, syscall.SIGHUP) }
+
+// reloadOnSignal handles a SIGHUP: it reloads with the plan's reload, telling
+// a service manager RELOADING=1 and then READY=1 again (ready is the status
+// line), and logs the outcome; a failed reload leaves everything running.
+func reloadOnSignal(log zerolog.Logger, plan *drainPlan, ready string) {
+	if plan == nil || plan.reload == nil {
+		log.Warn().Msg("SIGHUP: this command has no configuration to reload; ignored")
+		return
+	}
+	notifyReloading(log, "reloading the configuration after SIGHUP")
+	if err := plan.reload(); err != nil {
+		log.Error().Err(err).Msg("reload failed: the running configuration stays")
+	}
+	if ready != "" {
+		notifyReady(log, ready)
+	}
 }

@@ -71,7 +71,7 @@ func FuzzFrameScanner(f *testing.F) {
 }
 
 func TestPickWeightsAndHealth(t *testing.T) {
-	g := &group{backends: []*backend{{addr: "a", weight: 1}, {addr: "b", weight: 3}}}
+	g := &group{backends: []*backend{{addr: "a", weight: 1, backendHealth: &backendHealth{}}, {addr: "b", weight: 3, backendHealth: &backendHealth{}}}}
 	rnd := uint64(42)
 	counts := map[string]int{}
 	for i := 0; i < 40000; i++ {

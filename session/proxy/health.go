@@ -137,7 +137,7 @@ type BackendStatus struct {
 // name and then as configured. It may be called from any goroutine.
 func (p *Proxy) BackendHealth() []BackendStatus {
 	var out []BackendStatus
-	for _, g := range p.router.ordered {
+	for _, g := range p.cur().router.ordered {
 		for _, b := range g.backends {
 			out = append(out, b.status())
 		}
@@ -177,7 +177,7 @@ func (b *backend) status() BackendStatus {
 // backend up. It may be called from any goroutine.
 func (p *Proxy) GroupsDown() []string {
 	down := []string{}
-	for _, g := range p.router.ordered {
+	for _, g := range p.cur().router.ordered {
 		if g.routed && !g.anyUp() {
 			down = append(down, g.name)
 		}
@@ -200,27 +200,43 @@ type healthChecks struct {
 	wg     sync.WaitGroup
 }
 
-// startChecks starts the active checkers when health.interval is set.
+// startChecks starts the active checkers of the current configuration
+// when its health.interval is set.
 func (p *Proxy) startChecks() {
-	if p.cfg.Health.Interval <= 0 {
+	p.checksMu.Lock()
+	defer p.checksMu.Unlock()
+	p.startChecksLocked()
+}
+
+func (p *Proxy) startChecksLocked() {
+	gen := p.cur()
+	if gen.cfg.Health.Interval <= 0 || p.checksEnded {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	hc := &healthChecks{cancel: cancel}
-	for _, g := range p.router.ordered {
+	for _, g := range gen.router.ordered {
 		for _, b := range g.backends {
 			hc.wg.Add(1)
 			go func() {
 				defer hc.wg.Done()
-				p.checkLoop(ctx, b)
+				p.checkLoop(ctx, gen, b)
 			}()
 		}
 	}
 	p.checks = hc
 }
 
-// stopChecks stops the active checkers and waits for them until ctx ends.
+// stopChecks stops the active checkers for good and waits for them until
+// ctx ends.
 func (p *Proxy) stopChecks(ctx context.Context) error {
+	p.checksMu.Lock()
+	defer p.checksMu.Unlock()
+	p.checksEnded = true
+	return p.stopChecksLocked(ctx)
+}
+
+func (p *Proxy) stopChecksLocked(ctx context.Context) error {
 	hc := p.checks
 	if hc == nil {
 		return nil
@@ -241,11 +257,11 @@ func (p *Proxy) stopChecks(ctx context.Context) error {
 }
 
 // checkLoop checks b at once and then every health.interval until ctx ends.
-func (p *Proxy) checkLoop(ctx context.Context, b *backend) {
-	t := time.NewTicker(p.cfg.Health.Interval)
+func (p *Proxy) checkLoop(ctx context.Context, gen *generation, b *backend) {
+	t := time.NewTicker(gen.cfg.Health.Interval)
 	defer t.Stop()
 	for {
-		p.checkOnce(ctx, b)
+		p.checkOnce(ctx, gen, b)
 		select {
 		case <-ctx.Done():
 			return
@@ -256,8 +272,8 @@ func (p *Proxy) checkLoop(ctx context.Context, b *backend) {
 
 // checkOnce runs one active check of b and records its result. When b's
 // cooldown has ended the check is its probe.
-func (p *Proxy) checkOnce(ctx context.Context, b *backend) {
-	r, h := p.router, p.cfg.Health
+func (p *Proxy) checkOnce(ctx context.Context, gen *generation, b *backend) {
+	r, h := gen.router, gen.cfg.Health
 	probe := b.claimProbe(b.state.Load(), r.now(), r.lease)
 	d, err := checkBackend(ctx, b.addr, b.group.check, h.Timeout)
 	now := r.now()

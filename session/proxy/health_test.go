@@ -28,7 +28,7 @@ type fakeClock struct{ ns atomic.Int64 }
 
 func installFakeClock(c *fakeClock) func(*Proxy) {
 	c.ns.Store(nowUnix())
-	return func(p *Proxy) { p.router.now = c.ns.Load }
+	return func(p *Proxy) { p.cur().router.now = c.ns.Load }
 }
 
 func (c *fakeClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
@@ -300,7 +300,7 @@ func TestBreakerProbeSuccessBringsBackendBack(t *testing.T) {
 // dropped probe lets the next pick probe at once.
 func TestPickHandsOutOneProbe(t *testing.T) {
 	g := &group{name: "g"}
-	b := &backend{addr: "a", weight: 1, group: g}
+	b := &backend{addr: "a", weight: 1, group: g, backendHealth: &backendHealth{}}
 	g.backends = []*backend{b}
 	h := HealthConfig{Failures: 1, Cooldown: time.Second}
 	const lease = int64(time.Minute)
@@ -368,7 +368,7 @@ func TestActiveChecksFollowBackend(t *testing.T) {
 		t.Run(string(tc.kind), func(t *testing.T) {
 			f := startFront(t, be)
 			p, _ := startProxy(t, tc.cfg(f.addr)+"\nhealth: {interval: 20ms, timeout: 1s, failures: 2, cooldown: 1h}\n")
-			if k := p.router.groups["main"].check; k != tc.kind {
+			if k := p.cur().router.groups["main"].check; k != tc.kind {
 				t.Fatalf("auto check kind %s, want %s", k, tc.kind)
 			}
 			waitFor(t, func() bool { b := health(t, p, f.addr); return b.ChecksOK >= 2 && b.Latency > 0 && b.LatencyEWMA > 0 })
@@ -503,7 +503,7 @@ health: {interval: 20ms, timeout: 1s, failures: 1, cooldown: 1h}
 		t.Fatalf("GroupsDown = %q, want %q", got, want)
 	}
 	kinds := map[string]CheckKind{}
-	for name, g := range p.router.groups {
+	for name, g := range p.cur().router.groups {
 		kinds[name] = g.check
 	}
 	want := map[string]CheckKind{"lobby": CheckStatus, "survival": CheckStatus, "creative": CheckStatus,
@@ -528,7 +528,7 @@ groups: {a: {backends: [{addr: "127.0.0.1:1"}]}, b: {backends: [{addr: "127.0.0.
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := newRouter(cfg)
+		r := newRouter(cfg, nil)
 		for name, g := range r.groups {
 			if g.routed != (name == "a") || g.check != want {
 				t.Errorf("%q: group %s routed %v check %s; want routed %v check %s", check, name, g.routed, g.check, name == "a", want)

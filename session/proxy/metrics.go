@@ -15,6 +15,8 @@ type Collector struct {
 	paused, pauseEvents, lingerExpired      *prometheus.Desc
 
 	backendUp, backendLatency, backendSessions, backendChecks *prometheus.Desc
+
+	reloads, configInfo *prometheus.Desc
 }
 
 // NewCollector returns a Prometheus collector for p.
@@ -40,6 +42,9 @@ func NewCollector(p *Proxy) *Collector {
 		backendLatency:  d("backend_check_latency_seconds", "Duration of the backend's last successful active check.", "group", "addr"),
 		backendSessions: d("backend_sessions", "Sessions relayed to the backend now.", "group", "addr"),
 		backendChecks:   d("backend_checks_total", "Active health checks of the backend, by result (ok, failed).", "group", "addr", "result"),
+
+		reloads:    prometheus.NewDesc("tidegate_config_reloads_total", "Configuration reloads, by result (ok, failed).", []string{"result"}, nil),
+		configInfo: prometheus.NewDesc("tidegate_config_info", "1, labelled with the hash of the configuration new sessions use.", []string{"hash"}, nil),
 	}
 }
 
@@ -47,7 +52,7 @@ func NewCollector(p *Proxy) *Collector {
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.accepted, c.active, c.routed, c.connectFailed, c.bytes, c.frames,
 		c.unframed, c.rejected, c.paused, c.pauseEvents, c.lingerExpired,
-		c.backendUp, c.backendLatency, c.backendSessions, c.backendChecks} {
+		c.backendUp, c.backendLatency, c.backendSessions, c.backendChecks, c.reloads, c.configInfo} {
 		ch <- d
 	}
 }
@@ -75,6 +80,10 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.paused, st.Reactor.Paused)
 	counter(c.pauseEvents, st.Reactor.PauseEvents)
 	counter(c.lingerExpired, st.Reactor.LingerExpired)
+	ok, failed := c.p.Reloads()
+	counter(c.reloads, ok, "ok")
+	counter(c.reloads, failed, "failed")
+	gauge(c.configInfo, 1, c.p.ConfigHash())
 	for _, b := range c.p.BackendHealth() {
 		up := int64(0)
 		if b.Up {

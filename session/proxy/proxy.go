@@ -9,9 +9,9 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/reactor"
 
 	"github.com/rs/zerolog"
@@ -19,11 +19,12 @@ import (
 
 // Proxy serves the listeners of a Config.
 type Proxy struct {
-	cfg    *Config
-	log    zerolog.Logger
-	rs     *reactor.Server
-	router *router
-	raw    map[*ListenerConfig]*group
+	log zerolog.Logger
+	rs  *reactor.Server
+	gen atomic.Pointer[generation] // the configuration new sessions start under
+
+	reloadMu sync.Mutex // one Reload at a time
+	reloads  [2]atomic.Int64
 
 	loops []loopState // indexed by reactor.Loop.Index
 
@@ -31,9 +32,9 @@ type Proxy struct {
 	perIP map[string]int
 
 	backendSide backendHandler
+	checksMu    sync.Mutex
 	checks      *healthChecks // active health checks, when health.interval is set
-
-	shutdownDisconnect []byte // the login disconnect at a drain deadline
+	checksEnded bool          // Stop or Shutdown stopped them for good
 }
 
 // loopState is what the proxy keeps per loop: counters and random state.
@@ -48,21 +49,14 @@ func New(cfg *Config, log zerolog.Logger) (*Proxy, error) {
 		return nil, err
 	}
 	p := &Proxy{
-		cfg:    cfg,
-		log:    log,
-		router: newRouter(cfg),
-		raw:    map[*ListenerConfig]*group{},
-		perIP:  map[string]int{},
+		log:   log,
+		perIP: map[string]int{},
 	}
+	p.gen.Store(newGeneration(cfg, nil))
 	p.backendSide.p = p
-	p.shutdownDisconnect = mc.AppendLoginDisconnect(nil, chatJSON(cfg.Shutdown.Message))
 	addrs := make([]string, len(cfg.Listeners))
 	for i := range cfg.Listeners {
-		l := &cfg.Listeners[i]
-		addrs[i] = "tcp://" + l.Listen
-		if l.Mode == ModeRaw {
-			p.raw[l] = p.router.groups[l.Group]
-		}
+		addrs[i] = "tcp://" + cfg.Listeners[i].Listen
 	}
 	rs, err := reactor.NewServer(reactor.Config{
 		Addrs:         addrs,
@@ -151,17 +145,9 @@ func (p *Proxy) loopOf(c *reactor.Conn) *loopState {
 	return &p.loops[c.Loop().Index()%len(p.loops)]
 }
 
-// listenerOf returns the listener that accepted c.
-func (p *Proxy) listenerOf(c *reactor.Conn) *ListenerConfig {
-	if i := c.Listener(); i >= 0 && i < len(p.cfg.Listeners) {
-		return &p.cfg.Listeners[i]
-	}
-	return &p.cfg.Listeners[0]
-}
-
 // admit applies the session limits; it returns the reason for a refusal.
-func (p *Proxy) admit(ip string) (reason, bool) {
-	lim := p.cfg.Limits
+func (p *Proxy) admit(gen *generation, ip string) (reason, bool) {
+	lim := gen.cfg.Limits
 	if lim.MaxSessionsPerIP > 0 {
 		p.ipMu.Lock()
 		n := p.perIP[ip]
@@ -175,8 +161,9 @@ func (p *Proxy) admit(ip string) (reason, bool) {
 	return 0, true
 }
 
-func (p *Proxy) release(ip string) {
-	if p.cfg.Limits.MaxSessionsPerIP > 0 {
+// release undoes admit, under the configuration that admitted the session.
+func (p *Proxy) release(gen *generation, ip string) {
+	if gen.cfg.Limits.MaxSessionsPerIP > 0 {
 		p.ipMu.Lock()
 		if n := p.perIP[ip] - 1; n > 0 {
 			p.perIP[ip] = n

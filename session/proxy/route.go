@@ -9,12 +9,17 @@ import (
 	"github.com/tidegate/tidegate/protocol/mc"
 )
 
-// backend is one backend server and its health (see health.go).
+// backend is one backend server of a group in one configuration, and its
+// health (see health.go), which a reload keeps when the backend stays.
 type backend struct {
 	addr   string
 	weight int
 	group  *group
+	*backendHealth
+}
 
+// backendHealth is the state of a backend that outlives a reload.
+type backendHealth struct {
 	state    atomic.Int64 // the circuit breaker's state word, see stateUp
 	failures atomic.Int32 // consecutive failed connects and checks
 	active   atomic.Int64 // sessions relayed to it now
@@ -54,7 +59,9 @@ type router struct {
 	lease int64
 }
 
-func newRouter(cfg *Config) *router {
+// newRouter builds the router of cfg; the backends that prev has in a group
+// of the same name keep their health.
+func newRouter(cfg *Config, prev *router) *router {
 	h := cfg.Health
 	r := &router{
 		hosts: map[string]*group{}, groups: map[string]*group{}, health: h, now: nowUnix,
@@ -80,7 +87,7 @@ func newRouter(cfg *Config) *router {
 		}
 		for _, b := range gc.Backends {
 			if b.Weight > 0 {
-				g.backends = append(g.backends, &backend{addr: b.Addr, weight: b.Weight, group: g})
+				g.backends = append(g.backends, &backend{addr: b.Addr, weight: b.Weight, group: g, backendHealth: prev.healthOf(name, b.Addr)})
 			}
 		}
 		r.groups[name] = g
@@ -121,6 +128,21 @@ func newRouter(cfg *Config) *router {
 		}
 	}
 	return r
+}
+
+// healthOf returns the health of the backend addr in group name, or a new
+// one when r (which may be nil) has no such backend.
+func (r *router) healthOf(name, addr string) *backendHealth {
+	if r != nil {
+		if g := r.groups[name]; g != nil {
+			for _, b := range g.backends {
+				if b.addr == addr {
+					return b.backendHealth
+				}
+			}
+		}
+	}
+	return &backendHealth{}
 }
 
 // route returns the group for a normalized host, the default group when no

@@ -25,6 +25,7 @@ const (
 // on the same loop, so it needs no lock.
 type session struct {
 	p        *Proxy
+	gen      *generation // the configuration it started under
 	client   *reactor.Conn
 	backend  *reactor.Conn
 	listener *ListenerConfig
@@ -61,23 +62,24 @@ type backendHandler struct{ p *Proxy }
 
 func (h *clientHandler) OnOpen(c *reactor.Conn) {
 	p := (*Proxy)(h)
+	gen := p.cur()
 	ls := p.loopOf(c)
 	ls.counters.accepted.Add(1)
 	ip := remoteIP(c)
-	if r, ok := p.admit(ip); !ok {
+	if r, ok := p.admit(gen, ip); !ok {
 		ls.counters.rejected[r].Add(1)
 		p.log.Warn().Str("remote", c.RemoteAddr().String()).Str("reason", r.String()).Msg("session refused")
 		c.Abort()
 		return
 	}
 	ls.counters.active.Add(1)
-	s := &session{p: p, client: c, ip: ip, listener: p.listenerOf(c), lastActive: c.Loop().Now()}
+	s := &session{p: p, gen: gen, client: c, ip: ip, listener: gen.listenerOf(c), lastActive: c.Loop().Now()}
 	c.Value = s
 	s.timer.F = s.onTimer
-	c.Loop().Schedule(&s.timer, p.cfg.Limits.HandshakeTimeout)
+	c.Loop().Schedule(&s.timer, s.gen.cfg.Limits.HandshakeTimeout)
 	if s.listener.Mode == ModeRaw {
 		s.raw = true
-		s.group = p.raw[s.listener]
+		s.group = gen.raw[s.listener]
 		s.connect()
 	}
 }
@@ -95,7 +97,7 @@ func (h *clientHandler) OnTraffic(c *reactor.Conn) {
 		// A client that speaks first (raw mode) or keeps sending while its
 		// backend connects is held under flow control, not refused: stop
 		// reading it until the backend is up.
-		if c.InboundBuffered() > s.p.cfg.Limits.PrerouteBytes {
+		if c.InboundBuffered() > s.gen.cfg.Limits.PrerouteBytes {
 			c.PauseRead()
 		}
 	case stRelay:
@@ -112,7 +114,7 @@ func (h *clientHandler) OnClose(c *reactor.Conn, err error) {
 		return // refused at admission
 	}
 	p := s.p
-	p.release(s.ip)
+	p.release(s.gen, s.ip)
 	ls := p.loopOf(c)
 	ls.counters.active.Add(-1)
 	c.Loop().Stop(&s.timer)
@@ -151,7 +153,7 @@ func (h *backendHandler) OnOpen(bc *reactor.Conn) {
 		s.early = nil
 	}
 	batch := bc.Loop().Batch()
-	if !s.raw && p.cfg.Forwarding == ForwardBungeeCord {
+	if !s.raw && s.gen.cfg.Forwarding == ForwardBungeeCord {
 		host, _ := mc.SplitAddress(s.handshake.Address)
 		hs := s.handshake
 		hs.Address = mc.AppendBungeeAddress(nil, host, s.ip, mc.OfflineUUID([]byte(s.username)), nil)
@@ -172,7 +174,7 @@ func (h *backendHandler) OnOpen(bc *reactor.Conn) {
 	c.ResumeRead() // if it was held while connecting
 	c.Backpressure()
 	s.lastActive = c.Loop().Now()
-	if idle := p.cfg.Limits.IdleTimeout; s.clientEOF {
+	if idle := s.gen.cfg.Limits.IdleTimeout; s.clientEOF {
 		s.halfClosed()
 	} else if idle > 0 {
 		c.Loop().Schedule(&s.timer, idle)
@@ -200,7 +202,7 @@ func (h *backendHandler) OnClose(bc *reactor.Conn, err error) {
 	var de *reactor.DialError
 	if errors.As(err, &de) {
 		p.loopOf(bc).counters.connectFailed.Add(1)
-		b, now := s.target, p.router.now()
+		b, now := s.target, s.gen.router.now()
 		b.connectFailures.Add(1)
 		b.setError(now, err)
 		down := false
@@ -209,7 +211,7 @@ func (h *backendHandler) OnClose(bc *reactor.Conn, err error) {
 			// nothing about the backend, so it is not held against it.
 			s.dropProbe()
 		} else {
-			down = b.markFailed(p.cfg.Health, now, s.probe)
+			down = b.markFailed(s.gen.cfg.Health, now, s.probe)
 		}
 		p.log.Warn().Str("group", s.group.name).Str("backend", b.addr).Str("host", s.host).Str("user", s.username).Err(err).
 			Bool("local", de.Local).Bool("probe", s.probe).Bool("marked_down", down).Int32("failures", b.failures.Load()).Msg("backend connect failed")
@@ -304,7 +306,7 @@ func (s *session) halfClosed() {
 		s.backend.Close()
 		return
 	}
-	s.client.Loop().Schedule(&s.timer, s.p.cfg.Limits.FinTimeout)
+	s.client.Loop().Schedule(&s.timer, s.gen.cfg.Limits.FinTimeout)
 }
 
 // OnDrainDeadline says goodbye to a client still connected when a drain
@@ -319,7 +321,7 @@ func (h *clientHandler) OnDrainDeadline(c *reactor.Conn) {
 	p := s.p
 	p.loopOf(c).counters.rejected[reasonShutdown].Add(1)
 	if !s.raw && s.hsLen > 0 && s.handshake.NextState != mc.NextStateStatus && s.state != stRelay && s.state != stDone {
-		_ = c.Write(p.shutdownDisconnect)
+		_ = c.Write(s.gen.shutdownDisconnect)
 	}
 	s.state = stDone
 	if s.backend != nil {
@@ -375,7 +377,7 @@ func (s *session) readHandshake() {
 	host, _ := mc.SplitAddress(hs.Address)
 	norm := mc.AppendNormalizedHost(make([]byte, 0, len(host)), host)
 	s.host = string(norm)
-	s.group = s.p.router.route(norm)
+	s.group = s.gen.router.route(norm)
 	if s.group == nil {
 		if hs.NextState == mc.NextStateStatus {
 			c.Discard(n)
@@ -400,13 +402,13 @@ func (s *session) readHandshake() {
 // rejecting a client whose unrouted input passed the pre-route cap) or bad
 // (after rejecting it).
 func (s *session) preRouteFrame(buf []byte, off int) (n, hl int, ok bool) {
-	n, hl, err := mc.SplitFrame(buf[off:], s.p.cfg.Limits.MaxFrame)
+	n, hl, err := mc.SplitFrame(buf[off:], s.gen.cfg.Limits.MaxFrame)
 	if err != nil {
 		s.reject(reasonBadFrame, err)
 		return 0, 0, false
 	}
 	if n == 0 {
-		if len(buf) > s.p.cfg.Limits.PrerouteBytes {
+		if len(buf) > s.gen.cfg.Limits.PrerouteBytes {
 			s.reject(reasonPrerouteCap, nil)
 		}
 		return 0, 0, false
@@ -435,7 +437,7 @@ func (s *session) readLoginStart() {
 func (s *session) connect() {
 	c := s.client
 	l := c.Loop()
-	r := s.p.router
+	r := s.gen.router
 	b, probe := s.group.pick(&s.p.loopOf(c).rnd, r.now(), r.lease)
 	if b == nil {
 		s.noHealthyBackend()
@@ -443,7 +445,7 @@ func (s *session) connect() {
 	}
 	s.target, s.probe = b, probe
 	s.state = stConnecting
-	s.backend = l.Dial(b.addr, s.p.cfg.Limits.ConnectTimeout, &s.p.backendSide, s)
+	s.backend = l.Dial(b.addr, s.gen.cfg.Limits.ConnectTimeout, &s.p.backendSide, s)
 }
 
 // noHealthyBackend answers a session whose group has no backend up: a
@@ -474,7 +476,7 @@ func (s *session) serveOfflineStatus() {
 func (s *session) dropProbe() {
 	if s.probe {
 		s.probe = false
-		s.target.dropProbe(s.p.router.now())
+		s.target.dropProbe(s.gen.router.now())
 	}
 }
 
@@ -546,13 +548,13 @@ func (s *session) onTimer() {
 		if s.clientEOF || s.backendEOF {
 			s.p.loopOf(c).counters.rejected[reasonFinTimeout].Add(1)
 			s.p.log.Info().Stringer("remote", c.RemoteAddr()).Str("user", s.username).Bool("client_done", s.clientEOF).
-				Dur("fin_timeout", s.p.cfg.Limits.FinTimeout).Msg("closing half-closed session: the other side did not finish")
+				Dur("fin_timeout", s.gen.cfg.Limits.FinTimeout).Msg("closing half-closed session: the other side did not finish")
 			s.state = stDone
 			c.Close()
 			s.backend.Close()
 			return
 		}
-		idle := s.p.cfg.Limits.IdleTimeout
+		idle := s.gen.cfg.Limits.IdleTimeout
 		if due := s.lastActive + int64(idle); due > l.Now() {
 			l.ScheduleAt(&s.timer, due)
 			return

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// greetingBackend answers every connection with its name and a newline.
+func greetingBackend(t *testing.T, name string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = io.WriteString(c, name+"\n")
+			c.Close()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// reachedBackend connects through the proxy and returns the name the
+// backend greeted with.
+func reachedBackend(t *testing.T, addr string) string {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		t.Fatalf("reading the greeting through the proxy: %v", err)
+	}
+	return strings.TrimSpace(line)
+}
+
+// TestSIGHUPReloadsTheConfig: SIGHUP re-reads the file: new sessions take
+// the new route; a broken file is refused with the process still serving
+// the last good configuration; both are counted in /metrics.
+func TestSIGHUPReloadsTheConfig(t *testing.T) {
+	a, b := greetingBackend(t, "a"), greetingBackend(t, "b")
+	listen, metrics := freePort(t), freePort(t)
+	path := filepath.Join(t.TempDir(), "proxy.yaml")
+	write := func(body string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conf := func(backend string) string {
+		return fmt.Sprintf("listeners: [{listen: %q, mode: raw, group: main}]\ngroups: {main: {backends: [{addr: %q}]}}\n", listen, backend)
+	}
+	write(conf(a))
+	ch := startChild(t, 0, "proxy", "--config", path, "--metrics-listen", metrics, "--log-level", "info")
+	waitListening(t, ch, listen)
+	if got := reachedBackend(t, listen); got != "a" {
+		t.Fatalf("before the reload: reached %q, want a", got)
+	}
+	hup := func() {
+		t.Helper()
+		if err := ch.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+	}
+	metric := func(line string) bool {
+		_, body := get(t, metrics, "/metrics")
+		return strings.Contains(string(body), line)
+	}
+	waitUntil := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s", what)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+
+	write(conf(b))
+	hup()
+	waitUntil("the ok reload in /metrics", func() bool { return metric(`tidegate_config_reloads_total{result="ok"} 1`) })
+	if got := reachedBackend(t, listen); got != "b" {
+		t.Fatalf("after the reload: reached %q, want b", got)
+	}
+
+	write(conf(a) + "limits: {connect_timeout: -3s}\n")
+	hup()
+	waitUntil("the failed reload in /metrics", func() bool { return metric(`tidegate_config_reloads_total{result="failed"} 1`) })
+	if !ch.running() {
+		t.Fatal("a bad configuration on SIGHUP ended the process")
+	}
+	if got := reachedBackend(t, listen); got != "b" {
+		t.Fatalf("after a refused reload: reached %q, want b (the last good configuration)", got)
+	}
+}

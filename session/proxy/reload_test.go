@@ -1,0 +1,191 @@
+package proxy
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// namedBackend accepts connections, greets each with its name and a
+// newline, and then echoes.
+func namedBackend(t *testing.T, name string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	t.Cleanup(func() {
+		ln.Close()
+		wg.Wait()
+	})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				if _, err := io.WriteString(c, name+"\n"); err != nil {
+					return
+				}
+				_, _ = io.Copy(c, c)
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// greetedBy connects through the proxy and returns the connection, its
+// reader and the name of the backend that answered.
+func greetedBy(t *testing.T, addr string) (net.Conn, *bufio.Reader, string) {
+	t.Helper()
+	c := dial(t, addr)
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	r := bufio.NewReader(c)
+	name, err := r.ReadString('\n')
+	if err != nil {
+		t.Fatalf("reading the backend's greeting: %v", err)
+	}
+	return c, r, strings.TrimSpace(name)
+}
+
+func echoLine(t *testing.T, c net.Conn, r *bufio.Reader, line string) {
+	t.Helper()
+	if _, err := io.WriteString(c, line+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.ReadString('\n')
+	if err != nil || got != line+"\n" {
+		t.Fatalf("echo: got %q, %v; want %q", got, err, line)
+	}
+}
+
+// TestReloadSwapsRoutesForNewSessionsOnly: after a reload that moves the
+// group to another backend, the open session goes on with the backend it
+// had, new sessions go to the new one, and the hash and counters say so.
+func TestReloadSwapsRoutesForNewSessionsOnly(t *testing.T) {
+	a, b := namedBackend(t, "a"), namedBackend(t, "b")
+	p, addr := startProxy(t, rawConfig(a))
+	old, oldR, name := greetedBy(t, addr)
+	if name != "a" {
+		t.Fatalf("first session reached %q, want a", name)
+	}
+	hash := p.ConfigHash()
+	cfg, err := ParseConfig([]byte(rawConfig(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Loops = 2 // as startProxy runs it
+	if err := p.Reload(cfg); err != nil {
+		t.Fatalf("Reload: %v", err)
+	}
+	if p.ConfigHash() == hash {
+		t.Fatal("the config hash did not change with the backends")
+	}
+	c, r, name := greetedBy(t, addr)
+	if name != "b" {
+		t.Fatalf("a session after the reload reached %q, want b", name)
+	}
+	echoLine(t, c, r, "new")
+	echoLine(t, old, oldR, "still on a") // the open session is untouched
+	if ok, failed := p.Reloads(); ok != 1 || failed != 0 {
+		t.Fatalf("reloads ok %d failed %d, want 1 and 0", ok, failed)
+	}
+}
+
+// TestReloadRefusesWhatNeedsARestart: a reload that changes a listener or a
+// limit the event loops enforce, or that does not validate, is refused with
+// every reason, and the running configuration stays.
+func TestReloadRefusesWhatNeedsARestart(t *testing.T) {
+	a := namedBackend(t, "a")
+	p, addr := startProxy(t, rawConfig(a))
+	hash := p.ConfigHash()
+	for _, tc := range []struct {
+		name, yaml string
+		want       []string
+	}{
+		{"listener and limits", fmt.Sprintf(`
+listeners: [{listen: "127.0.0.1:1", mode: raw, group: main}]
+groups: {main: {backends: [{addr: %q}]}}
+limits: {high_watermark: 524288, low_watermark: 131072, max_sessions: 10}
+`, a), []string{"listeners[0]: 127.0.0.1:1 raw, running 127.0.0.1:0 raw", "limits.high_watermark changed from 262144 to 524288", "limits.max_sessions changed from 0 to 10"}},
+		{"invalid", `
+listeners: [{listen: "127.0.0.1:0", mode: raw, group: nowhere}]
+groups: {main: {backends: [{addr: "127.0.0.1:1"}]}}
+limits: {high_watermark: 262144, low_watermark: 131072}
+`, []string{"nowhere"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := ParseConfig([]byte(tc.yaml))
+			if err == nil {
+				cfg.Loops = 2
+				err = p.Reload(cfg)
+			}
+			if err == nil {
+				t.Fatal("reload accepted")
+			}
+			p.CountFailedReload()
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+			if tc.name == "listener and limits" {
+				var re *ReloadError
+				if !errors.As(err, &re) || len(re.Problems) != 3 {
+					t.Errorf("want a *ReloadError with 3 problems, got %#v", err)
+				}
+			}
+			if p.ConfigHash() != hash {
+				t.Fatal("a refused reload changed the configuration")
+			}
+		})
+	}
+	if _, _, name := greetedBy(t, addr); name != "a" {
+		t.Fatalf("after refused reloads a session reached %q, want a", name)
+	}
+	if ok, failed := p.Reloads(); ok != 0 || failed != 2 {
+		t.Fatalf("reloads ok %d failed %d, want 0 and 2", ok, failed)
+	}
+}
+
+// TestReloadKeepsBackendHealth: a backend in both configurations keeps its
+// health state (a down backend stays down), a new one starts fresh.
+func TestReloadKeepsBackendHealth(t *testing.T) {
+	a, b := namedBackend(t, "a"), namedBackend(t, "b")
+	p, _ := startProxy(t, rawConfig(a))
+	ba := p.cur().router.groups["main"].backends[0]
+	ba.failures.Store(7)
+	text := fmt.Sprintf(`
+listeners: [{listen: "127.0.0.1:0", mode: raw, group: main}]
+groups: {main: {backends: [{addr: %q}, {addr: %q, weight: 3}]}}
+limits: {high_watermark: 262144, low_watermark: 131072}
+`, a, b)
+	cfg, err := ParseConfig([]byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Loops = 2
+	if err := p.Reload(cfg); err != nil {
+		t.Fatal(err)
+	}
+	bs := p.cur().router.groups["main"].backends
+	if len(bs) != 2 || bs[0].backendHealth != ba.backendHealth || bs[0].failures.Load() != 7 {
+		t.Fatal("the backend kept across the reload lost its health state")
+	}
+	if bs[1].failures.Load() != 0 || bs[1].weight != 3 {
+		t.Fatalf("new backend: failures %d weight %d", bs[1].failures.Load(), bs[1].weight)
+	}
+}
