@@ -35,6 +35,7 @@ func pushCommand() *cli.Command {
 			&cli.DurationFlag{Name: "read-idle", Value: def.ReadIdle, Usage: "read idleness after which a TCP subscriber (or an unfinished request) is closed; 0 disables"},
 			&cli.IntFlag{Name: "high-watermark", Value: def.HighWatermark, Usage: "most output `BYTES` queued per subscriber: what does not fit is dropped, counted and reported " +
 				"(a batch written while nothing is queued may leave one batch queued)"},
+			&cli.DurationFlag{Name: "drain-timeout", Value: 30 * time.Second, Usage: "on SIGTERM or SIGINT, stop accepting and let publishers go on this long; then every subscriber gets its pending batch and is closed once it is delivered (a second signal ends it)"},
 			&cli.DurationFlag{Name: "not-writable-timeout", Value: def.NotWritableTimeout, Usage: "abort a subscriber that stays not writable this long (its batches cut while output is queued, " +
 				"or output still queued when a heartbeat is due) and count it; 0 disables"},
 			&cli.IntFlag{Name: "buffer-budget", Value: def.BufferBudget, Usage: "most output `BYTES` queued for all subscribers together: a subscriber with output queued may hold " +
@@ -98,7 +99,12 @@ func runPush(c *cli.Context, cfg push.Config, log zerolog.Logger) error {
 	}
 	ready := listeningStatus(metricsAddr, "publish on "+strings.Join(boundAddrs(pub), ", "),
 		"subscribe on "+strings.Join(boundAddrs(sub), ", "))
-	return runUntilSignalDrain(c.Context, log, h, ready, nil, stopAll(srv.Stop, stopMetrics))
+	plan := &drainPlan{
+		timeout:  c.Duration("drain-timeout"),
+		shutdown: srv.Shutdown,
+		open:     srv.OpenConns,
+	}
+	return runUntilSignalDrain(c.Context, log, h, ready, plan, stopAll(srv.Stop, stopMetrics))
 }
 
 // logPushStats logs srv's counters every d until quit is closed.

@@ -93,6 +93,27 @@ func (s *Server) Stop(ctx context.Context) error {
 	return errors.Join(s.pub.Stop(ctx), s.sub.Stop(ctx))
 }
 
+// Shutdown drains the server: both listeners stop accepting at once,
+// publishers may go on until they disconnect or ctx ends, and then every
+// subscriber gets its pending batch and is closed once its queued output has
+// been delivered (bounded by the linger). It returns
+// reactor.ErrDrainDeadline when publishers were still connected at ctx's end.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.sub.StopAccepting()
+	perr := s.pub.Shutdown(ctx)
+	// Subscribers never end by themselves: their deadline is now.
+	expired, cancel := context.WithCancel(context.Background())
+	cancel()
+	serr := s.sub.Shutdown(expired)
+	if errors.Is(serr, reactor.ErrDrainDeadline) {
+		serr = nil // closing them was the plan
+	}
+	return errors.Join(perr, serr)
+}
+
+// OpenConns returns how many publishers and subscribers are connected.
+func (s *Server) OpenConns() int64 { return s.pub.OpenConns() + s.sub.OpenConns() }
+
 // Stats returns a snapshot of the counters summed over loops.
 func (s *Server) Stats() Stats {
 	st := Stats{Rejects: map[string]int64{}, Refusals: map[string]int64{}}

@@ -699,3 +699,51 @@ func TestSlowReaderStreamStaysFramed(t *testing.T) {
 		}
 	}
 }
+
+// TestShutdownFlushesPendingBatches: with a long window, events are still
+// pending when the server shuts down; every subscriber gets them and then a
+// clean end, new connections are refused, and Shutdown returns as soon as
+// the publishers are gone, not after the window.
+func TestShutdownFlushesPendingBatches(t *testing.T) {
+	srv, pub, sub := startServer(t, func(c *Config) { c.Window = time.Minute; c.Heartbeat = 0 })
+	c, lr := subscribeTCP(t, sub, "news")
+	waitFor(t, func() bool { return srv.Stats().TCPSubscribers == 1 }, func() string { return fmt.Sprintf("%+v", srv.Stats()) })
+	p := dial(t, pub)
+	if _, err := p.Write(publishFrame(t, "news", []byte("a"), []byte("b"))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return srv.Stats().PublishFrames == 1 }, func() string { return fmt.Sprintf("%+v", srv.Stats()) })
+	p.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := srv.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("Shutdown took %s: it waited for the window, not for the publishers", d)
+	}
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	var got []string
+	for {
+		evs, err := lr.next()
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				t.Fatalf("after %q: %v, want a clean end", got, err)
+			}
+			break
+		}
+		for _, e := range evs {
+			if e.op == pushproto.OpNext {
+				got = append(got, string(e.payload))
+			}
+		}
+	}
+	if strings.Join(got, ",") != "a,b" {
+		t.Fatalf("got events %q, want a,b", got)
+	}
+	if c, err := net.DialTimeout("tcp", sub, time.Second); err == nil {
+		c.Close()
+		t.Fatal("a subscriber was accepted after Shutdown")
+	}
+}

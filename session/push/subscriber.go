@@ -67,6 +67,14 @@ func (h subscribeHandler) OnOpen(c *reactor.Conn) {
 	s.rearm()
 }
 
+// OnDrainDeadline writes the subscriber's pending events at once when the
+// server shuts down; the reactor then closes it after they are delivered.
+func (h subscribeHandler) OnDrainDeadline(c *reactor.Conn) {
+	if s, ok := c.Value.(*subscriber); ok && s.kind != kindPending && s.kind != kindRefused {
+		s.flush()
+	}
+}
+
 func (h subscribeHandler) OnClose(c *reactor.Conn, _ error) {
 	s := c.Value.(*subscriber)
 	switch s.kind {
