@@ -3,6 +3,7 @@ package reactor
 import (
 	"errors"
 	"fmt"
+	"net"
 	"runtime"
 	"time"
 
@@ -81,6 +82,10 @@ type Config struct {
 	// means no budget but the watermarks. The total is the process's,
 	// shared by its servers; the smallest budget set applies.
 	BufferBudget int64
+	// Listeners, when set, holds for each of Addrs (by index) a socket that
+	// is listening already, such as one a process being upgraded handed over
+	// (Server.ListenerFiles); a nil entry is bound as usual.
+	Listeners []net.Listener
 	// Logger receives the server's and gnet's logs.
 	Logger zerolog.Logger
 

@@ -55,6 +55,7 @@ const (
 	stateCanceled                // closed while the dial was pending; the handler has been told
 	stateWantShutWrite           // CloseWrite was called: shut down the write side once output drains
 	stateWriteShut               // the write side is shut down
+	stateAdopted                 // taken over from another process (Loop.Adopt)
 )
 
 // Conn is one connection on a loop. Its methods must be called on its loop.

@@ -74,7 +74,13 @@ func (s *Server) openListeners() error {
 	lc := net.ListenConfig{Control: s.listenControl, KeepAlive: -1}
 	for i, a := range s.cfg.Addrs {
 		network, addr := splitAddr(a)
-		ln, err := lc.Listen(context.Background(), network, addr)
+		var ln net.Listener
+		var err error
+		if i < len(s.cfg.Listeners) && s.cfg.Listeners[i] != nil {
+			ln = s.cfg.Listeners[i]
+		} else {
+			ln, err = lc.Listen(context.Background(), network, addr)
+		}
 		if err != nil {
 			s.closeListeners()
 			return fmt.Errorf("reactor: listen on %s: %w", a, err)

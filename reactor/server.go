@@ -354,18 +354,35 @@ func (e *engineHandler) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 	l := e.s.loopOf(gc.EventLoop())
 	var c *Conn
 	switch v := gc.Context().(type) {
-	case *Conn: // a dial of ours
+	case *Conn: // a dial of ours, or a connection adopted from another process
 		c = v
 		if c.state&stateCanceled != 0 {
 			return nil, gnet.Close
 		}
 		l.timers.stop(&c.dialTimer)
-		l.stats.Dialed.Add(1)
+		switch {
+		case c.state&stateAdopted == 0:
+			l.stats.Dialed.Add(1)
+		case c.listener >= 0:
+			l.stats.Accepted.Add(1)
+		}
 	case *listener:
 		c = newConn(l, e.s.handler)
 		c.listener = v.index
 		e.s.acceptedOpen.Add(1)
 		l.stats.Accepted.Add(1)
+	case *adoption: // Server.Adopt, which did the accounting
+		c = newConn(l, v.h)
+		v.c = c
+		c.Value = v.value
+		c.listener = v.listener
+		c.state |= stateAdopted
+		if c.listener < 0 {
+			c.state |= stateOutbound
+			l.stats.Dialed.Add(1)
+		} else {
+			l.stats.Accepted.Add(1)
+		}
 	default: // nothing else is ours; gnet's own listener cannot be reached
 		return nil, gnet.Close
 	}

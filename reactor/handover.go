@@ -1,0 +1,301 @@
+package reactor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+
+	"github.com/panjf2000/gnet/v2"
+	"golang.org/x/sys/unix"
+)
+
+// Handing connections over to another process (a live upgrade): the old
+// process duplicates each socket and passes the duplicate over a Unix socket
+// (see HandoverConn); its own connection then closes without touching the
+// socket, since the duplicate keeps it open, so the peer sees nothing. The
+// new process registers the socket on one of its loops with Adopt.
+
+// ErrHandedOver is the error a handler's OnClose gets for a connection that
+// Detach gave to another process.
+var ErrHandedOver = errors.New("reactor: connection handed over to another process")
+
+// ListenerFiles returns a duplicate of each listening socket, in the order of
+// Config.Addrs, for another process to listen on (Config.Listeners). The
+// caller closes them.
+func (s *Server) ListenerFiles() ([]*os.File, error) {
+	files := make([]*os.File, 0, len(s.listeners))
+	for _, l := range s.listeners {
+		fl, ok := l.ln.(interface{ File() (*os.File, error) })
+		if !ok {
+			closeFiles(files)
+			return nil, fmt.Errorf("reactor: listener %s cannot give its descriptor", l.addr)
+		}
+		f, err := fl.File()
+		if err != nil {
+			closeFiles(files)
+			return nil, fmt.Errorf("reactor: duplicating listener %s: %w", l.addr, err)
+		}
+		files = append(files, f)
+	}
+	return files, nil
+}
+
+func closeFiles(fs []*os.File) {
+	for _, f := range fs {
+		_ = f.Close()
+	}
+}
+
+// Detach takes c's socket away from this server for another process. c
+// must not be read any more (PauseRead) and must have no output queued
+// (OutboundBuffered 0), or Detach fails and c goes on. It returns a
+// duplicate of the socket and the input c has buffered but not consumed;
+// c then closes without touching the socket (its peer sees nothing), and
+// its handler's OnClose gets ErrHandedOver.
+func (c *Conn) Detach() (*os.File, []byte, error) {
+	switch {
+	case c.gc == nil || c.tail != nil || c.Closing():
+		return nil, nil, errors.New("reactor: detach: the connection is not open both ways")
+	case c.pause&pauseUser == 0:
+		return nil, nil, errors.New("reactor: detach: the connection is still being read (PauseRead first)")
+	case c.OutboundBuffered() > 0 || c.gc.OutboundBuffered() > 0:
+		return nil, nil, fmt.Errorf("reactor: detach: %d bytes of output are still queued", c.OutboundBuffered()+c.gc.OutboundBuffered())
+	}
+	in, _ := c.gc.Peek(-1)
+	rest := append([]byte(nil), in...)
+	fd, err := unix.Dup(c.gc.Fd())
+	if err != nil {
+		return nil, nil, fmt.Errorf("reactor: detach: dup: %w", err)
+	}
+	unix.CloseOnExec(fd)
+	f := os.NewFile(uintptr(fd), "handover")
+	_, _ = c.gc.Discard(-1)
+	c.loop.unwatch(c)
+	c.closeErr = ErrHandedOver
+	c.state |= stateClosing
+	c.closeNow()
+	return f, rest, nil
+}
+
+// Adopt registers nc, a connection taken over from another process, on this
+// loop: h.OnOpen runs for it there with c.Value set to value, as for a
+// connection accepted on listener (its index in Config.Addrs; -1 for an
+// outbound one). Two connections adopted on one loop share it, as a client
+// and the backend dialed for it do. Adopt returns once gnet has registered
+// its own duplicate of nc, after OnOpen; the caller closes nc. It must not
+// be called on a loop.
+func (l *Loop) Adopt(nc net.Conn, h Handler, value any, listener int) (*Conn, error) {
+	c := newConn(l, h)
+	c.Value = value
+	c.listener = listener
+	c.state |= stateAdopted
+	if listener < 0 {
+		c.state |= stateOutbound
+	} else {
+		l.srv.acceptedOpen.Add(1)
+		holdFDs(l.srv.cfg.FDsPerConn)
+	}
+	res, err := l.el.Enroll(gnet.NewContext(context.Background(), c), nc)
+	if err == nil {
+		err = (<-res).Err
+	}
+	if err != nil {
+		l.adoptFailed(c)
+		return nil, fmt.Errorf("reactor: adopting %s: %w", nc.RemoteAddr(), err)
+	}
+	return c, nil
+}
+
+// adoption is the registration context of a connection Server.Adopt takes
+// over: OnOpen makes its Conn on the loop gnet chose.
+type adoption struct {
+	h        Handler
+	value    any
+	listener int
+	c        *Conn // set by OnOpen, read once gnet has reported the registration
+}
+
+// Adopt is Loop.Adopt on the least loaded loop, which gnet chooses; a
+// second connection that must share the first one's loop is adopted with
+// c.Loop().Adopt. It must not be called on a loop.
+func (s *Server) Adopt(nc net.Conn, h Handler, value any, listener int) (*Conn, error) {
+	if listener >= 0 {
+		s.acceptedOpen.Add(1)
+		holdFDs(s.cfg.FDsPerConn)
+	}
+	a := &adoption{h: h, value: value, listener: listener}
+	res, err := s.engine.Register(gnet.NewContext(gnet.NewNetConnContext(context.Background(), nc), a))
+	if err == nil {
+		err = (<-res).Err
+	}
+	c := a.c
+	if err == nil && c == nil {
+		err = errors.New("no loop opened it")
+	}
+	if err != nil {
+		if listener >= 0 {
+			s.acceptedOpen.Add(-1)
+			holdFDs(-s.cfg.FDsPerConn)
+		}
+		return nil, fmt.Errorf("reactor: adopting %s: %w", nc.RemoteAddr(), err)
+	}
+	return c, nil
+}
+
+func (l *Loop) adoptFailed(c *Conn) {
+	if c.listener >= 0 {
+		l.srv.acceptedOpen.Add(-1)
+		holdFDs(-l.srv.cfg.FDsPerConn)
+	}
+}
+
+// EachConn calls f for every open connection on the loop that was accepted
+// (not dialed). It must run on the loop; f may close connections.
+func (l *Loop) EachConn(f func(*Conn)) {
+	for _, c := range append([]*Conn(nil), l.conns...) {
+		if c.listener >= 0 && c.state&(stateCloseQueued|stateClosed) == 0 {
+			f(c)
+		}
+	}
+}
+
+// maxHandoverPayload bounds one handover message; maxHandoverFiles the
+// descriptors it carries.
+const (
+	maxHandoverPayload = 64 << 20
+	maxHandoverFiles   = 64
+)
+
+// HandoverConn carries handover messages between two processes over a Unix
+// stream socket: each is a 4-byte big-endian length, the payload, and the
+// descriptors passed with it (SCM_RIGHTS, attached to its first bytes).
+type HandoverConn struct {
+	c   *net.UnixConn
+	oob []byte
+}
+
+// NewHandoverConn wraps c.
+func NewHandoverConn(c *net.UnixConn) *HandoverConn {
+	return &HandoverConn{c: c, oob: make([]byte, unix.CmsgSpace(4*maxHandoverFiles))}
+}
+
+// Close closes the socket.
+func (h *HandoverConn) Close() error { return h.c.Close() }
+
+// Send writes one message with files; the files stay open for the caller.
+func (h *HandoverConn) Send(payload []byte, files ...*os.File) error {
+	if len(payload) > maxHandoverPayload || len(files) > maxHandoverFiles {
+		return fmt.Errorf("reactor: handover message of %d bytes and %d descriptors is over the bounds (%d, %d)",
+			len(payload), len(files), maxHandoverPayload, maxHandoverFiles)
+	}
+	msg := make([]byte, 4+len(payload))
+	msg[0], msg[1], msg[2], msg[3] = byte(len(payload)>>24), byte(len(payload)>>16), byte(len(payload)>>8), byte(len(payload))
+	copy(msg[4:], payload)
+	var oob []byte
+	if len(files) > 0 {
+		fds := make([]int, len(files))
+		for i, f := range files {
+			fds[i] = int(f.Fd())
+		}
+		oob = unix.UnixRights(fds...)
+	}
+	n, _, err := h.c.WriteMsgUnix(msg, oob, nil)
+	if err != nil {
+		return fmt.Errorf("reactor: sending a handover message: %w", err)
+	}
+	if n < len(msg) { // the descriptors went with the first part
+		if _, err := h.c.Write(msg[n:]); err != nil {
+			return fmt.Errorf("reactor: sending a handover message: %w", err)
+		}
+	}
+	return nil
+}
+
+// Recv reads one message and the files that came with it.
+func (h *HandoverConn) Recv() ([]byte, []*os.File, error) {
+	var hdr [4]byte
+	n, oobn, _, _, err := h.c.ReadMsgUnix(hdr[:], h.oob)
+	if err != nil {
+		return nil, nil, err
+	}
+	files, ferr := parseRights(h.oob[:oobn])
+	if ferr != nil {
+		return nil, nil, ferr
+	}
+	fail := func(err error) ([]byte, []*os.File, error) {
+		closeFiles(files)
+		return nil, nil, err
+	}
+	if _, err := io.ReadFull(h.c, hdr[n:]); err != nil {
+		return fail(fmt.Errorf("reactor: reading a handover message header: %w", err))
+	}
+	size := int(hdr[0])<<24 | int(hdr[1])<<16 | int(hdr[2])<<8 | int(hdr[3])
+	if size > maxHandoverPayload {
+		return fail(fmt.Errorf("reactor: handover message of %d bytes is over the bound of %d", size, maxHandoverPayload))
+	}
+	payload := make([]byte, size)
+	if _, err := io.ReadFull(h.c, payload); err != nil {
+		return fail(fmt.Errorf("reactor: reading a handover message of %d bytes: %w", size, err))
+	}
+	return payload, files, nil
+}
+
+func parseRights(oob []byte) ([]*os.File, error) {
+	if len(oob) == 0 {
+		return nil, nil
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil, fmt.Errorf("reactor: handover control message: %w", err)
+	}
+	var files []*os.File
+	for _, m := range msgs {
+		fds, err := unix.ParseUnixRights(&m)
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			unix.CloseOnExec(fd)
+			files = append(files, os.NewFile(uintptr(fd), "handover"))
+		}
+	}
+	return files, nil
+}
+
+// NewHandoverPair returns a connected pair of Unix stream sockets: the
+// HandoverConn for this process and the other end as a file, for a child
+// process (exec.Cmd.ExtraFiles) to open with HandoverFromFile.
+func NewHandoverPair() (*HandoverConn, *os.File, error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reactor: socketpair for a handover: %w", err)
+	}
+	unix.CloseOnExec(fds[0])
+	unix.CloseOnExec(fds[1])
+	mine := os.NewFile(uintptr(fds[0]), "handover")
+	h, err := HandoverFromFile(mine)
+	mine.Close()
+	if err != nil {
+		unix.Close(fds[1])
+		return nil, nil, err
+	}
+	return h, os.NewFile(uintptr(fds[1]), "handover"), nil
+}
+
+// HandoverFromFile returns the HandoverConn of a Unix socket given as a
+// file, such as the end NewHandoverPair gave a child. f may be closed after.
+func HandoverFromFile(f *os.File) (*HandoverConn, error) {
+	c, err := net.FileConn(f)
+	if err != nil {
+		return nil, fmt.Errorf("reactor: handover socket %s: %w", f.Name(), err)
+	}
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		c.Close()
+		return nil, fmt.Errorf("reactor: handover socket %s is a %T, not a Unix socket", f.Name(), c)
+	}
+	return NewHandoverConn(uc), nil
+}

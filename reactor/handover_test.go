@@ -1,0 +1,111 @@
+package reactor
+
+import (
+	"errors"
+	"io"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// recordingEcho is echoHandler that records the error each close reports.
+type recordingEcho struct {
+	echoHandler
+	handedOver atomic.Int32
+}
+
+func (h *recordingEcho) OnClose(c *Conn, err error) {
+	if errors.Is(err, ErrHandedOver) {
+		h.handedOver.Add(1)
+	}
+	h.echoHandler.OnClose(c, err)
+}
+
+// TestDetachAndAdoptMoveAConnection: a connection detached from one server,
+// passed over a Unix socket with HandoverConn and adopted by another, goes
+// on there: the client sees no end, bytes it sent while nobody read it
+// arrive, and the first server's handler hears ErrHandedOver.
+func TestDetachAndAdoptMoveAConnection(t *testing.T) {
+	oldH, newH := &recordingEcho{}, &echoHandler{}
+	oldS, addr := startServer(t, Config{Addrs: []string{"tcp://127.0.0.1:0"}, Loops: 1}, oldH)
+	newS, _ := startServer(t, Config{Addrs: []string{"tcp://127.0.0.1:0"}, Loops: 1}, newH)
+	c := dial(t, addr)
+	if err := echoOnce(c, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	send, other, err := NewHandoverPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	recv, err := HandoverFromFile(other)
+	other.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { send.Close(); recv.Close() })
+
+	// Pause it, let the client send meanwhile, then detach.
+	paused := make(chan struct{})
+	_ = oldS.Loops()[0].Execute(func() {
+		oldH.mu.Lock()
+		oldH.conns[0].PauseRead()
+		oldH.mu.Unlock()
+		close(paused)
+	})
+	<-paused
+	if _, err := c.Write([]byte("sent while paused")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond) // into the kernel's buffer (or gnet's)
+	errc := make(chan error, 1)
+	_ = oldS.Loops()[0].Execute(func() {
+		oldH.mu.Lock()
+		conn := oldH.conns[0]
+		oldH.mu.Unlock()
+		f, rest, err := conn.Detach()
+		if err != nil {
+			errc <- err
+			return
+		}
+		go func() {
+			defer f.Close()
+			errc <- send.Send(rest, f)
+		}()
+	})
+	if err := <-errc; err != nil {
+		t.Fatalf("detach and send: %v", err)
+	}
+	rest, files, err := recv.Recv()
+	if err != nil || len(files) != 1 {
+		t.Fatalf("recv: %d files, %v", len(files), err)
+	}
+	nc, err := net.FileConn(files[0])
+	files[0].Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	adopted, err := newS.Adopt(nc, newH, nil, 0)
+	nc.Close()
+	if err != nil {
+		t.Fatalf("adopt: %v", err)
+	}
+	if len(rest) > 0 { // what the old server had read but not handled
+		done := make(chan struct{})
+		_ = adopted.Loop().Execute(func() { _ = adopted.Write(rest); close(done) })
+		<-done
+	}
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	got := make([]byte, len("sent while paused"))
+	if _, err := io.ReadFull(c, got); err != nil || string(got) != "sent while paused" {
+		t.Fatalf("after the handover: %q, %v", got, err)
+	}
+	if err := echoOnce(c, 5*time.Second); err != nil {
+		t.Fatalf("echo on the new server: %v", err)
+	}
+	waitFor(t, 5*time.Second, func() bool { return oldH.handedOver.Load() == 1 })
+	if st := newS.Stats(); st.Accepted != 1 || st.Active != 1 {
+		t.Fatalf("new server: accepted %d active %d, want 1 and 1", st.Accepted, st.Active)
+	}
+}
+
