@@ -108,4 +108,3 @@ func TestDetachAndAdoptMoveAConnection(t *testing.T) {
 		t.Fatalf("new server: accepted %d active %d, want 1 and 1", st.Accepted, st.Active)
 	}
 }
-
