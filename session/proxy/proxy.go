@@ -161,6 +161,16 @@ func (p *Proxy) admit(gen *generation, ip string) (reason, bool) {
 	return 0, true
 }
 
+// admitAdopted counts a session taken over from another process against its
+// IP, without refusing it: it was admitted there.
+func (p *Proxy) admitAdopted(gen *generation, ip string) {
+	if gen.cfg.Limits.MaxSessionsPerIP > 0 {
+		p.ipMu.Lock()
+		p.perIP[ip]++
+		p.ipMu.Unlock()
+	}
+}
+
 // release undoes admit, under the configuration that admitted the session.
 func (p *Proxy) release(gen *generation, ip string) {
 	if gen.cfg.Limits.MaxSessionsPerIP > 0 {

@@ -19,6 +19,8 @@ const (
 	stConnecting               // backend dial in flight; client bytes wait unconsumed
 	stRelay                    // both connected: bytes flow both ways
 	stDone                     // closing
+	stAdopting                 // taken over from another process, waiting for its backend socket
+	stHandedOver               // given to another process
 )
 
 // session joins a client and its backend. Both connections' callbacks run
@@ -52,6 +54,10 @@ type session struct {
 	clientEOF, backendEOF bool
 	onBackend             bool   // counted in target.active
 	early                 []byte // what the client sent before a half-close while the backend was connecting
+
+	handingOver bool      // paused for a hand-over to another process (upgrade.go)
+	adopted     bool      // taken over from another process
+	adoptIn     [2][]byte // taken over: what the client and the backend sent that is not yet relayed
 }
 
 // clientHandler receives the events of client connections.
@@ -61,6 +67,10 @@ type clientHandler Proxy
 type backendHandler struct{ p *Proxy }
 
 func (h *clientHandler) OnOpen(c *reactor.Conn) {
+	if s, ok := c.Value.(*session); ok { // handed over by another process
+		s.adoptedClient(c)
+		return
+	}
 	p := (*Proxy)(h)
 	gen := p.cur()
 	ls := p.loopOf(c)
@@ -103,6 +113,7 @@ func (h *clientHandler) OnTraffic(c *reactor.Conn) {
 	case stRelay:
 		cnt := &s.p.loopOf(c).counters
 		s.relay(c, s.backend, &s.c2s, &cnt.bytesC2S, &cnt.framesC2S)
+	case stAdopting: // kept for the backend, which is being adopted
 	default:
 		c.Discard(-1)
 	}
@@ -120,6 +131,9 @@ func (h *clientHandler) OnClose(c *reactor.Conn, err error) {
 	c.Loop().Stop(&s.timer)
 	s.leaveBackend()
 	s.dropProbe()
+	if errors.Is(err, reactor.ErrHandedOver) {
+		return // the backend socket goes to the other process too
+	}
 	s.state = stDone
 	if b := s.backend; b != nil {
 		if b.Opened() && !b.Closing() {
@@ -136,6 +150,10 @@ func (h *clientHandler) OnClose(c *reactor.Conn, err error) {
 
 func (h *backendHandler) OnOpen(bc *reactor.Conn) {
 	s := bc.Value.(*session)
+	if s.adopted && s.backend == nil {
+		s.adoptedBackend(bc)
+		return
+	}
 	p := s.p
 	s.probe = false
 	if s.target.markUp() {
@@ -199,6 +217,9 @@ func (h *backendHandler) OnClose(bc *reactor.Conn, err error) {
 	s := bc.Value.(*session)
 	p := s.p
 	c := s.client
+	if errors.Is(err, reactor.ErrHandedOver) {
+		return // the client's OnClose did the accounting
+	}
 	var de *reactor.DialError
 	if errors.As(err, &de) {
 		p.loopOf(bc).counters.connectFailed.Add(1)
@@ -566,7 +587,7 @@ func (s *session) onTimer() {
 		if s.backend != nil {
 			s.backend.Close()
 		}
-	case stDone:
+	case stDone, stAdopting, stHandedOver:
 	default:
 		s.reject(reasonHandshakeTimeout, nil)
 	}

@@ -1,0 +1,176 @@
+package proxy
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tidegate/tidegate/reactor"
+	"github.com/tidegate/tidegate/session/mcbackend"
+)
+
+// handOver moves every session of from to to over a fresh socket pair and
+// returns how many went.
+func handOver(t *testing.T, from, to *Proxy) int {
+	t.Helper()
+	send, other, err := reactor.NewHandoverPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	recv, err := reactor.HandoverFromFile(other)
+	other.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := make(chan int, 1)
+	go func() {
+		n, err := to.TakeOver(recv)
+		if err != nil {
+			t.Errorf("TakeOver: %v", err)
+		}
+		recv.Close()
+		took <- n
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	n, err := from.HandOver(ctx, send)
+	send.Close()
+	if err != nil {
+		t.Fatalf("HandOver: %v", err)
+	}
+	if got := <-took; got != n {
+		t.Fatalf("handed over %d sessions, taken over %d", n, got)
+	}
+	return n
+}
+
+// TestHandOverKeepsStreamsWhole: 40 raw sessions stream random bytes both
+// ways (an echo backend), and go on writing while the proxy hands them to
+// another proxy, once each has sent a quarter of its stream. Every
+// session's echo arrives whole and in order (sha256), no session ends, and
+// the sessions are counted on the new proxy only.
+func TestHandOverKeepsStreamsWhole(t *testing.T) {
+	const sessions, size, piece = 40, 1 << 20, 16 << 10
+	be := echoListener(t)
+	oldP, addr := startProxy(t, rawConfig(be))
+	newP, _ := startProxy(t, rawConfig(be))
+	var wg sync.WaitGroup
+	errs := make(chan error, sessions)
+	quarter := make(chan struct{}, sessions)
+	for i := 0; i < sessions; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			data := make([]byte, size)
+			rng := rand.New(rand.NewPCG(uint64(i), 9))
+			for j := range data {
+				data[j] = byte(rng.Uint32())
+			}
+			c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+			if err != nil {
+				errs <- err
+				quarter <- struct{}{}
+				return
+			}
+			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(60 * time.Second))
+			go func() {
+				for off := 0; off < size; off += piece {
+					if off == size/4 {
+						quarter <- struct{}{}
+					}
+					if _, err := c.Write(data[off : off+piece]); err != nil {
+						return
+					}
+					time.Sleep(time.Millisecond)
+				}
+			}()
+			h := sha256.New()
+			if n, err := io.CopyN(h, c, size); err != nil {
+				errs <- fmt.Errorf("session %d: after %d of %d bytes: %w", i, n, size, err)
+				return
+			}
+			if [32]byte(h.Sum(nil)) != sha256.Sum256(data) {
+				errs <- fmt.Errorf("session %d: the echo differs from what was sent", i)
+			}
+		}(i)
+	}
+	for i := 0; i < sessions; i++ {
+		<-quarter
+	}
+	waitFor(t, func() bool { return oldP.Stats().Active == sessions })
+	n := handOver(t, oldP, newP)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if n != sessions {
+		t.Fatalf("handed over %d sessions, want %d", n, sessions)
+	}
+	if a := oldP.Stats().Active; a != 0 {
+		t.Fatalf("old proxy still has %d sessions", a)
+	}
+	if st := newP.Stats(); st.BytesC2S == 0 || st.BytesS2C == 0 {
+		t.Fatalf("new proxy relayed %d bytes up and %d down, want both", st.BytesC2S, st.BytesS2C)
+	}
+}
+
+// TestHandOverMinecraftPlay: a player in play state is handed over
+// mid-stream; its frames go on being relayed and counted whole on the new
+// proxy.
+func TestHandOverMinecraftPlay(t *testing.T) {
+	be := startBackend(t, mcbackend.Config{})
+	oldP, addr := startProxy(t, mcConfig(be, ""))
+	newP, _ := startProxy(t, mcConfig(be, ""))
+	c := dial(t, addr)
+	login17(t, c, "localhost", "Mover")
+	echo(t, c, []byte("before"))
+	if n := handOver(t, oldP, newP); n != 1 {
+		t.Fatalf("handed over %d sessions, want 1", n)
+	}
+	for i := 0; i < 10; i++ {
+		echo(t, c, []byte(fmt.Sprintf("after %d", i)))
+	}
+	st := newP.Stats()
+	if st.FramesC2S != 10 || st.FramesS2C != 10 || st.Unframed != 0 {
+		t.Fatalf("new proxy counted %d frames up, %d down, %d unframed; want 10, 10, 0", st.FramesC2S, st.FramesS2C, st.Unframed)
+	}
+	if st.Active != 1 {
+		t.Fatalf("new proxy has %d sessions, want 1", st.Active)
+	}
+}
+
+// echoListener is a plain TCP echo server.
+func echoListener(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				_, _ = io.Copy(c, c)
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
