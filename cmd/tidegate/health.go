@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"net/http"
+	"os"
 	"sync/atomic"
 
 	"github.com/tidegate/tidegate/reactor"
@@ -96,7 +97,9 @@ func (h *healthRegistry) Draining() bool { return h != nil && h.draining.Load() 
 
 // healthReport is the JSON body of /healthz and /readyz.
 type healthReport struct {
-	OK     bool          `json:"ok"`
+	OK bool `json:"ok"`
+	// PID tells processes apart across a live upgrade.
+	PID    int           `json:"pid"`
 	Checks []checkResult `json:"checks"`
 }
 
@@ -132,6 +135,7 @@ func (h *healthRegistry) report(readiness bool) healthReport {
 func (h *healthRegistry) handler(readiness bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, _ *http.Request) {
 		r := h.report(readiness)
+		r.PID = os.Getpid()
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
 		if !r.OK {

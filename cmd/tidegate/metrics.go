@@ -33,10 +33,19 @@ func serveMetrics(addr string, h *healthRegistry, cs ...prometheus.Collector) (n
 	// Profiles for operators; the metrics address is theirs to keep private.
 	mux.HandleFunc("/debug/pprof/", httppprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", httppprof.Profile)
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, nil, fmt.Errorf("metrics listen on %s: %w", addr, err)
+	metricsMu.Lock()
+	ln := metricsInherited // from a live upgrade
+	metricsInherited = nil
+	metricsMu.Unlock()
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", addr); err != nil {
+			return nil, nil, fmt.Errorf("metrics listen on %s: %w", addr, err)
+		}
 	}
+	metricsMu.Lock()
+	metricsServing = ln
+	metricsMu.Unlock()
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	return ln.Addr(), srv.Shutdown, nil

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 
@@ -67,13 +68,29 @@ func proxyCommand() *cli.Command {
 // runProxy starts the proxy of cfg (and with --demo the fake backend) and
 // serves until a signal, or until an engine ends.
 func runProxy(c *cli.Context, cfg *proxy.Config, log zerolog.Logger) error {
+	inh, err := takeInheritance()
+	if err != nil {
+		return startError(err)
+	}
+	var inherited []net.Listener
+	if inh != nil {
+		inherited = inh.proxyListeners(len(cfg.Listeners))
+		metricsMu.Lock()
+		metricsInherited = inh.listeners[metricsListenerName]
+		delete(inh.listeners, metricsListenerName)
+		metricsMu.Unlock()
+		log.Info().Int("listeners", len(inherited)).Msg("upgrade: started by a live upgrade, on the old process's listeners")
+	}
 	h := newHealthRegistry()
 	var stops []func(context.Context) error
 	var status []string // what listens, for the service manager
 	// Whatever started is stopped when a later step fails.
 	fail := func(err error) error { return stopAfter(err, stopAll(stops...)) }
-	p, err := proxy.New(cfg, log)
+	p, err := proxy.NewWithListeners(cfg, log, inherited)
 	if err != nil {
+		if inh != nil {
+			inh.close()
+		}
 		return configError(err)
 	}
 	if c.Bool("demo") {
@@ -120,6 +137,13 @@ func runProxy(c *cli.Context, cfg *proxy.Config, log zerolog.Logger) error {
 		shutdown: p.Shutdown,
 		open:     func() int64 { return p.Stats().Active },
 		reload:   func() error { return reloadProxy(log, p, path) },
+	}
+	up := &upgrader{log: log, p: p, stopMetrics: stopMetrics, handoverTime: cfg.Shutdown.DrainTimeout}
+	plan.upgrade = up.upgrade
+	if inh != nil {
+		if err := inh.serve(log, p); err != nil {
+			log.Error().Err(err).Msg("upgrade: the old process keeps its sessions")
+		}
 	}
 	return runUntilSignalDrain(c.Context, log, h, listeningStatus(metricsAddr, status...), plan, stopAll(append(stops, stopMetrics)...))
 }

@@ -77,6 +77,7 @@ func TestSIGHUPReloadsTheConfig(t *testing.T) {
 	if got := reachedBackend(t, listen); got != "a" {
 		t.Fatalf("before the reload: reached %q, want a", got)
 	}
+	healthPID(t, metrics) // the metrics server is up (it starts after the listeners)
 	hup := func() {
 		t.Helper()
 		if err := ch.cmd.Process.Signal(syscall.SIGHUP); err != nil {

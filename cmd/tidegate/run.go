@@ -105,6 +105,9 @@ type drainPlan struct {
 	// (returning every problem if it cannot); without it SIGHUP is logged
 	// and ignored rather than ending the process, Go's default.
 	reload func() error
+	// upgrade, when set, runs a live upgrade on SIGUSR2 and reports whether
+	// a new process took over; then this one drains what is left and exits.
+	upgrade func() (bool, error)
 }
 
 // drainProgress is how often a drain logs what is still open.
@@ -125,6 +128,7 @@ func runUntilSignalDrain(ctx context.Context, log zerolog.Logger, h *healthRegis
 	defer signal.Stop(sigs)
 	catchReloadSignals()
 	hups := reloadSignals
+	usr2 := upgradeSignals
 	if ready != "" {
 		notifyReady(log, ready)
 	}
@@ -149,6 +153,10 @@ func runUntilSignalDrain(ctx context.Context, log zerolog.Logger, h *healthRegis
 		select {
 		case <-hups:
 			reloadOnSignal(log, plan, ready)
+		case <-usr2:
+			if upgradeOnSignal(log, plan) {
+				cause = "upgrade"
+			}
 		case sig := <-sigs:
 			cause = sig.String()
 		case <-ctx.Done():
@@ -246,8 +254,30 @@ func stopWithin(stop func(context.Context) error) error {
 // default) nor lost: it is handled once the server runs.
 var reloadSignals = make(chan os.Signal, 1)
 
-// catchReloadSignals routes SIGHUP to reloadSignals; calling it again does nothing more.
-func catchReloadSignals() { signal.Notify(reloadSignals, syscall.SIGHUP) }
+// upgradeSignals receives SIGUSR2 (a live upgrade) the same way.
+var upgradeSignals = make(chan os.Signal, 1)
+
+// catchReloadSignals routes SIGHUP to reloadSignals and SIGUSR2 to
+// upgradeSignals; calling it again does nothing more.
+func catchReloadSignals() {
+	signal.Notify(reloadSignals, syscall.SIGHUP)
+	signal.Notify(upgradeSignals, syscall.SIGUSR2)
+}
+
+// upgradeOnSignal handles a SIGUSR2 and reports whether a new process took
+// over (this one then drains and exits).
+func upgradeOnSignal(log zerolog.Logger, plan *drainPlan) bool {
+	if plan == nil || plan.upgrade == nil {
+		log.Warn().Msg(errNoUpgrade.Error())
+		return false
+	}
+	log.Info().Msg("SIGUSR2: live upgrade")
+	ok, err := plan.upgrade()
+	if err != nil {
+		log.Error().Err(err).Msg("live upgrade failed: this process goes on serving")
+	}
+	return ok
+}
 
 // reloadOnSignal handles a SIGHUP: it reloads with the plan's reload, telling
 // a service manager RELOADING=1 and then READY=1 again (ready is the status

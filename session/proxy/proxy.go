@@ -44,7 +44,12 @@ type loopState struct {
 }
 
 // New builds a proxy from a validated configuration; log receives its logs.
-func New(cfg *Config, log zerolog.Logger) (*Proxy, error) {
+func New(cfg *Config, log zerolog.Logger) (*Proxy, error) { return NewWithListeners(cfg, log, nil) }
+
+// NewWithListeners is New with sockets already listening for some of the
+// configured listeners (by index; nil entries are bound at Start), such as
+// those a process being upgraded handed over.
+func NewWithListeners(cfg *Config, log zerolog.Logger, listeners []net.Listener) (*Proxy, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -71,6 +76,7 @@ func New(cfg *Config, log zerolog.Logger) (*Proxy, error) {
 		MaxConns:     cfg.Limits.MaxSessions,
 		FDsPerConn:   2, // the client and its backend
 		BufferBudget: cfg.Limits.BufferBudget,
+		Listeners:    listeners,
 		Logger:       log,
 	}, (*clientHandler)(p))
 	if err != nil {

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestLiveUpgradeKeepsEverySession: 1,000 raw sessions stream random bytes
+// both ways (an echo backend) while the proxy gets SIGUSR2. A new process
+// takes over the listeners and every session; each echo arrives whole
+// (sha256), no session sees an end or an error, the old process exits 0,
+// and the new one serves new connections.
+func TestLiveUpgradeKeepsEverySession(t *testing.T) {
+	const sessions, pieces, piece = 1000, 48, 2 << 10
+	listen, metrics := freePort(t), freePort(t)
+	cfg := filepath.Join(t.TempDir(), "proxy.yaml")
+	yaml := fmt.Sprintf("listeners: [{listen: %q, mode: raw, group: main}]\ngroups: {main: {backends: [{addr: %q}]}}\n"+
+		"shutdown: {drain_timeout: 30s}\n", listen, echoBackend(t))
+	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ch := startChild(t, 0, "proxy", "--config", cfg, "--metrics-listen", metrics, "--log-level", "info")
+	waitListening(t, ch, listen)
+	oldPID := healthPID(t, metrics)
+
+	var wg sync.WaitGroup
+	var failed atomic.Int32
+	errs := make(chan error, sessions)
+	started := make(chan struct{}, sessions)
+	for i := 0; i < sessions; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			data := make([]byte, pieces*piece)
+			rng := rand.New(rand.NewPCG(uint64(i), 11))
+			for j := range data {
+				data[j] = byte(rng.Uint32())
+			}
+			c, err := net.DialTimeout("tcp", listen, 10*time.Second)
+			if err != nil {
+				failed.Add(1)
+				errs <- err
+				started <- struct{}{}
+				return
+			}
+			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(90 * time.Second))
+			go func() {
+				for k := 0; k < pieces; k++ {
+					if _, err := c.Write(data[k*piece : (k+1)*piece]); err != nil {
+						return
+					}
+					if k == 0 {
+						started <- struct{}{}
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+			}()
+			h := sha256.New()
+			if n, err := io.CopyN(h, c, int64(len(data))); err != nil {
+				failed.Add(1)
+				errs <- fmt.Errorf("session %d: after %d of %d bytes: %w", i, n, len(data), err)
+				return
+			}
+			if [32]byte(h.Sum(nil)) != sha256.Sum256(data) {
+				failed.Add(1)
+				errs <- fmt.Errorf("session %d: the echo differs from what was sent", i)
+			}
+		}(i)
+	}
+	for i := 0; i < sessions; i++ {
+		<-started
+	}
+	if err := ch.cmd.Process.Signal(syscall.SIGUSR2); err != nil {
+		t.Fatal(err)
+	}
+	var newPID int
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if pid, ok := tryHealthPID(metrics); ok && pid != oldPID {
+			newPID = pid
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no new process answered /healthz after SIGUSR2")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(newPID, syscall.SIGKILL) })
+	wg.Wait()
+	close(errs)
+	n := 0
+	for err := range errs {
+		if n++; n <= 10 {
+			t.Error(err)
+		}
+	}
+	if f := failed.Load(); f > 0 {
+		t.Fatalf("%d of %d sessions failed across the upgrade", f, sessions)
+	}
+	select {
+	case err := <-ch.done:
+		ch.done <- err
+		if err != nil {
+			t.Fatalf("old process: %v, want exit 0", err)
+		}
+	case <-time.After(40 * time.Second):
+		t.Fatal("the old process did not exit after handing everything over")
+	}
+	c, err := net.DialTimeout("tcp", listen, 5*time.Second)
+	if err != nil {
+		t.Fatalf("after the upgrade: %v", err)
+	}
+	defer c.Close()
+	if err := echoFrame(c, []byte("after the upgrade"), 5*time.Second); err != nil {
+		t.Fatalf("a new session after the upgrade: %v", err)
+	}
+}
+
+// healthPID returns the pid /healthz reports, waiting for it to answer.
+func healthPID(t *testing.T, addr string) int {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if pid, ok := tryHealthPID(addr); ok {
+			return pid
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no pid from http://%s/healthz", addr)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func tryHealthPID(addr string) (int, bool) {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return 0, false
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := io.WriteString(c, "GET /healthz HTTP/1.0\r\nHost: x\r\n\r\n"); err != nil {
+		return 0, false
+	}
+	body, _ := io.ReadAll(c)
+	for i := 0; i+3 < len(body); i++ {
+		if string(body[i:i+4]) == "\r\n\r\n" {
+			body = body[i+4:]
+			break
+		}
+	}
+	var r struct {
+		PID int `json:"pid"`
+	}
+	if json.Unmarshal(body, &r) != nil || r.PID == 0 {
+		return 0, false
+	}
+	return r.PID, true
+}
