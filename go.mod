@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/HdrHistogram/hdrhistogram-go v1.4.0
 	github.com/Tnze/go-mc v1.20.2
+	github.com/goccy/go-yaml v1.19.2
 	github.com/panjf2000/gnet/v2 v2.9.7
 	github.com/prometheus/client_golang v1.25.0
 	github.com/rs/zerolog v1.35.1

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -38,20 +39,25 @@ func proxyCommand() *cli.Command {
 				_, err := os.Stdout.Write(proxy.DefaultConfigYAML())
 				return err
 			}
-			cfg, err := proxy.LoadConfig(c.String("config"))
-			if c.Bool("validate-config") {
-				if err != nil {
-					return cli.Exit(fmt.Sprintf("configuration is invalid:\n%v", err), 2)
-				}
-				fmt.Fprintln(c.App.Writer, "configuration is valid")
-				return nil
-			}
-			if err != nil {
+			cfg, warnings, err := proxy.Load(c.String("config"))
+			if ce := (*proxy.ConfigError)(nil); errors.As(err, &ce) {
+				return configError(fmt.Errorf("configuration is invalid:\n%w", err))
+			} else if err != nil {
 				return configError(err)
+			}
+			if c.Bool("validate-config") {
+				fmt.Fprintln(c.App.Writer, "configuration is valid")
+				if len(warnings) > 0 {
+					fmt.Fprintf(c.App.Writer, "warnings:\n%v\n", &proxy.ConfigError{File: configName(c), Problems: warnings})
+				}
+				return nil
 			}
 			log, err := newLogger(c)
 			if err != nil {
 				return configError(err)
+			}
+			for _, w := range warnings {
+				log.Warn().Str("config", configName(c)).Int("line", w.Line).Int("col", w.Col).Str("key", w.Path).Msg(w.Msg)
 			}
 			if path := c.String("cpuprofile"); path != "" {
 				stop, err := startCPUProfile(path)
@@ -63,6 +69,14 @@ func proxyCommand() *cli.Command {
 			return runProxy(c, cfg, log)
 		},
 	}
+}
+
+// configName is the name the configuration's problems are reported under.
+func configName(c *cli.Context) string {
+	if path := c.String("config"); path != "" {
+		return path
+	}
+	return "embedded default"
 }
 
 // runProxy starts the proxy of cfg (and with --demo the fake backend) and

@@ -5,8 +5,14 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"net"
+	"net/netip"
 	"os"
+	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -167,116 +173,170 @@ const DefaultOfflineMessage = "The server is offline, try again later"
 // disconnects and status answers.
 const maxOfflineMessage = 1024
 
-// LoadConfig reads a YAML file; an empty path gives the embedded default.
+// embeddedName is the file name problems in the embedded default are
+// reported under.
+const embeddedName = "default.yaml (embedded)"
+
+// LoadConfig reads a YAML file; an empty path gives the embedded default. It
+// is Load without the warnings.
 func LoadConfig(path string) (*Config, error) {
-	data := defaultConfigYAML
-	name := "embedded default"
-	if path != "" {
-		var err error
-		if data, err = os.ReadFile(path); err != nil {
-			return nil, fmt.Errorf("reading config: %w", err)
-		}
-		name = path
-	}
-	cfg, err := ParseConfig(data)
-	if err != nil {
-		return nil, fmt.Errorf("config %s: %w", name, err)
-	}
-	return cfg, nil
+	cfg, _, err := Load(path)
+	return cfg, err
 }
 
-// ParseConfig decodes YAML (unknown fields are errors), fills in defaults and
-// validates the result; the error lists every problem found.
+// ParseConfig decodes YAML, fills in defaults and validates the result; the
+// error, a *ConfigError, lists every problem found. It is Parse without a
+// file name or the warnings.
 func ParseConfig(data []byte) (*Config, error) {
-	var cfg Config
+	cfg, _, err := Parse("", data)
+	return cfg, err
+}
+
+// Load reads the configuration at path; an empty path gives the embedded
+// default. See Parse for what it returns.
+func Load(path string) (*Config, []Problem, error) {
+	if path == "" {
+		return Parse(embeddedName, defaultConfigYAML)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading proxy config: %w", err)
+	}
+	return Parse(path, data)
+}
+
+// Parse decodes a YAML configuration over the defaults (a key the file
+// leaves out keeps its default, one by one: a limits: that sets one limit
+// keeps the others), expands ${VAR} and ${VAR:-default} in values from the
+// environment, and validates the result. name is the file name problems are
+// reported under.
+//
+// On any problem it returns a *ConfigError that lists all of them: syntax
+// (which stops there), unknown keys, values of the wrong kind, placeholders
+// and the checks of Validate, each with its line and column. Otherwise it
+// returns the configuration and its warnings: what is valid but likely not
+// meant, as a listener no host can be routed from.
+func Parse(name string, data []byte) (*Config, []Problem, error) {
+	return parse(name, data, newDecoder(os.LookupEnv, len(data)))
+}
+
+// parse is Parse with the decoder given, so that tests can see where it
+// found each key.
+func parse(name string, data []byte, d *decoder) (*Config, []Problem, error) {
+	invalid := func(ps []Problem) error {
+		sortProblems(ps)
+		return &ConfigError{File: name, Problems: ps}
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&cfg); err != nil {
-		return nil, fmt.Errorf("yaml: %w", err)
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
+		return nil, nil, invalid([]Problem{syntaxProblem(data, err)})
 	}
-	cfg.setDefaults()
-	if err := cfg.Validate(); err != nil {
-		return nil, err
+	cfg := defaultConfig()
+	if len(doc.Content) > 0 {
+		d.value(doc.Content[0], reflect.ValueOf(&cfg).Elem(), "")
 	}
-	return &cfg, nil
-}
-
-func (c *Config) setDefaults() {
-	for i := range c.Listeners {
-		if c.Listeners[i].Mode == "" {
-			c.Listeners[i].Mode = ModeMinecraft
+	var next yaml.Node
+	switch err := dec.Decode(&next); {
+	case err == nil:
+		at := &next
+		if len(next.Content) > 0 {
+			at = next.Content[0]
+		}
+		d.fail(at, "", "a second YAML document (after ---): the proxy reads only the first; remove it")
+	case !errors.Is(err, io.EOF):
+		d.problems = append(d.problems, syntaxProblem(data, err))
+	}
+	for _, p := range cfg.check(d.isSet) {
+		if !d.suppressed(p.Path) {
+			p.Line, p.Col = d.where(p.Path)
+			d.problems = append(d.problems, p)
 		}
 	}
-	for name, g := range c.Groups {
-		for i := range g.Backends {
-			if g.Backends[i].Weight == 0 {
-				g.Backends[i].Weight = 1
-			}
-		}
-		c.Groups[name] = g
+	if len(d.problems) > 0 {
+		return nil, nil, invalid(d.problems)
 	}
-	if c.Forwarding == "" {
-		c.Forwarding = ForwardNone
+	warnings := cfg.warnings()
+	for i := range warnings {
+		warnings[i].Line, warnings[i].Col = d.where(warnings[i].Path)
 	}
-	l := &c.Limits
-	setDur(&l.HandshakeTimeout, 5*time.Second)
-	setDur(&l.ConnectTimeout, 3*time.Second)
-	setDur(&l.FinTimeout, 30*time.Second)
-	setDur(&c.Shutdown.DrainTimeout, 30*time.Second)
-	if c.Shutdown.Message == "" {
-		c.Shutdown.Message = DefaultShutdownMessage
-	}
-	if l.PrerouteBytes == 0 {
-		l.PrerouteBytes = 64 << 10
-	}
-	if l.MaxFrame == 0 {
-		l.MaxFrame = 1<<21 - 1
-	}
-	if l.BufferBudget == 0 {
-		l.BufferBudget = 1 << 30
-	}
-	if l.HighWatermark == 0 && l.LowWatermark == 0 {
-		l.HighWatermark, l.LowWatermark = 2<<20, 1<<20
-	}
-	setDur(&l.Linger, reactor.DefaultLinger)
-	h := &c.Health
-	if h.Failures == 0 {
-		h.Failures = 3
-	}
-	setDur(&h.Cooldown, 10*time.Second)
-	setDur(&h.Timeout, 2*time.Second)
-	if h.Check == "" {
-		h.Check = CheckAuto
-	}
-	if h.OfflineMessage == "" {
-		h.OfflineMessage = DefaultOfflineMessage
+	sortProblems(warnings)
+	return &cfg, warnings, nil
+}
+
+// defaultConfig is what a file is decoded over: every default but the
+// listeners, routes, groups and default_group, which have none. default.yaml
+// states the same values (TestDefaultYAMLStatesTheDefaults).
+func defaultConfig() Config {
+	return Config{
+		Forwarding: ForwardNone,
+		Limits: Limits{
+			HandshakeTimeout: 5 * time.Second,
+			ConnectTimeout:   3 * time.Second,
+			IdleTimeout:      10 * time.Minute,
+			FinTimeout:       30 * time.Second,
+			PrerouteBytes:    64 << 10,
+			MaxFrame:         1<<21 - 1,
+			HighWatermark:    2 << 20,
+			LowWatermark:     1 << 20,
+			BufferBudget:     1 << 30,
+			Linger:           reactor.DefaultLinger,
+		},
+		Health: HealthConfig{
+			Failures:       3,
+			Cooldown:       10 * time.Second,
+			Timeout:        2 * time.Second,
+			Check:          CheckAuto,
+			OfflineMessage: DefaultOfflineMessage,
+		},
+		Shutdown: ShutdownConfig{DrainTimeout: 30 * time.Second, Message: DefaultShutdownMessage},
 	}
 }
 
-func setDur(d *time.Duration, v time.Duration) {
-	if *d == 0 {
-		*d = v
-	}
-}
-
-// Validate reports every problem in the configuration, each with its path.
+// Validate reports every problem in the configuration, each with its path,
+// as a *ConfigError without positions.
 func (c *Config) Validate() error {
-	var errs []error
+	if ps := c.check(nil); len(ps) > 0 {
+		return &ConfigError{Problems: ps}
+	}
+	return nil
+}
+
+// check returns the problems of a decoded configuration. isSet, when not
+// nil, tells which keys the file set, so that a message can say a value it
+// names is a default.
+func (c *Config) check(isSet func(path string) bool) []Problem {
+	var ps []Problem
 	bad := func(path, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", path, fmt.Sprintf(format, args...)))
+		ps = append(ps, Problem{Path: path, Msg: fmt.Sprintf(format, args...)})
+	}
+	groupNames := slices.Sorted(maps.Keys(c.Groups))
+	knownGroup := func(path, name string) {
+		if _, ok := c.Groups[name]; ok {
+			return
+		}
+		switch s := suggestKey(name, groupNames); {
+		case len(groupNames) == 0:
+			bad(path, "unknown group %q: no groups are defined", name)
+		case s != "":
+			bad(path, "unknown group %q (did you mean %q?)", name, s)
+		default:
+			bad(path, "unknown group %q; the groups are %s", name, joinList(groupNames))
+		}
 	}
 	if len(c.Listeners) == 0 {
 		bad("listeners", "at least one listener is needed")
 	}
-	seen := map[string]bool{}
+	seen := map[string]int{}
 	for i, l := range c.Listeners {
 		p := fmt.Sprintf("listeners[%d]", i)
-		if _, _, err := net.SplitHostPort(l.Listen); err != nil {
-			bad(p+".listen", "%q is not host:port: %v", l.Listen, err)
-		} else if seen[l.Listen] {
-			bad(p+".listen", "%q is listed twice", l.Listen)
+		if msg := checkAddr(l.Listen, true); msg != "" {
+			bad(p+".listen", "%s", msg)
+		} else if j, dup := seen[l.Listen]; dup {
+			bad(p+".listen", "%q is already listeners[%d]", l.Listen, j)
+		} else {
+			seen[l.Listen] = i
 		}
-		seen[l.Listen] = true
 		switch l.Mode {
 		case ModeMinecraft:
 			if l.Group != "" {
@@ -285,17 +345,15 @@ func (c *Config) Validate() error {
 		case ModeRaw:
 			if l.Group == "" {
 				bad(p+".group", "a raw listener needs the group it relays to")
-			} else if _, ok := c.Groups[l.Group]; !ok {
-				bad(p+".group", "unknown group %q", l.Group)
+			} else {
+				knownGroup(p+".group", l.Group)
 			}
 		default:
 			bad(p+".mode", "%q: want minecraft or raw", l.Mode)
 		}
 	}
 	if c.DefaultGroup != "" {
-		if _, ok := c.Groups[c.DefaultGroup]; !ok {
-			bad("default_group", "unknown group %q", c.DefaultGroup)
-		}
+		knownGroup("default_group", c.DefaultGroup)
 	}
 	hosts := map[string]string{}
 	for i, r := range c.Routes {
@@ -317,30 +375,36 @@ func (c *Config) Validate() error {
 				hosts[n] = hp
 			}
 		}
-		if _, ok := c.Groups[r.Group]; !ok {
-			bad(p+".group", "unknown group %q", r.Group)
+		if r.Group == "" {
+			bad(p+".group", "a route needs the group it sends its hosts to")
+		} else {
+			knownGroup(p+".group", r.Group)
 		}
 	}
 	if len(c.Groups) == 0 {
 		bad("groups", "at least one backend group is needed")
 	}
-	for name, g := range c.Groups {
+	for _, name := range groupNames {
+		g := c.Groups[name]
 		p := "groups." + name
+		if name == "" {
+			bad("groups", "a group needs a name")
+		}
 		if len(g.Backends) == 0 {
 			bad(p+".backends", "a group needs at least one backend")
 		}
 		addrs := map[string]int{}
 		for i, b := range g.Backends {
 			bp := fmt.Sprintf("%s.backends[%d]", p, i)
-			if _, _, err := net.SplitHostPort(b.Addr); err != nil {
-				bad(bp+".addr", "%q is not host:port: %v", b.Addr, err)
+			if msg := checkAddr(b.Addr, false); msg != "" {
+				bad(bp+".addr", "%s", msg)
 			} else if j, dup := addrs[b.Addr]; dup {
 				bad(bp+".addr", "%q is already backends[%d] of this group", b.Addr, j)
 			} else {
 				addrs[b.Addr] = i
 			}
 			if b.Weight < 0 {
-				bad(bp+".weight", "%d is negative", b.Weight)
+				bad(bp+".weight", "%d is negative (0 takes the backend out of rotation)", b.Weight)
 			}
 		}
 		if g.OfflineMessage != "" {
@@ -362,11 +426,11 @@ func (c *Config) Validate() error {
 		{"limits.connect_timeout", l.ConnectTimeout, false},
 		{"limits.idle_timeout", l.IdleTimeout, true},
 		{"limits.fin_timeout", l.FinTimeout, false},
-		{"shutdown.drain_timeout", c.Shutdown.DrainTimeout, false},
 		{"limits.linger", l.Linger, false},
 		{"health.cooldown", c.Health.Cooldown, false},
 		{"health.interval", c.Health.Interval, true},
 		{"health.timeout", c.Health.Timeout, false},
+		{"shutdown.drain_timeout", c.Shutdown.DrainTimeout, false},
 	} {
 		switch {
 		case d.zero && d.v < 0:
@@ -378,20 +442,18 @@ func (c *Config) Validate() error {
 	if l.PrerouteBytes < 64 {
 		bad("limits.preroute_bytes", "%d is below 64, too small for a handshake", l.PrerouteBytes)
 	}
-	if l.BufferBudget < 1<<20 {
-		bad("limits.buffer_budget", "%d bytes: want at least 1 MiB (1048576)", l.BufferBudget)
-	}
 	if l.MaxSessions < 0 {
-		bad("limits.max_sessions", "%d is negative", l.MaxSessions)
+		bad("limits.max_sessions", "%d is negative (0 means as many as the descriptor limit holds)", l.MaxSessions)
 	}
 	if l.MaxSessionsPerIP < 0 {
-		bad("limits.max_sessions_per_ip", "%d is negative", l.MaxSessionsPerIP)
+		bad("limits.max_sessions_per_ip", "%d is negative (0 means no limit)", l.MaxSessionsPerIP)
 	}
 	if l.MaxFrame < 256 || l.MaxFrame > 1<<21-1 {
 		bad("limits.max_frame", "%d: want 256..2097151", l.MaxFrame)
 	}
-	if l.HighWatermark <= 0 || l.LowWatermark < 0 || l.LowWatermark > l.HighWatermark {
-		bad("limits", "watermarks low %d / high %d: need 0 <= low <= high, high > 0", l.LowWatermark, l.HighWatermark)
+	checkWatermarks(bad, l, isSet)
+	if l.BufferBudget < 1<<20 {
+		bad("limits.buffer_budget", "%d bytes: want at least 1 MiB (1048576)", l.BufferBudget)
 	}
 	h := c.Health
 	if h.Failures < 1 {
@@ -403,10 +465,126 @@ func (c *Config) Validate() error {
 		bad("health.check", "%q: want auto, tcp or status", h.Check)
 	}
 	validOfflineMessage(bad, "health.offline_message", h.OfflineMessage)
+	validOfflineMessage(bad, "shutdown.message", c.Shutdown.Message)
 	if c.Loops < 0 {
-		bad("loops", "%d is negative", c.Loops)
+		bad("loops", "%d is negative (0 means one per core)", c.Loops)
 	}
-	return errors.Join(errs...)
+	return ps
+}
+
+// checkWatermarks reports watermarks out of order, saying which one is a
+// default when the file set only the other.
+func checkWatermarks(bad func(path, format string, args ...any), l Limits, isSet func(string) bool) {
+	set := func(path string) bool { return isSet == nil || isSet(path) }
+	switch {
+	case l.HighWatermark <= 0:
+		bad("limits.high_watermark", "%d: want a positive number of bytes", l.HighWatermark)
+	case l.LowWatermark < 0:
+		bad("limits.low_watermark", "%d is negative", l.LowWatermark)
+	case l.LowWatermark <= l.HighWatermark:
+	case !set("limits.low_watermark"):
+		bad("limits.high_watermark", "%d is below low_watermark %d (its default); set low_watermark too", l.HighWatermark, l.LowWatermark)
+	case !set("limits.high_watermark"):
+		bad("limits.low_watermark", "%d is above high_watermark %d (its default); set high_watermark too", l.LowWatermark, l.HighWatermark)
+	default:
+		bad("limits.low_watermark", "%d is above high_watermark %d", l.LowWatermark, l.HighWatermark)
+	}
+}
+
+// checkAddr returns what is wrong with a listen (listen true) or backend
+// address, or "". A listen address may leave the host out (every address)
+// and take port 0 (any free port: the bound one is logged); a backend needs
+// both.
+func checkAddr(addr string, listen bool) string {
+	example := "10.0.0.5:25565"
+	if listen {
+		example = "0.0.0.0:25577"
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Sprintf("%q: want host:port, as %s", addr, example)
+	}
+	n, err := strconv.Atoi(port)
+	switch {
+	case err != nil || strings.TrimLeft(port, "0123456789") != "":
+		return fmt.Sprintf("%q: port %q is not a number", addr, port)
+	case listen && (n < 0 || n > 65535):
+		return fmt.Sprintf("%q: port %d is out of range: want 1-65535, or 0 for any free port", addr, n)
+	case !listen && (n < 1 || n > 65535):
+		return fmt.Sprintf("%q: port %d is out of range: want 1-65535", addr, n)
+	case host == "" && !listen:
+		return fmt.Sprintf("%q: no host: want the backend's IP address or name, as %s", addr, example)
+	case host != "" && !validHost(host):
+		return fmt.Sprintf("%q: %q is neither an IP address nor a host name", addr, host)
+	}
+	return ""
+}
+
+// validHost reports whether h is an IP address (an IPv6 one may name its
+// zone) or a DNS host name.
+func validHost(h string) bool {
+	if _, err := netip.ParseAddr(h); err == nil {
+		return true
+	}
+	name := strings.TrimSuffix(h, ".")
+	if name == "" || len(name) > 253 {
+		return false
+	}
+	labels := strings.Split(name, ".")
+	for _, label := range labels {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for _, c := range []byte(label) {
+			if !(c == '-' || c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+				return false
+			}
+		}
+	}
+	// An all-digit last label is a mistyped address (10.0.0.256,
+	// 1.2.3.4.5), not a name: no top-level domain is numeric.
+	return strings.TrimLeft(labels[len(labels)-1], "0123456789") != ""
+}
+
+// warnings returns what is valid but likely not meant, each with its path.
+func (c *Config) warnings() []Problem {
+	var ws []Problem
+	warn := func(path, format string, args ...any) {
+		ws = append(ws, Problem{Path: path, Msg: fmt.Sprintf(format, args...)})
+	}
+	reached := map[string]bool{}
+	minecraft := false
+	for i, l := range c.Listeners {
+		if l.Mode == ModeRaw {
+			reached[l.Group] = true
+			continue
+		}
+		minecraft = true
+		if c.DefaultGroup == "" && len(c.Routes) == 0 {
+			warn(fmt.Sprintf("listeners[%d]", i), "no routes and no default_group: every login is refused with %q; set default_group to the group hosts should go to",
+				disconnectText(reasonUnknownHost))
+		}
+	}
+	if minecraft {
+		reached[c.DefaultGroup] = true
+		for _, r := range c.Routes {
+			reached[r.Group] = true
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.Groups)) {
+		if !reached[name] {
+			warn("groups."+name, "no listener sends sessions here: it is not default_group, a route's group or a raw listener's group")
+			continue
+		}
+		weighted := false
+		for _, b := range c.Groups[name].Backends {
+			weighted = weighted || b.Weight > 0
+		}
+		if !weighted {
+			warn("groups."+name+".backends", "every backend has weight 0, so this group takes no sessions")
+		}
+	}
+	return ws
 }
 
 // validOfflineMessage reports an offline message that is empty, too long or

@@ -574,7 +574,7 @@ limits: {low_watermark: 10, high_watermark: 5}
 	}
 	for _, want := range []string{
 		"listeners[0].listen", "listeners[0].mode", "listeners[1].group", "default_group",
-		"routes[0].hosts[1]", "groups.g.backends[0].addr", "groups.g.backends[0].weight", "limits: watermarks",
+		"routes[0].hosts[1]", "groups.g.backends[0].addr", "groups.g.backends[0].weight", "limits.low_watermark: 10 is above high_watermark 5",
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not name %s:\n%v", want, err)

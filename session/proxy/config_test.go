@@ -1,0 +1,456 @@
+package proxy
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// validTail completes a snippet into a file that is otherwise valid.
+const validTail = `
+listeners:
+  - listen: 0.0.0.0:25577
+default_group: main
+groups:
+  main:
+    backends:
+      - addr: 127.0.0.1:25565
+`
+
+// parseLines parses text as proxy.yaml and returns the lines of its error.
+func parseLines(t *testing.T, text string) []string {
+	t.Helper()
+	cfg, _, err := Parse("proxy.yaml", []byte(text))
+	if err == nil {
+		t.Fatalf("accepted:\n%s\nconfig %+v", text, cfg)
+	}
+	var ce *ConfigError
+	if !errors.As(err, &ce) {
+		t.Fatalf("error %T %v: want a *ConfigError", err, err)
+	}
+	if cfg != nil {
+		t.Fatalf("a config came back with the error %v", err)
+	}
+	return strings.Split(err.Error(), "\n")
+}
+
+// TestConfigProblemMessages holds every message: each input gives exactly
+// these lines, in this order.
+func TestConfigProblemMessages(t *testing.T) {
+	t.Setenv("TIDEGATE_TEST_UNSET", "")
+	os.Unsetenv("TIDEGATE_TEST_UNSET") // t.Setenv restores it afterwards
+	for _, tc := range []struct {
+		name string
+		in   string
+		want []string
+	}{
+		{"issue example: unknown keys do not hide a bad value", `listeners:
+  - listen: 127.0.0.1:25577
+    colour: blue
+default_group: main
+groups:
+  main: {backends: [{addr: 127.0.0.1:25565}]}
+limits:
+  handshake_timout: 5s
+  connect_timeout: -3s
+`, []string{
+			`proxy.yaml:3:5: listeners[0].colour: unknown key; the keys here are listen, mode and group`,
+			`proxy.yaml:8:3: limits.handshake_timout: unknown key (did you mean "handshake_timeout"?)`,
+			`proxy.yaml:9:20: limits.connect_timeout: -3s must be positive`,
+		}},
+		{"misspelt top-level keys", "listners: []\nLimits: {}\nhealth: {cooldwon: 5s}\n" + validTail, []string{
+			`proxy.yaml:1:1: listners: unknown key (did you mean "listeners"?)`,
+			`proxy.yaml:2:1: Limits: unknown key (did you mean "limits"?)`,
+			`proxy.yaml:3:10: health.cooldwon: unknown key (did you mean "cooldown"?)`,
+		}},
+		{"durations", `limits:
+  handshake_timeout: 0
+  fin_timeout: 30
+  connect_timeout: 1.5
+  linger: abc
+  idle_timeout: -1m
+` + validTail, []string{
+			`proxy.yaml:2:22: limits.handshake_timeout: 0s must be positive`,
+			`proxy.yaml:3:16: limits.fin_timeout: 30 has no unit: write 30s, or use ms, m or h (only 0 needs none)`,
+			`proxy.yaml:4:20: limits.connect_timeout: 1.5 has no unit: write 1.5s, or use ms, m or h (only 0 needs none)`,
+			`proxy.yaml:5:11: limits.linger: "abc": want a duration, a number and a unit as in 500ms, 5s or 10m`,
+			`proxy.yaml:6:17: limits.idle_timeout: -1m0s is negative (0 turns it off)`,
+		}},
+		{"numbers and switches", `limits:
+  max_sessions: lots
+  preroute_bytes: 0x100
+  max_frame: 99999999999999999999
+loops: -1
+reuse_port: yes
+` + validTail, []string{
+			`proxy.yaml:2:17: limits.max_sessions: "lots": want a whole number`,
+			`proxy.yaml:3:19: limits.preroute_bytes: "0x100": want a whole number`,
+			`proxy.yaml:4:14: limits.max_frame: "99999999999999999999": want a whole number`,
+			`proxy.yaml:5:8: loops: -1 is negative (0 means one per core)`,
+			`proxy.yaml:6:13: reuse_port: "yes": want true or false`,
+		}},
+		{"a value of the wrong shape", `listeners: {listen: 0.0.0.0:25577}
+limits: 5
+routes:
+  - hosts: play.example.com
+    group: main
+  - hosts: [[a]]
+    group: main
+groups:
+  main: {backends: [{addr: 127.0.0.1:25565}]}
+`, []string{
+			`proxy.yaml:1:12: listeners: want a list (an item a line, each starting with "- "), found a map`,
+			`proxy.yaml:2:9: limits: want a map (key: value lines), found "5"`,
+			`proxy.yaml:4:12: routes[0].hosts: want a list (an item a line, each starting with "- "), found "play.example.com"`,
+			`proxy.yaml:6:13: routes[1].hosts[0]: want a single value, found a list`,
+		}},
+		{"addresses and ports", `listeners:
+  - listen: 127.0.0.1:99999
+  - listen: ":http"
+  - listen: 0.0.0.0
+  - listen: 1.2.3.4.5:25577
+  - listen: 127.0.0.1:99999
+default_group: main
+groups:
+  main:
+    backends:
+      - addr: 127.0.0.1:0
+      - addr: :25565
+      - addr: mc-1.example.com:25565
+      - addr: mc-1.example.com:25565
+      - addr: bad_host!:25565
+      - addr: "[::1]:25565"
+`, []string{
+			`proxy.yaml:2:13: listeners[0].listen: "127.0.0.1:99999": port 99999 is out of range: want 1-65535, or 0 for any free port`,
+			`proxy.yaml:3:13: listeners[1].listen: ":http": port "http" is not a number`,
+			`proxy.yaml:4:13: listeners[2].listen: "0.0.0.0": want host:port, as 0.0.0.0:25577`,
+			`proxy.yaml:5:13: listeners[3].listen: "1.2.3.4.5:25577": "1.2.3.4.5" is neither an IP address nor a host name`,
+			`proxy.yaml:6:13: listeners[4].listen: "127.0.0.1:99999": port 99999 is out of range: want 1-65535, or 0 for any free port`,
+			`proxy.yaml:11:15: groups.main.backends[0].addr: "127.0.0.1:0": port 0 is out of range: want 1-65535`,
+			`proxy.yaml:12:15: groups.main.backends[1].addr: ":25565": no host: want the backend's IP address or name, as 10.0.0.5:25565`,
+			`proxy.yaml:14:15: groups.main.backends[3].addr: "mc-1.example.com:25565" is already backends[2] of this group`,
+			`proxy.yaml:15:15: groups.main.backends[4].addr: "bad_host!:25565": "bad_host!" is neither an IP address nor a host name`,
+		}},
+		{"the same key twice, the same address twice", `listeners:
+  - listen: 0.0.0.0:25577
+  - listen: 0.0.0.0:25577
+    mode: raw
+    mode: raw
+    group: main
+default_group: main
+groups:
+  main: {backends: [{addr: 127.0.0.1:25565}]}
+`, []string{
+			`proxy.yaml:3:13: listeners[1].listen: "0.0.0.0:25577" is already listeners[0]`,
+			`proxy.yaml:5:5: listeners[1].mode: set twice (first on line 4)`,
+		}},
+		{"groups that do not exist", `listeners:
+  - listen: 0.0.0.0:25577
+  - listen: 0.0.0.0:25578
+    mode: raw
+  - listen: 0.0.0.0:25579
+    mode: raw
+    group: lobyb
+  - listen: 0.0.0.0:25580
+    mode: tcp
+default_group: survival
+routes:
+  - hosts: [a.example.com]
+  - hosts: [b.example.com]
+    group: creative
+groups:
+  lobby: {backends: [{addr: 127.0.0.1:25565}]}
+  main: {backends: [{addr: 127.0.0.1:25566}]}
+`, []string{
+			`proxy.yaml:3:5: listeners[1].group: a raw listener needs the group it relays to`,
+			`proxy.yaml:7:12: listeners[2].group: unknown group "lobyb" (did you mean "lobby"?)`,
+			`proxy.yaml:9:11: listeners[3].mode: "tcp": want minecraft or raw`,
+			`proxy.yaml:10:16: default_group: unknown group "survival"; the groups are lobby and main`,
+			`proxy.yaml:12:5: routes[0].group: a route needs the group it sends its hosts to`,
+			`proxy.yaml:14:12: routes[1].group: unknown group "creative"; the groups are lobby and main`,
+		}},
+		{"watermarks: only high set, the default low is above it", "limits: {high_watermark: 512}\n" + validTail, []string{
+			`proxy.yaml:1:26: limits.high_watermark: 512 is below low_watermark 1048576 (its default); set low_watermark too`,
+		}},
+		{"watermarks: only low set, above the default high", "limits: {low_watermark: 4194304}\n" + validTail, []string{
+			`proxy.yaml:1:25: limits.low_watermark: 4194304 is above high_watermark 2097152 (its default); set high_watermark too`,
+		}},
+		{"watermarks: both set", "limits: {low_watermark: 10, high_watermark: 5}\n" + validTail, []string{
+			`proxy.yaml:1:25: limits.low_watermark: 10 is above high_watermark 5`,
+		}},
+		{"placeholders", `shutdown:
+  message: ${TIDEGATE_TEST_UNSET}
+health:
+  offline_message: "${9lives} and ${OPEN"
+` + validTail, []string{
+			`proxy.yaml:2:12: shutdown.message: environment variable TIDEGATE_TEST_UNSET is not set (give a default as ${TIDEGATE_TEST_UNSET:-value})`,
+			`proxy.yaml:4:20: health.offline_message: ${9lives}: want ${NAME} or ${NAME:-default}, NAME made of letters, digits and _`,
+			`proxy.yaml:4:20: health.offline_message: "${OPEN": ${ without a closing } (write $${ for a literal ${)`,
+		}},
+		{"a file with nothing in it", "# only a comment\n", []string{
+			`proxy.yaml: listeners: at least one listener is needed`,
+			`proxy.yaml: groups: at least one backend group is needed`,
+		}},
+		{"a file that is not a map", "- listen: 0.0.0.0:25577\n", []string{
+			`proxy.yaml:1:1: want a map (key: value lines), found a list`,
+		}},
+		{"a second document", validTail + "---\nloops: 2\n", []string{
+			`proxy.yaml:10:1: a second YAML document (after ---): the proxy reads only the first; remove it`,
+		}},
+		{"an alias that contains itself", "limits: &l\n  <<: *l\n" + validTail, []string{
+			`proxy.yaml:2:7: limits: alias *l refers to itself`,
+		}},
+		{"syntax: unterminated quote", "listeners:\n  - listen: \"0.0.0.0:25577\ngroups: {}\n", []string{
+			`proxy.yaml:2:13: syntax error: could not find end character of double-quoted text`,
+		}},
+		{"syntax: a tab for indentation", "listeners:\n\t- listen: 0.0.0.0:25577\n", []string{
+			`proxy.yaml:2:1: syntax error: found character '	' that cannot start any token`,
+		}},
+		{"syntax: a key one column off", "listeners:\n  - listen: 0.0.0.0:25577\n    mode: raw\n  group: main\n", []string{
+			`proxy.yaml:4:3: syntax error: value is not allowed in this context`,
+		}},
+		{"syntax: two colons on one line", "loops: limits: 1\n", []string{
+			`proxy.yaml:1:8: syntax error: mapping value is not allowed in this context`,
+		}},
+		// goccy/go-yaml accepts this one, so yaml.v3's message stands, and
+		// yaml.v3 names no line for it.
+		{"syntax: an alias to no anchor", "loops: *four\n", []string{
+			`proxy.yaml: syntax error: unknown anchor 'four' referenced`,
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := parseLines(t, tc.in)
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("input:\n%s\ngot:\n%s\nwant:\n%s", tc.in, strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+		})
+	}
+}
+
+// TestConfigDefaultsMergePerField: a key the file leaves out keeps its
+// default even when the file sets its neighbours; one it sets, even to 0,
+// keeps what it says.
+func TestConfigDefaultsMergePerField(t *testing.T) {
+	cfg, warnings, err := Parse("proxy.yaml", []byte(`
+listeners:
+  - listen: 0.0.0.0:25577
+  - listen: 0.0.0.0:25578
+    mode: raw
+    group: main
+default_group: main
+groups:
+  main:
+    backends:
+      - addr: 127.0.0.1:25565
+      - addr: 127.0.0.1:25566
+        weight: 0
+limits:
+  low_watermark: 1000
+  idle_timeout: 0
+  max_sessions: 1_000
+health:
+  interval: 5s
+  failures: 5
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(warnings) != 0 {
+		t.Errorf("warnings %v", warnings)
+	}
+	want := defaultConfig()
+	want.Limits.LowWatermark, want.Limits.IdleTimeout, want.Limits.MaxSessions = 1000, 0, 1000
+	want.Health.Interval, want.Health.Failures = 5*time.Second, 5
+	if cfg.Limits != want.Limits {
+		t.Errorf("limits\n got %+v\nwant %+v", cfg.Limits, want.Limits)
+	}
+	if cfg.Health != want.Health || cfg.Shutdown != want.Shutdown || cfg.Forwarding != ForwardNone {
+		t.Errorf("health %+v shutdown %+v forwarding %q", cfg.Health, cfg.Shutdown, cfg.Forwarding)
+	}
+	if m := cfg.Listeners[0].Mode; m != ModeMinecraft {
+		t.Errorf("listener without a mode: %q", m)
+	}
+	if b := cfg.Groups["main"].Backends; b[0].Weight != 1 || b[1].Weight != 0 {
+		t.Errorf("weights %+v: want 1 by default and an explicit 0 kept", b)
+	}
+}
+
+// TestConfigZeroDurations: a bare 0, quoted or not, turns off what 0 turns
+// off, as README says.
+func TestConfigZeroDurations(t *testing.T) {
+	for _, zero := range []string{"0", `"0"`, "0s"} {
+		cfg, _, err := Parse("proxy.yaml", []byte("limits: {idle_timeout: "+zero+"}\nhealth: {interval: "+zero+"}\n"+validTail))
+		if err != nil {
+			t.Fatalf("%s: %v", zero, err)
+		}
+		if cfg.Limits.IdleTimeout != 0 || cfg.Health.Interval != 0 {
+			t.Errorf("%s: idle_timeout %v, health.interval %v", zero, cfg.Limits.IdleTimeout, cfg.Health.Interval)
+		}
+	}
+}
+
+// TestConfigPlaceholders: ${VAR} and ${VAR:-default} are expanded in
+// values of every kind; a default stands for an unset or empty variable;
+// $${ is a literal ${.
+func TestConfigPlaceholders(t *testing.T) {
+	t.Setenv("TIDEGATE_TEST_BACKEND", "10.0.0.7:25565")
+	t.Setenv("TIDEGATE_TEST_EMPTY", "")
+	t.Setenv("TIDEGATE_TEST_LOOPS", "3")
+	t.Setenv("TIDEGATE_TEST_NOT_EXPANDED", "oops")
+	cfg, _, err := Parse("proxy.yaml", []byte(`
+listeners:
+  - listen: ${TIDEGATE_TEST_UNSET_LISTEN:-0.0.0.0:25577}
+default_group: main
+groups:
+  main:
+    backends:
+      - addr: ${TIDEGATE_TEST_BACKEND}
+    offline_message: "Costs $${TIDEGATE_TEST_NOT_EXPANDED} and ${TIDEGATE_TEST_EMPTY}."
+loops: ${TIDEGATE_TEST_LOOPS}
+limits:
+  connect_timeout: ${TIDEGATE_TEST_EMPTY:-7s}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := cfg.Groups["main"]
+	if cfg.Listeners[0].Listen != "0.0.0.0:25577" || g.Backends[0].Addr != "10.0.0.7:25565" || cfg.Loops != 3 ||
+		cfg.Limits.ConnectTimeout != 7*time.Second || g.OfflineMessage != "Costs ${TIDEGATE_TEST_NOT_EXPANDED} and ." {
+		t.Errorf("expanded to listen %q, addr %q, loops %d, connect_timeout %v, offline_message %q",
+			cfg.Listeners[0].Listen, g.Backends[0].Addr, cfg.Loops, cfg.Limits.ConnectTimeout, g.OfflineMessage)
+	}
+}
+
+// TestConfigWarnings: valid configurations that route nothing somewhere
+// get warnings, with positions; a plain one gets none.
+func TestConfigWarnings(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   string
+		want []string
+	}{
+		{"plain", validTail, nil},
+		{"no default group and no routes", `listeners:
+  - listen: 0.0.0.0:25577
+  - listen: 0.0.0.0:25578
+    mode: raw
+    group: relay
+groups:
+  main: {backends: [{addr: 127.0.0.1:25565}]}
+  relay: {backends: [{addr: 127.0.0.1:25566}]}
+`, []string{
+			`2:5: listeners[0]: no routes and no default_group: every login is refused with "Unknown server address"; set default_group to the group hosts should go to`,
+			`7:9: groups.main: no listener sends sessions here: it is not default_group, a route's group or a raw listener's group`,
+		}},
+		{"every backend at weight 0", `listeners: [{listen: 0.0.0.0:25577}]
+default_group: main
+groups:
+  main:
+    backends:
+      - {addr: 127.0.0.1:25565, weight: 0}
+`, []string{
+			`6:7: groups.main.backends: every backend has weight 0, so this group takes no sessions`,
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, warnings, err := Parse("proxy.yaml", []byte(tc.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, w := range warnings {
+				got = append(got, w.String())
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+		})
+	}
+}
+
+// TestDefaultYAMLStatesTheDefaults: default.yaml writes out every key that
+// has a default, with the value the code uses when a file leaves it out,
+// and has no warnings.
+func TestDefaultYAMLStatesTheDefaults(t *testing.T) {
+	cfg, warnings, err := Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(warnings) != 0 {
+		t.Errorf("warnings in the embedded default: %v", warnings)
+	}
+	def := defaultConfig()
+	if cfg.Limits != def.Limits || cfg.Health != def.Health || cfg.Shutdown != def.Shutdown ||
+		cfg.Forwarding != def.Forwarding || cfg.Loops != def.Loops || cfg.ReusePort != def.ReusePort {
+		t.Errorf("default.yaml and defaultConfig differ:\nfile %+v %+v %+v\ncode %+v %+v %+v",
+			cfg.Limits, cfg.Health, cfg.Shutdown, def.Limits, def.Health, def.Shutdown)
+	}
+	d := newDecoder(os.LookupEnv, len(defaultConfigYAML))
+	if _, _, err := parse("default.yaml", defaultConfigYAML, d); err != nil {
+		t.Fatal(err)
+	}
+	top, keys := structKeys(reflect.TypeFor[Config]())
+	for _, k := range keys {
+		f := reflect.TypeFor[Config]().Field(top[k])
+		if !d.isSet(k) {
+			t.Errorf("default.yaml does not write %s", k)
+		}
+		if f.Type.Kind() != reflect.Struct {
+			continue
+		}
+		_, sub := structKeys(f.Type)
+		for _, s := range sub {
+			if !d.isSet(k + "." + s) {
+				t.Errorf("default.yaml does not write %s.%s", k, s)
+			}
+		}
+	}
+}
+
+// TestValidateWithoutAFile: a configuration built in Go is checked the
+// same way, its problems named by path alone.
+func TestValidateWithoutAFile(t *testing.T) {
+	cfg := defaultConfig()
+	cfg.Listeners = []ListenerConfig{{Listen: "0.0.0.0:25577", Mode: ModeMinecraft}}
+	cfg.Groups = map[string]GroupConfig{"main": {Backends: []BackendConfig{{Addr: "127.0.0.1:65536", Weight: 1}}}}
+	cfg.Limits.HighWatermark = 1
+	err := cfg.Validate()
+	want := `groups.main.backends[0].addr: "127.0.0.1:65536": port 65536 is out of range: want 1-65535` + "\n" +
+		`limits.low_watermark: 1048576 is above high_watermark 1`
+	if err == nil || err.Error() != want {
+		t.Fatalf("got:\n%v\nwant:\n%s", err, want)
+	}
+	cfg.Groups["main"].Backends[0].Addr = "127.0.0.1:25565"
+	cfg.Limits.HighWatermark = 4 << 20
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLoadConfigReadError(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "missing.yaml")
+	_, _, err := Load(path)
+	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), path) {
+		t.Fatalf("error %v: want one that names %s and wraps fs.ErrNotExist", err, path)
+	}
+}
+
+// TestEditDistance: the distance behind "did you mean".
+func TestEditDistance(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want int
+	}{
+		{"", "", 0}, {"", "abc", 3}, {"colour", "color", 1}, {"mian", "main", 1},
+		{"handshake_timout", "handshake_timeout", 1}, {"mode", "group", 4}, {"ca", "abc", 3},
+	} {
+		if got := editDistance(tc.a, tc.b); got != tc.want {
+			t.Errorf("editDistance(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
