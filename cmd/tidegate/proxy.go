@@ -184,9 +184,14 @@ func reloadProxy(log zerolog.Logger, p *proxy.Proxy, path string) error {
 	if from == "" {
 		from = "the embedded default"
 	}
-	cfg, err := proxy.LoadConfig(path)
+	cfg, warnings, err := proxy.Load(path)
 	if err == nil {
 		err = p.Reload(cfg)
+	}
+	if err == nil {
+		for _, w := range warnings {
+			log.Warn().Str("config", from).Int("line", w.Line).Int("col", w.Col).Str("key", w.Path).Msg(w.Msg)
+		}
 	}
 	if err != nil {
 		p.CountFailedReload()
