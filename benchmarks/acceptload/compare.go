@@ -15,8 +15,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tidegate/tidegate/benchmarks/peers"
-	"github.com/tidegate/tidegate/benchmarks/session"
 	"github.com/tidegate/tidegate/benchmarks/storm"
+	"github.com/tidegate/tidegate/internal/revision"
 )
 
 // Defaults of a comparison.
@@ -74,7 +74,7 @@ func BinaryServers(bins []string) ([]Server, error) {
 // empty when it has neither ("dev").
 func binaryRevision(path string) string {
 	if bi, err := buildinfo.ReadFile(path); err == nil {
-		if rev := session.VCSRevision(bi); rev != "" {
+		if rev := revision.VCS(bi); rev != "" {
 			return rev
 		}
 	}

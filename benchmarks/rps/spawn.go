@@ -68,19 +68,18 @@ const (
 	InProcess SpawnMode = "inprocess"
 )
 
-// ChildArgsFunc returns the arguments (without the program name) that make
-// the executable serve TLV as kind on addr with loops event loops.
-type ChildArgsFunc func(kind ServerKind, addr string, loops int) []string
+// ChildCommandFunc returns the command line, program first, that serves TLV
+// as kind on addr with loops event loops: `tidegate serve` for Tidegate,
+// `tidegate-bench peer tlv-goroutine` for Goroutine.
+type ChildCommandFunc func(kind ServerKind, addr string, loops int) []string
 
 // SpawnConfig says which server to start and how.
 type SpawnConfig struct {
 	Kind     ServerKind
 	Strategy Strategy
 	Mode     SpawnMode
-	// Executable is the binary run in Child mode; empty means this one.
-	Executable string
-	// ChildArgs builds the child's command line; required in Child mode.
-	ChildArgs ChildArgsFunc
+	// ChildCommand builds the child's command line; required in Child mode.
+	ChildCommand ChildCommandFunc
 	// Format is the TLV layout of an in-process server; zero means the default.
 	Format ptlv.Format
 	// Logger receives the in-process server's logs.
@@ -148,25 +147,22 @@ func spawnInProcess(cfg SpawnConfig, procs int) (*Spawned, error) {
 }
 
 func spawnChild(ctx context.Context, cfg SpawnConfig, procs int) (*Spawned, error) {
-	if cfg.ChildArgs == nil {
-		return nil, errors.New("rps: child mode needs ChildArgs")
-	}
-	exe := cfg.Executable
-	if exe == "" {
-		var err error
-		if exe, err = os.Executable(); err != nil {
-			return nil, fmt.Errorf("rps: finding this executable to re-run as the server: %w", err)
-		}
+	if cfg.ChildCommand == nil {
+		return nil, errors.New("rps: child mode needs ChildCommand")
 	}
 	addr, err := freeLoopbackAddr()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(exe, cfg.ChildArgs(cfg.Kind, addr, procs)...)
+	argv := cfg.ChildCommand(cfg.Kind, addr, procs)
+	if len(argv) == 0 {
+		return nil, fmt.Errorf("rps: empty command line for the %s server", cfg.Kind)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(procs))
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("rps: starting %s server %q: %w", cfg.Kind, filepath.Base(exe), err)
+		return nil, fmt.Errorf("rps: starting %s server %q: %w", cfg.Kind, strings.Join(argv, " "), err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()

@@ -44,7 +44,7 @@ func ReadPlatform(path string) (*Platform, error) {
 func Compare(w io.Writer, a, b *Platform, nameA, nameB string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	host := func(h Host) string {
-		return fmt.Sprintf("%s/%s %s, %s (%d cores), %s, %s", h.OS, h.Arch, h.Kernel, h.CPU, h.NumCPU, h.Poller, orDash(h.Revision))
+		return fmt.Sprintf("%s/%s %s, %s (%d cores), %s, %s", h.OS, h.Arch, h.Kernel, h.CPU, h.NumCPU, h.Poller, revisionOf(h))
 	}
 	fmt.Fprintf(tw, "A\t%s\t%s\n", nameA, host(a.Host))
 	fmt.Fprintf(tw, "B\t%s\t%s\n", nameB, host(b.Host))

@@ -29,7 +29,7 @@ func fmtStat(s Stat, verb string) string {
 // WriteTable prints the summary: one row per target and phase kind, then
 // the proxy's figures, then every phase that had errors or failed.
 func WriteTable(w io.Writer, r *Result) error {
-	fmt.Fprintf(w, "workload %s: %s, %d repeat(s), proxy cores %d\n", orDash(r.Workload), r.Params, r.Repeats, r.Setup.ProxyCores)
+	fmt.Fprintf(w, "workload %s: %s, %d repeat(s), proxy cores %d\n", workloadName(r.Workload), r.Params, r.Repeats, r.Setup.ProxyCores)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "target\tphase\troundtrips/s\tframes/s\tMiB/s\tp50 ms\tp95 ms\tp99 ms\terrors")
 	for _, s := range r.Summary {
@@ -69,11 +69,29 @@ func WriteTable(w io.Writer, r *Result) error {
 	return nil
 }
 
+// orDash is s, or "–" for a figure the host did not tell.
 func orDash(s string) string {
 	if s == "" {
-		return "custom"
+		return "–"
 	}
 	return s
+}
+
+// workloadName is the preset the run used, or "custom" for explicit flags.
+func workloadName(w string) string {
+	if w == "" {
+		return "custom"
+	}
+	return w
+}
+
+// revisionOf names the revision of the tool that made the run; a binary
+// without make build's stamp or a VCS stamp says so rather than guessing.
+func revisionOf(h Host) string {
+	if h.Revision == "" {
+		return "unknown (no revision stamp: build with make build)"
+	}
+	return h.Revision
 }
 
 // WriteJSON writes r as indented JSON.
@@ -120,11 +138,11 @@ func WriteReport(dir string, r *Result) error {
 		return err
 	}
 	var b strings.Builder
-	title := orDash(r.Workload)
+	title := workloadName(r.Workload)
 	fmt.Fprintf(&b, "# Session benchmark: %s\n\n", title)
 	h := r.Setup.Host
 	fmt.Fprintf(&b, "Host: %s/%s, kernel %s, %s (%d cores), poller %s, %s, revision %s.\n\n",
-		h.OS, h.Arch, orDash(h.Kernel), orDash(h.CPU), h.NumCPU, h.Poller, h.GoVersion, orDash(h.Revision))
+		h.OS, h.Arch, orDash(h.Kernel), orDash(h.CPU), h.NumCPU, h.Poller, h.GoVersion, revisionOf(h))
 	fmt.Fprintf(&b, "Workload: `%s`, %d repeat(s). Targets: %s. Proxy cores: %d; backend loops: %d",
 		r.Params, r.Repeats, strings.Join(r.Targets, ", "), r.Setup.ProxyCores, r.Setup.BackendLoops)
 	if r.Setup.GoMaxProcs > 0 {

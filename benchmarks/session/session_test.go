@@ -335,4 +335,19 @@ func TestReportWritesTableJSONAndCharts(t *testing.T) {
 			t.Errorf("report file %s: %v", f, err)
 		}
 	}
+	// A host without a revision is named as such, not "custom".
+	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(md), "revision unknown (no revision stamp") || strings.Contains(string(md), "revision custom") {
+		t.Errorf("report.md does not say the revision is unknown:\n%s", md)
+	}
+	r.Setup.Host.Revision = "v1.2-3-gabc"
+	if err := WriteReport(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	if md, _ = os.ReadFile(filepath.Join(dir, "report.md")); !strings.Contains(string(md), "revision v1.2-3-gabc.") {
+		t.Errorf("report.md does not name revision v1.2-3-gabc:\n%s", md)
+	}
 }

@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/tidegate/tidegate/benchmarks/rps"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/tidegate/tidegate/internal/logflags"
 )
 
 func benchRPSCommand() *cli.Command {
@@ -40,9 +43,10 @@ func benchRPSCommand() *cli.Command {
 			&cli.StringFlag{Name: "strategy", Value: string(rps.Multi), Usage: "cores of a spawned server: single (1) or multi (all)"},
 			&cli.StringFlag{Name: "spawn-mode", Value: string(rps.Child), Usage: "child (own process, RSS and CPU measured) or inprocess"},
 			&cli.IntFlag{Name: "repeats", Value: 0, Usage: "measurements per spawned server, each on a fresh server (default 3 with both, else 1)"},
-		}, logFlags()...),
+			tidegateBinFlag(),
+		}, logflags.Flags()...),
 		Action: func(c *cli.Context) error {
-			log, err := newLogger(c)
+			log, err := logflags.New(c)
 			if err != nil {
 				return err
 			}
@@ -96,10 +100,14 @@ func benchRPSCommand() *cli.Command {
 				}
 			}
 			sc := rps.SpawnConfig{
-				Strategy:  rps.Strategy(c.String("strategy")),
-				Mode:      rps.SpawnMode(c.String("spawn-mode")),
-				ChildArgs: childServerArgs(c.String("log-level")),
-				Logger:    log,
+				Strategy: rps.Strategy(c.String("strategy")),
+				Mode:     rps.SpawnMode(c.String("spawn-mode")),
+				Logger:   log,
+			}
+			if sc.Mode == rps.Child {
+				if sc.ChildCommand, err = childServerCommand(c, kinds); err != nil {
+					return err
+				}
 			}
 			ms, err := rps.Compare(c.Context, load, sc, kinds, repeats)
 			if err != nil {
@@ -120,18 +128,30 @@ func benchRPSCommand() *cli.Command {
 	}
 }
 
-// childServerArgs returns the command lines that make this binary serve TLV
-// as a spawned server under test.
-func childServerArgs(logLevel string) rps.ChildArgsFunc {
+// childServerCommand returns the command lines of the spawned servers under
+// test: `tidegate serve` from --tidegate-bin, and this program's `peer
+// tlv-goroutine`. It only looks for the tidegate binary when kinds has it.
+func childServerCommand(c *cli.Context, kinds []rps.ServerKind) (rps.ChildCommandFunc, error) {
+	logLevel := c.String("log-level")
 	if logLevel == "info" || logLevel == "debug" {
 		logLevel = "warn" // keep the children's start-up lines out of the tables
 	}
+	self, err := thisProgram("the goroutine server")
+	if err != nil {
+		return nil, err
+	}
+	var tg string
+	if slices.Contains(kinds, rps.Tidegate) {
+		if tg, err = tidegateBinary(c); err != nil {
+			return nil, err
+		}
+	}
 	return func(kind rps.ServerKind, addr string, loops int) []string {
 		if kind == rps.Goroutine {
-			return []string{"peer", "tlv-goroutine", "--listen", addr, "--log-level", logLevel}
+			return []string{self, "peer", "tlv-goroutine", "--listen", addr, "--log-level", logLevel}
 		}
-		return []string{"serve", "--listen", addr, "--loops", strconv.Itoa(loops), "--log-level", logLevel}
-	}
+		return []string{tg, "serve", "--listen", addr, "--loops", strconv.Itoa(loops), "--log-level", logLevel}
+	}, nil
 }
 
 func writeJSON(c *cli.Context, v any) error {
