@@ -20,7 +20,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tidegate/tidegate/benchmarks/peers"
-	"github.com/tidegate/tidegate/benchmarks/storm"
+	"github.com/tidegate/tidegate/benchmarks/spread"
 	"github.com/tidegate/tidegate/internal/leaktest"
 	ptlv "github.com/tidegate/tidegate/protocol/tlv"
 	"github.com/tidegate/tidegate/reactor"
@@ -199,7 +199,7 @@ func TestSummarizeRatiosAndVerdict(t *testing.T) {
 		t.Fatalf("clean trials failed: %v", c.Failures)
 	}
 	old, nw := c.Summaries[0], c.Summaries[1]
-	if old.Trials != 3 || old.ConnsPerSec != (storm.Spread{Median: 1100, Min: 1000, Max: 1200, N: 3}) {
+	if old.Trials != 3 || old.ConnsPerSec != (spread.Spread{Median: 1100, Min: 1000, Max: 1200, N: 3}) {
 		t.Fatalf("old: %+v", old)
 	}
 	if nw.SyscallsPerConn.Median != 20 || nw.SyscallsPerConn.N != 1 {

@@ -15,7 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tidegate/tidegate/benchmarks/peers"
-	"github.com/tidegate/tidegate/benchmarks/storm"
+	"github.com/tidegate/tidegate/benchmarks/spread"
 	"github.com/tidegate/tidegate/internal/revision"
 )
 
@@ -142,17 +142,17 @@ type Trial struct {
 
 // Summary is one server's figures over its trials, median [min–max].
 type Summary struct {
-	Server              Server       `json:"server"`
-	Trials              int          `json:"trials"`
-	Failed              int          `json:"failed"`
-	ConnsPerSec         storm.Spread `json:"conns_per_sec"`
-	ServerCPUUsPerConn  storm.Spread `json:"server_cpu_us_per_conn"`
-	ServerSlicesPerConn storm.Spread `json:"server_slices_per_conn"`
-	ClientCPUUsPerConn  storm.Spread `json:"client_cpu_us_per_conn"`
-	OtherCPUUsPerConn   storm.Spread `json:"other_cpu_us_per_conn"`
-	P50Us               storm.Spread `json:"p50_us"`
-	P99Us               storm.Spread `json:"p99_us"`
-	SyscallsPerConn     storm.Spread `json:"syscalls_per_conn"`
+	Server              Server        `json:"server"`
+	Trials              int           `json:"trials"`
+	Failed              int           `json:"failed"`
+	ConnsPerSec         spread.Spread `json:"conns_per_sec"`
+	ServerCPUUsPerConn  spread.Spread `json:"server_cpu_us_per_conn"`
+	ServerSlicesPerConn spread.Spread `json:"server_slices_per_conn"`
+	ClientCPUUsPerConn  spread.Spread `json:"client_cpu_us_per_conn"`
+	OtherCPUUsPerConn   spread.Spread `json:"other_cpu_us_per_conn"`
+	P50Us               spread.Spread `json:"p50_us"`
+	P99Us               spread.Spread `json:"p99_us"`
+	SyscallsPerConn     spread.Spread `json:"syscalls_per_conn"`
 }
 
 // Ratio is one server's medians divided by the first server's (0 where
@@ -421,9 +421,9 @@ func (c *Comparison) summarize(servers []Server) {
 			add(&client, t.ClientCPUUsPerConn)
 			add(&other, t.OtherCPUUsPerConn)
 		}
-		sum.ConnsPerSec, sum.ServerCPUUsPerConn, sum.ServerSlicesPerConn = storm.SpreadOf(rate), storm.SpreadOf(cpu), storm.SpreadOf(slices)
-		sum.ClientCPUUsPerConn, sum.P50Us, sum.P99Us = storm.SpreadOf(client), storm.SpreadOf(p50), storm.SpreadOf(p99)
-		sum.OtherCPUUsPerConn, sum.SyscallsPerConn = storm.SpreadOf(other), storm.SpreadOf(sys)
+		sum.ConnsPerSec, sum.ServerCPUUsPerConn, sum.ServerSlicesPerConn = spread.Of(rate), spread.Of(cpu), spread.Of(slices)
+		sum.ClientCPUUsPerConn, sum.P50Us, sum.P99Us = spread.Of(client), spread.Of(p50), spread.Of(p99)
+		sum.OtherCPUUsPerConn, sum.SyscallsPerConn = spread.Of(other), spread.Of(sys)
 		c.Summaries = append(c.Summaries, sum)
 	}
 	if len(c.Summaries) > 1 {
@@ -452,7 +452,7 @@ func trialName(t Trial) string {
 }
 
 // ratio divides the medians, 0 where either spread is empty.
-func ratio(a, b storm.Spread) float64 {
+func ratio(a, b spread.Spread) float64 {
 	if a.N == 0 || b.N == 0 || b.Median == 0 {
 		return 0
 	}

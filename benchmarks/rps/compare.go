@@ -6,6 +6,8 @@ import (
 	"io"
 	"text/tabwriter"
 	"time"
+
+	"github.com/tidegate/tidegate/benchmarks/spread"
 )
 
 // Measurement is one measured run against a freshly spawned server.
@@ -117,17 +119,17 @@ func Compare(ctx context.Context, load Config, spawn SpawnConfig, kinds []Server
 
 // KindSummary spreads one server's measurements over the repeats.
 type KindSummary struct {
-	Server              ServerKind `json:"server"`
-	Runs                int        `json:"runs"`
-	RPS                 Spread     `json:"rps"`
-	AvgMs               Spread     `json:"avg_ms"`
-	P50Ms               Spread     `json:"p50_ms"`
-	P99Ms               Spread     `json:"p99_ms"`
-	Errors              int64      `json:"errors"`
-	Timeouts            int64      `json:"timeouts"`
-	MemPerConnIdleKiB   Spread     `json:"mem_per_conn_idle_kib"`
-	MemPerConnActiveKiB Spread     `json:"mem_per_conn_active_kib"`
-	CPUPerRequestUs     Spread     `json:"server_cpu_per_request_us"`
+	Server              ServerKind    `json:"server"`
+	Runs                int           `json:"runs"`
+	RPS                 spread.Spread `json:"rps"`
+	AvgMs               spread.Spread `json:"avg_ms"`
+	P50Ms               spread.Spread `json:"p50_ms"`
+	P99Ms               spread.Spread `json:"p99_ms"`
+	Errors              int64         `json:"errors"`
+	Timeouts            int64         `json:"timeouts"`
+	MemPerConnIdleKiB   spread.Spread `json:"mem_per_conn_idle_kib"`
+	MemPerConnActiveKiB spread.Spread `json:"mem_per_conn_active_kib"`
+	CPUPerRequestUs     spread.Spread `json:"server_cpu_per_request_us"`
 }
 
 // Summary is the comparison of the servers measured.
@@ -166,8 +168,8 @@ func Summarize(ms []Measurement, kinds []ServerKind) Summary {
 				cpu = append(cpu, m.ServerCPUPerRequestUs)
 			}
 		}
-		ks.RPS, ks.AvgMs, ks.P50Ms, ks.P99Ms = spreadOf(rps), spreadOf(avg), spreadOf(p50), spreadOf(p99)
-		ks.MemPerConnIdleKiB, ks.MemPerConnActiveKiB, ks.CPUPerRequestUs = spreadOf(memI), spreadOf(memA), spreadOf(cpu)
+		ks.RPS, ks.AvgMs, ks.P50Ms, ks.P99Ms = spread.Of(rps), spread.Of(avg), spread.Of(p50), spread.Of(p99)
+		ks.MemPerConnIdleKiB, ks.MemPerConnActiveKiB, ks.CPUPerRequestUs = spread.Of(memI), spread.Of(memA), spread.Of(cpu)
 		s.Kinds = append(s.Kinds, ks)
 	}
 	if len(s.Kinds) == 2 {
@@ -207,9 +209,9 @@ func WriteSummary(w io.Writer, s Summary) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "server\truns\tRPS\tp50 ms\tp99 ms\terrors\ttimeouts\tsrv CPU µs/req\tKiB/conn active\t")
 	for _, k := range s.Kinds {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t\n", k.Server, k.Runs, k.RPS,
-			k.P50Ms.format("%.3f"), k.P99Ms.format("%.3f"), k.Errors, k.Timeouts,
-			k.CPUPerRequestUs.format("%.2f"), k.MemPerConnActiveKiB.format("%.1f"))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t\n", k.Server, k.Runs, k.RPS.Format(0),
+			k.P50Ms.Format(3), k.P99Ms.Format(3), k.Errors, k.Timeouts,
+			k.CPUPerRequestUs.Format(2), k.MemPerConnActiveKiB.Format(1))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

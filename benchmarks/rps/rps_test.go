@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tidegate/tidegate/benchmarks/goserver"
+	"github.com/tidegate/tidegate/benchmarks/spread"
 	ptlv "github.com/tidegate/tidegate/protocol/tlv"
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/tlv"
@@ -354,7 +355,7 @@ func TestSummarizeRatios(t *testing.T) {
 		{Server: Tidegate, Mode: Child, Result: Result{RPS: 100, P50Ms: 1}, MemPerConnActiveKiB: 2},
 	}
 	s := Summarize(ms, []ServerKind{Tidegate, Goroutine})
-	if got := s.Kinds[0].RPS; got != (Spread{Min: 100, Median: 200, Max: 300}) {
+	if got := s.Kinds[0].RPS; got != (spread.Spread{Min: 100, Median: 200, Max: 300, N: 3}) {
 		t.Fatalf("tidegate RPS spread %+v", got)
 	}
 	if got := s.Kinds[1].RPS.Median; got != 125 {

@@ -135,27 +135,6 @@ func TestPercentileNearestRank(t *testing.T) {
 	}
 }
 
-func TestSpreadMedianMinMax(t *testing.T) {
-	for _, c := range []struct {
-		in   []float64
-		want Spread
-		text string
-	}{
-		{[]float64{3, 1, 2}, Spread{Median: 2, Min: 1, Max: 3, N: 3}, "2 [1–3]"},
-		{[]float64{4, 1, 2, 10}, Spread{Median: 3, Min: 1, Max: 10, N: 4}, "3 [1–10]"},
-		{[]float64{7}, Spread{Median: 7, Min: 7, Max: 7, N: 1}, "7 [7–7]"},
-		{nil, Spread{}, "–"},
-	} {
-		got := SpreadOf(c.in)
-		if got != c.want || got.Format(0) != c.text {
-			t.Errorf("SpreadOf(%v) = %+v %q, want %+v %q", c.in, got, got.Format(0), c.want, c.text)
-		}
-	}
-	if s := SpreadOf([]float64{1.25, 2.5}).Format(1); s != "1.9 [1.2–2.5]" {
-		t.Errorf("Format(1) = %q", s)
-	}
-}
-
 func TestClassify(t *testing.T) {
 	sys := func(op string, e syscall.Errno) error {
 		return &net.OpError{Op: op, Net: "tcp", Err: os.NewSyscallError(op, e)}
