@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tidegate/tidegate/benchmarks/peers"
+	"github.com/tidegate/tidegate/benchmarks/procstat"
 	"github.com/tidegate/tidegate/benchmarks/spread"
 	"github.com/tidegate/tidegate/internal/revision"
 )
@@ -307,13 +308,13 @@ func runTrial(ctx context.Context, cfg CompareConfig, s Server, repeat int, sysc
 			return fail("%v", err)
 		}
 	}
-	var before, client0 peers.ProcSample
+	var before procstat.Sample
 	var cpuErr error
 	if len(pids) > 0 {
-		before, cpuErr = peers.SampleProcs(pids)
+		before, cpuErr = procstat.Read(pids)
 	}
-	client0, clientErr := peers.SampleProcs([]int{os.Getpid()})
-	busy0, _, busyErr := peers.MachineCPU()
+	client0, clientErr := procstat.SelfCPU()
+	mach0, busyErr := procstat.MachineCPU()
 	load := cfg.Load
 	load.Addr = addr
 	res, err := Run(ctx, load)
@@ -321,19 +322,20 @@ func runTrial(ctx context.Context, cfg CompareConfig, s Server, repeat int, sysc
 		return fail("%v", err)
 	}
 	t.Result = res
-	busy1, _, err := peers.MachineCPU()
+	mach1, err := procstat.MachineCPU()
 	if err != nil {
 		busyErr = err
 	}
-	client1, err := peers.SampleProcs([]int{os.Getpid()})
+	client1, err := procstat.SelfCPU()
 	if err != nil {
 		clientErr = err
 	}
+	client := int64(client1 - client0)
 	if clientErr == nil {
-		t.ClientCPUUsPerConn = perConn(float64(client1.CPUNs-client0.CPUNs)/1e3, res.Conns)
+		t.ClientCPUUsPerConn = perConn(float64(client)/1e3, res.Conns)
 	}
 	if len(pids) > 0 && cpuErr == nil {
-		after, err := peers.SampleProcs(pids)
+		after, err := procstat.Read(pids)
 		if err != nil {
 			return fail("server CPU after the run (did it exit?): %v", err)
 		}
@@ -342,9 +344,9 @@ func runTrial(ctx context.Context, cfg CompareConfig, s Server, repeat int, sysc
 			t.ServerCPUUsPerConn = perConn(float64(server)/1e3, res.Conns)
 			t.ServerSlicesPerConn = perConn(float64(after.Slices-before.Slices), res.Conns)
 			if busyErr == nil && clientErr == nil {
-				other := (busy1 - busy0) - server - (client1.CPUNs - client0.CPUNs)
+				other := (mach1.Busy - mach0.Busy) - server - client
 				t.OtherCPUUsPerConn = perConn(float64(other)/1e3, res.Conns)
-				if mine := server + client1.CPUNs - client0.CPUNs; other*10 > mine {
+				if mine := server + client; other*10 > mine {
 					cfg.Log.Warn().Str("server", s.Label).Int("repeat", repeat).Float64("other_cpu_us_per_conn", *t.OtherCPUUsPerConn).
 						Msg("the machine was busy with more than the server and the client (over a tenth more): this trial may be disturbed")
 				}

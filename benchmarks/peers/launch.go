@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/tidegate/tidegate/benchmarks/procstat"
 )
 
 // Spec says how to start one proxy under test.
@@ -298,7 +300,7 @@ func (p *Process) start(wrap, argv, env []string, timeout time.Duration, want in
 		time.Sleep(20 * time.Millisecond)
 	}
 	for {
-		tree, err := ProcessTree(cmd.Process.Pid)
+		tree, err := procstat.ProcessTree(cmd.Process.Pid)
 		if err == nil && p.sys != nil {
 			tree = tree[1:] // perf itself
 		}

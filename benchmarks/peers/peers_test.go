@@ -279,29 +279,6 @@ func TestParseKinds(t *testing.T) {
 	}
 }
 
-func TestSampleProcsOfThisProcess(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("/proc is Linux's")
-	}
-	s, err := SampleProcs([]int{os.Getpid()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.CPUNs <= 0 || s.Slices <= 0 || s.RSSBytes <= 0 || s.Threads < 1 || s.FDs < 3 {
-		t.Fatalf("sample %+v", s)
-	}
-	if busy, idle, err := MachineCPU(); err != nil || busy <= 0 || idle < 0 {
-		t.Fatalf("machine CPU busy %d idle %d: %v", busy, idle, err)
-	}
-	if _, err := TCPOutSegs(os.Getpid()); err != nil {
-		t.Fatal(err)
-	}
-	tree, err := ProcessTree(os.Getpid())
-	if err != nil || tree[0] != os.Getpid() {
-		t.Fatalf("tree %v %v", tree, err)
-	}
-}
-
 func TestParsePerfCount(t *testing.T) {
 	out := "# started on Mon Nov 30 02:02:30 2026\n\n4891,,raw_syscalls:sys_enter,238319600,100.00,,\n"
 	if n, err := parsePerfCount([]byte(out)); err != nil || n != 4891 {
