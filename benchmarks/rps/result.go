@@ -51,6 +51,18 @@ type Result struct {
 	ClientCPUSeconds float64 `json:"client_cpu_seconds"`
 }
 
+// Failure returns why the run does not count, or nil: any request that
+// errored (a wrong, lost, duplicated or reordered response, an error frame,
+// a broken connection) or timed out, or fewer requests accounted for than
+// the run made.
+func (r Result) Failure() error {
+	want := int64(r.Clients) * int64(r.Payloads)
+	if r.Errors == 0 && r.Timeouts == 0 && r.Successes == want && r.Requests == want {
+		return nil
+	}
+	return fmt.Errorf("%d errors and %d timeouts; %d of %d requests succeeded", r.Errors, r.Timeouts, r.Successes, want)
+}
+
 // result sums the run's clients and histograms.
 func (r *run) result() Result {
 	cfg := r.g.cfg

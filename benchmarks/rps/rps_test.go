@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -195,6 +196,9 @@ func TestCorruptBodyCountedAsError(t *testing.T) {
 	if res.Errors != wantErr || res.Successes != int64(cfg.Clients*20)-wantErr || res.Timeouts != 0 || res.Reconnects != 0 {
 		t.Fatalf("got %+v; want %d errors, no timeouts or reconnects", res, wantErr)
 	}
+	if res.Failure() == nil {
+		t.Fatal("a run with errored requests has no Failure")
+	}
 }
 
 func TestCorruptHeaderClosesAndReconnects(t *testing.T) {
@@ -343,6 +347,49 @@ func TestPayloadsCatchEveryChangedByte(t *testing.T) {
 		if v := p.check(h, frame[f.HeaderLen():], 5); v == responseOK {
 			t.Fatalf("size %d: another client's request accepted", size)
 		}
+	}
+}
+
+func TestResultFailure(t *testing.T) {
+	ok := Result{Clients: 2, Payloads: 10, Requests: 20, Successes: 20}
+	if err := ok.Failure(); err != nil {
+		t.Fatalf("clean run: %v", err)
+	}
+	for name, r := range map[string]Result{
+		"error":   {Clients: 2, Payloads: 10, Requests: 20, Successes: 19, Errors: 1},
+		"timeout": {Clients: 2, Payloads: 10, Requests: 20, Successes: 19, Timeouts: 1},
+		"missing": {Clients: 2, Payloads: 10, Requests: 19, Successes: 19},
+	} {
+		if r.Failure() == nil {
+			t.Errorf("%s: %+v has no Failure", name, r)
+		}
+	}
+}
+
+// TestSummarizeLeavesOutFailedRuns: a run with an errored request is
+// counted and its errors summed, but none of its figures enters a median,
+// and Failed names it.
+func TestSummarizeLeavesOutFailedRuns(t *testing.T) {
+	ms := []Measurement{
+		{Server: Tidegate, Mode: Child, Repeat: 1, Result: Result{RPS: 200, P99Ms: 1}, ServerCPUPerRequestUs: 5},
+		{Server: Tidegate, Mode: Child, Repeat: 2, Result: Result{RPS: 9000, P99Ms: 50, Errors: 3, Timeouts: 1},
+			ServerCPUPerRequestUs: 90, Failure: "3 errors and 1 timeouts"},
+		{Server: Tidegate, Mode: Child, Repeat: 3, Result: Result{RPS: 300, P99Ms: 2}, ServerCPUPerRequestUs: 7},
+	}
+	if err := Failed(ms[:1]); err != nil {
+		t.Fatalf("Failed of clean runs: %v", err)
+	}
+	s := Summarize(ms, []ServerKind{Tidegate})
+	k := s.Kinds[0]
+	if k.Runs != 3 || k.Failed != 1 || k.Errors != 3 || k.Timeouts != 1 {
+		t.Fatalf("counts %+v", k)
+	}
+	if k.RPS != (spread.Spread{Median: 250, Min: 200, Max: 300, N: 2}) || k.P99Ms.Max != 2 || k.CPUPerRequestUs.Max != 7 {
+		t.Fatalf("the failed run entered the spreads: %+v", k)
+	}
+	err := Failed(ms)
+	if err == nil || !strings.Contains(err.Error(), "repeat 2, tidegate") {
+		t.Fatalf("Failed = %v, want it to name repeat 2", err)
 	}
 }
 

@@ -1,15 +1,12 @@
 package rps
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -17,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tidegate/tidegate/benchmarks/goserver"
+	"github.com/tidegate/tidegate/benchmarks/procstat"
 	ptlv "github.com/tidegate/tidegate/protocol/tlv"
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/tlv"
@@ -224,59 +222,29 @@ func freeLoopbackAddr() (string, error) {
 // Stop stops the server, waiting at most until ctx ends.
 func (s *Spawned) Stop(ctx context.Context) error { return s.stop(ctx) }
 
-// RSS returns the child's resident set size in bytes (VmRSS of
-// /proc/PID/status). It fails in process and where /proc is missing.
+// RSS returns the child's resident set size in bytes (procstat.RSS). It
+// fails in process and where /proc is missing.
 func (s *Spawned) RSS() (int64, error) {
 	if s.PID == 0 {
 		return 0, errors.New("rps: RSS of an in-process server is not measured")
 	}
-	path := fmt.Sprintf("/proc/%d/status", s.PID)
-	b, err := os.ReadFile(path)
+	rss, err := procstat.RSS(s.PID)
 	if err != nil {
-		return 0, fmt.Errorf("rps: reading %s: %w", path, err)
+		return 0, fmt.Errorf("rps: %w", err)
 	}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:")
-		if !ok {
-			continue
-		}
-		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("rps: parsing VmRSS %q in %s: %w", rest, path, err)
-		}
-		return kb << 10, nil
-	}
-	return 0, fmt.Errorf("rps: no VmRSS in %s", path)
+	return rss, nil
 }
 
-// CPU returns the child's time on CPU, summed over its threads (field 1 of
-// /proc/PID/task/*/schedstat, nanoseconds). It fails in process and where
+// CPU returns the child's time on CPU, summed over its threads
+// (procstat.CPU: schedstat nanoseconds). It fails in process and where
 // /proc is missing.
 func (s *Spawned) CPU() (time.Duration, error) {
 	if s.PID == 0 {
 		return 0, errors.New("rps: CPU of an in-process server is not measured")
 	}
-	dir := fmt.Sprintf("/proc/%d/task", s.PID)
-	tasks, err := os.ReadDir(dir)
+	cpu, err := procstat.CPU(s.PID)
 	if err != nil {
-		return 0, fmt.Errorf("rps: listing %s: %w", dir, err)
+		return 0, fmt.Errorf("rps: %w", err)
 	}
-	var total int64
-	for _, t := range tasks {
-		b, err := os.ReadFile(filepath.Join(dir, t.Name(), "schedstat"))
-		if err != nil {
-			continue // the thread exited meanwhile
-		}
-		f := strings.Fields(string(b))
-		if len(f) == 0 {
-			continue
-		}
-		ns, err := strconv.ParseInt(f[0], 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("rps: parsing schedstat %q of task %s: %w", f[0], t.Name(), err)
-		}
-		total += ns
-	}
-	return time.Duration(total), nil
+	return cpu, nil
 }

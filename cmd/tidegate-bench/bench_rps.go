@@ -25,9 +25,13 @@ func benchRPSCommand() *cli.Command {
 			"content, and counts a response later than --timeout as a failure. Clients run on event loops,\n" +
 			"not a goroutine each. RPS = successful requests / wall time; latency from an HdrHistogram.\n\n" +
 			"--spawn tidegate|goroutine starts the server itself (--strategy single: one core, multi: all),\n" +
-			"by default as a child process (this binary re-run) whose RSS and CPU are measured on their own;\n" +
+			"by default as a child process (`tidegate serve` from --tidegate-bin, or this program's `peer\n" +
+			"tlv-goroutine`) whose RSS and CPU are measured on their own;\n" +
 			"--spawn both (or --compare) runs tidegate and the goroutine server --repeats times each, in\n" +
-			"alternating order, and prints medians [min–max] and the ratios.",
+			"alternating order, and prints medians [min–max] and the ratios.\n\n" +
+			"It exits non-zero when any request errored (a wrong, lost, duplicated or reordered\n" +
+			"response) or timed out, or a server could not be started, measured or stopped; a failed\n" +
+			"run is printed and left out of the medians.",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "addr", Usage: "server address host:port (with --spawn none)"},
 			&cli.IntFlag{Name: "clients", Value: 5, Usage: "client connections"},
@@ -77,9 +81,17 @@ func benchRPSCommand() *cli.Command {
 				}
 				if c.Bool("json") {
 					report.Result = &res
-					return writeJSON(c, report)
+					err = writeJSON(c, report)
+				} else {
+					err = rps.WriteTable(out, res)
 				}
-				return rps.WriteTable(out, res)
+				if err != nil {
+					return err
+				}
+				if ferr := res.Failure(); ferr != nil {
+					return cli.Exit(fmt.Sprintf("rps benchmark FAILED: %v", ferr), 1)
+				}
+				return nil
 			}
 			var kinds []rps.ServerKind
 			switch spawn {
@@ -117,13 +129,18 @@ func benchRPSCommand() *cli.Command {
 			if c.Bool("json") {
 				report.Strategy, report.Mode, report.Repeats = sc.Strategy, sc.Mode, repeats
 				report.Measurements, report.Summary = ms, &sum
-				return writeJSON(c, report)
+				err = writeJSON(c, report)
+			} else if err = rps.WriteMeasurements(out, ms); err == nil {
+				fmt.Fprintln(out)
+				err = rps.WriteSummary(out, sum)
 			}
-			if err := rps.WriteMeasurements(out, ms); err != nil {
+			if err != nil {
 				return err
 			}
-			fmt.Fprintln(out)
-			return rps.WriteSummary(out, sum)
+			if ferr := rps.Failed(ms); ferr != nil {
+				return cli.Exit(fmt.Sprintf("rps benchmark FAILED (failed runs are left out of the medians): %v", ferr), 1)
+			}
+			return nil
 		},
 	}
 }
