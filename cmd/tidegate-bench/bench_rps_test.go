@@ -19,11 +19,17 @@ import (
 // printed and the error they returned (with its exit code, not exiting).
 func runApp(t *testing.T, args ...string) (string, error) {
 	t.Helper()
+	return runAppContext(t, context.Background(), args...)
+}
+
+// runAppContext is runApp under ctx (its end is an interruption).
+func runAppContext(t *testing.T, ctx context.Context, args ...string) (string, error) {
+	t.Helper()
 	var out bytes.Buffer
 	app := newApp()
 	app.Writer, app.ErrWriter = &out, &out
 	app.ExitErrHandler = func(*cli.Context, error) {}
-	err := app.RunContext(context.Background(), append([]string{"tidegate-bench"}, args...))
+	err := app.RunContext(ctx, append([]string{"tidegate-bench"}, args...))
 	return out.String(), err
 }
 
