@@ -101,7 +101,9 @@ var MethodNotes = []string{
 	"A roundtrip relays two frames. CPU ns/frame is the proxy processes' on-CPU time (sum of /proc/PID/task/*/schedstat " +
 		"field 1) over the measured interval divided by relayed frames.",
 	"syscalls/frame counts every system call (perf stat -e raw_syscalls:sys_enter) of a fresh proxy started under perf, " +
-		"in separate passes: perf's tracepoint slows the process, so those passes give no other figure.",
+		"in separate passes (as many as the repeats unless --syscall-passes says otherwise), reported as their median: " +
+		"perf's tracepoint slows the process, so those passes give no other figure.",
+	"A phase with a wrong echo or a failure is listed and counted, and none of its figures enters a median or a ratio.",
 	"segments/frame is the TCP OutSegs delta of /proc/PID/net/snmp: on one host without namespaces it counts every " +
 		"process (client, proxy and backend), not the proxy alone. With --rtt the proxy column counts the proxy's namespace only.",
 	"On a small machine client, backend and proxy compete for cores: proxy/direct throughput ratios swing between " +

@@ -111,17 +111,31 @@ func ptrValues(ps []Phase, get func(Phase) *float64) []float64 {
 	return out
 }
 
+// valid reports whether a phase's figures may enter a median: it completed
+// and every echo was right. A phase with wrong echoes measured a relay that
+// does not work.
+func (p Phase) valid() bool { return p.Failure == "" && p.Errors == 0 }
+
+// validPhases returns the phases of ps whose figures count.
+func validPhases(ps []Phase) []Phase {
+	var ok []Phase
+	for _, p := range ps {
+		if p.valid() {
+			ok = append(ok, p)
+		}
+	}
+	return ok
+}
+
 func phaseStats(ps []Phase) PhaseStats {
 	s := PhaseStats{Phases: len(ps)}
-	var ok []Phase
 	for _, p := range ps {
 		s.Errors += p.Errors
 		if p.Failure != "" {
 			s.Failed++
-			continue
 		}
-		ok = append(ok, p)
 	}
+	ok := validPhases(ps)
 	get := func(f func(Phase) float64) spread.Spread {
 		vs := make([]float64, len(ok))
 		for i, p := range ok {
@@ -175,7 +189,7 @@ func (r *Result) summarize() {
 			}
 		}
 		for _, pair := range byRepeat {
-			if d, x := pair[0], pair[1]; d != nil && x != nil && d.Failure == "" && x.Failure == "" && d.FramesPerSec > 0 {
+			if d, x := pair[0], pair[1]; d != nil && x != nil && d.valid() && x.valid() && d.FramesPerSec > 0 {
 				ratios = append(ratios, x.FramesPerSec/d.FramesPerSec)
 			}
 		}
@@ -184,9 +198,9 @@ func (r *Result) summarize() {
 			Direct:           phaseStats(direct),
 			Proxy:            phaseStats(proxy),
 			Ratio:            spread.Of(ratios),
-			CPUNsPerFrame:    spread.Of(ptrValues(proxy, func(p Phase) *float64 { return p.CPUNsPerFrame })),
-			SyscallsPerFrame: spread.Of(ptrValues(sys, func(p Phase) *float64 { return p.SyscallsPerFrame })),
-			RSSMiB:           spread.Of(ptrValues(proxy, func(p Phase) *float64 { return p.RSSMiB })),
+			CPUNsPerFrame:    spread.Of(ptrValues(validPhases(proxy), func(p Phase) *float64 { return p.CPUNsPerFrame })),
+			SyscallsPerFrame: spread.Of(ptrValues(validPhases(sys), func(p Phase) *float64 { return p.SyscallsPerFrame })),
+			RSSMiB:           spread.Of(ptrValues(validPhases(proxy), func(p Phase) *float64 { return p.RSSMiB })),
 		})
 	}
 }

@@ -42,7 +42,7 @@ func benchSessionCommand() *cli.Command {
 			&cli.IntFlag{Name: "proxy-cores", Value: 1, Usage: "threads/loops/workers of every proxy (tidegate loops, haproxy nbthread, nginx worker_processes)"},
 			&cli.IntFlag{Name: "goproxy-gomaxprocs", Usage: "GOMAXPROCS of goproxy (default: --proxy-cores)"},
 			&cli.IntFlag{Name: "backend-loops", Value: 1, Usage: "event loops of the fake backend"},
-			&cli.IntFlag{Name: "syscall-passes", Value: 1, Usage: "extra proxy phases per target on a fresh proxy under perf, for syscalls/frame (0: none)"},
+			&cli.IntFlag{Name: "syscall-passes", Value: -1, Usage: "extra proxy phases per target on a fresh proxy under perf, for syscalls/frame, reported as their median (-1: as many as --repeats; 0: none)"},
 			&cli.BoolFlag{Name: "json", Usage: "print the result as JSON instead of a table"},
 			&cli.StringFlag{Name: "report", Usage: "write report.md, result.json and PNG charts into `DIR`"},
 			&cli.DurationFlag{Name: "stall-timeout", Value: 0, Usage: "fail a phase that makes no progress this long (default 20s)"},
@@ -139,7 +139,11 @@ func runBenchSession(c *cli.Context) error {
 		Targets: env.Targets(), StallTimeout: c.Duration("stall-timeout"), Setup: setup, Log: log,
 	}
 	var notes []string
-	if n := c.Int("syscall-passes"); n > 0 {
+	n := c.Int("syscall-passes")
+	if n < 0 {
+		n = cfg.Repeats
+	}
+	if n > 0 {
 		if err := peers.PerfAvailable(); err != nil {
 			notes = append(notes, "syscalls/frame omitted: "+err.Error())
 		} else {
