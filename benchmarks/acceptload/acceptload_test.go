@@ -4,16 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -22,6 +19,7 @@ import (
 	"github.com/tidegate/tidegate/benchmarks/peers"
 	"github.com/tidegate/tidegate/benchmarks/spread"
 	"github.com/tidegate/tidegate/internal/leaktest"
+	"github.com/tidegate/tidegate/internal/standin"
 	ptlv "github.com/tidegate/tidegate/protocol/tlv"
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/tlv"
@@ -31,47 +29,17 @@ import (
 // starts it (BIN serve --listen ADDR --loops L --log-level warn), and for
 // `tidegate version` when BinaryServers asks for its revision.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 {
-		switch os.Args[1] {
-		case "serve":
-			os.Exit(runServeChild(os.Args[2:]))
-		case "version":
-			fmt.Println("tidegate " + testVersion)
-			os.Exit(0)
-		}
+	if code, ok := standin.Run(os.Args[1:]); ok {
+		os.Exit(code)
+	}
+	if len(os.Args) > 1 && os.Args[1] == "version" {
+		fmt.Println("tidegate " + testVersion)
+		os.Exit(0)
 	}
 	os.Exit(leaktest.Main(m))
 }
 
 const testVersion = "v0-test"
-
-func runServeChild(args []string) int {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	listen := fs.String("listen", "", "")
-	loops := fs.Int("loops", 1, "")
-	fs.String("log-level", "", "")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
-	srv, err := tlv.New(tlv.Config{Reactor: reactor.Config{Addrs: []string{*listen}, Loops: *loops}})
-	if err == nil {
-		err = srv.Start()
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	<-sig
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := srv.Stop(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return 0
-}
 
 // startServer runs an in-process TLV echo server (what `tidegate serve` runs).
 func startServer(t *testing.T) string {

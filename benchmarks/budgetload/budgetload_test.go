@@ -2,56 +2,22 @@ package budgetload
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
-	"github.com/tidegate/tidegate/session/proxy"
+	"github.com/tidegate/tidegate/internal/standin"
 )
 
 // TestMain lets the test binary stand in for `tidegate proxy` when Run
 // starts it as the proxy under test (EXE proxy --config F).
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == "proxy" {
-		os.Exit(proxyChild(os.Args[2:]))
+	if code, ok := standin.Run(os.Args[1:]); ok {
+		os.Exit(code)
 	}
 	os.Exit(m.Run())
-}
-
-// proxyChild runs the proxy from --config until SIGTERM.
-func proxyChild(args []string) int {
-	fs := flag.NewFlagSet("proxy", flag.ContinueOnError)
-	config := fs.String("config", "", "")
-	fs.String("log-level", "", "")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
-	cfg, err := proxy.LoadConfig(*config)
-	if err == nil {
-		var p *proxy.Proxy
-		if p, err = proxy.New(cfg, zerolog.New(os.Stderr).Level(zerolog.WarnLevel)); err == nil {
-			if err = p.Start(); err == nil {
-				<-sig
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				defer cancel()
-				err = p.Stop(ctx)
-			}
-		}
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return 0
 }
 
 func TestPlateauEndsAfterStableFor(t *testing.T) {

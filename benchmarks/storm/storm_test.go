@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -19,52 +17,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/tidegate/tidegate/benchmarks/peers"
-	"github.com/tidegate/tidegate/session/proxy"
+	"github.com/tidegate/tidegate/internal/standin"
 )
 
 // TestMain lets the test binary stand in for `tidegate proxy` when a test
 // starts it as the proxy under test (peers.Start runs EXE proxy --config F).
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == "proxy" {
-		os.Exit(runProxyChild(os.Args[2:]))
+	if code, ok := standin.Run(os.Args[1:]); ok {
+		os.Exit(code)
 	}
 	os.Exit(m.Run())
-}
-
-func runProxyChild(args []string) int {
-	fs := flag.NewFlagSet("proxy", flag.ContinueOnError)
-	config := fs.String("config", "", "")
-	fs.String("log-level", "", "")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
-	cfg, err := proxy.LoadConfig(*config)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	log := zerolog.New(os.Stderr).Level(zerolog.WarnLevel).With().Timestamp().Logger()
-	p, err := proxy.New(cfg, log)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if err := p.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	<-sig
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := p.Stop(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	}
-	return 0
 }
 
 // noLeaks fails the test when it ends with more goroutines or open files
