@@ -177,7 +177,7 @@ func runBenchStorm(c *cli.Context) error {
 func benchStormEchoCommand() *cli.Command {
 	return &cli.Command{
 		Name:   "echo-backend",
-		Usage:  "internal: the echo backend of `tidegate bench storm` (echoes every byte, a goroutine per connection)",
+		Usage:  "internal: the echo backend of `tidegate-bench bench storm` (echoes every byte, a goroutine per connection)",
 		Hidden: true,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:0", Usage: "listen address"},
@@ -191,20 +191,8 @@ func benchStormEchoCommand() *cli.Command {
 			if err := srv.Listen(c.String("listen")); err != nil {
 				return err
 			}
-			served := make(chan error, 1)
-			go func() { served <- srv.Serve() }()
 			log.Info().Str("listen", srv.Addr().String()).Msg("storm echo backend listening")
-			ctx, stop := sessionContext(c)
-			defer stop()
-			select {
-			case <-ctx.Done():
-			case err := <-served:
-				return err
-			}
-			err = srv.Close()
-			if serr := <-served; serr != nil {
-				err = serr
-			}
+			err = serveListener(c, log, srv.Serve, srv.Close)
 			log.Info().Int64("accepted", srv.Accepted()).Msg("storm echo backend stopped")
 			return err
 		},

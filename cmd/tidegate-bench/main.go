@@ -129,6 +129,23 @@ func serveUntilSignal(c *cli.Context, log zerolog.Logger, failed <-chan error, s
 	return err
 }
 
+// serveListener runs serve (an accept loop that returns nil after shut)
+// until a signal, or until it ends by itself on an accept error, then calls
+// shut and waits for serve to return.
+func serveListener(c *cli.Context, log zerolog.Logger, serve, shut func() error) error {
+	done, failed := make(chan struct{}), make(chan error, 1)
+	var serveErr error
+	go func() { serveErr = serve(); close(done); failed <- serveErr }()
+	return serveUntilSignal(c, log, failed, func(context.Context) error {
+		err := shut()
+		<-done
+		if serveErr != nil {
+			err = serveErr
+		}
+		return err
+	})
+}
+
 // commandLine writes argv as a shell command, quoting what needs it.
 func commandLine(argv []string) string {
 	out := make([]string, len(argv))

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-
 	"github.com/urfave/cli/v2"
 
 	"github.com/tidegate/tidegate/internal/logflags"
@@ -34,21 +32,11 @@ func peerGoproxyCommand() *cli.Command {
 			if err := r.Listen(c.String("listen")); err != nil {
 				return err
 			}
-			// Serve ends by itself only on an accept error; failed reports it.
-			done, failed := make(chan struct{}), make(chan error, 1)
-			var serveErr error
-			go func() { serveErr = r.Serve(); close(done); failed <- serveErr }()
 			log.Info().Str("listen", r.Addr().String()).Str("backend", r.Backend).Msg("goproxy relaying")
-			return serveUntilSignal(c, log, failed, func(context.Context) error {
-				err := r.Close()
-				<-done
-				if serveErr != nil {
-					err = serveErr
-				}
-				st := r.Stats()
-				log.Info().Int64("accepted", st.Accepted).Int64("connect_failed", st.ConnectFailed).Msg("goproxy stopped")
-				return err
-			})
+			err = serveListener(c, log, r.Serve, r.Close)
+			st := r.Stats()
+			log.Info().Int64("accepted", st.Accepted).Int64("connect_failed", st.ConnectFailed).Msg("goproxy stopped")
+			return err
 		},
 	}
 }
