@@ -25,7 +25,7 @@ type Meta struct {
 	GoMaxProcs int `json:"gomaxprocs,omitempty"`
 }
 
-// Report is what `tidegate bench accept --json` prints.
+// Report is what `tidegate-bench bench accept --json` prints.
 type Report struct {
 	Meta Meta `json:"meta"`
 	*Comparison

@@ -267,7 +267,7 @@ func WriteSummary(w io.Writer, s Summary) error {
 	return nil
 }
 
-// Report is what `tidegate bench rps --json` prints: where and how the
+// Report is what `tidegate-bench bench rps --json` prints: where and how the
 // benchmark ran and what it measured.
 type Report struct {
 	Time     time.Time `json:"time"`

@@ -22,7 +22,7 @@ func benchIdleCommand() *cli.Command {
 		Name:  "idle",
 		Usage: "hold N logged-in idle sessions through a proxy: memory and descriptors per session, and that they stay alive",
 		Description: "Starts the fake backend and the proxy under test (each its own process), then worker\n" +
-			"processes (`tidegate bench idle-worker`) that open the sessions from several loopback\n" +
+			"processes (`tidegate-bench bench idle-worker`) that open the sessions from several loopback\n" +
 			"source addresses, log each in and echo one small PLAY packet. The proxy's RSS growth\n" +
 			"(VmRSS of its processes) divided by the sessions, its OS threads (/proc/PID/status\n" +
 			"Threads: tidegate has no goroutine count endpoint, and OS threads are what every proxy\n" +
@@ -156,7 +156,7 @@ func runBenchIdle(c *cli.Context) error {
 func benchIdleWorkerCommand() *cli.Command {
 	return &cli.Command{
 		Name:   "idle-worker",
-		Usage:  "internal: hold idle sessions for `tidegate bench idle` (reports JSON lines on stdout)",
+		Usage:  "internal: hold idle sessions for `tidegate-bench bench idle` (reports JSON lines on stdout)",
 		Hidden: true,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "addr", Required: true},
