@@ -20,9 +20,8 @@ import (
 	"github.com/tidegate/tidegate/benchmarks/spread"
 	"github.com/tidegate/tidegate/internal/leaktest"
 	"github.com/tidegate/tidegate/internal/standin"
+	"github.com/tidegate/tidegate/internal/testserver"
 	ptlv "github.com/tidegate/tidegate/protocol/tlv"
-	"github.com/tidegate/tidegate/reactor"
-	"github.com/tidegate/tidegate/session/tlv"
 )
 
 // TestMain lets the test binary stand in for `tidegate serve` when Compare
@@ -40,51 +39,6 @@ func TestMain(m *testing.M) {
 }
 
 const testVersion = "v0-test"
-
-// startServer runs an in-process TLV echo server (what `tidegate serve` runs).
-func startServer(t *testing.T) string {
-	t.Helper()
-	srv, err := tlv.New(tlv.Config{Reactor: reactor.Config{Addrs: []string{"127.0.0.1:0"}, Loops: 1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := srv.Stop(ctx); err != nil {
-			t.Error(err)
-		}
-	})
-	return srv.Addr().String()
-}
-
-// fakeServer accepts connections and lets serve answer each one.
-func fakeServer(t *testing.T, serve func(c net.Conn)) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	t.Cleanup(func() { ln.Close(); <-done })
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				serve(c)
-			}()
-		}
-	}()
-	return ln.Addr().String()
-}
 
 func TestRequestIsUniqueNonKeepAliveFrame(t *testing.T) {
 	f := ptlv.DefaultFormat
@@ -196,7 +150,7 @@ func TestSummarizeRatiosAndVerdict(t *testing.T) {
 }
 
 func TestRunAgainstTLVServer(t *testing.T) {
-	addr := startServer(t)
+	addr := testserver.TLV(t, 1)
 	start := time.Now()
 	r, err := Run(context.Background(), LoadConfig{Addr: addr, Conns: 300, Parallel: 4, Timeout: 3 * time.Second})
 	if err != nil {
@@ -212,7 +166,7 @@ func TestRunAgainstTLVServer(t *testing.T) {
 
 func runFake(t *testing.T, serve func(c net.Conn)) Result {
 	t.Helper()
-	r, err := Run(context.Background(), LoadConfig{Addr: fakeServer(t, serve), Conns: 3, Parallel: 2, Timeout: 300 * time.Millisecond})
+	r, err := Run(context.Background(), LoadConfig{Addr: testserver.Conns(t, serve), Conns: 3, Parallel: 2, Timeout: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +234,7 @@ func TestRefusedConnectionsAreErrors(t *testing.T) {
 func TestCanceledRunIsAnError(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := Run(ctx, LoadConfig{Addr: startServer(t), Conns: 10})
+	_, err := Run(ctx, LoadConfig{Addr: testserver.TLV(t, 1), Conns: 10})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("error %v, want canceled", err)
 	}

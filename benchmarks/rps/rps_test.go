@@ -8,12 +8,12 @@ import (
 	"io"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/tidegate/tidegate/benchmarks/goserver"
 	"github.com/tidegate/tidegate/benchmarks/spread"
+	"github.com/tidegate/tidegate/internal/testserver"
 	ptlv "github.com/tidegate/tidegate/protocol/tlv"
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/tlv"
@@ -61,48 +61,6 @@ func startGoserver(t *testing.T) string {
 		}
 	})
 	return srv.Addr().String()
-}
-
-// startFakeServer runs serve on every accepted connection (test code may use
-// a goroutine per connection).
-func startFakeServer(t *testing.T, serve func(c net.Conn)) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				serve(c)
-			}()
-		}
-	}()
-	t.Cleanup(func() {
-		_ = ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	return ln.Addr().String()
 }
 
 // echoFrames echoes frames, letting mutate change each response (numbered
@@ -178,7 +136,7 @@ func TestRunCleanAgainstBothServers(t *testing.T) {
 func TestCorruptBodyCountedAsError(t *testing.T) {
 	// Every fifth response has its last byte flipped: those requests fail,
 	// the stream stays usable, the rest succeed.
-	addr := startFakeServer(t, func(c net.Conn) {
+	addr := testserver.Conns(t, func(c net.Conn) {
 		echoFrames(c, func(i int, frame []byte) bool {
 			if i%5 == 2 {
 				frame[len(frame)-1] ^= 0x01
@@ -204,7 +162,7 @@ func TestCorruptBodyCountedAsError(t *testing.T) {
 func TestCorruptHeaderClosesAndReconnects(t *testing.T) {
 	// The fourth response of each connection carries a wrong type: that
 	// request fails, the connection is dropped, the client reconnects.
-	addr := startFakeServer(t, func(c net.Conn) {
+	addr := testserver.Conns(t, func(c net.Conn) {
 		echoFrames(c, func(i int, frame []byte) bool {
 			if i == 3 {
 				frame[0] ^= 0x01
@@ -227,7 +185,7 @@ func TestCorruptHeaderClosesAndReconnects(t *testing.T) {
 func TestErrorFrameCountedAsError(t *testing.T) {
 	// A server that answers the first request with an error frame and
 	// closes: every client's requests fail one by one across reconnects.
-	addr := startFakeServer(t, func(c net.Conn) {
+	addr := testserver.Conns(t, func(c net.Conn) {
 		hdr := make([]byte, 5)
 		if _, err := io.ReadFull(c, hdr); err != nil {
 			return
@@ -246,7 +204,7 @@ func TestErrorFrameCountedAsError(t *testing.T) {
 }
 
 func TestSilentServerCountsTimeouts(t *testing.T) {
-	addr := startFakeServer(t, func(c net.Conn) { _, _ = io.Copy(io.Discard, c) })
+	addr := testserver.Conns(t, func(c net.Conn) { _, _ = io.Copy(io.Discard, c) })
 	cfg := baseConfig(t, addr)
 	cfg.Clients, cfg.Payloads, cfg.Pipeline, cfg.Warmups, cfg.Timeout = 2, 3, 2, 0, 50*time.Millisecond
 	start := time.Now()
@@ -277,7 +235,7 @@ func TestUnreachableServerFails(t *testing.T) {
 }
 
 func TestRunHonoursContext(t *testing.T) {
-	addr := startFakeServer(t, func(c net.Conn) { _, _ = io.Copy(io.Discard, c) })
+	addr := testserver.Conns(t, func(c net.Conn) { _, _ = io.Copy(io.Discard, c) })
 	cfg := baseConfig(t, addr)
 	cfg.Warmups, cfg.Timeout = 0, time.Minute
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)

@@ -6,33 +6,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidegate/tidegate/internal/testserver"
 	"github.com/tidegate/tidegate/session/push"
 )
-
-// pushServer is tidegate's push server, in process; it returns its publish
-// and subscribe addresses.
-func pushServer(t *testing.T) (string, string) {
-	t.Helper()
-	cfg := push.DefaultConfig()
-	cfg.PublishAddr, cfg.SubscribeAddr, cfg.Loops, cfg.Window = "tcp://127.0.0.1:0", "tcp://127.0.0.1:0", 1, 5*time.Millisecond
-	srv, err := push.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Stop(context.Background()) })
-	pa, _ := srv.PublishAddr()
-	sa, _ := srv.SubscribeAddr()
-	return pa.String(), sa.String()
-}
 
 // TestBenchPushExitsNonZeroWhenInterrupted: a clean run prints its line and
 // exits 0; a run interrupted during its measurement prints no result and
 // exits non-zero.
 func TestBenchPushExitsNonZeroWhenInterrupted(t *testing.T) {
-	pa, sa := pushServer(t)
+	_, pa, sa := testserver.Push(t, func(c *push.Config) { c.Loops, c.Window = 1, 5*time.Millisecond })
 	args := []string{"bench", "push", "--publish", pa, "--subscribe", sa, "--subscribers", "3", "--rate", "1000",
 		"--payload", "16", "--warmup", "50ms", "--drain", "1s", "--log-level", "warn"}
 	out, err := runApp(t, append(args, "--duration", "200ms")...)
