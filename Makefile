@@ -3,8 +3,18 @@
 
 GO          ?= go
 BIN         := bin/tidegate
+BENCH_BIN   := bin/tidegate-bench
 VERSION     := $(shell git describe --always --dirty 2>/dev/null || echo dev)
-LDFLAGS     := -X main.version=$(VERSION)
+# main.version is what `version` prints; revision.Stamp is the revision the
+# benchmark reports name (a plain go build has none with -buildvcs=false).
+# -w drops the DWARF tables (debuggers only); the symbol table stays, for
+# go tool nm, perf and pprof.
+LDFLAGS     := -w -X main.version=$(VERSION) -X github.com/tidegate/tidegate/internal/revision.Stamp=$(VERSION)
+# urfave_cli_no_docs leaves out cli's man page and Markdown writers (and
+# their Markdown parser), which no command uses.
+BUILDFLAGS  := -trimpath -tags urfave_cli_no_docs
+# The production binary links no benchmark code; this bounds its size (MiB).
+MAX_BIN_MIB := 15
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.6.1
 CROSS       := darwin/amd64 darwin/arm64 freebsd/amd64 freebsd/arm64
 
@@ -12,8 +22,19 @@ CROSS       := darwin/amd64 darwin/arm64 freebsd/amd64 freebsd/arm64
 
 all: build
 
+# Both binaries: tidegate (production) and tidegate-bench (load generators
+# and peers, which start the bin/tidegate next to them). Prints both sizes,
+# and fails when the production binary links the benchmark reports' plotting
+# code or grew past MAX_BIN_MIB.
 build:
-	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/tidegate
+	$(GO) build $(BUILDFLAGS) -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/tidegate
+	$(GO) build $(BUILDFLAGS) -ldflags "$(LDFLAGS)" -o $(BENCH_BIN) ./cmd/tidegate-bench
+	@set -e; for b in $(BIN) $(BENCH_BIN); do \
+		wc -c <$$b | awk -v b=$$b '{printf "%-20s %5.1f MiB (%d bytes)\n", b, $$1/1048576, $$1}'; \
+	done; \
+	if $(GO) version -m $(BIN) | grep -q gonum.org; then echo "$(BIN) links gonum.org (benchmark charts)"; exit 1; fi; \
+	size=$$(wc -c <$(BIN)); if [ $$size -gt $$(($(MAX_BIN_MIB) * 1048576)) ]; then \
+		echo "$(BIN) is $$size bytes, over $(MAX_BIN_MIB) MiB"; exit 1; fi
 
 # The main job on its embedded default configuration.
 run: build

@@ -1,18 +1,20 @@
 #!/bin/sh
 # compare-platforms.sh: run the session presets and the idle probe on this
 # host and write one JSON file tagged with OS, kernel, CPU, poller and
-# revision, for `tidegate bench compare A.json B.json`.
+# revision, for `tidegate-bench bench compare A.json B.json`.
 #
 #   scripts/compare-platforms.sh [OUT.json]
 #
-# Environment: TIDEGATE (binary, default bin/tidegate, built with make build
-# if missing), TARGETS (default tidegate), WORKLOADS (default
+# Environment: TIDEGATE_BENCH (the load generator, default bin/tidegate-bench)
+# and TIDEGATE (the binary under test, default bin/tidegate), both built with
+# make build if missing; TARGETS (default tidegate), WORKLOADS (default
 # "burst32 w1 w16 seed001"), REPEATS (default 5), IDLE_SESSIONS (default
 # 5000), IDLE_HOLD (default 30s), EXTRA (more flags for bench session).
 # Run it from the repository root on a quiet machine: it takes minutes.
 set -eu
 
 tidegate=${TIDEGATE:-bin/tidegate}
+bench=${TIDEGATE_BENCH:-bin/tidegate-bench}
 targets=${TARGETS:-tidegate}
 workloads=${WORKLOADS:-burst32 w1 w16 seed001}
 repeats=${REPEATS:-5}
@@ -22,7 +24,7 @@ extra=${EXTRA:-}
 os=$(uname -s | tr 'A-Z' 'a-z')
 out=${1:-platform-$os-$(uname -r)-$(date +%Y%m%d-%H%M%S).json}
 
-if [ ! -x "$tidegate" ]; then
+if [ ! -x "$tidegate" ] || [ ! -x "$bench" ]; then
 	make build
 fi
 case $os in
@@ -50,10 +52,10 @@ trap 'rm -rf "$tmp"' EXIT
 for w in $workloads; do
 	echo "compare-platforms: session $w ($targets, $repeats repeats)" >&2
 	# shellcheck disable=SC2086
-	"$tidegate" bench session --workload "$w" --target "$targets" --repeats "$repeats" --json --log-level warn $extra >"$tmp/$w.json"
+	"$bench" bench session --tidegate-bin "$tidegate" --workload "$w" --target "$targets" --repeats "$repeats" --json --log-level warn $extra >"$tmp/$w.json"
 done
 echo "compare-platforms: idle $idle_sessions sessions for $idle_hold" >&2
-"$tidegate" bench idle --sessions "$idle_sessions" --hold "$idle_hold" --json --log-level warn >"$tmp/idle.json"
+"$bench" bench idle --tidegate-bin "$tidegate" --sessions "$idle_sessions" --hold "$idle_hold" --json --log-level warn >"$tmp/idle.json"
 
 json_string() { printf '"%s"' "$(printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g')"; }
 {

@@ -1,5 +1,5 @@
 #!/bin/sh
-# netns.sh: the three-host network of `tidegate bench session --rtt`.
+# netns.sh: the three-host network of `tidegate-bench bench session --rtt`.
 #
 #   netns.sh up PREFIX RTT     RTT per link, such as 2000us, 2ms or 0
 #   netns.sh down PREFIX

@@ -4,119 +4,41 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/tidegate/tidegate/benchmarks/peers"
-	"github.com/tidegate/tidegate/benchmarks/storm"
+	"github.com/tidegate/tidegate/benchmarks/spread"
 	"github.com/tidegate/tidegate/internal/leaktest"
+	"github.com/tidegate/tidegate/internal/standin"
+	"github.com/tidegate/tidegate/internal/testserver"
 	ptlv "github.com/tidegate/tidegate/protocol/tlv"
-	"github.com/tidegate/tidegate/reactor"
-	"github.com/tidegate/tidegate/session/tlv"
 )
 
 // TestMain lets the test binary stand in for `tidegate serve` when Compare
 // starts it (BIN serve --listen ADDR --loops L --log-level warn), and for
 // `tidegate version` when BinaryServers asks for its revision.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 {
-		switch os.Args[1] {
-		case "serve":
-			os.Exit(runServeChild(os.Args[2:]))
-		case "version":
-			fmt.Println("tidegate " + testVersion)
-			os.Exit(0)
-		}
+	if code, ok := standin.Run(os.Args[1:]); ok {
+		os.Exit(code)
+	}
+	if len(os.Args) > 1 && os.Args[1] == "version" {
+		fmt.Println("tidegate " + testVersion)
+		os.Exit(0)
 	}
 	os.Exit(leaktest.Main(m))
 }
 
 const testVersion = "v0-test"
-
-func runServeChild(args []string) int {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	listen := fs.String("listen", "", "")
-	loops := fs.Int("loops", 1, "")
-	fs.String("log-level", "", "")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
-	srv, err := tlv.New(tlv.Config{Reactor: reactor.Config{Addrs: []string{*listen}, Loops: *loops}})
-	if err == nil {
-		err = srv.Start()
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	<-sig
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := srv.Stop(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return 0
-}
-
-// startServer runs an in-process TLV echo server (what `tidegate serve` runs).
-func startServer(t *testing.T) string {
-	t.Helper()
-	srv, err := tlv.New(tlv.Config{Reactor: reactor.Config{Addrs: []string{"127.0.0.1:0"}, Loops: 1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := srv.Stop(ctx); err != nil {
-			t.Error(err)
-		}
-	})
-	return srv.Addr().String()
-}
-
-// fakeServer accepts connections and lets serve answer each one.
-func fakeServer(t *testing.T, serve func(c net.Conn)) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	t.Cleanup(func() { ln.Close(); <-done })
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				serve(c)
-			}()
-		}
-	}()
-	return ln.Addr().String()
-}
 
 func TestRequestIsUniqueNonKeepAliveFrame(t *testing.T) {
 	f := ptlv.DefaultFormat
@@ -199,7 +121,7 @@ func TestSummarizeRatiosAndVerdict(t *testing.T) {
 		t.Fatalf("clean trials failed: %v", c.Failures)
 	}
 	old, nw := c.Summaries[0], c.Summaries[1]
-	if old.Trials != 3 || old.ConnsPerSec != (storm.Spread{Median: 1100, Min: 1000, Max: 1200, N: 3}) {
+	if old.Trials != 3 || old.ConnsPerSec != (spread.Spread{Median: 1100, Min: 1000, Max: 1200, N: 3}) {
 		t.Fatalf("old: %+v", old)
 	}
 	if nw.SyscallsPerConn.Median != 20 || nw.SyscallsPerConn.N != 1 {
@@ -228,7 +150,7 @@ func TestSummarizeRatiosAndVerdict(t *testing.T) {
 }
 
 func TestRunAgainstTLVServer(t *testing.T) {
-	addr := startServer(t)
+	addr := testserver.TLV(t, 1)
 	start := time.Now()
 	r, err := Run(context.Background(), LoadConfig{Addr: addr, Conns: 300, Parallel: 4, Timeout: 3 * time.Second})
 	if err != nil {
@@ -244,7 +166,7 @@ func TestRunAgainstTLVServer(t *testing.T) {
 
 func runFake(t *testing.T, serve func(c net.Conn)) Result {
 	t.Helper()
-	r, err := Run(context.Background(), LoadConfig{Addr: fakeServer(t, serve), Conns: 3, Parallel: 2, Timeout: 300 * time.Millisecond})
+	r, err := Run(context.Background(), LoadConfig{Addr: testserver.Conns(t, serve), Conns: 3, Parallel: 2, Timeout: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,7 +234,7 @@ func TestRefusedConnectionsAreErrors(t *testing.T) {
 func TestCanceledRunIsAnError(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := Run(ctx, LoadConfig{Addr: startServer(t), Conns: 10})
+	_, err := Run(ctx, LoadConfig{Addr: testserver.TLV(t, 1), Conns: 10})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("error %v, want canceled", err)
 	}

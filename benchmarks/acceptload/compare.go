@@ -15,8 +15,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tidegate/tidegate/benchmarks/peers"
-	"github.com/tidegate/tidegate/benchmarks/session"
-	"github.com/tidegate/tidegate/benchmarks/storm"
+	"github.com/tidegate/tidegate/benchmarks/procstat"
+	"github.com/tidegate/tidegate/benchmarks/spread"
+	"github.com/tidegate/tidegate/internal/revision"
 )
 
 // Defaults of a comparison.
@@ -74,7 +75,7 @@ func BinaryServers(bins []string) ([]Server, error) {
 // empty when it has neither ("dev").
 func binaryRevision(path string) string {
 	if bi, err := buildinfo.ReadFile(path); err == nil {
-		if rev := session.VCSRevision(bi); rev != "" {
+		if rev := revision.VCS(bi); rev != "" {
 			return rev
 		}
 	}
@@ -142,17 +143,17 @@ type Trial struct {
 
 // Summary is one server's figures over its trials, median [min–max].
 type Summary struct {
-	Server              Server       `json:"server"`
-	Trials              int          `json:"trials"`
-	Failed              int          `json:"failed"`
-	ConnsPerSec         storm.Spread `json:"conns_per_sec"`
-	ServerCPUUsPerConn  storm.Spread `json:"server_cpu_us_per_conn"`
-	ServerSlicesPerConn storm.Spread `json:"server_slices_per_conn"`
-	ClientCPUUsPerConn  storm.Spread `json:"client_cpu_us_per_conn"`
-	OtherCPUUsPerConn   storm.Spread `json:"other_cpu_us_per_conn"`
-	P50Us               storm.Spread `json:"p50_us"`
-	P99Us               storm.Spread `json:"p99_us"`
-	SyscallsPerConn     storm.Spread `json:"syscalls_per_conn"`
+	Server              Server        `json:"server"`
+	Trials              int           `json:"trials"`
+	Failed              int           `json:"failed"`
+	ConnsPerSec         spread.Spread `json:"conns_per_sec"`
+	ServerCPUUsPerConn  spread.Spread `json:"server_cpu_us_per_conn"`
+	ServerSlicesPerConn spread.Spread `json:"server_slices_per_conn"`
+	ClientCPUUsPerConn  spread.Spread `json:"client_cpu_us_per_conn"`
+	OtherCPUUsPerConn   spread.Spread `json:"other_cpu_us_per_conn"`
+	P50Us               spread.Spread `json:"p50_us"`
+	P99Us               spread.Spread `json:"p99_us"`
+	SyscallsPerConn     spread.Spread `json:"syscalls_per_conn"`
 }
 
 // Ratio is one server's medians divided by the first server's (0 where
@@ -307,13 +308,13 @@ func runTrial(ctx context.Context, cfg CompareConfig, s Server, repeat int, sysc
 			return fail("%v", err)
 		}
 	}
-	var before, client0 peers.ProcSample
+	var before procstat.Sample
 	var cpuErr error
 	if len(pids) > 0 {
-		before, cpuErr = peers.SampleProcs(pids)
+		before, cpuErr = procstat.Read(pids)
 	}
-	client0, clientErr := peers.SampleProcs([]int{os.Getpid()})
-	busy0, _, busyErr := peers.MachineCPU()
+	client0, clientErr := procstat.SelfCPU()
+	mach0, busyErr := procstat.MachineCPU()
 	load := cfg.Load
 	load.Addr = addr
 	res, err := Run(ctx, load)
@@ -321,19 +322,20 @@ func runTrial(ctx context.Context, cfg CompareConfig, s Server, repeat int, sysc
 		return fail("%v", err)
 	}
 	t.Result = res
-	busy1, _, err := peers.MachineCPU()
+	mach1, err := procstat.MachineCPU()
 	if err != nil {
 		busyErr = err
 	}
-	client1, err := peers.SampleProcs([]int{os.Getpid()})
+	client1, err := procstat.SelfCPU()
 	if err != nil {
 		clientErr = err
 	}
+	client := int64(client1 - client0)
 	if clientErr == nil {
-		t.ClientCPUUsPerConn = perConn(float64(client1.CPUNs-client0.CPUNs)/1e3, res.Conns)
+		t.ClientCPUUsPerConn = perConn(float64(client)/1e3, res.Conns)
 	}
 	if len(pids) > 0 && cpuErr == nil {
-		after, err := peers.SampleProcs(pids)
+		after, err := procstat.Read(pids)
 		if err != nil {
 			return fail("server CPU after the run (did it exit?): %v", err)
 		}
@@ -342,9 +344,9 @@ func runTrial(ctx context.Context, cfg CompareConfig, s Server, repeat int, sysc
 			t.ServerCPUUsPerConn = perConn(float64(server)/1e3, res.Conns)
 			t.ServerSlicesPerConn = perConn(float64(after.Slices-before.Slices), res.Conns)
 			if busyErr == nil && clientErr == nil {
-				other := (busy1 - busy0) - server - (client1.CPUNs - client0.CPUNs)
+				other := (mach1.Busy - mach0.Busy) - server - client
 				t.OtherCPUUsPerConn = perConn(float64(other)/1e3, res.Conns)
-				if mine := server + client1.CPUNs - client0.CPUNs; other*10 > mine {
+				if mine := server + client; other*10 > mine {
 					cfg.Log.Warn().Str("server", s.Label).Int("repeat", repeat).Float64("other_cpu_us_per_conn", *t.OtherCPUUsPerConn).
 						Msg("the machine was busy with more than the server and the client (over a tenth more): this trial may be disturbed")
 				}
@@ -421,9 +423,9 @@ func (c *Comparison) summarize(servers []Server) {
 			add(&client, t.ClientCPUUsPerConn)
 			add(&other, t.OtherCPUUsPerConn)
 		}
-		sum.ConnsPerSec, sum.ServerCPUUsPerConn, sum.ServerSlicesPerConn = storm.SpreadOf(rate), storm.SpreadOf(cpu), storm.SpreadOf(slices)
-		sum.ClientCPUUsPerConn, sum.P50Us, sum.P99Us = storm.SpreadOf(client), storm.SpreadOf(p50), storm.SpreadOf(p99)
-		sum.OtherCPUUsPerConn, sum.SyscallsPerConn = storm.SpreadOf(other), storm.SpreadOf(sys)
+		sum.ConnsPerSec, sum.ServerCPUUsPerConn, sum.ServerSlicesPerConn = spread.Of(rate), spread.Of(cpu), spread.Of(slices)
+		sum.ClientCPUUsPerConn, sum.P50Us, sum.P99Us = spread.Of(client), spread.Of(p50), spread.Of(p99)
+		sum.OtherCPUUsPerConn, sum.SyscallsPerConn = spread.Of(other), spread.Of(sys)
 		c.Summaries = append(c.Summaries, sum)
 	}
 	if len(c.Summaries) > 1 {
@@ -452,7 +454,7 @@ func trialName(t Trial) string {
 }
 
 // ratio divides the medians, 0 where either spread is empty.
-func ratio(a, b storm.Spread) float64 {
+func ratio(a, b spread.Spread) float64 {
 	if a.N == 0 || b.N == 0 || b.Median == 0 {
 		return 0
 	}

@@ -1,5 +1,5 @@
 // Package acceptload measures what accepting a connection costs a TLV
-// server (`tidegate serve`): `tidegate bench accept`.
+// server (`tidegate serve`): `tidegate-bench bench accept`.
 //
 // The load (Run) is one short connection after another: P workers each
 // loop connect → write one small request without the keep-alive bit → read

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/tidegate/tidegate/benchmarks/session"
-	"github.com/tidegate/tidegate/benchmarks/storm"
 )
 
 // Meta says where and how a comparison was made; the command fills it in.
@@ -26,7 +25,7 @@ type Meta struct {
 	GoMaxProcs int `json:"gomaxprocs,omitempty"`
 }
 
-// Report is what `tidegate bench accept --json` prints.
+// Report is what `tidegate-bench bench accept --json` prints.
 type Report struct {
 	Meta Meta `json:"meta"`
 	*Comparison
@@ -92,7 +91,7 @@ func WriteTable(w io.Writer, r Report) error {
 		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", s.Server.Label, s.Trials,
 			s.ConnsPerSec.Format(0), s.ServerCPUUsPerConn.Format(2), s.ServerSlicesPerConn.Format(2),
 			s.ClientCPUUsPerConn.Format(2), s.OtherCPUUsPerConn.Format(1), s.P50Us.Format(1), s.P99Us.Format(1),
-			spreadOrOne(s.SyscallsPerConn))
+			s.SyscallsPerConn.Short(2))
 	}
 	for _, q := range r.Ratios {
 		fmt.Fprintf(&b, "\nratio %s/%s (medians): conns/s %s, server CPU/conn %s, p50 %s, p99 %s, syscalls/conn %s\n",
@@ -107,14 +106,6 @@ func WriteTable(w io.Writer, r Report) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-// spreadOrOne formats a spread, or its one value when it has one.
-func spreadOrOne(s storm.Spread) string {
-	if s.N == 1 {
-		return fmt.Sprintf("%.2f", s.Median)
-	}
-	return s.Format(2)
 }
 
 func orDash(s string) string {

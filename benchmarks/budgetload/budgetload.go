@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/tidegate/tidegate/benchmarks/peers"
+	"github.com/tidegate/tidegate/benchmarks/procstat"
 )
 
 // Defaults of Config.
@@ -333,7 +334,7 @@ func Run(ctx context.Context, cfg Config) (t Trial) {
 	defer proxy.Stop()
 	pids := proxy.PIDs()
 	rss := func() (int64, error) {
-		s, err := peers.SampleProcs(pids)
+		s, err := procstat.Read(pids)
 		if err != nil {
 			return 0, fmt.Errorf("sampling the proxy (pids %v): %w", pids, err)
 		}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tidegate/tidegate/benchmarks/storm"
+	"github.com/tidegate/tidegate/benchmarks/spread"
 )
 
 // Slack is what the claim allows above the budget: the proxy's peak RSS
@@ -126,17 +126,17 @@ func (t *Trial) WithinBound() bool { return t.PeakRSS < t.Budget+Slack }
 type Summary struct {
 	Budget   int64
 	Trials   int
-	Baseline storm.Spread // MiB
-	Peak     storm.Spread // MiB
-	Growth   storm.Spread // peak − baseline, MiB
-	Drain    storm.Spread // seconds
-	Flood    storm.Spread // seconds to the plateau
-	Paused   storm.Spread // paused connections at the plateau
-	Heap     storm.Spread // Go heap in use at the plateau, MiB
-	Verified int          // sessions verified, all trials
-	Sessions int          // sessions, all trials
-	Within   int          // trials whose peak stayed under budget + Slack
-	Failed   int          // trials with Failures
+	Baseline spread.Spread // MiB
+	Peak     spread.Spread // MiB
+	Growth   spread.Spread // peak − baseline, MiB
+	Drain    spread.Spread // seconds
+	Flood    spread.Spread // seconds to the plateau
+	Paused   spread.Spread // paused connections at the plateau
+	Heap     spread.Spread // Go heap in use at the plateau, MiB
+	Verified int           // sessions verified, all trials
+	Sessions int           // sessions, all trials
+	Within   int           // trials whose peak stayed under budget + Slack
+	Failed   int           // trials with Failures
 }
 
 // Summarize groups trials by budget, in the order budgets first appear.
@@ -157,10 +157,10 @@ func Summarize(trials []Trial) []Summary {
 		for _, t := range by[b] {
 			s.Verified += t.Verified
 			s.Sessions += t.Sessions
+			// A trial that lost or corrupted a byte, or did not run through,
+			// measured a proxy that did not work: no figure of it counts.
 			if len(t.Failures()) > 0 {
 				s.Failed++
-			}
-			if t.Err != "" {
 				continue
 			}
 			if t.WithinBound() {
@@ -178,9 +178,9 @@ func Summarize(trials []Trial) []Summary {
 				heap = append(heap, mib(t.HeapInuse))
 			}
 		}
-		s.Baseline, s.Peak, s.Growth = storm.SpreadOf(base), storm.SpreadOf(peak), storm.SpreadOf(growth)
-		s.Drain, s.Flood = storm.SpreadOf(drain), storm.SpreadOf(flood)
-		s.Paused, s.Heap = storm.SpreadOf(paused), storm.SpreadOf(heap)
+		s.Baseline, s.Peak, s.Growth = spread.Of(base), spread.Of(peak), spread.Of(growth)
+		s.Drain, s.Flood = spread.Of(drain), spread.Of(flood)
+		s.Paused, s.Heap = spread.Of(paused), spread.Of(heap)
 		out = append(out, s)
 	}
 	return out

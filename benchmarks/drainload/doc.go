@@ -1,6 +1,6 @@
 // Package drainload measures what connections that wait for their output to
 // drain cost a server while nothing drains, and how soon the server reads
-// them again once their peer reads: `tidegate bench drain`.
+// them again once their peer reads: `tidegate-bench bench drain`.
 //
 // Each trial waits for the machine to be quiet (other programs on a shared
 // machine can push the kernel into TCP memory pressure, where it drops

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/tidegate/tidegate/benchmarks/session"
-	"github.com/tidegate/tidegate/benchmarks/storm"
+	"github.com/tidegate/tidegate/benchmarks/spread"
 )
 
 // Params are the figures a run was made with.
@@ -99,20 +99,20 @@ func (t *Trial) noisy(quiet float64) bool {
 
 // Summary is one server's trials over the repeats.
 type Summary struct {
-	Server        string       `json:"server"`
-	Version       string       `json:"version"`
-	Trials        int          `json:"trials"`
-	Failed        int          `json:"failed"`
-	IdleCPU       storm.Spread `json:"idle_cpu_pct"`
-	PausedCPU     storm.Spread `json:"paused_cpu_pct"`
-	IdleRuns      storm.Spread `json:"idle_runs_per_s"`
-	PausedRuns    storm.Spread `json:"paused_runs_per_s"`
-	ResumeP50     storm.Spread `json:"resume_p50_ms"`
-	ResumeP99     storm.Spread `json:"resume_p99_ms"`
-	AfterDrainP50 storm.Spread `json:"after_drain_p50_ms"`
-	AfterDrainP99 storm.Spread `json:"after_drain_p99_ms"`
-	BacklogMiB    storm.Spread `json:"backlog_mib"`
-	PausedOther   storm.Spread `json:"paused_other_cpu_pct"`
+	Server        string        `json:"server"`
+	Version       string        `json:"version"`
+	Trials        int           `json:"trials"`
+	Failed        int           `json:"failed"`
+	IdleCPU       spread.Spread `json:"idle_cpu_pct"`
+	PausedCPU     spread.Spread `json:"paused_cpu_pct"`
+	IdleRuns      spread.Spread `json:"idle_runs_per_s"`
+	PausedRuns    spread.Spread `json:"paused_runs_per_s"`
+	ResumeP50     spread.Spread `json:"resume_p50_ms"`
+	ResumeP99     spread.Spread `json:"resume_p99_ms"`
+	AfterDrainP50 spread.Spread `json:"after_drain_p50_ms"`
+	AfterDrainP99 spread.Spread `json:"after_drain_p99_ms"`
+	BacklogMiB    spread.Spread `json:"backlog_mib"`
+	PausedOther   spread.Spread `json:"paused_other_cpu_pct"`
 }
 
 // Result is a whole run.
@@ -147,11 +147,11 @@ func (r *Result) summarize(servers []Server) {
 			a50, a99 = append(a50, t.AfterDrainP50), append(a99, t.AfterDrainP99)
 			bl, other = append(bl, t.BacklogMiB), append(other, t.PausedOther)
 		}
-		sum.IdleCPU, sum.PausedCPU = storm.SpreadOf(idle), storm.SpreadOf(paused)
-		sum.IdleRuns, sum.PausedRuns = storm.SpreadOf(iruns), storm.SpreadOf(pruns)
-		sum.ResumeP50, sum.ResumeP99 = storm.SpreadOf(r50), storm.SpreadOf(r99)
-		sum.AfterDrainP50, sum.AfterDrainP99 = storm.SpreadOf(a50), storm.SpreadOf(a99)
-		sum.BacklogMiB, sum.PausedOther = storm.SpreadOf(bl), storm.SpreadOf(other)
+		sum.IdleCPU, sum.PausedCPU = spread.Of(idle), spread.Of(paused)
+		sum.IdleRuns, sum.PausedRuns = spread.Of(iruns), spread.Of(pruns)
+		sum.ResumeP50, sum.ResumeP99 = spread.Of(r50), spread.Of(r99)
+		sum.AfterDrainP50, sum.AfterDrainP99 = spread.Of(a50), spread.Of(a99)
+		sum.BacklogMiB, sum.PausedOther = spread.Of(bl), spread.Of(other)
 		r.Summaries = append(r.Summaries, sum)
 	}
 	r.OK = len(r.Failures) == 0 && len(r.Trials) > 0

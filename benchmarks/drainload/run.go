@@ -12,12 +12,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/tidegate/tidegate/benchmarks/peers"
+	"github.com/tidegate/tidegate/benchmarks/procstat"
 )
 
 // Server is one build of tidegate to measure.
@@ -503,66 +503,65 @@ type phase struct {
 }
 
 func startPhase(pids []int) (phase, error) {
-	a, err := peers.SampleProcs(pids)
+	a, err := procstat.Read(pids)
 	if err != nil {
 		return phase{}, err
 	}
-	m, err := machineBusyNs()
+	m, err := procstat.MachineCPU()
 	if err != nil {
 		return phase{}, err
 	}
-	return phase{start: time.Now(), srv: a.CPUNs, mach: m, self: selfCPU()}, nil
+	self, err := procstat.SelfCPU()
+	if err != nil {
+		return phase{}, err
+	}
+	return phase{start: time.Now(), srv: a.CPUNs, mach: m.Processes, self: self}, nil
 }
 
 // others returns the rest of the machine's busy time since p started, in
 // percent of one core.
 func (p phase) others(pids []int) (float64, error) {
-	b, err := peers.SampleProcs(pids)
+	b, err := procstat.Read(pids)
 	if err != nil {
 		return 0, err
 	}
-	m, err := machineBusyNs()
+	m, err := procstat.MachineCPU()
+	if err != nil {
+		return 0, err
+	}
+	self, err := procstat.SelfCPU()
 	if err != nil {
 		return 0, err
 	}
 	el := time.Since(p.start).Seconds()
-	rest := float64(m-p.mach-(b.CPUNs-p.srv)-int64(selfCPU()-p.self)) / 1e9
+	rest := float64(m.Processes-p.mach-(b.CPUNs-p.srv)-int64(self-p.self)) / 1e9
 	return max(0, rest) / el * 100, nil
-}
-
-// selfCPU is this process's CPU time so far.
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // sampleCPU samples pids and the machine over d.
 func sampleCPU(ctx context.Context, pids []int, d time.Duration) (cpuSample, error) {
-	a, err := peers.SampleProcs(pids)
+	a, err := procstat.Read(pids)
 	if err != nil {
 		return cpuSample{}, err
 	}
-	ma, err := machineBusyNs()
+	ma, err := procstat.MachineCPU()
 	if err != nil {
 		return cpuSample{}, err
 	}
 	start := time.Now()
 	sleep(ctx, d)
-	b, err := peers.SampleProcs(pids)
+	b, err := procstat.Read(pids)
 	if err != nil {
 		return cpuSample{}, err
 	}
-	mb, err := machineBusyNs()
+	mb, err := procstat.MachineCPU()
 	if err != nil {
 		return cpuSample{}, err
 	}
 	el := time.Since(start).Seconds()
 	srv := float64(b.CPUNs-a.CPUNs) / 1e9
 	return cpuSample{pct: srv / el * 100, runs: float64(b.Slices-a.Slices) / el,
-		other: max(0, float64(mb-ma)/1e9-srv) / el * 100}, nil
+		other: max(0, float64(mb.Processes-ma.Processes)/1e9-srv) / el * 100}, nil
 }
 
 func sleep(ctx context.Context, d time.Duration) {

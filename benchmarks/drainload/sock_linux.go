@@ -109,28 +109,3 @@ func readKernelCounters() (kernelCounters, error) {
 func (c kernelCounters) sub(o kernelCounters) kernelCounters {
 	return kernelCounters{c.MemoryPressures - o.MemoryPressures, c.RcvQDrop - o.RcvQDrop, c.Timeouts - o.Timeouts}
 }
-
-// machineBusyNs is the CPU time all cores have spent running processes so
-// far (/proc/stat user, nice and system), in nanoseconds. Interrupt and
-// softirq time is left out: loopback traffic's own packet processing lands
-// there, whoever sends it.
-func machineBusyNs() (int64, error) {
-	b, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return 0, err
-	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	fs := strings.Fields(line)
-	if len(fs) < 4 || fs[0] != "cpu" {
-		return 0, fmt.Errorf("/proc/stat: first line %q", line)
-	}
-	var busy int64
-	for _, f := range fs[1:4] {
-		n, err := strconv.ParseInt(f, 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("/proc/stat: %q: %w", f, err)
-		}
-		busy += n
-	}
-	return busy * 1e7, nil // USER_HZ is 100 on Linux
-}

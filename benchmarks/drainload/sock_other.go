@@ -31,5 +31,3 @@ type kernelCounters struct{ MemoryPressures, RcvQDrop, Timeouts int64 }
 func readKernelCounters() (kernelCounters, error) { return kernelCounters{}, errNotLinux }
 
 func (c kernelCounters) sub(kernelCounters) kernelCounters { return c }
-
-func machineBusyNs() (int64, error) { return 0, errNotLinux }

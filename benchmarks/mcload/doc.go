@@ -5,7 +5,7 @@
 // accepted rate, the refusals by reason and the time to reach play).
 //
 // Clients log in as package session's do (offline, protocol 5). Idle
-// sessions are held by several worker processes (`tidegate bench
+// sessions are held by several worker processes (`tidegate-bench bench
 // idle-worker`), since one process may hold only as many sockets as its
 // descriptor limit, and are spread over several loopback source addresses,
 // since one (source, destination) pair has only ~28k ephemeral ports.

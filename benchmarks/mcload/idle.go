@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tidegate/tidegate/benchmarks/peers"
+	"github.com/tidegate/tidegate/benchmarks/procstat"
 	"github.com/tidegate/tidegate/benchmarks/session"
 )
 
@@ -247,10 +247,10 @@ func Idle(ctx context.Context, cfg IdleConfig) (*IdleResult, error) {
 		return nil, fmt.Errorf("idle: sessions %d and workers %d must be at least 1", cfg.Sessions, cfg.Workers)
 	}
 	res := &IdleResult{Sessions: cfg.Sessions, Workers: cfg.Workers, Failures: map[string]int{}}
-	var before peers.ProcSample
+	var before procstat.Sample
 	var probeErr error
 	if len(cfg.PIDs) > 0 {
-		before, probeErr = peers.SampleProcs(cfg.PIDs)
+		before, probeErr = procstat.Read(cfg.PIDs)
 	} else {
 		probeErr = errors.New("no proxy process to measure (--addr given)")
 	}
@@ -311,8 +311,8 @@ func Idle(ctx context.Context, cfg IdleConfig) (*IdleResult, error) {
 		}
 	}
 	if probeErr == nil {
-		var after peers.ProcSample
-		if after, probeErr = peers.SampleProcs(cfg.PIDs); probeErr == nil && res.LoggedIn > 0 {
+		var after procstat.Sample
+		if after, probeErr = procstat.Read(cfg.PIDs); probeErr == nil && res.LoggedIn > 0 {
 			res.ProxyMeasured = true
 			res.RSSBeforeMiB = float64(before.RSSBytes) / (1 << 20)
 			res.RSSAfterMiB = float64(after.RSSBytes) / (1 << 20)

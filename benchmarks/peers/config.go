@@ -111,7 +111,7 @@ const fdMargin = 256
 // HAProxy start although maxconn sessions would need more descriptors.
 func HAProxyConfig(c RelayConfig, splice bool) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# written by tidegate bench (benchmarks/peers): %s\n", map[bool]string{false: "haproxy", true: "haproxy-splice"}[splice])
+	fmt.Fprintf(&b, "# written by tidegate-bench (benchmarks/peers): %s\n", map[bool]string{false: "haproxy", true: "haproxy-splice"}[splice])
 	b.WriteString("global\n")
 	fmt.Fprintf(&b, "    nbthread %d\n", c.Cores)
 	fmt.Fprintf(&b, "    maxconn %d\n", c.sessionLimit())
@@ -169,7 +169,7 @@ func NginxConfig(c RelayConfig) string {
 		rlimit = c.NoFile
 	}
 	var b strings.Builder
-	b.WriteString("# written by tidegate bench (benchmarks/peers): nginx\n")
+	b.WriteString("# written by tidegate-bench (benchmarks/peers): nginx\n")
 	fmt.Fprintf(&b, "load_module %s;\n", NginxStreamModule)
 	b.WriteString("daemon off;\n")
 	fmt.Fprintf(&b, "worker_processes %d;\n", c.Cores)
@@ -205,7 +205,7 @@ func NginxConfig(c RelayConfig) string {
 // idle timeout.
 func TidegateConfig(c RelayConfig, raw bool) string {
 	var b strings.Builder
-	b.WriteString("# written by tidegate bench (benchmarks/peers)\n")
+	b.WriteString("# written by tidegate-bench (benchmarks/peers)\n")
 	b.WriteString("listeners:\n")
 	fmt.Fprintf(&b, "  - listen: %s\n", c.Listen)
 	if raw {

@@ -4,8 +4,6 @@
 // HAProxy in mode tcp (with and without splicing) and nginx's stream module.
 //
 // It writes their configuration files, starts them with the same core count,
-// waits until they accept connections, and reads what a benchmark measures
-// from outside a process: on-CPU time from /proc/PID/task/*/schedstat,
-// resident memory, threads and open files of the process tree, and system
-// calls counted by perf stat.
+// waits until they accept connections, and counts their system calls with
+// perf stat. Their CPU and memory are read with benchmarks/procstat.
 package peers

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/tidegate/tidegate/benchmarks/procstat"
 )
 
 // Spec says how to start one proxy under test.
@@ -20,9 +22,12 @@ type Spec struct {
 	Relay RelayConfig
 	// GoMaxProcs is GOMAXPROCS for goproxy; 0 means Relay.Cores.
 	GoMaxProcs int
-	// Executable is the tidegate binary (for tidegate, tidegate-raw and
-	// goproxy); empty means this program.
+	// Executable is the tidegate binary (`proxy`, for tidegate and
+	// tidegate-raw); empty means this program.
 	Executable string
+	// PeerExecutable is the tidegate-bench binary (`peer goproxy`, for
+	// goproxy); empty means this program.
+	PeerExecutable string
 	// HAProxy and Nginx are the programs to run; empty means "haproxy" and
 	// "nginx" from PATH.
 	HAProxy, Nginx string
@@ -42,8 +47,9 @@ type Spec struct {
 
 // BackendSpec says how to start the fake Minecraft backend (tidegate backend).
 type BackendSpec struct {
-	Listen     string
-	Loops      int
+	Listen string
+	Loops  int
+	// Executable is the tidegate binary; empty means this program.
 	Executable string
 	Wrap       []string
 	// Dir receives its log; empty means a new temporary directory.
@@ -84,7 +90,7 @@ func executable(path string) (string, error) {
 	}
 	exe, err := os.Executable()
 	if err != nil {
-		return "", fmt.Errorf("locating the tidegate executable to re-run: %w", err)
+		return "", fmt.Errorf("locating this program to re-run: %w", err)
 	}
 	return exe, nil
 }
@@ -132,7 +138,7 @@ func Start(s Spec) (*Process, error) {
 			argv = append(argv, "--cpuprofile", s.CPUProfile)
 		}
 	case KindGoproxy:
-		exe, err := executable(s.Executable)
+		exe, err := executable(s.PeerExecutable)
 		if err != nil {
 			return nil, err
 		}
@@ -294,7 +300,7 @@ func (p *Process) start(wrap, argv, env []string, timeout time.Duration, want in
 		time.Sleep(20 * time.Millisecond)
 	}
 	for {
-		tree, err := ProcessTree(cmd.Process.Pid)
+		tree, err := procstat.ProcessTree(cmd.Process.Pid)
 		if err == nil && p.sys != nil {
 			tree = tree[1:] // perf itself
 		}

@@ -5,9 +5,10 @@
 // every subscriber sees the sequence in order.
 //
 // The figure of merit is events delivered per second (events times
-// subscribers) and the server's CPU time per delivered event, read from
-// /proc/PID/stat when the server runs in another process (ServerPID), or
-// this process' getrusage otherwise.
+// subscribers) and the server's CPU time per delivered event, read with
+// benchmarks/procstat: the scheduler's nanoseconds of the server's threads
+// when it runs in another process (ServerPID), this process's CPU time
+// otherwise.
 package pushload
 
 import (
@@ -16,16 +17,14 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
 	"github.com/rs/zerolog"
-	"golang.org/x/sys/unix"
 
+	"github.com/tidegate/tidegate/benchmarks/procstat"
 	pushproto "github.com/tidegate/tidegate/protocol/push"
 	"github.com/tidegate/tidegate/protocol/tlv"
 )
@@ -154,7 +153,11 @@ func (cl *client) OnTraffic(c gnet.Conn) gnet.Action {
 	return gnet.None
 }
 
-// Run performs one load run.
+// Run performs one load run. It returns an error, with the result, when any
+// subscriber lost, got twice or got out of order an event (every subscriber
+// must get every event published, in order), and an error without a result
+// when the run could not be made or measured, or ctx ended before it did: a
+// run cut short is no measurement.
 func Run(ctx context.Context, cfg Config) (Result, error) {
 	if cfg.Subscribers < 1 || cfg.Rate < 1 || cfg.EventsPerFrame < 1 || cfg.PayloadSize < 8 || cfg.Duration <= 0 {
 		return Result{}, fmt.Errorf("pushload: subscribers %d, rate %d, events per frame %d, payload %d, duration %v: all must be positive, payload >= 8",
@@ -176,32 +179,45 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	pubErr := make(chan error, 1)
 	go func() { pubErr <- publish(pc, cfg, &published, stop) }()
 
+	// stopPublishing ends the publisher and returns its error; on a return
+	// before that, the deferred call also closes the connection, which
+	// unblocks a publisher stuck in a write.
+	stopPublishing := func(abort bool) error {
+		if stop == nil {
+			return nil
+		}
+		close(stop)
+		stop = nil
+		if abort {
+			_ = pc.Close()
+		}
+		return <-pubErr
+	}
+	defer func() { _ = stopPublishing(true) }()
 	sum := rd.sum
-	select {
-	case <-time.After(cfg.Warmup):
-	case <-ctx.Done():
+	if err := sleepCtx(ctx, cfg.Warmup); err != nil {
+		return Result{}, fmt.Errorf("pushload: interrupted during the warmup: %w", err)
 	}
 	p0, d0, t0 := published.Load(), first(sum()), time.Now()
-	s0, err := cpuTime(cfg.ServerPID)
+	s0, c0, err := cpuTimes(cfg.ServerPID)
 	if err != nil {
 		return Result{}, err
 	}
-	c0, _ := cpuTime(0)
-	select {
-	case <-time.After(cfg.Duration):
-	case <-ctx.Done():
+	if err := sleepCtx(ctx, cfg.Duration); err != nil {
+		return Result{}, fmt.Errorf("pushload: interrupted during the measurement: %w", err)
 	}
 	p1, d1, t1 := published.Load(), first(sum()), time.Now()
-	s1, err := cpuTime(cfg.ServerPID)
+	s1, c1, err := cpuTimes(cfg.ServerPID)
 	if err != nil {
 		return Result{}, err
 	}
-	c1, _ := cpuTime(0)
-	close(stop)
-	if err := <-pubErr; err != nil {
+	if err := stopPublishing(false); err != nil {
 		return Result{}, err
 	}
 	rd.drain(published.Load()*int64(cfg.Subscribers), cfg.Drain)
+	if err := ctx.Err(); err != nil {
+		return Result{}, fmt.Errorf("pushload: interrupted during the drain: %w", err)
+	}
 	if err := rd.err(); err != nil {
 		return Result{}, err
 	}
@@ -217,7 +233,26 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if r.Delivered > 0 {
 		r.CPUPerEvent = r.ServerCPU / time.Duration(r.Delivered)
 	}
-	return r, nil
+	return r, r.Failure()
+}
+
+// Failure returns why the run does not count, or nil: subscribers that got
+// fewer events than published (lost), more (duplicated), or a sequence
+// break (reordered, or lost or duplicated in the middle).
+func (r Result) Failure() error {
+	if r.TotalDelivered == r.TotalExpected && r.OutOfOrder == 0 {
+		return nil
+	}
+	var what []string
+	if d := r.TotalExpected - r.TotalDelivered; d > 0 {
+		what = append(what, fmt.Sprintf("%d lost", d))
+	} else if d < 0 {
+		what = append(what, fmt.Sprintf("%d duplicated", -d))
+	}
+	if r.OutOfOrder > 0 {
+		what = append(what, fmt.Sprintf("%d sequence breaks", r.OutOfOrder))
+	}
+	return fmt.Errorf("pushload: subscribers got %d of %d events: %s", r.TotalDelivered, r.TotalExpected, strings.Join(what, ", "))
 }
 
 // readers are the counting TCP subscribers of a run, on one gnet client.
@@ -383,33 +418,19 @@ func publish(c net.Conn, cfg Config, published *atomic.Int64, stop <-chan struct
 	}
 }
 
-// cpuTime returns the CPU time (user+system) of process pid, or of this
-// process when pid is 0.
-func cpuTime(pid int) (time.Duration, error) {
+// cpuTimes returns the server's CPU time so far (process pid, or this
+// process when pid is 0) and this process's.
+func cpuTimes(pid int) (server, self time.Duration, err error) {
+	if self, err = procstat.SelfCPU(); err != nil {
+		return 0, 0, fmt.Errorf("pushload: %w", err)
+	}
 	if pid == 0 {
-		var ru unix.Rusage
-		if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
-			return 0, fmt.Errorf("pushload: getrusage: %w", err)
-		}
-		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
+		return self, self, nil
 	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, fmt.Errorf("pushload: server CPU time: %w", err)
+	if server, err = procstat.CPU(pid); err != nil {
+		return 0, 0, fmt.Errorf("pushload: server CPU time: %w", err)
 	}
-	// Fields after the command name, which is in parentheses and may hold spaces.
-	i := strings.LastIndexByte(string(b), ')')
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 13 {
-		return 0, fmt.Errorf("pushload: /proc/%d/stat has %d fields after the name", pid, len(f))
-	}
-	ut, err1 := strconv.ParseInt(f[11], 10, 64) // field 14 utime
-	st, err2 := strconv.ParseInt(f[12], 10, 64) // field 15 stime
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("pushload: /proc/%d/stat utime %q stime %q", pid, f[11], f[12])
-	}
-	const clkTck = 100 // USER_HZ on Linux
-	return time.Duration(ut+st) * time.Second / clkTck, nil
+	return server, self, nil
 }
 
 type nopLogger struct{}

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/tidegate/tidegate/internal/testserver"
 	"github.com/tidegate/tidegate/session/push"
 )
 
@@ -20,7 +21,7 @@ import (
 // listener like the command's: Go, process and push collectors, and pprof.
 func startMetered(t *testing.T, mod func(*push.Config)) (pub, sub, metrics string) {
 	t.Helper()
-	srv, pub, sub := startServer(t, mod)
+	srv, pub, sub := testserver.Push(t, mod)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), push.NewCollector(srv))
 	mux := http.NewServeMux()

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tidegate/tidegate/benchmarks/procstat"
 	ptlv "github.com/tidegate/tidegate/protocol/tlv"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -288,9 +289,12 @@ func (g *generator) runOnce(ctx context.Context, measured bool) (Result, error) 
 	if measured && cfg.OnConnected != nil {
 		cfg.OnConnected()
 	}
-	var cpu0 cpuTimes
+	var cpu0, cpu1 time.Duration
 	if measured {
-		cpu0 = processCPU()
+		var err error
+		if cpu0, err = procstat.SelfCPU(); err != nil {
+			return Result{}, fmt.Errorf("rps: %w", err)
+		}
 	}
 	r.base = time.Now()
 	r.started.Store(true)
@@ -308,15 +312,17 @@ func (g *generator) runOnce(ctx context.Context, measured bool) (Result, error) 
 	case <-ctx.Done():
 		return Result{}, fmt.Errorf("run interrupted: %w", ctx.Err())
 	}
-	var cpu1 cpuTimes
 	if measured {
-		cpu1 = processCPU()
+		var err error
+		if cpu1, err = procstat.SelfCPU(); err != nil {
+			return Result{}, fmt.Errorf("rps: %w", err)
+		}
 	}
 	if measured && cfg.OnFinished != nil {
 		cfg.OnFinished()
 	}
 	res := r.result()
-	res.ClientCPUSeconds = cpu1.sub(cpu0)
+	res.ClientCPUSeconds = (cpu1 - cpu0).Seconds()
 	return res, nil
 }
 

@@ -2,10 +2,13 @@ package rps
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"text/tabwriter"
 	"time"
+
+	"github.com/tidegate/tidegate/benchmarks/spread"
 )
 
 // Measurement is one measured run against a freshly spawned server.
@@ -18,6 +21,10 @@ type Measurement struct {
 	// Position is the run's place within its repeat (0 first).
 	Position int    `json:"position"`
 	Result   Result `json:"result"`
+	// Failure says why the run does not count: a request that errored or
+	// timed out (Result.Failure). A failed run is kept in the report and
+	// left out of every median.
+	Failure string `json:"failure,omitempty"`
 
 	// Server memory (child mode only): resident set size before any
 	// connection, with every client connected and idle (before the measured
@@ -36,9 +43,13 @@ type Measurement struct {
 	ServerCPUPerRequestUs float64 `json:"server_cpu_per_request_us,omitempty"`
 }
 
-// Measure spawns the server, runs the load against it and stops it.
-func Measure(ctx context.Context, load Config, spawn SpawnConfig) (Measurement, error) {
-	m := Measurement{Server: spawn.Kind, Strategy: spawn.Strategy, Mode: spawn.Mode}
+// Measure spawns the server, runs the load against it and stops it. It
+// returns an error when the run could not be made or measured: the server
+// did not start or stop, or its memory or CPU could not be read (a figure
+// read at one end only would be the server's whole lifetime). Failed
+// requests do not make an error here; they set m.Failure.
+func Measure(ctx context.Context, load Config, spawn SpawnConfig) (m Measurement, err error) {
+	m = Measurement{Server: spawn.Kind, Strategy: spawn.Strategy, Mode: spawn.Mode}
 	sp, err := Spawn(ctx, spawn)
 	if err != nil {
 		return m, err
@@ -46,33 +57,40 @@ func Measure(ctx context.Context, load Config, spawn SpawnConfig) (Measurement, 
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := sp.Stop(sctx); err != nil {
-			load.Logger.Warn().Err(err).Str("server", string(spawn.Kind)).Msg("stopping server")
+		if serr := sp.Stop(sctx); serr != nil {
+			err = errors.Join(err, fmt.Errorf("rps: stopping the %s server: %w", spawn.Kind, serr))
 		}
 	}()
 	m.Procs = sp.Procs
 	load.Addr = sp.Addr
 	child := sp.PID != 0
 	var cpu0, cpu1 time.Duration
+	var probeErrs [4]error // idle RSS, CPU before, CPU after, active RSS
 	if child {
 		time.Sleep(100 * time.Millisecond) // let the child's start-up settle
 		if m.RSSBaselineBytes, err = sp.RSS(); err != nil {
 			return m, err
 		}
 		load.OnConnected = func() {
-			m.RSSIdleBytes, _ = sp.RSS()
-			cpu0, _ = sp.CPU()
+			m.RSSIdleBytes, probeErrs[0] = sp.RSS()
+			cpu0, probeErrs[1] = sp.CPU()
 		}
 		load.OnFinished = func() {
-			cpu1, _ = sp.CPU()
-			m.RSSActiveBytes, _ = sp.RSS()
+			cpu1, probeErrs[2] = sp.CPU()
+			m.RSSActiveBytes, probeErrs[3] = sp.RSS()
 		}
 	}
 	res, err := Run(ctx, load)
 	if err != nil {
 		return m, fmt.Errorf("rps: load on %s server: %w", spawn.Kind, err)
 	}
+	if err := errors.Join(probeErrs[:]...); err != nil {
+		return m, fmt.Errorf("rps: measuring the %s server (pid %d): %w", spawn.Kind, sp.PID, err)
+	}
 	m.Result = res
+	if ferr := res.Failure(); ferr != nil {
+		m.Failure = ferr.Error()
+	}
 	if child {
 		n := float64(res.Clients)
 		m.MemPerConnIdleKiB = float64(m.RSSIdleBytes-m.RSSBaselineBytes) / n / 1024
@@ -87,7 +105,9 @@ func Measure(ctx context.Context, load Config, spawn SpawnConfig) (Measurement, 
 
 // Compare measures each of kinds repeats times, a fresh server each time,
 // alternating the order in which the kinds run from one repeat to the next
-// so that neither always runs on a warmer or cooler machine.
+// so that neither always runs on a warmer or cooler machine. A run whose
+// requests failed is kept, with its Failure, and the others go on; Failed
+// tells whether any did. An error is a run that could not be made.
 func Compare(ctx context.Context, load Config, spawn SpawnConfig, kinds []ServerKind, repeats int) ([]Measurement, error) {
 	if repeats < 1 {
 		return nil, fmt.Errorf("rps: repeats %d: want at least 1", repeats)
@@ -109,25 +129,46 @@ func Compare(ctx context.Context, load Config, spawn SpawnConfig, kinds []Server
 				return out, fmt.Errorf("repeat %d, %s: %w", rep+1, k, err)
 			}
 			m.Repeat, m.Position = rep+1, pos
+			if m.Failure != "" {
+				load.Logger.Error().Str("server", string(k)).Int("repeat", rep+1).Str("failure", m.Failure).
+					Msg("run failed: left out of the medians")
+			}
 			out = append(out, m)
 		}
 	}
 	return out, nil
 }
 
-// KindSummary spreads one server's measurements over the repeats.
+// Failed returns an error naming every measurement that failed, or nil.
+func Failed(ms []Measurement) error {
+	var errs []error
+	for _, m := range ms {
+		if m.Failure != "" {
+			errs = append(errs, fmt.Errorf("repeat %d, %s: %s", m.Repeat, m.Server, m.Failure))
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("rps: %d of %d runs failed: %w", len(errs), len(ms), errors.Join(errs...))
+}
+
+// KindSummary spreads one server's measurements over the repeats. Runs
+// counts them all; Failed those left out of every spread for an errored or
+// timed-out request, whose Errors and Timeouts are still summed.
 type KindSummary struct {
-	Server              ServerKind `json:"server"`
-	Runs                int        `json:"runs"`
-	RPS                 Spread     `json:"rps"`
-	AvgMs               Spread     `json:"avg_ms"`
-	P50Ms               Spread     `json:"p50_ms"`
-	P99Ms               Spread     `json:"p99_ms"`
-	Errors              int64      `json:"errors"`
-	Timeouts            int64      `json:"timeouts"`
-	MemPerConnIdleKiB   Spread     `json:"mem_per_conn_idle_kib"`
-	MemPerConnActiveKiB Spread     `json:"mem_per_conn_active_kib"`
-	CPUPerRequestUs     Spread     `json:"server_cpu_per_request_us"`
+	Server              ServerKind    `json:"server"`
+	Runs                int           `json:"runs"`
+	Failed              int           `json:"failed"`
+	RPS                 spread.Spread `json:"rps"`
+	AvgMs               spread.Spread `json:"avg_ms"`
+	P50Ms               spread.Spread `json:"p50_ms"`
+	P99Ms               spread.Spread `json:"p99_ms"`
+	Errors              int64         `json:"errors"`
+	Timeouts            int64         `json:"timeouts"`
+	MemPerConnIdleKiB   spread.Spread `json:"mem_per_conn_idle_kib"`
+	MemPerConnActiveKiB spread.Spread `json:"mem_per_conn_active_kib"`
+	CPUPerRequestUs     spread.Spread `json:"server_cpu_per_request_us"`
 }
 
 // Summary is the comparison of the servers measured.
@@ -154,20 +195,24 @@ func Summarize(ms []Measurement, kinds []ServerKind) Summary {
 				continue
 			}
 			ks.Runs++
+			ks.Errors += m.Result.Errors
+			ks.Timeouts += m.Result.Timeouts
+			if m.Failure != "" {
+				ks.Failed++
+				continue
+			}
 			rps = append(rps, m.Result.RPS)
 			avg = append(avg, m.Result.AvgMs)
 			p50 = append(p50, m.Result.P50Ms)
 			p99 = append(p99, m.Result.P99Ms)
-			ks.Errors += m.Result.Errors
-			ks.Timeouts += m.Result.Timeouts
 			if m.Mode == Child {
 				memI = append(memI, m.MemPerConnIdleKiB)
 				memA = append(memA, m.MemPerConnActiveKiB)
 				cpu = append(cpu, m.ServerCPUPerRequestUs)
 			}
 		}
-		ks.RPS, ks.AvgMs, ks.P50Ms, ks.P99Ms = spreadOf(rps), spreadOf(avg), spreadOf(p50), spreadOf(p99)
-		ks.MemPerConnIdleKiB, ks.MemPerConnActiveKiB, ks.CPUPerRequestUs = spreadOf(memI), spreadOf(memA), spreadOf(cpu)
+		ks.RPS, ks.AvgMs, ks.P50Ms, ks.P99Ms = spread.Of(rps), spread.Of(avg), spread.Of(p50), spread.Of(p99)
+		ks.MemPerConnIdleKiB, ks.MemPerConnActiveKiB, ks.CPUPerRequestUs = spread.Of(memI), spread.Of(memA), spread.Of(cpu)
 		s.Kinds = append(s.Kinds, ks)
 	}
 	if len(s.Kinds) == 2 {
@@ -205,11 +250,11 @@ func WriteMeasurements(w io.Writer, ms []Measurement) error {
 // WriteSummary prints the per-server medians [min–max] and the ratios.
 func WriteSummary(w io.Writer, s Summary) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "server\truns\tRPS\tp50 ms\tp99 ms\terrors\ttimeouts\tsrv CPU µs/req\tKiB/conn active\t")
+	fmt.Fprintln(tw, "server\truns\tfailed\tRPS\tp50 ms\tp99 ms\terrors\ttimeouts\tsrv CPU µs/req\tKiB/conn active\t")
 	for _, k := range s.Kinds {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t\n", k.Server, k.Runs, k.RPS,
-			k.P50Ms.format("%.3f"), k.P99Ms.format("%.3f"), k.Errors, k.Timeouts,
-			k.CPUPerRequestUs.format("%.2f"), k.MemPerConnActiveKiB.format("%.1f"))
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t\n", k.Server, k.Runs, k.Failed, k.RPS.Format(0),
+			k.P50Ms.Format(3), k.P99Ms.Format(3), k.Errors, k.Timeouts,
+			k.CPUPerRequestUs.Format(2), k.MemPerConnActiveKiB.Format(1))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -222,7 +267,7 @@ func WriteSummary(w io.Writer, s Summary) error {
 	return nil
 }
 
-// Report is what `tidegate bench rps --json` prints: where and how the
+// Report is what `tidegate-bench bench rps --json` prints: where and how the
 // benchmark ran and what it measured.
 type Report struct {
 	Time     time.Time `json:"time"`

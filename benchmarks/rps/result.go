@@ -3,39 +3,12 @@ package rps
 import (
 	"fmt"
 	"io"
-	"slices"
 	"text/tabwriter"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/tidegate/tidegate/benchmarks/spread"
 )
-
-// Spread is the minimum, median and maximum of a set of values.
-type Spread struct {
-	Min    float64 `json:"min"`
-	Median float64 `json:"median"`
-	Max    float64 `json:"max"`
-}
-
-// spreadOf returns the Spread of vs; zero for no values.
-func spreadOf(vs []float64) Spread {
-	if len(vs) == 0 {
-		return Spread{}
-	}
-	s := slices.Clone(vs)
-	slices.Sort(s)
-	med := s[len(s)/2]
-	if len(s)%2 == 0 {
-		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
-	}
-	return Spread{Min: s[0], Median: med, Max: s[len(s)-1]}
-}
-
-// String formats s as "median [min–max]".
-func (s Spread) String() string { return s.format("%.0f") }
-
-func (s Spread) format(verb string) string {
-	return fmt.Sprintf(verb+" ["+verb+"–"+verb+"]", s.Median, s.Min, s.Max)
-}
 
 // Result is the outcome of one measured run.
 type Result struct {
@@ -71,11 +44,23 @@ type Result struct {
 
 	// PerClientRPS spreads each client's successes per second of its own
 	// run time.
-	PerClientRPS Spread `json:"per_client_rps"`
+	PerClientRPS spread.Spread `json:"per_client_rps"`
 
 	// ClientCPUSeconds is the CPU time this process used during the run
 	// (including an in-process server).
 	ClientCPUSeconds float64 `json:"client_cpu_seconds"`
+}
+
+// Failure returns why the run does not count, or nil: any request that
+// errored (a wrong, lost, duplicated or reordered response, an error frame,
+// a broken connection) or timed out, or fewer requests accounted for than
+// the run made.
+func (r Result) Failure() error {
+	want := int64(r.Clients) * int64(r.Payloads)
+	if r.Errors == 0 && r.Timeouts == 0 && r.Successes == want && r.Requests == want {
+		return nil
+	}
+	return fmt.Errorf("%d errors and %d timeouts; %d of %d requests succeeded", r.Errors, r.Timeouts, r.Successes, want)
 }
 
 // result sums the run's clients and histograms.
@@ -109,7 +94,7 @@ func (r *run) result() Result {
 		res.P99Ms = float64(hist.ValueAtQuantile(99)) / 1000
 		res.MaxMs = float64(hist.Max()) / 1000
 	}
-	res.PerClientRPS = spreadOf(perClient)
+	res.PerClientRPS = spread.Of(perClient)
 	return res
 }
 

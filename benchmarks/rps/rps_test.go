@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"sync"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/tidegate/tidegate/benchmarks/goserver"
+	"github.com/tidegate/tidegate/benchmarks/spread"
+	"github.com/tidegate/tidegate/internal/testserver"
 	ptlv "github.com/tidegate/tidegate/protocol/tlv"
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/tlv"
@@ -59,48 +61,6 @@ func startGoserver(t *testing.T) string {
 		}
 	})
 	return srv.Addr().String()
-}
-
-// startFakeServer runs serve on every accepted connection (test code may use
-// a goroutine per connection).
-func startFakeServer(t *testing.T, serve func(c net.Conn)) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				serve(c)
-			}()
-		}
-	}()
-	t.Cleanup(func() {
-		_ = ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	return ln.Addr().String()
 }
 
 // echoFrames echoes frames, letting mutate change each response (numbered
@@ -176,7 +136,7 @@ func TestRunCleanAgainstBothServers(t *testing.T) {
 func TestCorruptBodyCountedAsError(t *testing.T) {
 	// Every fifth response has its last byte flipped: those requests fail,
 	// the stream stays usable, the rest succeed.
-	addr := startFakeServer(t, func(c net.Conn) {
+	addr := testserver.Conns(t, func(c net.Conn) {
 		echoFrames(c, func(i int, frame []byte) bool {
 			if i%5 == 2 {
 				frame[len(frame)-1] ^= 0x01
@@ -194,12 +154,15 @@ func TestCorruptBodyCountedAsError(t *testing.T) {
 	if res.Errors != wantErr || res.Successes != int64(cfg.Clients*20)-wantErr || res.Timeouts != 0 || res.Reconnects != 0 {
 		t.Fatalf("got %+v; want %d errors, no timeouts or reconnects", res, wantErr)
 	}
+	if res.Failure() == nil {
+		t.Fatal("a run with errored requests has no Failure")
+	}
 }
 
 func TestCorruptHeaderClosesAndReconnects(t *testing.T) {
 	// The fourth response of each connection carries a wrong type: that
 	// request fails, the connection is dropped, the client reconnects.
-	addr := startFakeServer(t, func(c net.Conn) {
+	addr := testserver.Conns(t, func(c net.Conn) {
 		echoFrames(c, func(i int, frame []byte) bool {
 			if i == 3 {
 				frame[0] ^= 0x01
@@ -222,7 +185,7 @@ func TestCorruptHeaderClosesAndReconnects(t *testing.T) {
 func TestErrorFrameCountedAsError(t *testing.T) {
 	// A server that answers the first request with an error frame and
 	// closes: every client's requests fail one by one across reconnects.
-	addr := startFakeServer(t, func(c net.Conn) {
+	addr := testserver.Conns(t, func(c net.Conn) {
 		hdr := make([]byte, 5)
 		if _, err := io.ReadFull(c, hdr); err != nil {
 			return
@@ -241,7 +204,7 @@ func TestErrorFrameCountedAsError(t *testing.T) {
 }
 
 func TestSilentServerCountsTimeouts(t *testing.T) {
-	addr := startFakeServer(t, func(c net.Conn) { _, _ = io.Copy(io.Discard, c) })
+	addr := testserver.Conns(t, func(c net.Conn) { _, _ = io.Copy(io.Discard, c) })
 	cfg := baseConfig(t, addr)
 	cfg.Clients, cfg.Payloads, cfg.Pipeline, cfg.Warmups, cfg.Timeout = 2, 3, 2, 0, 50*time.Millisecond
 	start := time.Now()
@@ -272,7 +235,7 @@ func TestUnreachableServerFails(t *testing.T) {
 }
 
 func TestRunHonoursContext(t *testing.T) {
-	addr := startFakeServer(t, func(c net.Conn) { _, _ = io.Copy(io.Discard, c) })
+	addr := testserver.Conns(t, func(c net.Conn) { _, _ = io.Copy(io.Discard, c) })
 	cfg := baseConfig(t, addr)
 	cfg.Warmups, cfg.Timeout = 0, time.Minute
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
@@ -345,6 +308,49 @@ func TestPayloadsCatchEveryChangedByte(t *testing.T) {
 	}
 }
 
+func TestResultFailure(t *testing.T) {
+	ok := Result{Clients: 2, Payloads: 10, Requests: 20, Successes: 20}
+	if err := ok.Failure(); err != nil {
+		t.Fatalf("clean run: %v", err)
+	}
+	for name, r := range map[string]Result{
+		"error":   {Clients: 2, Payloads: 10, Requests: 20, Successes: 19, Errors: 1},
+		"timeout": {Clients: 2, Payloads: 10, Requests: 20, Successes: 19, Timeouts: 1},
+		"missing": {Clients: 2, Payloads: 10, Requests: 19, Successes: 19},
+	} {
+		if r.Failure() == nil {
+			t.Errorf("%s: %+v has no Failure", name, r)
+		}
+	}
+}
+
+// TestSummarizeLeavesOutFailedRuns: a run with an errored request is
+// counted and its errors summed, but none of its figures enters a median,
+// and Failed names it.
+func TestSummarizeLeavesOutFailedRuns(t *testing.T) {
+	ms := []Measurement{
+		{Server: Tidegate, Mode: Child, Repeat: 1, Result: Result{RPS: 200, P99Ms: 1}, ServerCPUPerRequestUs: 5},
+		{Server: Tidegate, Mode: Child, Repeat: 2, Result: Result{RPS: 9000, P99Ms: 50, Errors: 3, Timeouts: 1},
+			ServerCPUPerRequestUs: 90, Failure: "3 errors and 1 timeouts"},
+		{Server: Tidegate, Mode: Child, Repeat: 3, Result: Result{RPS: 300, P99Ms: 2}, ServerCPUPerRequestUs: 7},
+	}
+	if err := Failed(ms[:1]); err != nil {
+		t.Fatalf("Failed of clean runs: %v", err)
+	}
+	s := Summarize(ms, []ServerKind{Tidegate})
+	k := s.Kinds[0]
+	if k.Runs != 3 || k.Failed != 1 || k.Errors != 3 || k.Timeouts != 1 {
+		t.Fatalf("counts %+v", k)
+	}
+	if k.RPS != (spread.Spread{Median: 250, Min: 200, Max: 300, N: 2}) || k.P99Ms.Max != 2 || k.CPUPerRequestUs.Max != 7 {
+		t.Fatalf("the failed run entered the spreads: %+v", k)
+	}
+	err := Failed(ms)
+	if err == nil || !strings.Contains(err.Error(), "repeat 2, tidegate") {
+		t.Fatalf("Failed = %v, want it to name repeat 2", err)
+	}
+}
+
 func TestSummarizeRatios(t *testing.T) {
 	ms := []Measurement{
 		{Server: Tidegate, Mode: Child, Result: Result{RPS: 200, P50Ms: 1}, MemPerConnActiveKiB: 2},
@@ -354,7 +360,7 @@ func TestSummarizeRatios(t *testing.T) {
 		{Server: Tidegate, Mode: Child, Result: Result{RPS: 100, P50Ms: 1}, MemPerConnActiveKiB: 2},
 	}
 	s := Summarize(ms, []ServerKind{Tidegate, Goroutine})
-	if got := s.Kinds[0].RPS; got != (Spread{Min: 100, Median: 200, Max: 300}) {
+	if got := s.Kinds[0].RPS; got != (spread.Spread{Min: 100, Median: 200, Max: 300, N: 3}) {
 		t.Fatalf("tidegate RPS spread %+v", got)
 	}
 	if got := s.Kinds[1].RPS.Median; got != 125 {

@@ -1,15 +1,12 @@
 package rps
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -17,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tidegate/tidegate/benchmarks/goserver"
+	"github.com/tidegate/tidegate/benchmarks/procstat"
 	ptlv "github.com/tidegate/tidegate/protocol/tlv"
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/tlv"
@@ -68,19 +66,18 @@ const (
 	InProcess SpawnMode = "inprocess"
 )
 
-// ChildArgsFunc returns the arguments (without the program name) that make
-// the executable serve TLV as kind on addr with loops event loops.
-type ChildArgsFunc func(kind ServerKind, addr string, loops int) []string
+// ChildCommandFunc returns the command line, program first, that serves TLV
+// as kind on addr with loops event loops: `tidegate serve` for Tidegate,
+// `tidegate-bench peer tlv-goroutine` for Goroutine.
+type ChildCommandFunc func(kind ServerKind, addr string, loops int) []string
 
 // SpawnConfig says which server to start and how.
 type SpawnConfig struct {
 	Kind     ServerKind
 	Strategy Strategy
 	Mode     SpawnMode
-	// Executable is the binary run in Child mode; empty means this one.
-	Executable string
-	// ChildArgs builds the child's command line; required in Child mode.
-	ChildArgs ChildArgsFunc
+	// ChildCommand builds the child's command line; required in Child mode.
+	ChildCommand ChildCommandFunc
 	// Format is the TLV layout of an in-process server; zero means the default.
 	Format ptlv.Format
 	// Logger receives the in-process server's logs.
@@ -148,25 +145,22 @@ func spawnInProcess(cfg SpawnConfig, procs int) (*Spawned, error) {
 }
 
 func spawnChild(ctx context.Context, cfg SpawnConfig, procs int) (*Spawned, error) {
-	if cfg.ChildArgs == nil {
-		return nil, errors.New("rps: child mode needs ChildArgs")
-	}
-	exe := cfg.Executable
-	if exe == "" {
-		var err error
-		if exe, err = os.Executable(); err != nil {
-			return nil, fmt.Errorf("rps: finding this executable to re-run as the server: %w", err)
-		}
+	if cfg.ChildCommand == nil {
+		return nil, errors.New("rps: child mode needs ChildCommand")
 	}
 	addr, err := freeLoopbackAddr()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(exe, cfg.ChildArgs(cfg.Kind, addr, procs)...)
+	argv := cfg.ChildCommand(cfg.Kind, addr, procs)
+	if len(argv) == 0 {
+		return nil, fmt.Errorf("rps: empty command line for the %s server", cfg.Kind)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(procs))
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("rps: starting %s server %q: %w", cfg.Kind, filepath.Base(exe), err)
+		return nil, fmt.Errorf("rps: starting %s server %q: %w", cfg.Kind, strings.Join(argv, " "), err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
@@ -228,59 +222,29 @@ func freeLoopbackAddr() (string, error) {
 // Stop stops the server, waiting at most until ctx ends.
 func (s *Spawned) Stop(ctx context.Context) error { return s.stop(ctx) }
 
-// RSS returns the child's resident set size in bytes (VmRSS of
-// /proc/PID/status). It fails in process and where /proc is missing.
+// RSS returns the child's resident set size in bytes (procstat.RSS). It
+// fails in process and where /proc is missing.
 func (s *Spawned) RSS() (int64, error) {
 	if s.PID == 0 {
 		return 0, errors.New("rps: RSS of an in-process server is not measured")
 	}
-	path := fmt.Sprintf("/proc/%d/status", s.PID)
-	b, err := os.ReadFile(path)
+	rss, err := procstat.RSS(s.PID)
 	if err != nil {
-		return 0, fmt.Errorf("rps: reading %s: %w", path, err)
+		return 0, fmt.Errorf("rps: %w", err)
 	}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:")
-		if !ok {
-			continue
-		}
-		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("rps: parsing VmRSS %q in %s: %w", rest, path, err)
-		}
-		return kb << 10, nil
-	}
-	return 0, fmt.Errorf("rps: no VmRSS in %s", path)
+	return rss, nil
 }
 
-// CPU returns the child's time on CPU, summed over its threads (field 1 of
-// /proc/PID/task/*/schedstat, nanoseconds). It fails in process and where
+// CPU returns the child's time on CPU, summed over its threads
+// (procstat.CPU: schedstat nanoseconds). It fails in process and where
 // /proc is missing.
 func (s *Spawned) CPU() (time.Duration, error) {
 	if s.PID == 0 {
 		return 0, errors.New("rps: CPU of an in-process server is not measured")
 	}
-	dir := fmt.Sprintf("/proc/%d/task", s.PID)
-	tasks, err := os.ReadDir(dir)
+	cpu, err := procstat.CPU(s.PID)
 	if err != nil {
-		return 0, fmt.Errorf("rps: listing %s: %w", dir, err)
+		return 0, fmt.Errorf("rps: %w", err)
 	}
-	var total int64
-	for _, t := range tasks {
-		b, err := os.ReadFile(filepath.Join(dir, t.Name(), "schedstat"))
-		if err != nil {
-			continue // the thread exited meanwhile
-		}
-		f := strings.Fields(string(b))
-		if len(f) == 0 {
-			continue
-		}
-		ns, err := strconv.ParseInt(f[0], 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("rps: parsing schedstat %q of task %s: %w", f[0], t.Name(), err)
-		}
-		total += ns
-	}
-	return time.Duration(total), nil
+	return cpu, nil
 }

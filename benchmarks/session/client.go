@@ -46,6 +46,9 @@ type client struct {
 	// echoes is the number of echoes received and checked so far, read by
 	// the watchdog and the progress bar.
 	echoes atomic.Int64
+	// measured counts the echoes received in recorded (measured) runs, one
+	// by one as they are checked: the phase's roundtrips are their sum.
+	measured int64
 
 	mu      sync.Mutex
 	errors  int64
@@ -120,6 +123,7 @@ func (c *client) run(from, to int, record bool) error {
 				}
 				if record {
 					_ = c.hist.RecordValue(max(now-c.sendNs[((recv-from)/burst)%window], histLowest))
+					c.measured++
 				}
 				recv++
 				pos += fl

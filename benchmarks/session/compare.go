@@ -7,6 +7,8 @@ import (
 	"os"
 	"sort"
 	"text/tabwriter"
+
+	"github.com/tidegate/tidegate/benchmarks/spread"
 )
 
 // Platform is one host's results as scripts/compare-platforms.sh writes
@@ -44,7 +46,7 @@ func ReadPlatform(path string) (*Platform, error) {
 func Compare(w io.Writer, a, b *Platform, nameA, nameB string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	host := func(h Host) string {
-		return fmt.Sprintf("%s/%s %s, %s (%d cores), %s, %s", h.OS, h.Arch, h.Kernel, h.CPU, h.NumCPU, h.Poller, orDash(h.Revision))
+		return fmt.Sprintf("%s/%s %s, %s (%d cores), %s, %s", h.OS, h.Arch, h.Kernel, h.CPU, h.NumCPU, h.Poller, revisionOf(h))
 	}
 	fmt.Fprintf(tw, "A\t%s\t%s\n", nameA, host(a.Host))
 	fmt.Fprintf(tw, "B\t%s\t%s\n", nameB, host(b.Host))
@@ -73,7 +75,7 @@ func Compare(w io.Writer, a, b *Platform, nameA, nameB string) error {
 			}
 			rows := []struct {
 				name   string
-				va, vb Stat
+				va, vb spread.Spread
 			}{
 				{"proxy roundtrips/s", sa.Proxy.RoundtripsPerSec, sb.Proxy.RoundtripsPerSec},
 				{"proxy p99 ms", sa.Proxy.P99Ms, sb.Proxy.P99Ms},
@@ -90,7 +92,7 @@ func Compare(w io.Writer, a, b *Platform, nameA, nameB string) error {
 		}
 	}
 	if a.Idle != nil && b.Idle != nil {
-		one := func(v float64) Stat { return Stat{Median: v, Min: v, Max: v, N: 1} }
+		one := func(v float64) spread.Spread { return spread.Spread{Median: v, Min: v, Max: v, N: 1} }
 		fmt.Fprintf(tw, "idle\t%s\tRSS KiB/session\t%s\t%s\t%s\t\n", a.Idle.Target, num(one(a.Idle.RSSPerSession)),
 			num(one(b.Idle.RSSPerSession)), ratio(one(a.Idle.RSSPerSession), one(b.Idle.RSSPerSession)))
 		fmt.Fprintf(tw, "idle\t%s\tfds/session\t%s\t%s\t%s\t\n", a.Idle.Target, num(one(a.Idle.FDsPerSession)),
@@ -100,7 +102,7 @@ func Compare(w io.Writer, a, b *Platform, nameA, nameB string) error {
 	return tw.Flush()
 }
 
-func num(s Stat) string {
+func num(s spread.Spread) string {
 	if s.N == 0 {
 		return "-"
 	}
@@ -113,7 +115,7 @@ func num(s Stat) string {
 	return fmt.Sprintf("%.3f", s.Median)
 }
 
-func ratio(a, b Stat) string {
+func ratio(a, b spread.Spread) string {
 	if a.N == 0 || b.N == 0 || a.Median == 0 {
 		return "-"
 	}

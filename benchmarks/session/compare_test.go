@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tidegate/tidegate/benchmarks/spread"
 )
 
 func TestComparePrintsRatios(t *testing.T) {
@@ -15,8 +17,8 @@ func TestComparePrintsRatios(t *testing.T) {
 			Host: Host{OS: "linux", Kernel: kernel, Poller: "epoll", NumCPU: 2},
 			Session: map[string]*Result{"w1": {Targets: []string{"tidegate"}, Summary: []Summary{{
 				Target:        "tidegate",
-				CPUNsPerFrame: Stat{Median: cpu, Min: cpu, Max: cpu, N: 3},
-				Proxy:         PhaseStats{RoundtripsPerSec: Stat{Median: rps, N: 3}},
+				CPUNsPerFrame: spread.Spread{Median: cpu, Min: cpu, Max: cpu, N: 3},
+				Proxy:         PhaseStats{RoundtripsPerSec: spread.Spread{Median: rps, N: 3}},
 			}}}},
 			Idle: &IdleFigures{Target: "tidegate", Sessions: 100, Alive: 100, RSSPerSession: rss, FDsPerSession: 2},
 		}

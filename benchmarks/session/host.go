@@ -4,8 +4,9 @@ import (
 	"bufio"
 	"os"
 	"runtime"
-	"runtime/debug"
 	"strings"
+
+	"github.com/tidegate/tidegate/internal/revision"
 )
 
 // Host describes the machine a run was made on.
@@ -21,7 +22,8 @@ type Host struct {
 }
 
 // ThisHost describes this machine; the kernel and CPU model come from /proc
-// (empty where it is missing), the revision from the build's VCS stamp.
+// (empty where it is missing), the revision from make build's stamp or else
+// the build's VCS stamp.
 func ThisHost() Host {
 	h := Host{OS: runtime.GOOS, Arch: runtime.GOARCH, NumCPU: runtime.NumCPU(), GoVersion: runtime.Version(), Poller: Poller()}
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
@@ -37,30 +39,8 @@ func ThisHost() Host {
 		}
 		f.Close()
 	}
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		h.Revision = VCSRevision(bi)
-	}
+	h.Revision = revision.This()
 	return h
-}
-
-// VCSRevision returns the VCS stamp of a build: vcs.revision, with
-// "-dirty" when vcs.modified; empty when it has none (-buildvcs=false).
-func VCSRevision(bi *debug.BuildInfo) string {
-	var rev, dirty string
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			if s.Value == "true" {
-				dirty = "-dirty"
-			}
-		}
-	}
-	if rev == "" {
-		return ""
-	}
-	return rev + dirty
 }
 
 // Poller names the readiness API gnet uses on this OS.

@@ -21,8 +21,12 @@ type LaunchOptions struct {
 	BackendLoops int
 	// Sessions sizes the proxies' connection limits.
 	Sessions int
-	// Executable is the tidegate binary; empty means this program.
-	Executable     string
+	// Executable is the tidegate binary (proxy and backend); empty means
+	// this program.
+	Executable string
+	// PeerExecutable is the tidegate-bench binary (goproxy); empty means
+	// this program.
+	PeerExecutable string
 	HAProxy, Nginx string
 	// CPUProfileDir, when set, makes each tidegate proxy write a Go CPU
 	// profile into this directory (named after its target and index).
@@ -91,8 +95,8 @@ func (e *Environment) startProxy(k peers.Kind, i int, sys *peers.SyscallCounter)
 		s := peers.Spec{
 			Kind:       k,
 			Relay:      peers.RelayConfig{Listen: listen, Backend: e.backend.Addr, Cores: e.opts.ProxyCores, Sessions: max(e.opts.Sessions, 64)},
-			GoMaxProcs: e.opts.GoMaxProcs, Executable: e.opts.Executable, HAProxy: e.opts.HAProxy, Nginx: e.opts.Nginx,
-			Syscalls: sys,
+			GoMaxProcs: e.opts.GoMaxProcs, Executable: e.opts.Executable, PeerExecutable: e.opts.PeerExecutable,
+			HAProxy: e.opts.HAProxy, Nginx: e.opts.Nginx, Syscalls: sys,
 		}
 		if e.opts.CPUProfileDir != "" && sys == nil {
 			s.CPUProfile = filepath.Join(e.opts.CPUProfileDir, fmt.Sprintf("%s-%d.pprof", k, i))

@@ -179,8 +179,9 @@ func runPhase(ctx context.Context, addr string, p Params, stall time.Duration, h
 	if hookErr != nil {
 		return phaseRun{}, hookErr
 	}
-	r := phaseRun{elapsed: elapsed, roundtrips: int64(p.Connections) * int64(p.Messages), hist: newHistogram()}
+	r := phaseRun{elapsed: elapsed, hist: newHistogram()}
 	for _, c := range clients {
+		r.roundtrips += c.measured
 		r.hist.Merge(c.hist)
 		r.errors += c.errors
 		r.samples = append(r.samples, c.samples...)

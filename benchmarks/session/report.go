@@ -13,23 +13,14 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
-)
 
-// fmtStat formats a Stat as "median [min–max]" with the given verb, or "-".
-func fmtStat(s Stat, verb string) string {
-	if s.N == 0 {
-		return "-"
-	}
-	if s.N == 1 {
-		return fmt.Sprintf(verb, s.Median)
-	}
-	return fmt.Sprintf(verb+" ["+verb+"–"+verb+"]", s.Median, s.Min, s.Max)
-}
+	"github.com/tidegate/tidegate/benchmarks/spread"
+)
 
 // WriteTable prints the summary: one row per target and phase kind, then
 // the proxy's figures, then every phase that had errors or failed.
 func WriteTable(w io.Writer, r *Result) error {
-	fmt.Fprintf(w, "workload %s: %s, %d repeat(s), proxy cores %d\n", orDash(r.Workload), r.Params, r.Repeats, r.Setup.ProxyCores)
+	fmt.Fprintf(w, "workload %s: %s, %d repeat(s), proxy cores %d\n", workloadName(r.Workload), r.Params, r.Repeats, r.Setup.ProxyCores)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "target\tphase\troundtrips/s\tframes/s\tMiB/s\tp50 ms\tp95 ms\tp99 ms\terrors")
 	for _, s := range r.Summary {
@@ -38,8 +29,8 @@ func WriteTable(w io.Writer, r *Result) error {
 			ps   PhaseStats
 		}{{KindDirect, s.Direct}, {KindProxy, s.Proxy}} {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", s.Target, row.kind,
-				fmtStat(row.ps.RoundtripsPerSec, "%.0f"), fmtStat(row.ps.FramesPerSec, "%.0f"), fmtStat(row.ps.MiBPerSec, "%.1f"),
-				fmtStat(row.ps.P50Ms, "%.3f"), fmtStat(row.ps.P95Ms, "%.3f"), fmtStat(row.ps.P99Ms, "%.3f"), row.ps.Errors)
+				row.ps.RoundtripsPerSec.Short(0), row.ps.FramesPerSec.Short(0), row.ps.MiBPerSec.Short(1),
+				row.ps.P50Ms.Short(3), row.ps.P95Ms.Short(3), row.ps.P99Ms.Short(3), row.ps.Errors)
 		}
 	}
 	tw.Flush()
@@ -47,9 +38,9 @@ func WriteTable(w io.Writer, r *Result) error {
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "target\tproxy/direct\tCPU ns/frame\tsyscalls/frame\tsegments/frame (proxy)\tsegments/frame (direct)\tRSS MiB")
 	for _, s := range r.Summary {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Target, fmtStat(s.Ratio, "%.3f"), fmtStat(s.CPUNsPerFrame, "%.0f"),
-			fmtStat(s.SyscallsPerFrame, "%.3f"), fmtStat(s.Proxy.SegmentsPerFrame, "%.3f"), fmtStat(s.Direct.SegmentsPerFrame, "%.3f"),
-			fmtStat(s.RSSMiB, "%.1f"))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Target, s.Ratio.Short(3), s.CPUNsPerFrame.Short(0),
+			s.SyscallsPerFrame.Short(3), s.Proxy.SegmentsPerFrame.Short(3), s.Direct.SegmentsPerFrame.Short(3),
+			s.RSSMiB.Short(1))
 	}
 	tw.Flush()
 	for _, n := range r.Notes {
@@ -69,11 +60,29 @@ func WriteTable(w io.Writer, r *Result) error {
 	return nil
 }
 
+// orDash is s, or "–" for a figure the host did not tell.
 func orDash(s string) string {
 	if s == "" {
-		return "custom"
+		return "–"
 	}
 	return s
+}
+
+// workloadName is the preset the run used, or "custom" for explicit flags.
+func workloadName(w string) string {
+	if w == "" {
+		return "custom"
+	}
+	return w
+}
+
+// revisionOf names the revision of the tool that made the run; a binary
+// without make build's stamp or a VCS stamp says so rather than guessing.
+func revisionOf(h Host) string {
+	if h.Revision == "" {
+		return "unknown (no revision stamp: build with make build)"
+	}
+	return h.Revision
 }
 
 // WriteJSON writes r as indented JSON.
@@ -92,7 +101,9 @@ var MethodNotes = []string{
 	"A roundtrip relays two frames. CPU ns/frame is the proxy processes' on-CPU time (sum of /proc/PID/task/*/schedstat " +
 		"field 1) over the measured interval divided by relayed frames.",
 	"syscalls/frame counts every system call (perf stat -e raw_syscalls:sys_enter) of a fresh proxy started under perf, " +
-		"in separate passes: perf's tracepoint slows the process, so those passes give no other figure.",
+		"in separate passes (as many as the repeats unless --syscall-passes says otherwise), reported as their median: " +
+		"perf's tracepoint slows the process, so those passes give no other figure.",
+	"A phase with a wrong echo or a failure is listed and counted, and none of its figures enters a median or a ratio.",
 	"segments/frame is the TCP OutSegs delta of /proc/PID/net/snmp: on one host without namespaces it counts every " +
 		"process (client, proxy and backend), not the proxy alone. With --rtt the proxy column counts the proxy's namespace only.",
 	"On a small machine client, backend and proxy compete for cores: proxy/direct throughput ratios swing between " +
@@ -120,11 +131,11 @@ func WriteReport(dir string, r *Result) error {
 		return err
 	}
 	var b strings.Builder
-	title := orDash(r.Workload)
+	title := workloadName(r.Workload)
 	fmt.Fprintf(&b, "# Session benchmark: %s\n\n", title)
 	h := r.Setup.Host
 	fmt.Fprintf(&b, "Host: %s/%s, kernel %s, %s (%d cores), poller %s, %s, revision %s.\n\n",
-		h.OS, h.Arch, orDash(h.Kernel), orDash(h.CPU), h.NumCPU, h.Poller, h.GoVersion, orDash(h.Revision))
+		h.OS, h.Arch, orDash(h.Kernel), orDash(h.CPU), h.NumCPU, h.Poller, h.GoVersion, revisionOf(h))
 	fmt.Fprintf(&b, "Workload: `%s`, %d repeat(s). Targets: %s. Proxy cores: %d; backend loops: %d",
 		r.Params, r.Repeats, strings.Join(r.Targets, ", "), r.Setup.ProxyCores, r.Setup.BackendLoops)
 	if r.Setup.GoMaxProcs > 0 {
@@ -148,16 +159,16 @@ func WriteReport(dir string, r *Result) error {
 			kind string
 			ps   PhaseStats
 		}{{KindDirect, s.Direct}, {KindProxy, s.Proxy}} {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %d |\n", s.Target, row.kind, fmtStat(row.ps.RoundtripsPerSec, "%.0f"),
-				fmtStat(row.ps.MiBPerSec, "%.1f"), fmtStat(row.ps.P50Ms, "%.3f"), fmtStat(row.ps.P95Ms, "%.3f"),
-				fmtStat(row.ps.P99Ms, "%.3f"), row.ps.Errors)
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %d |\n", s.Target, row.kind, row.ps.RoundtripsPerSec.Short(0),
+				row.ps.MiBPerSec.Short(1), row.ps.P50Ms.Short(3), row.ps.P95Ms.Short(3),
+				row.ps.P99Ms.Short(3), row.ps.Errors)
 		}
 	}
 	b.WriteString("\n| Target | Proxy/direct | CPU ns/frame | Syscalls/frame | Segments/frame (proxy phase) | Segments/frame (direct phase) | RSS MiB |\n|---|--:|--:|--:|--:|--:|--:|\n")
 	for _, s := range r.Summary {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", s.Target, fmtStat(s.Ratio, "%.3f"), fmtStat(s.CPUNsPerFrame, "%.0f"),
-			fmtStat(s.SyscallsPerFrame, "%.3f"), fmtStat(s.Proxy.SegmentsPerFrame, "%.3f"), fmtStat(s.Direct.SegmentsPerFrame, "%.3f"),
-			fmtStat(s.RSSMiB, "%.1f"))
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", s.Target, s.Ratio.Short(3), s.CPUNsPerFrame.Short(0),
+			s.SyscallsPerFrame.Short(3), s.Proxy.SegmentsPerFrame.Short(3), s.Direct.SegmentsPerFrame.Short(3),
+			s.RSSMiB.Short(1))
 	}
 	b.WriteString("\n")
 	for _, c := range charts {
@@ -193,14 +204,14 @@ type chartFile struct{ title, file string }
 // series is one set of bars: a value per target.
 type series struct {
 	name  string
-	stats []Stat
+	stats []spread.Spread
 }
 
 // writeCharts draws bar charts of medians with min–max error bars.
 func writeCharts(dir string, r *Result) ([]chartFile, error) {
 	labels := r.Targets
-	pick := func(f func(Summary) Stat) []Stat {
-		out := make([]Stat, len(r.Summary))
+	pick := func(f func(Summary) spread.Spread) []spread.Spread {
+		out := make([]spread.Spread, len(r.Summary))
 		for i, s := range r.Summary {
 			out[i] = f(s)
 		}
@@ -211,17 +222,17 @@ func writeCharts(dir string, r *Result) ([]chartFile, error) {
 		series              []series
 	}{
 		{"cpu_ns_per_frame.png", "Proxy CPU per relayed frame", "ns/frame",
-			[]series{{"proxy", pick(func(s Summary) Stat { return s.CPUNsPerFrame })}}},
+			[]series{{"proxy", pick(func(s Summary) spread.Spread { return s.CPUNsPerFrame })}}},
 		{"roundtrips.png", "Roundtrips per second", "roundtrips/s", []series{
-			{"direct", pick(func(s Summary) Stat { return s.Direct.RoundtripsPerSec })},
-			{"proxy", pick(func(s Summary) Stat { return s.Proxy.RoundtripsPerSec })}}},
+			{"direct", pick(func(s Summary) spread.Spread { return s.Direct.RoundtripsPerSec })},
+			{"proxy", pick(func(s Summary) spread.Spread { return s.Proxy.RoundtripsPerSec })}}},
 		{"latency_p99.png", "p99 latency", "ms", []series{
-			{"direct", pick(func(s Summary) Stat { return s.Direct.P99Ms })},
-			{"proxy", pick(func(s Summary) Stat { return s.Proxy.P99Ms })}}},
+			{"direct", pick(func(s Summary) spread.Spread { return s.Direct.P99Ms })},
+			{"proxy", pick(func(s Summary) spread.Spread { return s.Proxy.P99Ms })}}},
 		{"ratio.png", "Proxy/direct frames per second (paired)", "ratio",
-			[]series{{"proxy/direct", pick(func(s Summary) Stat { return s.Ratio })}}},
+			[]series{{"proxy/direct", pick(func(s Summary) spread.Spread { return s.Ratio })}}},
 		{"syscalls_per_frame.png", "Proxy system calls per relayed frame", "syscalls/frame",
-			[]series{{"proxy", pick(func(s Summary) Stat { return s.SyscallsPerFrame })}}},
+			[]series{{"proxy", pick(func(s Summary) spread.Spread { return s.SyscallsPerFrame })}}},
 	}
 	var out []chartFile
 	for _, sp := range specs {
@@ -245,7 +256,7 @@ func writeCharts(dir string, r *Result) ([]chartFile, error) {
 // rangeBars are min–max error bars around medians.
 type rangeBars struct {
 	xs    []float64
-	stats []Stat
+	stats []spread.Spread
 }
 
 func (e rangeBars) Len() int                    { return len(e.xs) }
@@ -286,11 +297,11 @@ func barChart(path, title, ylabel string, labels []string, ss []series) error {
 		if len(ss) > 1 {
 			p.Legend.Add(s.name, bars)
 		}
-		eb := rangeBars{stats: make([]Stat, len(s.stats))}
+		eb := rangeBars{stats: make([]spread.Spread, len(s.stats))}
 		for j, st := range s.stats {
 			eb.xs = append(eb.xs, xs[j]+shift)
 			if st.N == 0 {
-				st = Stat{}
+				st = spread.Spread{}
 			}
 			eb.stats[j] = st
 		}

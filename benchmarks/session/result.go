@@ -2,7 +2,8 @@ package session
 
 import (
 	"math"
-	"sort"
+
+	"github.com/tidegate/tidegate/benchmarks/spread"
 )
 
 // Phase kinds.
@@ -47,40 +48,18 @@ type Phase struct {
 	FDs              int      `json:"fds,omitempty"`
 }
 
-// Stat is the median and range of one figure over phases.
-type Stat struct {
-	Median float64 `json:"median"`
-	Min    float64 `json:"min"`
-	Max    float64 `json:"max"`
-	N      int     `json:"n"`
-}
-
-// statOf summarizes vs; N is 0 for no values.
-func statOf(vs []float64) Stat {
-	if len(vs) == 0 {
-		return Stat{}
-	}
-	s := append([]float64(nil), vs...)
-	sort.Float64s(s)
-	m := s[len(s)/2]
-	if len(s)%2 == 0 {
-		m = (s[len(s)/2-1] + s[len(s)/2]) / 2
-	}
-	return Stat{Median: m, Min: s[0], Max: s[len(s)-1], N: len(s)}
-}
-
 // PhaseStats summarizes the phases of one kind of one target.
 type PhaseStats struct {
-	Phases           int   `json:"phases"`
-	Errors           int64 `json:"errors"`
-	Failed           int   `json:"failed"`
-	RoundtripsPerSec Stat  `json:"roundtrips_per_sec"`
-	FramesPerSec     Stat  `json:"frames_per_sec"`
-	MiBPerSec        Stat  `json:"mib_per_sec"`
-	P50Ms            Stat  `json:"p50_ms"`
-	P95Ms            Stat  `json:"p95_ms"`
-	P99Ms            Stat  `json:"p99_ms"`
-	SegmentsPerFrame Stat  `json:"segments_per_frame"`
+	Phases           int           `json:"phases"`
+	Errors           int64         `json:"errors"`
+	Failed           int           `json:"failed"`
+	RoundtripsPerSec spread.Spread `json:"roundtrips_per_sec"`
+	FramesPerSec     spread.Spread `json:"frames_per_sec"`
+	MiBPerSec        spread.Spread `json:"mib_per_sec"`
+	P50Ms            spread.Spread `json:"p50_ms"`
+	P95Ms            spread.Spread `json:"p95_ms"`
+	P99Ms            spread.Spread `json:"p99_ms"`
+	SegmentsPerFrame spread.Spread `json:"segments_per_frame"`
 }
 
 // Summary is one target's figures over all repeats.
@@ -89,10 +68,10 @@ type Summary struct {
 	Direct PhaseStats `json:"direct"`
 	Proxy  PhaseStats `json:"proxy"`
 	// Ratio is each proxy phase's frames/s over its paired direct phase's.
-	Ratio            Stat `json:"proxy_direct_ratio"`
-	CPUNsPerFrame    Stat `json:"cpu_ns_per_frame"`
-	SyscallsPerFrame Stat `json:"syscalls_per_frame"`
-	RSSMiB           Stat `json:"rss_mib"`
+	Ratio            spread.Spread `json:"proxy_direct_ratio"`
+	CPUNsPerFrame    spread.Spread `json:"cpu_ns_per_frame"`
+	SyscallsPerFrame spread.Spread `json:"syscalls_per_frame"`
+	RSSMiB           spread.Spread `json:"rss_mib"`
 }
 
 // Result is a whole run.
@@ -132,23 +111,37 @@ func ptrValues(ps []Phase, get func(Phase) *float64) []float64 {
 	return out
 }
 
+// valid reports whether a phase's figures may enter a median: it completed
+// and every echo was right. A phase with wrong echoes measured a relay that
+// does not work.
+func (p Phase) valid() bool { return p.Failure == "" && p.Errors == 0 }
+
+// validPhases returns the phases of ps whose figures count.
+func validPhases(ps []Phase) []Phase {
+	var ok []Phase
+	for _, p := range ps {
+		if p.valid() {
+			ok = append(ok, p)
+		}
+	}
+	return ok
+}
+
 func phaseStats(ps []Phase) PhaseStats {
 	s := PhaseStats{Phases: len(ps)}
-	var ok []Phase
 	for _, p := range ps {
 		s.Errors += p.Errors
 		if p.Failure != "" {
 			s.Failed++
-			continue
 		}
-		ok = append(ok, p)
 	}
-	get := func(f func(Phase) float64) Stat {
+	ok := validPhases(ps)
+	get := func(f func(Phase) float64) spread.Spread {
 		vs := make([]float64, len(ok))
 		for i, p := range ok {
 			vs[i] = f(p)
 		}
-		return statOf(vs)
+		return spread.Of(vs)
 	}
 	s.RoundtripsPerSec = get(func(p Phase) float64 { return p.RoundtripsPerSec })
 	s.FramesPerSec = get(func(p Phase) float64 { return p.FramesPerSec })
@@ -156,7 +149,7 @@ func phaseStats(ps []Phase) PhaseStats {
 	s.P50Ms = get(func(p Phase) float64 { return p.P50Ms })
 	s.P95Ms = get(func(p Phase) float64 { return p.P95Ms })
 	s.P99Ms = get(func(p Phase) float64 { return p.P99Ms })
-	s.SegmentsPerFrame = statOf(ptrValues(ok, func(p Phase) *float64 { return p.SegmentsPerFrame }))
+	s.SegmentsPerFrame = spread.Of(ptrValues(ok, func(p Phase) *float64 { return p.SegmentsPerFrame }))
 	return s
 }
 
@@ -196,7 +189,7 @@ func (r *Result) summarize() {
 			}
 		}
 		for _, pair := range byRepeat {
-			if d, x := pair[0], pair[1]; d != nil && x != nil && d.Failure == "" && x.Failure == "" && d.FramesPerSec > 0 {
+			if d, x := pair[0], pair[1]; d != nil && x != nil && d.valid() && x.valid() && d.FramesPerSec > 0 {
 				ratios = append(ratios, x.FramesPerSec/d.FramesPerSec)
 			}
 		}
@@ -204,10 +197,10 @@ func (r *Result) summarize() {
 			Target:           t,
 			Direct:           phaseStats(direct),
 			Proxy:            phaseStats(proxy),
-			Ratio:            statOf(ratios),
-			CPUNsPerFrame:    statOf(ptrValues(proxy, func(p Phase) *float64 { return p.CPUNsPerFrame })),
-			SyscallsPerFrame: statOf(ptrValues(sys, func(p Phase) *float64 { return p.SyscallsPerFrame })),
-			RSSMiB:           statOf(ptrValues(proxy, func(p Phase) *float64 { return p.RSSMiB })),
+			Ratio:            spread.Of(ratios),
+			CPUNsPerFrame:    spread.Of(ptrValues(validPhases(proxy), func(p Phase) *float64 { return p.CPUNsPerFrame })),
+			SyscallsPerFrame: spread.Of(ptrValues(validPhases(sys), func(p Phase) *float64 { return p.SyscallsPerFrame })),
+			RSSMiB:           spread.Of(ptrValues(validPhases(proxy), func(p Phase) *float64 { return p.RSSMiB })),
 		})
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tidegate/tidegate/benchmarks/peers"
+	"github.com/tidegate/tidegate/benchmarks/procstat"
 )
 
 // Target is a running proxy under test.
@@ -123,21 +124,21 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 				seg = pids[0]
 			}
 		}
-		var before, after peers.ProcSample
+		var before, after procstat.Sample
 		var segBefore, segAfter int64
 		var probeErr error
 		hooks := phaseHooks{
 			before: func() error {
 				if len(pids) > 0 {
-					before, probeErr = peers.SampleProcs(pids)
+					before, probeErr = procstat.Read(pids)
 				}
-				segBefore, _ = peers.TCPOutSegs(seg)
+				segBefore, _ = procstat.TCPOutSegs(seg)
 				return nil
 			},
 			after: func() error {
-				segAfter, _ = peers.TCPOutSegs(seg)
+				segAfter, _ = procstat.TCPOutSegs(seg)
 				if len(pids) > 0 && probeErr == nil {
-					after, probeErr = peers.SampleProcs(pids)
+					after, probeErr = procstat.Read(pids)
 				}
 				return nil
 			},

@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tidegate/tidegate/benchmarks/peers"
+	"github.com/tidegate/tidegate/benchmarks/spread"
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/mcbackend"
 	"github.com/tidegate/tidegate/session/proxy"
@@ -159,6 +160,8 @@ func TestRunDirectAndProxyCountsExact(t *testing.T) {
 		if got := p.Target + " " + p.Kind; got != wantOrder[i] {
 			t.Errorf("phase %d is %q, want %q", i, got, wantOrder[i])
 		}
+		// Roundtrips is counted echo by echo: every measured echo arrived,
+		// none was counted twice, and the warmup is not in it.
 		if p.Roundtrips != int64(tiny.Connections*tiny.Messages) {
 			t.Errorf("phase %d: %d roundtrips, want %d", i, p.Roundtrips, tiny.Connections*tiny.Messages)
 		}
@@ -303,6 +306,45 @@ func TestCodecRoundTrip(t *testing.T) {
 	}
 }
 
+// TestSummaryLeavesOutPhasesWithErrors: a phase with a wrong echo or a
+// failure is counted but none of its figures enters a median, and the
+// syscall passes give a median over the passes.
+func TestSummaryLeavesOutPhasesWithErrors(t *testing.T) {
+	r := &Result{Repeats: 3, Targets: []string{"a"}}
+	v := func(x float64) *float64 { return &x }
+	for rep := 0; rep < 3; rep++ {
+		proxy := Phase{Target: "a", Kind: KindProxy, Repeat: rep, Roundtrips: 10, FramesPerSec: 1000, RoundtripsPerSec: 500,
+			P99Ms: 1, CPUNsPerFrame: v(100 * float64(rep+1)), RSSMiB: v(10)}
+		if rep == 1 { // wrong echoes: figures that must not count
+			proxy.Errors, proxy.FramesPerSec, proxy.RoundtripsPerSec, proxy.CPUNsPerFrame = 2, 99999, 99999, v(1e9)
+		}
+		r.Phases = append(r.Phases, Phase{Target: "a", Kind: KindDirect, Repeat: rep, Roundtrips: 10, FramesPerSec: 2000,
+			RoundtripsPerSec: 1000, P99Ms: 1}, proxy)
+	}
+	r.Phases = append(r.Phases, Phase{Target: "a", Kind: KindDirect, Repeat: 3, Failure: "stalled"})
+	for pass, n := range []float64{4, 2, 9} {
+		r.Phases = append(r.Phases, Phase{Target: "a", Kind: KindSyscalls, Repeat: pass, SyscallsPerFrame: v(n)})
+	}
+	r.Phases = append(r.Phases, Phase{Target: "a", Kind: KindSyscalls, Repeat: 3, Errors: 1, SyscallsPerFrame: v(1000)})
+	r.summarize()
+	s := r.Summary[0]
+	if r.Errors != 3 || r.Failed != 1 || r.OK() {
+		t.Fatalf("errors %d failed %d", r.Errors, r.Failed)
+	}
+	if s.Proxy.Phases != 3 || s.Proxy.Errors != 2 || s.Proxy.RoundtripsPerSec.N != 2 || s.Proxy.RoundtripsPerSec.Max != 500 {
+		t.Fatalf("proxy stats %+v: the phase with wrong echoes entered the median", s.Proxy)
+	}
+	if s.Direct.Failed != 1 || s.Direct.RoundtripsPerSec.N != 3 {
+		t.Fatalf("direct stats %+v", s.Direct)
+	}
+	if s.CPUNsPerFrame != (spread.Spread{Median: 200, Min: 100, Max: 300, N: 2}) || s.Ratio.N != 2 || s.Ratio.Max != 0.5 {
+		t.Fatalf("cpu %+v ratio %+v", s.CPUNsPerFrame, s.Ratio)
+	}
+	if s.SyscallsPerFrame != (spread.Spread{Median: 4, Min: 2, Max: 9, N: 3}) {
+		t.Fatalf("syscalls %+v, want the median of three passes", s.SyscallsPerFrame)
+	}
+}
+
 func TestReportWritesTableJSONAndCharts(t *testing.T) {
 	r := &Result{Workload: "w1", Params: Presets["w1"], Repeats: 2, Targets: []string{"a", "b"}}
 	cpu := func(v float64) *float64 { return &v }
@@ -334,5 +376,20 @@ func TestReportWritesTableJSONAndCharts(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Errorf("report file %s: %v", f, err)
 		}
+	}
+	// A host without a revision is named as such, not "custom".
+	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(md), "revision unknown (no revision stamp") || strings.Contains(string(md), "revision custom") {
+		t.Errorf("report.md does not say the revision is unknown:\n%s", md)
+	}
+	r.Setup.Host.Revision = "v1.2-3-gabc"
+	if err := WriteReport(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	if md, _ = os.ReadFile(filepath.Join(dir, "report.md")); !strings.Contains(string(md), "revision v1.2-3-gabc.") {
+		t.Errorf("report.md does not name revision v1.2-3-gabc:\n%s", md)
 	}
 }

@@ -1,6 +1,6 @@
 // Package storm measures what a proxy does when a connection storm goes
 // past its session limit and its descriptor limit while it holds sessions:
-// `tidegate bench storm`.
+// `tidegate-bench bench storm`.
 //
 // Each trial starts a fresh proxy (tidegate-raw, HAProxy or nginx, package
 // peers) in raw TCP mode in front of one echo backend (EchoServer, its own

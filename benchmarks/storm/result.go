@@ -10,6 +10,7 @@ import (
 
 	"github.com/tidegate/tidegate/benchmarks/peers"
 	"github.com/tidegate/tidegate/benchmarks/session"
+	"github.com/tidegate/tidegate/benchmarks/spread"
 )
 
 // Params are the figures a run was made with.
@@ -55,17 +56,17 @@ type Summary struct {
 	Target string `json:"target"`
 	Trials int    `json:"trials"`
 	// Started counts the trials that got as far as firing the storm.
-	Started    int    `json:"started"`
-	HeldLost   Spread `json:"held_lost"`
-	Accepted   Spread `json:"accepted"`
-	Refused    Spread `json:"refused"`
-	TimedOut   Spread `json:"timed_out"`
-	Errored    Spread `json:"errored"`
-	AcceptP50  Spread `json:"accept_p50_ms"`
-	AcceptP99  Spread `json:"accept_p99_ms"`
-	CPUMs      Spread `json:"cpu_ms"`
-	Alive      int    `json:"alive"`
-	NewSession int    `json:"new_session"`
+	Started    int           `json:"started"`
+	HeldLost   spread.Spread `json:"held_lost"`
+	Accepted   spread.Spread `json:"accepted"`
+	Refused    spread.Spread `json:"refused"`
+	TimedOut   spread.Spread `json:"timed_out"`
+	Errored    spread.Spread `json:"errored"`
+	AcceptP50  spread.Spread `json:"accept_p50_ms"`
+	AcceptP99  spread.Spread `json:"accept_p99_ms"`
+	CPUMs      spread.Spread `json:"cpu_ms"`
+	Alive      int           `json:"alive"`
+	NewSession int           `json:"new_session"`
 	// OK: every trial of the target passed.
 	OK bool `json:"ok"`
 }
@@ -124,8 +125,8 @@ func (r *Result) summarize(targets []peers.Kind) {
 		if s.Trials == 0 {
 			continue
 		}
-		s.HeldLost, s.Accepted, s.Refused, s.TimedOut, s.Errored = SpreadOf(lost), SpreadOf(acc), SpreadOf(ref), SpreadOf(tmo), SpreadOf(errd)
-		s.AcceptP50, s.AcceptP99, s.CPUMs = SpreadOf(p50), SpreadOf(p99), SpreadOf(cpu)
+		s.HeldLost, s.Accepted, s.Refused, s.TimedOut, s.Errored = spread.Of(lost), spread.Of(acc), spread.Of(ref), spread.Of(tmo), spread.Of(errd)
+		s.AcceptP50, s.AcceptP99, s.CPUMs = spread.Of(p50), spread.Of(p99), spread.Of(cpu)
 		r.Summary = append(r.Summary, s)
 	}
 	r.OK = len(r.Failures) == 0 && len(r.Trials) > 0

@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tidegate/tidegate/benchmarks/peers"
+	"github.com/tidegate/tidegate/benchmarks/procstat"
 )
 
 // Config is a storm benchmark: for each repeat, each target in turn (the
@@ -249,7 +250,7 @@ func runTrial(ctx context.Context, cfg Config, k peers.Kind) (t Trial) {
 			t.Held = held.Stop()
 		}
 	}()
-	before, cpuErr := peers.SampleProcs(proxy.PIDs())
+	before, cpuErr := procstat.Read(proxy.PIDs())
 	log.Info().Int("storm", cfg.Storm).Msg("firing the storm")
 	run, err := Storm(ctx, StormConfig{Addr: proxy.Addr, Count: cfg.Storm, Parallel: cfg.StormParallel, Sources: cfg.Sources, Timeout: cfg.StormTimeout})
 	if err != nil {
@@ -258,8 +259,8 @@ func runTrial(ctx context.Context, cfg Config, k peers.Kind) (t Trial) {
 	}
 	t.Storm = run.Result
 	if cpuErr == nil {
-		var after peers.ProcSample
-		if after, cpuErr = peers.SampleProcs(proxy.PIDs()); cpuErr == nil {
+		var after procstat.Sample
+		if after, cpuErr = procstat.Read(proxy.PIDs()); cpuErr == nil {
 			t.CPUMs, t.CPUMeasured = float64(after.CPUNs-before.CPUNs)/1e6, true
 		}
 	}

@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -19,52 +17,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/tidegate/tidegate/benchmarks/peers"
-	"github.com/tidegate/tidegate/session/proxy"
+	"github.com/tidegate/tidegate/internal/standin"
 )
 
 // TestMain lets the test binary stand in for `tidegate proxy` when a test
 // starts it as the proxy under test (peers.Start runs EXE proxy --config F).
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == "proxy" {
-		os.Exit(runProxyChild(os.Args[2:]))
+	if code, ok := standin.Run(os.Args[1:]); ok {
+		os.Exit(code)
 	}
 	os.Exit(m.Run())
-}
-
-func runProxyChild(args []string) int {
-	fs := flag.NewFlagSet("proxy", flag.ContinueOnError)
-	config := fs.String("config", "", "")
-	fs.String("log-level", "", "")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
-	cfg, err := proxy.LoadConfig(*config)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	log := zerolog.New(os.Stderr).Level(zerolog.WarnLevel).With().Timestamp().Logger()
-	p, err := proxy.New(cfg, log)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if err := p.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	<-sig
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := p.Stop(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	}
-	return 0
 }
 
 // noLeaks fails the test when it ends with more goroutines or open files
@@ -132,27 +95,6 @@ func TestPercentileNearestRank(t *testing.T) {
 	}
 	if got := percentile(nil, 99); got != 0 {
 		t.Errorf("p99 of nothing = %v", got)
-	}
-}
-
-func TestSpreadMedianMinMax(t *testing.T) {
-	for _, c := range []struct {
-		in   []float64
-		want Spread
-		text string
-	}{
-		{[]float64{3, 1, 2}, Spread{Median: 2, Min: 1, Max: 3, N: 3}, "2 [1–3]"},
-		{[]float64{4, 1, 2, 10}, Spread{Median: 3, Min: 1, Max: 10, N: 4}, "3 [1–10]"},
-		{[]float64{7}, Spread{Median: 7, Min: 7, Max: 7, N: 1}, "7 [7–7]"},
-		{nil, Spread{}, "–"},
-	} {
-		got := SpreadOf(c.in)
-		if got != c.want || got.Format(0) != c.text {
-			t.Errorf("SpreadOf(%v) = %+v %q, want %+v %q", c.in, got, got.Format(0), c.want, c.text)
-		}
-	}
-	if s := SpreadOf([]float64{1.25, 2.5}).Format(1); s != "1.9 [1.2–2.5]" {
-		t.Errorf("Format(1) = %q", s)
 	}
 }
 

@@ -1,6 +1,7 @@
 // Command tidegate is an event-loop network server and proxy on gnet: a
-// Minecraft-aware proxy, a TLV request/response server, a push server, and
-// the load tools that measure them.
+// Minecraft-aware proxy, a TLV request/response server, a push server and
+// a fake Minecraft backend. The load tools that measure them are in
+// cmd/tidegate-bench, so that this binary links no benchmark code.
 package main
 
 import (
@@ -26,8 +27,6 @@ func main() {
 			serveCommand(),
 			pushCommand(),
 			backendCommand(),
-			benchCommand(),
-			peerCommand(),
 			versionCommand(),
 		},
 	}
@@ -46,14 +45,5 @@ func versionCommand() *cli.Command {
 			fmt.Fprintf(c.App.Writer, "tidegate %s\n", version)
 			return nil
 		},
-	}
-}
-
-// benchCommand groups the load generators; each adds itself to Subcommands.
-func benchCommand() *cli.Command {
-	return &cli.Command{
-		Name:        "bench",
-		Usage:       "load generators and paired benchmarks",
-		Subcommands: benchSubcommands(),
 	}
 }

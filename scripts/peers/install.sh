@@ -1,5 +1,5 @@
 #!/bin/sh
-# install.sh: install the peer proxies `tidegate bench session --target` runs
+# install.sh: install the peer proxies `tidegate-bench bench session --target` runs
 # (HAProxy, nginx with its stream module) and perf for syscall counts, if
 # missing. Debian/Ubuntu, as root. The packages' own services are not used:
 # the benchmark starts each proxy itself with a generated configuration.

@@ -1,5 +1,5 @@
 #!/bin/sh
-# write-config.sh: print the configuration `tidegate bench` gives a peer proxy.
+# write-config.sh: print the configuration `tidegate-bench bench` gives a peer proxy.
 #
 #   write-config.sh haproxy|haproxy-splice|nginx LISTEN BACKEND CORES SESSIONS DIR
 #
@@ -17,7 +17,7 @@ margin=256
 haproxy() {
 	splice=$1
 	maxconn=$((sessions + margin))
-	echo "# written by tidegate bench (benchmarks/peers): $kind"
+	echo "# written by tidegate-bench (benchmarks/peers): $kind"
 	echo "global"
 	echo "    nbthread $cores"
 	echo "    maxconn $maxconn"
@@ -39,7 +39,7 @@ haproxy() {
 
 nginx() {
 	conns=$((2 * sessions + margin))
-	echo "# written by tidegate bench (benchmarks/peers): nginx"
+	echo "# written by tidegate-bench (benchmarks/peers): nginx"
 	echo "load_module /usr/lib/nginx/modules/ngx_stream_module.so;"
 	echo "daemon off;"
 	echo "worker_processes $cores;"

@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/tidegate/tidegate/benchmarks/rps"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/tidegate/tidegate/internal/logflags"
 )
 
 func benchRPSCommand() *cli.Command {
@@ -22,9 +25,13 @@ func benchRPSCommand() *cli.Command {
 			"content, and counts a response later than --timeout as a failure. Clients run on event loops,\n" +
 			"not a goroutine each. RPS = successful requests / wall time; latency from an HdrHistogram.\n\n" +
 			"--spawn tidegate|goroutine starts the server itself (--strategy single: one core, multi: all),\n" +
-			"by default as a child process (this binary re-run) whose RSS and CPU are measured on their own;\n" +
+			"by default as a child process (`tidegate serve` from --tidegate-bin, or this program's `peer\n" +
+			"tlv-goroutine`) whose RSS and CPU are measured on their own;\n" +
 			"--spawn both (or --compare) runs tidegate and the goroutine server --repeats times each, in\n" +
-			"alternating order, and prints medians [min–max] and the ratios.",
+			"alternating order, and prints medians [min–max] and the ratios.\n\n" +
+			"It exits non-zero when any request errored (a wrong, lost, duplicated or reordered\n" +
+			"response) or timed out, or a server could not be started, measured or stopped; a failed\n" +
+			"run is printed and left out of the medians.",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "addr", Usage: "server address host:port (with --spawn none)"},
 			&cli.IntFlag{Name: "clients", Value: 5, Usage: "client connections"},
@@ -40,9 +47,10 @@ func benchRPSCommand() *cli.Command {
 			&cli.StringFlag{Name: "strategy", Value: string(rps.Multi), Usage: "cores of a spawned server: single (1) or multi (all)"},
 			&cli.StringFlag{Name: "spawn-mode", Value: string(rps.Child), Usage: "child (own process, RSS and CPU measured) or inprocess"},
 			&cli.IntFlag{Name: "repeats", Value: 0, Usage: "measurements per spawned server, each on a fresh server (default 3 with both, else 1)"},
-		}, logFlags()...),
+			tidegateBinFlag(),
+		}, logflags.Flags()...),
 		Action: func(c *cli.Context) error {
-			log, err := newLogger(c)
+			log, err := logflags.New(c)
 			if err != nil {
 				return err
 			}
@@ -73,9 +81,17 @@ func benchRPSCommand() *cli.Command {
 				}
 				if c.Bool("json") {
 					report.Result = &res
-					return writeJSON(c, report)
+					err = writeJSON(c, report)
+				} else {
+					err = rps.WriteTable(out, res)
 				}
-				return rps.WriteTable(out, res)
+				if err != nil {
+					return err
+				}
+				if ferr := res.Failure(); ferr != nil {
+					return cli.Exit(fmt.Sprintf("rps benchmark FAILED: %v", ferr), 1)
+				}
+				return nil
 			}
 			var kinds []rps.ServerKind
 			switch spawn {
@@ -96,10 +112,14 @@ func benchRPSCommand() *cli.Command {
 				}
 			}
 			sc := rps.SpawnConfig{
-				Strategy:  rps.Strategy(c.String("strategy")),
-				Mode:      rps.SpawnMode(c.String("spawn-mode")),
-				ChildArgs: childServerArgs(c.String("log-level")),
-				Logger:    log,
+				Strategy: rps.Strategy(c.String("strategy")),
+				Mode:     rps.SpawnMode(c.String("spawn-mode")),
+				Logger:   log,
+			}
+			if sc.Mode == rps.Child {
+				if sc.ChildCommand, err = childServerCommand(c, kinds); err != nil {
+					return err
+				}
 			}
 			ms, err := rps.Compare(c.Context, load, sc, kinds, repeats)
 			if err != nil {
@@ -109,29 +129,46 @@ func benchRPSCommand() *cli.Command {
 			if c.Bool("json") {
 				report.Strategy, report.Mode, report.Repeats = sc.Strategy, sc.Mode, repeats
 				report.Measurements, report.Summary = ms, &sum
-				return writeJSON(c, report)
+				err = writeJSON(c, report)
+			} else if err = rps.WriteMeasurements(out, ms); err == nil {
+				fmt.Fprintln(out)
+				err = rps.WriteSummary(out, sum)
 			}
-			if err := rps.WriteMeasurements(out, ms); err != nil {
+			if err != nil {
 				return err
 			}
-			fmt.Fprintln(out)
-			return rps.WriteSummary(out, sum)
+			if ferr := rps.Failed(ms); ferr != nil {
+				return cli.Exit(fmt.Sprintf("rps benchmark FAILED (failed runs are left out of the medians): %v", ferr), 1)
+			}
+			return nil
 		},
 	}
 }
 
-// childServerArgs returns the command lines that make this binary serve TLV
-// as a spawned server under test.
-func childServerArgs(logLevel string) rps.ChildArgsFunc {
+// childServerCommand returns the command lines of the spawned servers under
+// test: `tidegate serve` from --tidegate-bin, and this program's `peer
+// tlv-goroutine`. It only looks for the tidegate binary when kinds has it.
+func childServerCommand(c *cli.Context, kinds []rps.ServerKind) (rps.ChildCommandFunc, error) {
+	logLevel := c.String("log-level")
 	if logLevel == "info" || logLevel == "debug" {
 		logLevel = "warn" // keep the children's start-up lines out of the tables
 	}
+	self, err := thisProgram("the goroutine server")
+	if err != nil {
+		return nil, err
+	}
+	var tg string
+	if slices.Contains(kinds, rps.Tidegate) {
+		if tg, err = tidegateBinary(c); err != nil {
+			return nil, err
+		}
+	}
 	return func(kind rps.ServerKind, addr string, loops int) []string {
 		if kind == rps.Goroutine {
-			return []string{"peer", "tlv-goroutine", "--listen", addr, "--log-level", logLevel}
+			return []string{self, "peer", "tlv-goroutine", "--listen", addr, "--log-level", logLevel}
 		}
-		return []string{"serve", "--listen", addr, "--loops", strconv.Itoa(loops), "--log-level", logLevel}
-	}
+		return []string{tg, "serve", "--listen", addr, "--loops", strconv.Itoa(loops), "--log-level", logLevel}
+	}, nil
 }
 
 func writeJSON(c *cli.Context, v any) error {

@@ -1,15 +1,14 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	"github.com/mattn/go-isatty"
 	"github.com/urfave/cli/v2"
+
+	"github.com/tidegate/tidegate/internal/logflags"
 
 	"github.com/tidegate/tidegate/benchmarks/peers"
 	"github.com/tidegate/tidegate/benchmarks/session"
@@ -43,7 +42,7 @@ func benchSessionCommand() *cli.Command {
 			&cli.IntFlag{Name: "proxy-cores", Value: 1, Usage: "threads/loops/workers of every proxy (tidegate loops, haproxy nbthread, nginx worker_processes)"},
 			&cli.IntFlag{Name: "goproxy-gomaxprocs", Usage: "GOMAXPROCS of goproxy (default: --proxy-cores)"},
 			&cli.IntFlag{Name: "backend-loops", Value: 1, Usage: "event loops of the fake backend"},
-			&cli.IntFlag{Name: "syscall-passes", Value: 1, Usage: "extra proxy phases per target on a fresh proxy under perf, for syscalls/frame (0: none)"},
+			&cli.IntFlag{Name: "syscall-passes", Value: -1, Usage: "extra proxy phases per target on a fresh proxy under perf, for syscalls/frame, reported as their median (-1: as many as --repeats; 0: none)"},
 			&cli.BoolFlag{Name: "json", Usage: "print the result as JSON instead of a table"},
 			&cli.StringFlag{Name: "report", Usage: "write report.md, result.json and PNG charts into `DIR`"},
 			&cli.DurationFlag{Name: "stall-timeout", Value: 0, Usage: "fail a phase that makes no progress this long (default 20s)"},
@@ -55,7 +54,8 @@ func benchSessionCommand() *cli.Command {
 			&cli.StringFlag{Name: "haproxy-bin", Value: "haproxy", Usage: "HAProxy program"},
 			&cli.StringFlag{Name: "tidegate-cpuprofile-dir", Usage: "write a Go CPU profile of each tidegate proxy into `DIR` (go tool pprof)"},
 			&cli.StringFlag{Name: "nginx-bin", Value: "nginx", Usage: "nginx program"},
-		}, logFlags()...),
+			tidegateBinFlag(),
+		}, logflags.Flags()...),
 		Action: runBenchSession,
 	}
 }
@@ -83,7 +83,7 @@ func sessionParams(c *cli.Context) (session.Params, error) {
 }
 
 func runBenchSession(c *cli.Context) error {
-	log, err := newLogger(c)
+	log, err := logflags.New(c)
 	if err != nil {
 		return err
 	}
@@ -99,9 +99,9 @@ func runBenchSession(c *cli.Context) error {
 	inner := c.String("netns-inner")
 	if (rtt > 0 || c.Bool("netns")) && inner == "" {
 		// Build the namespaces and run this same command inside the client's.
-		exe, err := os.Executable()
+		exe, err := thisProgram("it again in the client namespace")
 		if err != nil {
-			return fmt.Errorf("locating this program to re-run in the client namespace: %w", err)
+			return err
 		}
 		argv := append([]string{exe}, os.Args[1:]...)
 		argv = append(argv, "--netns-inner", c.String("netns-prefix"))
@@ -110,7 +110,11 @@ func runBenchSession(c *cli.Context) error {
 	ctx, stop := sessionContext(c)
 	defer stop()
 
-	opts := session.LaunchOptions{
+	tg, err := tidegateBinary(c)
+	if err != nil {
+		return err
+	}
+	opts := session.LaunchOptions{Executable: tg,
 		Kinds: kinds, ProxyCores: c.Int("proxy-cores"), GoMaxProcs: c.Int("goproxy-gomaxprocs"),
 		BackendLoops: c.Int("backend-loops"), Sessions: params.Connections,
 		HAProxy: c.String("haproxy-bin"), Nginx: c.String("nginx-bin"),
@@ -135,7 +139,11 @@ func runBenchSession(c *cli.Context) error {
 		Targets: env.Targets(), StallTimeout: c.Duration("stall-timeout"), Setup: setup, Log: log,
 	}
 	var notes []string
-	if n := c.Int("syscall-passes"); n > 0 {
+	n := c.Int("syscall-passes")
+	if n < 0 {
+		n = cfg.Repeats
+	}
+	if n > 0 {
 		if err := peers.PerfAvailable(); err != nil {
 			notes = append(notes, "syscalls/frame omitted: "+err.Error())
 		} else {
@@ -173,10 +181,4 @@ func runBenchSession(c *cli.Context) error {
 		return cli.Exit(fmt.Sprintf("session benchmark INVALID: %d wrong echoes, %d failed phases", res.Errors, res.Failed), 1)
 	}
 	return ctx.Err()
-}
-
-// sessionContext is the context of a benchmark command: cancelled on SIGINT
-// or SIGTERM.
-func sessionContext(c *cli.Context) (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
 }

@@ -1,4 +1,11 @@
-package peers
+// Package procstat is the one reader of process and machine CPU and memory
+// that every load generator uses, so that "server CPU" means the same in
+// each report: on-CPU nanoseconds from /proc/PID/task/*/schedstat (the
+// scheduler's own clock, not 10 ms ticks), resident memory, threads and
+// open files from /proc, this process's CPU from getrusage, and the whole
+// machine's from /proc/stat. It reads Linux's /proc; elsewhere the readers
+// of other processes fail, which the tools report rather than guess.
+package procstat
 
 import (
 	"bufio"
@@ -8,10 +15,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
+	"time"
 )
 
-// ProcSample is what /proc tells about a set of processes at one moment.
-type ProcSample struct {
+// Sample is what /proc tells about a set of processes at one moment.
+type Sample struct {
 	// CPUNs is the on-CPU time of every thread so far: the sum of field 1
 	// of /proc/PID/task/*/schedstat. Threads that have exited are missing.
 	CPUNs int64
@@ -28,30 +37,55 @@ type ProcSample struct {
 	FDs int
 }
 
-// SampleProcs reads a ProcSample for pids from /proc; it fails where /proc
-// is missing (macOS, FreeBSD without linprocfs) or a process has exited.
-func SampleProcs(pids []int) (ProcSample, error) {
-	var s ProcSample
+// Read reads a Sample for pids from /proc; it fails where /proc is missing
+// (macOS, FreeBSD without linprocfs) or a process has exited.
+func Read(pids []int) (Sample, error) {
+	var s Sample
 	for _, pid := range pids {
 		cpu, slices, err := schedCPU(pid)
 		if err != nil {
-			return ProcSample{}, err
+			return Sample{}, err
 		}
 		s.CPUNs += cpu
 		s.Slices += slices
 		rss, threads, err := statusOf(pid)
 		if err != nil {
-			return ProcSample{}, err
+			return Sample{}, err
 		}
 		s.RSSBytes += rss
 		s.Threads += threads
 		fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 		if err != nil {
-			return ProcSample{}, fmt.Errorf("open files of pid %d: %w", pid, err)
+			return Sample{}, fmt.Errorf("open files of pid %d: %w", pid, err)
 		}
 		s.FDs += len(fds)
 	}
 	return s, nil
+}
+
+// CPU returns pid's time on CPU so far, summed over its threads (field 1 of
+// /proc/PID/task/*/schedstat, nanoseconds). Threads that have exited are
+// missing from the sum, so it suits processes that keep their threads.
+func CPU(pid int) (time.Duration, error) {
+	ns, _, err := schedCPU(pid)
+	return time.Duration(ns), err
+}
+
+// RSS returns pid's resident set size in bytes (VmRSS of /proc/PID/status).
+func RSS(pid int) (int64, error) {
+	rss, _, err := statusOf(pid)
+	return rss, err
+}
+
+// SelfCPU returns this process's CPU time so far, user plus system, from
+// getrusage (the same scheduler clock as schedstat on Linux, at microsecond
+// resolution; it works where /proc is missing too).
+func SelfCPU() (time.Duration, error) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, fmt.Errorf("getrusage of this process: %w", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
 }
 
 // schedCPU sums the on-CPU nanoseconds (field 1) and the run slices
@@ -103,13 +137,24 @@ func statusOf(pid int) (rss int64, threads int, err error) {
 		}
 		switch k {
 		case "VmRSS":
-			kb, _ := strconv.ParseInt(fields[0], 10, 64)
+			kb, err := strconv.ParseInt(fields[0], 10, 64)
+			if err != nil {
+				return 0, 0, fmt.Errorf("status of pid %d: VmRSS %q: %w", pid, fields[0], err)
+			}
 			rss = kb << 10
 		case "Threads":
-			threads, _ = strconv.Atoi(fields[0])
+			if threads, err = strconv.Atoi(fields[0]); err != nil {
+				return 0, 0, fmt.Errorf("status of pid %d: Threads %q: %w", pid, fields[0], err)
+			}
 		}
 	}
-	return rss, threads, sc.Err()
+	if err := sc.Err(); err != nil {
+		return 0, 0, fmt.Errorf("status of pid %d: %w", pid, err)
+	}
+	if threads == 0 {
+		return 0, 0, fmt.Errorf("status of pid %d: no Threads line (a zombie, or not Linux's /proc)", pid)
+	}
+	return rss, threads, nil
 }
 
 // ProcessTree returns pid and its descendants, found by scanning the parent
@@ -176,30 +221,45 @@ func TCPOutSegs(pid int) (int64, error) {
 	return 0, fmt.Errorf("%s: no Tcp OutSegs", path)
 }
 
-// MachineCPU reads the whole machine's CPU time from the first line of
-// /proc/stat, in nanoseconds: busy (user, nice, system, irq, softirq and
-// steal) and idle (idle and iowait). Its resolution is the kernel's clock
-// tick (USER_HZ, 100 a second on Linux), so it suits intervals of seconds.
-// The growth of busy beyond what the measured processes used is other load.
-func MachineCPU() (busyNs, idleNs int64, err error) {
+// Machine is the whole machine's CPU time so far, all cores, from the first
+// line of /proc/stat, in nanoseconds. Its resolution is the kernel's clock
+// tick (USER_HZ, 100 a second in Linux's ABI on every architecture), so it
+// suits intervals of seconds. The growth of a figure beyond what the
+// measured processes used is other load.
+type Machine struct {
+	// Busy is user, nice, system, irq, softirq and steal time.
+	Busy int64
+	// Idle is idle and iowait time.
+	Idle int64
+	// Processes is user, nice and system time: the part of Busy spent
+	// running processes. Interrupt and softirq time is left out, as
+	// loopback traffic's own packet processing lands there, whoever sends it.
+	Processes int64
+}
+
+// MachineCPU reads Machine from /proc/stat.
+func MachineCPU() (Machine, error) {
 	b, err := os.ReadFile("/proc/stat")
 	if err != nil {
-		return 0, 0, fmt.Errorf("machine CPU: %w", err)
+		return Machine{}, fmt.Errorf("machine CPU: %w", err)
 	}
 	line, _, _ := strings.Cut(string(b), "\n")
 	f := strings.Fields(line)
 	if len(f) < 9 || f[0] != "cpu" {
-		return 0, 0, fmt.Errorf("machine CPU: /proc/stat starts with %q, want a cpu line of at least 8 counters", line)
+		return Machine{}, fmt.Errorf("machine CPU: /proc/stat starts with %q, want a cpu line of at least 8 counters", line)
 	}
-	const tickNs = int64(1e9 / 100) // USER_HZ is 100 on every Linux architecture Go runs on
+	const tickNs = int64(1e9 / 100) // USER_HZ
 	var v [8]int64
 	for i := range v {
 		if v[i], err = strconv.ParseInt(f[i+1], 10, 64); err != nil {
-			return 0, 0, fmt.Errorf("machine CPU: /proc/stat counter %d %q: %w", i+1, f[i+1], err)
+			return Machine{}, fmt.Errorf("machine CPU: /proc/stat counter %d %q: %w", i+1, f[i+1], err)
 		}
+		v[i] *= tickNs
 	}
 	// user nice system idle iowait irq softirq steal
-	busy := v[0] + v[1] + v[2] + v[5] + v[6] + v[7]
-	idle := v[3] + v[4]
-	return busy * tickNs, idle * tickNs, nil
+	return Machine{
+		Busy:      v[0] + v[1] + v[2] + v[5] + v[6] + v[7],
+		Idle:      v[3] + v[4],
+		Processes: v[0] + v[1] + v[2],
+	}, nil
 }

@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/tidegate/tidegate/internal/logflags"
 
 	"github.com/tidegate/tidegate/benchmarks/mcload"
 	"github.com/tidegate/tidegate/benchmarks/peers"
@@ -56,14 +59,15 @@ func benchStormCommand() *cli.Command {
 			&cli.StringFlag{Name: "haproxy-bin", Value: "haproxy", Usage: "HAProxy program"},
 			&cli.StringFlag{Name: "nginx-bin", Value: "nginx", Usage: "nginx program"},
 			&cli.StringFlag{Name: "prlimit-bin", Value: "prlimit", Usage: "prlimit program (util-linux) that applies --nofile"},
-		}, logFlags()...),
+			tidegateBinFlag(),
+		}, logflags.Flags()...),
 		Subcommands: []*cli.Command{benchStormEchoCommand()},
 		Action:      runBenchStorm,
 	}
 }
 
 func runBenchStorm(c *cli.Context) error {
-	log, err := newLogger(c)
+	log, err := logflags.New(c)
 	if err != nil {
 		return err
 	}
@@ -97,9 +101,15 @@ func runBenchStorm(c *cli.Context) error {
 			return fmt.Errorf("--nofile %d needs prlimit: %w", c.Int("nofile"), err)
 		}
 	}
-	exe, err := os.Executable()
+	exe, err := thisProgram("the echo backend")
 	if err != nil {
-		return fmt.Errorf("locating this program to start the echo backend: %w", err)
+		return err
+	}
+	var tg string
+	if slices.Contains(kinds, peers.KindTidegateRaw) {
+		if tg, err = tidegateBinary(c); err != nil {
+			return err
+		}
 	}
 	ctx, stop := sessionContext(c)
 	defer stop()
@@ -120,7 +130,7 @@ func runBenchStorm(c *cli.Context) error {
 		NoFile: c.Int("nofile"), ProxyCores: c.Int("proxy-cores"), Backend: backendAddr, Sources: sources,
 		StormParallel: c.Int("storm-parallel"), StormTimeout: c.Duration("storm-timeout"), HeldParallel: c.Int("held-parallel"),
 		HeldInterval: c.Duration("held-interval"), EchoTimeout: c.Duration("echo-timeout"), AfterTimeout: c.Duration("after-timeout"),
-		Executable: exe, HAProxy: c.String("haproxy-bin"), Nginx: c.String("nginx-bin"), Prlimit: c.String("prlimit-bin"),
+		Executable: tg, HAProxy: c.String("haproxy-bin"), Nginx: c.String("nginx-bin"), Prlimit: c.String("prlimit-bin"),
 		Log: log,
 	}
 	started := time.Now().UTC()
@@ -138,7 +148,7 @@ func runBenchStorm(c *cli.Context) error {
 	} else {
 		runErr = errors.Join(runErr, fmt.Errorf("the echo backend exited during the run: %v\n%s", backend.ExitError(), backend.LogTail()))
 	}
-	res.Meta = storm.Meta{Command: commandLine(os.Args), Date: started.Format(time.RFC3339), Host: session.ThisHost(), Revision: gitRevision()}
+	res.Meta = storm.Meta{Command: commandLine(os.Args), Date: started.Format(time.RFC3339), Host: session.ThisHost(), Revision: toolRevision()}
 	if c.Bool("json") {
 		err = storm.WriteJSON(os.Stdout, res)
 	} else {
@@ -163,41 +173,17 @@ func runBenchStorm(c *cli.Context) error {
 	return nil
 }
 
-// commandLine writes argv as a shell command, quoting what needs it.
-func commandLine(argv []string) string {
-	out := make([]string, len(argv))
-	for i, a := range argv {
-		if a == "" || strings.ContainsAny(a, " \t\n'\"\\$`;&|<>()*?[]#~") {
-			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-		}
-		out[i] = a
-	}
-	return strings.Join(out, " ")
-}
-
-// gitRevision is `git describe --always --dirty` of the working directory,
-// or the build's VCS stamp, or "unknown".
-func gitRevision() string {
-	if out, err := exec.Command("git", "describe", "--always", "--dirty").Output(); err == nil {
-		return strings.TrimSpace(string(out))
-	}
-	if rev := session.ThisHost().Revision; rev != "" {
-		return rev + " (build stamp)"
-	}
-	return "unknown"
-}
-
 // benchStormEchoCommand is the storm's echo backend process.
 func benchStormEchoCommand() *cli.Command {
 	return &cli.Command{
 		Name:   "echo-backend",
-		Usage:  "internal: the echo backend of `tidegate bench storm` (echoes every byte, a goroutine per connection)",
+		Usage:  "internal: the echo backend of `tidegate-bench bench storm` (echoes every byte, a goroutine per connection)",
 		Hidden: true,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:0", Usage: "listen address"},
-		}, logFlags()...),
+		}, logflags.Flags()...),
 		Action: func(c *cli.Context) error {
-			log, err := newLogger(c)
+			log, err := logflags.New(c)
 			if err != nil {
 				return err
 			}
@@ -205,20 +191,8 @@ func benchStormEchoCommand() *cli.Command {
 			if err := srv.Listen(c.String("listen")); err != nil {
 				return err
 			}
-			served := make(chan error, 1)
-			go func() { served <- srv.Serve() }()
 			log.Info().Str("listen", srv.Addr().String()).Msg("storm echo backend listening")
-			ctx, stop := sessionContext(c)
-			defer stop()
-			select {
-			case <-ctx.Done():
-			case err := <-served:
-				return err
-			}
-			err = srv.Close()
-			if serr := <-served; serr != nil {
-				err = serr
-			}
+			err = serveListener(c, log, srv.Serve, srv.Close)
 			log.Info().Int64("accepted", srv.Accepted()).Msg("storm echo backend stopped")
 			return err
 		},

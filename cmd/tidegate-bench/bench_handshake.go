@@ -8,6 +8,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/tidegate/tidegate/internal/logflags"
+
 	"github.com/tidegate/tidegate/benchmarks/mcload"
 	"github.com/tidegate/tidegate/benchmarks/peers"
 	"github.com/tidegate/tidegate/benchmarks/session"
@@ -35,13 +37,14 @@ func benchHandshakeCommand() *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "print the result as JSON"},
 			&cli.StringFlag{Name: "haproxy-bin", Value: "haproxy", Usage: "HAProxy program"},
 			&cli.StringFlag{Name: "nginx-bin", Value: "nginx", Usage: "nginx program"},
-		}, logFlags()...),
+			tidegateBinFlag(),
+		}, logflags.Flags()...),
 		Action: runBenchHandshake,
 	}
 }
 
 func runBenchHandshake(c *cli.Context) error {
-	log, err := newLogger(c)
+	log, err := logflags.New(c)
 	if err != nil {
 		return err
 	}
@@ -57,7 +60,11 @@ func runBenchHandshake(c *cli.Context) error {
 		if err != nil || len(kinds) != 1 {
 			return fmt.Errorf("--target %q: want exactly one proxy (%v)", target, err)
 		}
-		env, err := session.Launch(session.LaunchOptions{Kinds: kinds, ProxyCores: c.Int("proxy-cores"), BackendLoops: 1,
+		exe, err := tidegateBinary(c)
+		if err != nil {
+			return err
+		}
+		env, err := session.Launch(session.LaunchOptions{Kinds: kinds, ProxyCores: c.Int("proxy-cores"), BackendLoops: 1, Executable: exe,
 			Sessions: c.Int("parallel"), HAProxy: c.String("haproxy-bin"), Nginx: c.String("nginx-bin")})
 		if err != nil {
 			return err

@@ -1,9 +1,9 @@
 package main
 
 import (
-	"context"
-
 	"github.com/urfave/cli/v2"
+
+	"github.com/tidegate/tidegate/internal/logflags"
 
 	"github.com/tidegate/tidegate/benchmarks/peers"
 )
@@ -22,9 +22,9 @@ func peerGoproxyCommand() *cli.Command {
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:25578", Usage: "listen address"},
 			&cli.StringFlag{Name: "backend", Value: "127.0.0.1:25565", Usage: "address every connection is relayed to"},
 			&cli.DurationFlag{Name: "connect-timeout", Value: peers.DefaultGoRelayDialTimeout, Usage: "backend connect timeout"},
-		}, logFlags()...),
+		}, logflags.Flags()...),
 		Action: func(c *cli.Context) error {
-			log, err := newLogger(c)
+			log, err := logflags.New(c)
 			if err != nil {
 				return err
 			}
@@ -32,18 +32,11 @@ func peerGoproxyCommand() *cli.Command {
 			if err := r.Listen(c.String("listen")); err != nil {
 				return err
 			}
-			served := make(chan error, 1)
-			go func() { served <- r.Serve() }()
 			log.Info().Str("listen", r.Addr().String()).Str("backend", r.Backend).Msg("goproxy relaying")
-			return runUntilSignal(c.Context, log, nil, func(context.Context) error {
-				err := r.Close()
-				if serr := <-served; serr != nil {
-					err = serr
-				}
-				st := r.Stats()
-				log.Info().Int64("accepted", st.Accepted).Int64("connect_failed", st.ConnectFailed).Msg("goproxy stopped")
-				return err
-			})
+			err = serveListener(c, log, r.Serve, r.Close)
+			st := r.Stats()
+			log.Info().Int64("accepted", st.Accepted).Int64("connect_failed", st.ConnectFailed).Msg("goproxy stopped")
+			return err
 		},
 	}
 }

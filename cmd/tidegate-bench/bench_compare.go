@@ -5,6 +5,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/tidegate/tidegate/internal/logflags"
+
 	"github.com/tidegate/tidegate/benchmarks/session"
 )
 
@@ -14,7 +16,7 @@ func benchCompareCommand() *cli.Command {
 		Name:      "compare",
 		Usage:     "print two platform results (scripts/compare-platforms.sh) side by side with ratios",
 		ArgsUsage: "A.json B.json",
-		Flags:     logFlags(),
+		Flags:     logflags.Flags(),
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 2 {
 				return fmt.Errorf("compare: want two files, A.json and B.json; got %d arguments", c.NArg())

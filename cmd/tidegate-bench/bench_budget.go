@@ -6,6 +6,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/tidegate/tidegate/internal/logflags"
+
 	"github.com/tidegate/tidegate/benchmarks/budgetload"
 )
 
@@ -37,14 +39,14 @@ func benchBudgetCommand() *cli.Command {
 			&cli.DurationFlag{Name: "drain-timeout", Value: budgetload.DefaultDrainTimeout, Usage: "longest drain, from release to the last verified session"},
 			&cli.StringFlag{Name: "heap-profile-dir", Usage: "start the proxy with --metrics-listen anyway and save its /debug/pprof/heap at each plateau into `DIR`"},
 			&cli.BoolFlag{Name: "no-metrics", Usage: "do not start the proxy with --metrics-listen (no paused-connection or heap figures)"},
-			&cli.StringFlag{Name: "tidegate-bin", Usage: "tidegate binary to run as the proxy (default: this program)"},
-		}, logFlags()...),
+			tidegateBinFlag(),
+		}, logflags.Flags()...),
 		Action: runBenchBudget,
 	}
 }
 
 func runBenchBudget(c *cli.Context) error {
-	if _, err := newLogger(c); err != nil {
+	if _, err := logflags.New(c); err != nil {
 		return err
 	}
 	if c.NArg() > 0 {
@@ -68,9 +70,13 @@ func runBenchBudget(c *cli.Context) error {
 			return fmt.Errorf("--heap-profile-dir: %w", err)
 		}
 	}
+	exe, err := tidegateBinary(c)
+	if err != nil {
+		return err
+	}
 	ctx, stop := sessionContext(c)
 	defer stop()
-	base := budgetload.Config{Executable: c.String("tidegate-bin"), Sessions: c.Int("sessions"), Bytes: size, RcvBuf: int(rcv),
+	base := budgetload.Config{Executable: exe, Sessions: c.Int("sessions"), Bytes: size, RcvBuf: int(rcv),
 		Loops: c.Int("loops"), Sample: c.Duration("sample"), StableFor: c.Duration("stable-for"),
 		FloodTimeout: c.Duration("flood-timeout"), DrainTimeout: c.Duration("drain-timeout"), Metrics: !c.Bool("no-metrics") || dir != ""}
 	trials, err := budgetload.Series(ctx, base, budgets, c.Int("repeats"), dir, func(t budgetload.Trial) {

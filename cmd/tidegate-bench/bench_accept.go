@@ -9,6 +9,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/tidegate/tidegate/internal/logflags"
+
 	"github.com/tidegate/tidegate/benchmarks/acceptload"
 	"github.com/tidegate/tidegate/benchmarks/session"
 )
@@ -47,13 +49,13 @@ func benchAcceptCommand() *cli.Command {
 			&cli.IntFlag{Name: "gomaxprocs", Usage: "GOMAXPROCS of every started server (0: unchanged)"},
 			&cli.BoolFlag{Name: "syscalls", Usage: "--repeats more trials per binary under perf, counting the server's system calls per connection"},
 			&cli.BoolFlag{Name: "json", Usage: "print the result as JSON instead of tables"},
-		}, logFlags()...),
+		}, logflags.Flags()...),
 		Action: runBenchAccept,
 	}
 }
 
 func runBenchAccept(c *cli.Context) error {
-	log, err := newLogger(c)
+	log, err := logflags.New(c)
 	if err != nil {
 		return err
 	}
@@ -100,7 +102,7 @@ func runBenchAccept(c *cli.Context) error {
 		return err
 	}
 	rep := acceptload.Report{Comparison: cmp, Meta: acceptload.Meta{
-		Command: commandLine(os.Args), Date: started.Format(time.RFC3339), Host: session.ThisHost(), Revision: gitRevision(),
+		Command: commandLine(os.Args), Date: started.Format(time.RFC3339), Host: session.ThisHost(), Revision: toolRevision(),
 		Conns: cfg.Load.Conns, Parallel: cfg.Load.Parallel, Body: cfg.Load.Body, Warmup: cfg.Warmup,
 		Repeats: cfg.Repeats, Loops: cfg.Loops, GoMaxProcs: cfg.GoMaxProcs,
 	}}

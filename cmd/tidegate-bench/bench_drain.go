@@ -9,6 +9,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/tidegate/tidegate/internal/logflags"
+
 	"github.com/tidegate/tidegate/benchmarks/drainload"
 	"github.com/tidegate/tidegate/benchmarks/session"
 )
@@ -29,7 +31,8 @@ func benchDrainCommand() *cli.Command {
 			"It exits non-zero when a connection lost or reordered a byte, did not stall or resume, or a\n" +
 			"server died. Linux only.",
 		Flags: append([]cli.Flag{
-			&cli.StringSliceFlag{Name: "server", Usage: "`LABEL=BINARY`: a tidegate build to measure; repeat the flag (default: this program as 'this')"},
+			&cli.StringSliceFlag{Name: "server", Usage: "`LABEL=BINARY`: a tidegate build to measure; repeat the flag (default: --tidegate-bin as 'tidegate')"},
+			tidegateBinFlag(),
 			&cli.IntFlag{Name: "conns", Value: drainload.DefaultConns, Usage: "connections paused at once"},
 			&cli.IntFlag{Name: "repeats", Value: drainload.DefaultRepeats, Usage: "trials per server, each on a fresh server"},
 			&cli.IntFlag{Name: "loops", Value: 2, Usage: "the servers' --loops"},
@@ -53,13 +56,13 @@ func benchDrainCommand() *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "print the result as JSON instead of a table"},
 			&cli.StringFlag{Name: "out", Usage: "write DATE-drain-cost[-LABEL].md and its .json into `DIR`"},
 			&cli.StringFlag{Name: "label", Usage: "suffix of the results file name"},
-		}, logFlags()...),
+		}, logflags.Flags()...),
 		Action: runBenchDrain,
 	}
 }
 
 func runBenchDrain(c *cli.Context) error {
-	log, err := newLogger(c)
+	log, err := logflags.New(c)
 	if err != nil {
 		return err
 	}
@@ -75,11 +78,11 @@ func runBenchDrain(c *cli.Context) error {
 		servers = append(servers, drainload.Server{Label: label, Binary: bin})
 	}
 	if len(servers) == 0 {
-		exe, err := os.Executable()
+		exe, err := tidegateBinary(c)
 		if err != nil {
-			return fmt.Errorf("locating this program to run as the server: %w", err)
+			return err
 		}
-		servers = []drainload.Server{{Label: "this", Binary: exe}}
+		servers = []drainload.Server{{Label: "tidegate", Binary: exe}}
 	}
 	ctx, stop := sessionContext(c)
 	defer stop()
@@ -97,7 +100,7 @@ func runBenchDrain(c *cli.Context) error {
 	if res == nil {
 		return runErr
 	}
-	res.Meta = drainload.Meta{Command: commandLine(os.Args), Date: started.Format(time.RFC3339), Host: session.ThisHost(), Revision: gitRevision()}
+	res.Meta = drainload.Meta{Command: commandLine(os.Args), Date: started.Format(time.RFC3339), Host: session.ThisHost(), Revision: toolRevision()}
 	if c.Bool("json") {
 		err = drainload.WriteJSON(os.Stdout, res)
 	} else {

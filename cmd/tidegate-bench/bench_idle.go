@@ -9,6 +9,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/tidegate/tidegate/internal/logflags"
+
 	"github.com/tidegate/tidegate/benchmarks/mcload"
 	"github.com/tidegate/tidegate/benchmarks/peers"
 	"github.com/tidegate/tidegate/benchmarks/session"
@@ -20,7 +22,7 @@ func benchIdleCommand() *cli.Command {
 		Name:  "idle",
 		Usage: "hold N logged-in idle sessions through a proxy: memory and descriptors per session, and that they stay alive",
 		Description: "Starts the fake backend and the proxy under test (each its own process), then worker\n" +
-			"processes (`tidegate bench idle-worker`) that open the sessions from several loopback\n" +
+			"processes (`tidegate-bench bench idle-worker`) that open the sessions from several loopback\n" +
 			"source addresses, log each in and echo one small PLAY packet. The proxy's RSS growth\n" +
 			"(VmRSS of its processes) divided by the sessions, its OS threads (/proc/PID/status\n" +
 			"Threads: tidegate has no goroutine count endpoint, and OS threads are what every proxy\n" +
@@ -42,13 +44,14 @@ func benchIdleCommand() *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "print the result as JSON"},
 			&cli.StringFlag{Name: "haproxy-bin", Value: "haproxy", Usage: "HAProxy program"},
 			&cli.StringFlag{Name: "nginx-bin", Value: "nginx", Usage: "nginx program"},
-		}, logFlags()...),
+			tidegateBinFlag(),
+		}, logflags.Flags()...),
 		Action: runBenchIdle,
 	}
 }
 
 func runBenchIdle(c *cli.Context) error {
-	log, err := newLogger(c)
+	log, err := logflags.New(c)
 	if err != nil {
 		return err
 	}
@@ -61,9 +64,9 @@ func runBenchIdle(c *cli.Context) error {
 	if workers <= 0 {
 		workers = (n + 7999) / 8000
 	}
-	exe, err := os.Executable()
+	exe, err := thisProgram("idle workers")
 	if err != nil {
-		return fmt.Errorf("locating this program to start idle workers: %w", err)
+		return err
 	}
 	ctx, stop := sessionContext(c)
 	defer stop()
@@ -78,7 +81,11 @@ func runBenchIdle(c *cli.Context) error {
 		if err != nil || len(kinds) != 1 {
 			return fmt.Errorf("--target %q: want exactly one proxy (%v)", target, err)
 		}
-		env, err := session.Launch(session.LaunchOptions{Kinds: kinds, ProxyCores: c.Int("proxy-cores"),
+		tg, err := tidegateBinary(c)
+		if err != nil {
+			return err
+		}
+		env, err := session.Launch(session.LaunchOptions{Kinds: kinds, ProxyCores: c.Int("proxy-cores"), Executable: tg,
 			GoMaxProcs: c.Int("goproxy-gomaxprocs"), BackendLoops: 1, Sessions: n,
 			HAProxy: c.String("haproxy-bin"), Nginx: c.String("nginx-bin")})
 		if err != nil {
@@ -149,7 +156,7 @@ func runBenchIdle(c *cli.Context) error {
 func benchIdleWorkerCommand() *cli.Command {
 	return &cli.Command{
 		Name:   "idle-worker",
-		Usage:  "internal: hold idle sessions for `tidegate bench idle` (reports JSON lines on stdout)",
+		Usage:  "internal: hold idle sessions for `tidegate-bench bench idle` (reports JSON lines on stdout)",
 		Hidden: true,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "addr", Required: true},
@@ -158,7 +165,7 @@ func benchIdleWorkerCommand() *cli.Command {
 			&cli.IntFlag{Name: "parallel", Value: 64},
 			&cli.StringFlag{Name: "sources"},
 			&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second},
-		}, logFlags()...),
+		}, logflags.Flags()...),
 		Action: func(c *cli.Context) error {
 			sources, err := mcload.ParseSources(c.String("sources"))
 			if err != nil {

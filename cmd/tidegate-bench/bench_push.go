@@ -6,6 +6,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/tidegate/tidegate/internal/logflags"
+
 	"github.com/tidegate/tidegate/benchmarks/pushload"
 )
 
@@ -16,15 +18,17 @@ func benchPushCommand() *cli.Command {
 		Usage: "publish at a fixed rate to a running `tidegate push` and count deliveries on event-loop subscribers",
 		Description: "One publisher sends sequence-numbered events at --rate; --subscribers TCP subscribers (gnet\n" +
 			"client, legacy framing) count deliveries and check the order. Prints events delivered per\n" +
-			"second and the server's CPU time per delivered event (from /proc/PID/stat with --server-pid,\n" +
-			"otherwise this process' own CPU time). Repeats print one line each.\n\n" +
+			"second and the server's CPU time per delivered event (schedstat nanoseconds of --server-pid's\n" +
+			"threads, otherwise this process' own CPU time). Repeats print one line each. It exits\n" +
+			"non-zero when a subscriber lost, got twice or got out of order an event, or the run was\n" +
+			"interrupted (SIGINT, SIGTERM: no partial result).\n\n" +
 			"With --stuck N, N SSE subscribers of the same topic also connect and never read, and the\n" +
 			"run measures the server's memory per stuck subscriber from its --server-metrics listener\n" +
 			"(live heap after forced GCs, heap in use, RSS, peak RSS): publishing goes on until the\n" +
 			"server drops at least 90% of what it owes them (at most --fill-timeout), then for\n" +
-			"--duration more, then memory is read. It exits non-zero if a reader lost or reordered an\n" +
-			"event, the stuck subscribers did not saturate or were closed before the reading, or a\n" +
-			"figure per stuck subscriber passed --max-bytes-per-stuck.",
+			"--duration more, then memory is read. It exits non-zero too if the stuck subscribers did\n" +
+			"not saturate or were closed before the reading, or a figure per stuck subscriber passed\n" +
+			"--max-bytes-per-stuck.",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "publish", Value: "127.0.0.1:7301", Usage: "the server's publish address"},
 			&cli.StringFlag{Name: "subscribe", Value: "127.0.0.1:7302", Usage: "the server's subscribe address"},
@@ -44,9 +48,9 @@ func benchPushCommand() *cli.Command {
 			&cli.StringFlag{Name: "server-metrics", Usage: "the server's --metrics-listen `URL` (http://host:port), read for memory and counters with --stuck"},
 			&cli.DurationFlag{Name: "fill-timeout", Value: time.Minute, Usage: "with --stuck, the longest wait until the stuck subscribers drop what they are sent"},
 			&cli.Int64Flag{Name: "max-bytes-per-stuck", Usage: "with --stuck, fail if live heap, RSS or peak RSS grew by more than `BYTES` per stuck subscriber (0: no gate)"},
-		}, logFlags()...),
+		}, logflags.Flags()...),
 		Action: func(c *cli.Context) error {
-			log, err := newLogger(c)
+			log, err := logflags.New(c)
 			if err != nil {
 				return err
 			}
@@ -57,24 +61,28 @@ func benchPushCommand() *cli.Command {
 				Warmup: c.Duration("warmup"), Duration: c.Duration("duration"), Drain: c.Duration("drain"),
 				ServerPID: c.Int("server-pid"), ClientLoops: c.Int("client-loops"), Logger: log,
 			}
+			ctx, stop := sessionContext(c)
+			defer stop()
 			for i := 0; i < c.Int("repeats"); i++ {
 				if c.Int("stuck") > 0 {
-					r, err := pushload.Stuck(c.Context, pushload.StuckConfig{
+					r, err := pushload.Stuck(ctx, pushload.StuckConfig{
 						Load: cfg, Stuck: c.Int("stuck"), StuckRcvBuf: c.Int("stuck-rcvbuf"),
 						MetricsURL: c.String("server-metrics"), FillTimeout: c.Duration("fill-timeout"),
 						Steady: cfg.Duration, MaxBytesPerStuck: c.Int64("max-bytes-per-stuck"),
 					})
 					fmt.Fprintf(c.App.Writer, "run=%d %s\n", i+1, r) // what was measured, also on failure
 					if err != nil {
-						return fmt.Errorf("bench push run %d: %w", i+1, err)
+						return cli.Exit(fmt.Sprintf("bench push run %d FAILED: %v", i+1, err), 1)
 					}
 					continue
 				}
-				r, err := pushload.Run(c.Context, cfg)
-				if err != nil {
-					return fmt.Errorf("bench push run %d: %w", i+1, err)
+				r, err := pushload.Run(ctx, cfg)
+				if r.TotalPublished > 0 {
+					fmt.Fprintf(c.App.Writer, "run=%d %s\n", i+1, r) // what was measured, also on failure
 				}
-				fmt.Fprintf(c.App.Writer, "run=%d %s\n", i+1, r)
+				if err != nil {
+					return cli.Exit(fmt.Sprintf("bench push run %d FAILED: %v", i+1, err), 1)
+				}
 			}
 			return nil
 		},

@@ -7,6 +7,8 @@ import (
 	ptlv "github.com/tidegate/tidegate/protocol/tlv"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/tidegate/tidegate/internal/logflags"
 )
 
 // peerCommand groups the servers tidegate is measured against.
@@ -35,9 +37,9 @@ func peerTLVGoroutineCommand() *cli.Command {
 			&cli.IntFlag{Name: "max-body", Value: 1 << 20, Usage: "largest request body accepted, in bytes"},
 			&cli.IntFlag{Name: "buffer", Value: goserver.DefaultBufferSize, Usage: "bytes of each connection's reader and writer"},
 			&cli.DurationFlag{Name: "idle-timeout", Value: 5 * time.Minute, Usage: "close connections idle this long (0: never)"},
-		}, logFlags()...),
+		}, logflags.Flags()...),
 		Action: func(c *cli.Context) error {
-			log, err := newLogger(c)
+			log, err := logflags.New(c)
 			if err != nil {
 				return err
 			}
@@ -56,7 +58,7 @@ func peerTLVGoroutineCommand() *cli.Command {
 				return err
 			}
 			log.Info().Str("listen", srv.Addr().String()).Msg("goroutine-per-connection TLV server listening")
-			return runUntilSignal(c.Context, log, nil, srv.Stop)
+			return serveUntilSignal(c, log, nil, srv.Stop)
 		},
 	}
 }

@@ -2,7 +2,7 @@ package main
 
 import "github.com/urfave/cli/v2"
 
-// benchSubcommands lists the load generators under `tidegate bench`.
+// benchSubcommands lists the load generators under `tidegate-bench bench`.
 func benchSubcommands() []*cli.Command {
 	return []*cli.Command{
 		benchRPSCommand(),

@@ -1,0 +1,168 @@
+// Command tidegate-bench holds tidegate's load generators (`bench ...`) and
+// the peer servers they compare it with (`peer ...`). It is its own binary so
+// that the production binary, cmd/tidegate, links none of their code: no
+// report writers, charts or fonts. The servers under test are started from a
+// tidegate binary (--tidegate-bin, by default the one next to this program).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/urfave/cli/v2"
+
+	"github.com/tidegate/tidegate/internal/logflags"
+	"github.com/tidegate/tidegate/internal/revision"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	if err := newApp().Run(os.Args); err != nil {
+		fmt.Fprintln(os.Stderr, "tidegate-bench:", err)
+		os.Exit(1)
+	}
+}
+
+// newApp is the command table: the load generators, the peers, version.
+func newApp() *cli.App {
+	return &cli.App{
+		Name:  "tidegate-bench",
+		Usage: "load generators and peer servers that measure tidegate",
+		Description: "The servers and proxies under test run as their own processes: tidegate's from the\n" +
+			"tidegate binary (--tidegate-bin), the peers from this one. Every command takes\n" +
+			"--log-level and --log-format, and exits non-zero when a run had an error.",
+		Version: version,
+		Commands: []*cli.Command{
+			{Name: "bench", Usage: "load generators and paired benchmarks", Subcommands: benchSubcommands()},
+			peerCommand(),
+			{
+				Name:  "version",
+				Usage: "print the version",
+				Flags: logflags.Flags(),
+				Action: func(c *cli.Context) error {
+					fmt.Fprintf(c.App.Writer, "tidegate-bench %s\n", version)
+					return nil
+				},
+			},
+		},
+	}
+}
+
+// tidegateBinFlag is --tidegate-bin, which tidegateBinary reads.
+func tidegateBinFlag() cli.Flag {
+	return &cli.StringFlag{Name: "tidegate-bin", Usage: "the tidegate `BINARY` run as the server, proxy or backend under test " +
+		"(default: tidegate next to this program, else tidegate on PATH)"}
+}
+
+// tidegateBinary returns the tidegate binary to start: --tidegate-bin, else
+// the tidegate next to this program (make build puts both in bin/), else
+// tidegate on PATH. This binary cannot stand in: it has no serve, proxy or
+// backend command.
+func tidegateBinary(c *cli.Context) (string, error) {
+	if p := c.String("tidegate-bin"); p != "" {
+		return p, nil
+	}
+	exe, err := os.Executable()
+	if err == nil {
+		p := filepath.Join(filepath.Dir(exe), "tidegate")
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	if p, err := exec.LookPath("tidegate"); err == nil {
+		return p, nil
+	}
+	return "", fmt.Errorf("no tidegate binary next to %q or on PATH: build it with make build or give --tidegate-bin", exe)
+}
+
+// thisProgram returns this binary's path, which the peers and the internal
+// worker commands are started from.
+func thisProgram(what string) (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("locating this program to start %s: %w", what, err)
+	}
+	return exe, nil
+}
+
+// sessionContext is the context of a benchmark command: cancelled on SIGINT
+// or SIGTERM.
+func sessionContext(c *cli.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
+}
+
+// peerStopTimeout bounds how long a peer server may take to stop.
+const peerStopTimeout = 10 * time.Second
+
+// serveUntilSignal runs a peer server until SIGINT, SIGTERM or the end of
+// c's context, or until failed reports that it ended by itself, then stops
+// it within peerStopTimeout. failed may be nil.
+func serveUntilSignal(c *cli.Context, log zerolog.Logger, failed <-chan error, stop func(context.Context) error) error {
+	ctx, cancel := sessionContext(c)
+	defer cancel()
+	var err error
+	select {
+	case <-ctx.Done():
+		log.Info().Msg("shutting down")
+	case err = <-failed:
+		if err == nil {
+			err = errors.New("the server stopped by itself")
+		}
+		log.Error().Err(err).Msg("server ended: stopping")
+	}
+	sctx, scancel := context.WithTimeout(context.Background(), peerStopTimeout)
+	defer scancel()
+	if serr := stop(sctx); serr != nil {
+		err = errors.Join(err, fmt.Errorf("stopping: %w", serr))
+	}
+	return err
+}
+
+// serveListener runs serve (an accept loop that returns nil after shut)
+// until a signal, or until it ends by itself on an accept error, then calls
+// shut and waits for serve to return.
+func serveListener(c *cli.Context, log zerolog.Logger, serve, shut func() error) error {
+	done, failed := make(chan struct{}), make(chan error, 1)
+	var serveErr error
+	go func() { serveErr = serve(); close(done); failed <- serveErr }()
+	return serveUntilSignal(c, log, failed, func(context.Context) error {
+		err := shut()
+		<-done
+		if serveErr != nil {
+			err = serveErr
+		}
+		return err
+	})
+}
+
+// commandLine writes argv as a shell command, quoting what needs it.
+func commandLine(argv []string) string {
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		if a == "" || strings.ContainsAny(a, " \t\n'\"\\$`;&|<>()*?[]#~") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		out[i] = a
+	}
+	return strings.Join(out, " ")
+}
+
+// toolRevision is the revision of this program for the reports: make build's
+// stamp, else Go's VCS stamp, else a note that it has neither.
+func toolRevision() string {
+	if rev := revision.This(); rev != "" {
+		return rev
+	}
+	return "unknown (not built by make build: no revision stamp)"
+}

@@ -1,0 +1,117 @@
+// Package testserver starts the servers that tests of the load generators
+// run against, in process and stopped when the test ends: tidegate's TLV
+// and push servers, and fake servers whose behaviour a test writes.
+package testserver
+
+import (
+	"context"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tidegate/tidegate/reactor"
+	"github.com/tidegate/tidegate/session/push"
+	"github.com/tidegate/tidegate/session/tlv"
+)
+
+// stopTimeout bounds a server's stop at the end of a test.
+const stopTimeout = 5 * time.Second
+
+// Conns accepts connections on a loopback port and runs serve on each in
+// its own goroutine (a test server, not a measured one). When the test ends
+// it closes the listener and every connection still open and waits for the
+// goroutines, so that a test leaves nothing running. It returns the address.
+func Conns(t testing.TB, serve func(c net.Conn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	conns := map[net.Conn]bool{}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns[c] = true
+			mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { mu.Lock(); delete(conns, c); mu.Unlock(); c.Close() }()
+				serve(c)
+			}()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		mu.Lock()
+		for c := range conns {
+			_ = c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	return ln.Addr().String()
+}
+
+// TLV starts tidegate's TLV echo server (what `tidegate serve` runs) with
+// loops event loops and returns its address.
+func TLV(t testing.TB, loops int) string {
+	t.Helper()
+	srv, err := tlv.New(tlv.Config{Reactor: reactor.Config{Addrs: []string{"127.0.0.1:0"}, Loops: loops}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+		defer cancel()
+		if err := srv.Stop(ctx); err != nil {
+			t.Errorf("stopping the TLV server: %v", err)
+		}
+	})
+	return srv.Addr().String()
+}
+
+// Push starts tidegate's push server on ephemeral loopback ports with two
+// subscriber loops, after mod changes its default configuration, and
+// returns it with its publish and subscribe addresses.
+func Push(t testing.TB, mod func(*push.Config)) (srv *push.Server, pub, sub string) {
+	t.Helper()
+	cfg := push.DefaultConfig()
+	cfg.PublishAddr, cfg.SubscribeAddr, cfg.Loops = "tcp://127.0.0.1:0", "tcp://127.0.0.1:0", 2
+	if mod != nil {
+		mod(&cfg)
+	}
+	srv, err := push.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+		defer cancel()
+		_ = srv.Stop(ctx)
+	})
+	pa, err := srv.PublishAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa, err := srv.SubscribeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, pa.String(), sa.String()
+}
