@@ -10,6 +10,10 @@ VERSION     := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 # -w drops the DWARF tables (debuggers only); the symbol table stays, for
 # go tool nm, perf and pprof.
 LDFLAGS     := -w -X main.version=$(VERSION) -X github.com/tidegate/tidegate/internal/revision.Stamp=$(VERSION)
+# The production binary is also stripped of its symbol table (-s): pprof
+# still symbolizes from the Go runtime's own tables; for perf's symbols,
+# build with `make build STRIP=`.
+STRIP       ?= -s
 # urfave_cli_no_docs leaves out cli's man page and Markdown writers (and
 # their Markdown parser), which no command uses.
 BUILDFLAGS  := -trimpath -tags urfave_cli_no_docs
@@ -27,7 +31,7 @@ all: build
 # and fails when the production binary links the benchmark reports' plotting
 # code or grew past MAX_BIN_MIB.
 build:
-	$(GO) build $(BUILDFLAGS) -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/tidegate
+	$(GO) build $(BUILDFLAGS) -ldflags "$(STRIP) $(LDFLAGS)" -o $(BIN) ./cmd/tidegate
 	$(GO) build $(BUILDFLAGS) -ldflags "$(LDFLAGS)" -o $(BENCH_BIN) ./cmd/tidegate-bench
 	@set -e; for b in $(BIN) $(BENCH_BIN); do \
 		wc -c <$$b | awk -v b=$$b '{printf "%-20s %5.1f MiB (%d bytes)\n", b, $$1/1048576, $$1}'; \
