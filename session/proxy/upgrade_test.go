@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"fmt"
@@ -144,6 +145,30 @@ func TestHandOverMinecraftPlay(t *testing.T) {
 	}
 	if st.Active != 1 {
 		t.Fatalf("new proxy has %d sessions, want 1", st.Active)
+	}
+}
+
+// TestHandOverKeepsGoMCBotsInPlay: go-mc bots (compressed, protocol 764)
+// in play state are handed over to another proxy and stay connected: each
+// goes on getting its play packets echoed through the new proxy.
+func TestHandOverKeepsGoMCBotsInPlay(t *testing.T) {
+	be := startBackend(t, mcbackend.Config{Compression: true, CompressionThreshold: 64})
+	oldP, addr := startProxy(t, mcConfig(be, ""))
+	newP, _ := startProxy(t, mcConfig(be, ""))
+	var bots []*goMCBot
+	for i := 0; i < 5; i++ {
+		b := joinGoMCBot(t, addr, fmt.Sprintf("Bot%d", i))
+		b.echo(t, bytes.Repeat([]byte("before "), 30))
+		bots = append(bots, b)
+	}
+	if n := handOver(t, oldP, newP); n != len(bots) {
+		t.Fatalf("handed over %d sessions, want %d", n, len(bots))
+	}
+	for _, b := range bots {
+		b.echo(t, bytes.Repeat([]byte("after the hand-over "), 30))
+	}
+	if st := newP.Stats(); st.Active != int64(len(bots)) || st.Unframed != 0 {
+		t.Fatalf("new proxy: %d sessions, %d unframed; want %d and 0", st.Active, st.Unframed, len(bots))
 	}
 }
 
