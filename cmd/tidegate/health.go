@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"sync/atomic"
@@ -41,6 +42,30 @@ type healthRegistry struct {
 	engines  []namedEngine
 	servers  map[string]*reactor.Server
 	draining atomic.Bool
+	// reload, when set, is what POST /-/reload on the metrics address runs
+	// (the same as SIGHUP).
+	reload atomic.Pointer[func() error]
+}
+
+// reloadHandler serves POST /-/reload: 200 when the configuration was
+// reloaded, 409 with every problem when it was refused (the running one
+// stays), 404 when the command has nothing to reload.
+func (h *healthRegistry) reloadHandler(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "POST reloads the configuration", http.StatusMethodNotAllowed)
+		return
+	}
+	f := h.reload.Load()
+	if f == nil {
+		http.Error(w, "this command has no configuration to reload", http.StatusNotFound)
+		return
+	}
+	if err := (*f)(); err != nil {
+		http.Error(w, err.Error(), http.StatusConflict)
+		return
+	}
+	_, _ = io.WriteString(w, "reloaded\n")
 }
 
 func newHealthRegistry() *healthRegistry {

@@ -30,6 +30,7 @@ func serveMetrics(addr string, h *healthRegistry, cs ...prometheus.Collector) (n
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", h.handler(false))
 	mux.HandleFunc("/readyz", h.handler(true))
+	mux.HandleFunc("/-/reload", h.reloadHandler)
 	// Profiles for operators; the metrics address is theirs to keep private.
 	mux.HandleFunc("/debug/pprof/", httppprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", httppprof.Profile)

@@ -152,6 +152,7 @@ func runProxy(c *cli.Context, cfg *proxy.Config, log zerolog.Logger) error {
 		open:     func() int64 { return p.Stats().Active },
 		reload:   func() error { return reloadProxy(log, p, path) },
 	}
+	h.reload.Store(&plan.reload)
 	up := &upgrader{log: log, p: p, stopMetrics: stopMetrics, handoverTime: cfg.Shutdown.DrainTimeout}
 	plan.upgrade = up.upgrade
 	if inh != nil {

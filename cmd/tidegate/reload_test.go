@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -114,5 +115,30 @@ func TestSIGHUPReloadsTheConfig(t *testing.T) {
 	}
 	if got := reachedBackend(t, listen); got != "b" {
 		t.Fatalf("after a refused reload: reached %q, want b (the last good configuration)", got)
+	}
+
+	// The same through the metrics address: POST /-/reload.
+	post := func() (int, string) {
+		t.Helper()
+		resp, err := http.Post("http://"+metrics+"/-/reload", "text/plain", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	if code, body := post(); code != http.StatusConflict || !strings.Contains(body, "connect_timeout") {
+		t.Fatalf("POST /-/reload of the broken file: %d %q, want 409 naming connect_timeout", code, body)
+	}
+	write(conf(a))
+	if code, body := post(); code != http.StatusOK {
+		t.Fatalf("POST /-/reload: %d %q, want 200", code, body)
+	}
+	if got := reachedBackend(t, listen); got != "a" {
+		t.Fatalf("after POST /-/reload: reached %q, want a", got)
+	}
+	if !metric(`tidegate_config_reloads_total{result="ok"} 2`) || !metric(`tidegate_config_reloads_total{result="failed"} 2`) {
+		t.Fatal("the reloads through /-/reload are not counted")
 	}
 }
