@@ -22,23 +22,27 @@ import (
 // Detach gave to another process.
 var ErrHandedOver = errors.New("reactor: connection handed over to another process")
 
-// ListenerFiles returns a duplicate of each listening socket, in the order of
-// Config.Addrs, for another process to listen on (Config.Listeners). The
-// caller closes them.
-func (s *Server) ListenerFiles() ([]*os.File, error) {
-	files := make([]*os.File, 0, len(s.listeners))
-	for _, l := range s.listeners {
+// ListenerFiles returns a duplicate of each listening socket, by listener
+// index (see Conn.Listener), for another process to listen on
+// (Config.Listeners). The caller closes them.
+func (s *Server) ListenerFiles() (map[int]*os.File, error) {
+	files := map[int]*os.File{}
+	fail := func(err error) (map[int]*os.File, error) {
+		for _, f := range files {
+			_ = f.Close()
+		}
+		return nil, err
+	}
+	for _, l := range s.lnList() {
 		fl, ok := l.ln.(interface{ File() (*os.File, error) })
 		if !ok {
-			closeFiles(files)
-			return nil, fmt.Errorf("reactor: listener %s cannot give its descriptor", l.addr)
+			return fail(fmt.Errorf("reactor: listener %s cannot give its descriptor", l.addr))
 		}
 		f, err := fl.File()
 		if err != nil {
-			closeFiles(files)
-			return nil, fmt.Errorf("reactor: duplicating listener %s: %w", l.addr, err)
+			return fail(fmt.Errorf("reactor: duplicating listener %s: %w", l.addr, err))
 		}
-		files = append(files, f)
+		files[l.index] = f
 	}
 	return files, nil
 }

@@ -47,7 +47,8 @@ func (h Health) OK() bool {
 
 // Health returns the server's health now.
 func (s *Server) Health() Health {
-	h := Health{Running: !s.stopping.Load(), Draining: s.draining.Load(), Listeners: make([]ListenerHealth, len(s.listeners))}
+	lns := s.lnList()
+	h := Health{Running: !s.stopping.Load(), Draining: s.draining.Load(), Listeners: make([]ListenerHealth, len(lns))}
 	select {
 	case <-s.done:
 		h.Running = false
@@ -61,7 +62,7 @@ func (s *Server) Health() Health {
 	default:
 		h.Running = false // not started
 	}
-	for i, l := range s.listeners {
+	for i, l := range lns {
 		lh := ListenerHealth{Addr: l.ln.Addr().String(), Alive: l.alive.Load(), State: acceptState(l.state.Load()).String()}
 		if e := l.err.Load(); e != nil {
 			lh.Err = *e

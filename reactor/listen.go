@@ -29,6 +29,7 @@ type listener struct {
 	wake        chan struct{} // a connection closed or an enroll finished: check the limits again
 	alive       atomic.Bool   // the accept goroutine runs
 	takeBacklog atomic.Bool   // draining: take what the backlog holds, then stop
+	done        chan struct{} // closed when the accept goroutine returns
 	state       atomic.Int32  // acceptState
 	err         atomic.Pointer[string]
 }
@@ -85,13 +86,13 @@ func (s *Server) openListeners() error {
 			s.closeListeners()
 			return fmt.Errorf("reactor: listen on %s: %w", a, err)
 		}
-		s.listeners = append(s.listeners, &listener{srv: s, index: i, addr: ln.Addr().String(), ln: ln, wake: make(chan struct{}, 1)})
+		s.listeners = append(s.listeners, &listener{srv: s, index: i, addr: ln.Addr().String(), ln: ln, wake: make(chan struct{}, 1), done: make(chan struct{})})
 	}
 	return nil
 }
 
 func (s *Server) closeListeners() {
-	for _, l := range s.listeners {
+	for _, l := range s.lnList() {
 		l.state.Store(int32(acceptStopped))
 		_ = l.ln.Close()
 	}
@@ -116,7 +117,7 @@ func (s *Server) listenControl(network, _ string, rc syscall.RawConn) error {
 
 // wakeAcceptors tells paused listeners to look at the limits again.
 func (s *Server) wakeAcceptors() {
-	for _, l := range s.listeners {
+	for _, l := range s.lnList() {
 		if acceptState(l.state.Load()) != acceptRunning {
 			select {
 			case l.wake <- struct{}{}:
@@ -144,11 +145,16 @@ func (s *Server) admission() acceptState {
 func (l *listener) accept() {
 	s := l.srv
 	defer s.acceptWG.Done()
+	defer close(l.done)
 	defer l.alive.Store(false)
 	recheck := time.NewTimer(admissionRecheck)
 	defer recheck.Stop()
 	backoff := time.Duration(0)
 	for {
+		if l.takeBacklog.Load() {
+			l.acceptBacklog()
+			return
+		}
 		if st := s.admission(); st != acceptRunning {
 			l.setState(st)
 			if !l.wait(recheck, admissionRecheck) {
@@ -239,7 +245,7 @@ func (l *listener) wait(t *time.Timer, d time.Duration) bool {
 	case <-l.srv.stopAccept:
 		return false
 	}
-	return true
+	return !l.takeBacklog.Load()
 }
 
 func (l *listener) setState(st acceptState) {
@@ -404,4 +410,75 @@ func (r *rateLimitedLog) event(level zerolog.Level) *zerolog.Event {
 		ev = ev.Int64("suppressed", n)
 	}
 	return ev
+}
+
+// lnList returns the listeners accepting now (or, before Start, those opened).
+func (s *Server) lnList() []*listener {
+	if p := s.lns.Load(); p != nil {
+		return *p
+	}
+	return s.listeners
+}
+
+// AddListener binds addr (as in Config.Addrs) and accepts on it, on a
+// running server, under the same limits as the others. It returns the new
+// listener's index, which Conn.Listener reports for its connections.
+func (s *Server) AddListener(addr string) (int, error) {
+	s.lnMu.Lock()
+	defer s.lnMu.Unlock()
+	select {
+	case <-s.stopAccept:
+		return 0, errors.New("reactor: add listener: the server no longer accepts")
+	default:
+	}
+	if s.lns.Load() == nil {
+		return 0, errors.New("reactor: add listener: the server is not started")
+	}
+	network, a := splitAddr(addr)
+	lc := net.ListenConfig{Control: s.listenControl, KeepAlive: -1}
+	ln, err := lc.Listen(context.Background(), network, a)
+	if err != nil {
+		return 0, fmt.Errorf("reactor: listen on %s: %w", addr, err)
+	}
+	l := &listener{srv: s, index: s.nextListener, addr: ln.Addr().String(), ln: ln, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	s.nextListener++
+	next := append(append([]*listener(nil), s.lnList()...), l)
+	s.lns.Store(&next)
+	l.alive.Store(true)
+	s.acceptWG.Add(1)
+	go l.accept()
+	return l.index, nil
+}
+
+// RemoveListener stops accepting on listener i: it takes what the kernel has
+// already completed in its backlog, then closes it. Connections it accepted
+// go on.
+func (s *Server) RemoveListener(i int) error {
+	s.lnMu.Lock()
+	defer s.lnMu.Unlock()
+	cur := s.lnList()
+	var l *listener
+	next := make([]*listener, 0, len(cur))
+	for _, x := range cur {
+		if x.index == i {
+			l = x
+		} else {
+			next = append(next, x)
+		}
+	}
+	if l == nil {
+		return fmt.Errorf("reactor: no listener %d", i)
+	}
+	s.lns.Store(&next)
+	l.takeBacklog.Store(true)
+	if d, ok := l.ln.(deadliner); ok {
+		_ = d.SetDeadline(time.Now()) // ends a blocked Accept
+	}
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+	<-l.done
+	l.state.Store(int32(acceptStopped))
+	return l.ln.Close()
 }

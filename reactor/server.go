@@ -31,7 +31,10 @@ type Server struct {
 	loopsMu sync.Mutex
 	loops   atomic.Pointer[[]*Loop]
 
-	listeners      []*listener
+	listeners      []*listener // as opened by Start; see lnList for the current set
+	lns            atomic.Pointer[[]*listener]
+	lnMu           sync.Mutex    // serializes AddListener and RemoveListener
+	nextListener   int           // index of the next listener added
 	stopAccept     chan struct{} // closed when accepting ends for good
 	stopAcceptOnce sync.Once
 	pendingEnrolls chan (<-chan gnet.RegisteredResult)
@@ -151,6 +154,8 @@ func (s *Server) Start() error {
 	}
 	s.settleWG.Add(1)
 	go s.settleEnrolls()
+	s.lns.Store(&s.listeners)
+	s.nextListener = len(s.listeners)
 	for _, l := range s.listeners {
 		l.alive.Store(true)
 		s.acceptWG.Add(1)
@@ -186,7 +191,7 @@ func (s *Server) stopAccepting() {
 // once every listener is closed.
 func (s *Server) stopAcceptingAfterBacklog() {
 	s.stopAcceptOnce.Do(func() {
-		for _, l := range s.listeners {
+		for _, l := range s.lnList() {
 			l.takeBacklog.Store(true)
 			if d, ok := l.ln.(deadliner); ok {
 				_ = d.SetDeadline(time.Now()) // ends a blocked Accept
@@ -201,10 +206,12 @@ func (s *Server) stopAcceptingAfterBacklog() {
 // Addr returns the bound address of the i-th listen address, which tells the
 // port chosen for ":0".
 func (s *Server) Addr(i int) (net.Addr, error) {
-	if i < 0 || i >= len(s.listeners) {
-		return nil, fmt.Errorf("reactor: no listener %d (the server has %d)", i, len(s.listeners))
+	for _, l := range s.lnList() {
+		if l.index == i {
+			return l.ln.Addr(), nil
+		}
 	}
-	return s.listeners[i].ln.Addr(), nil
+	return nil, fmt.Errorf("reactor: no listener %d", i)
 }
 
 // Stop closes the listeners and every connection, and waits for the loops

@@ -88,7 +88,7 @@ func runProxy(c *cli.Context, cfg *proxy.Config, log zerolog.Logger) error {
 	}
 	var inherited []net.Listener
 	if inh != nil {
-		inherited = inh.proxyListeners(len(cfg.Listeners))
+		inherited = inh.proxyListeners(cfg.Listeners)
 		metricsMu.Lock()
 		metricsInherited = inh.listeners[metricsListenerName]
 		delete(inh.listeners, metricsListenerName)

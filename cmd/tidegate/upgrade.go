@@ -50,8 +50,9 @@ type upgradeReady struct {
 	PID int `json:"pid"`
 }
 
-// listenerName is the hand-over name of the proxy's i-th listener.
-func listenerName(i int) string { return "proxy/" + strconv.Itoa(i) }
+// listenerName is the hand-over name of the proxy's listener configured
+// with address addr: the new process matches its own listeners by it.
+func listenerName(addr string) string { return "proxy/" + addr }
 
 // metricsListenerName is the hand-over name of the metrics listener.
 const metricsListenerName = "metrics"
@@ -108,16 +109,16 @@ func takeInheritance() (*inheritance, error) {
 	return in, nil
 }
 
-// proxyListeners returns the inherited sockets of n proxy listeners, by
-// index (nil where none came).
-func (in *inheritance) proxyListeners(n int) []net.Listener {
+// proxyListeners returns the inherited socket of each configured listener,
+// matched by its configured address (nil where none came).
+func (in *inheritance) proxyListeners(ls []proxy.ListenerConfig) []net.Listener {
 	if in == nil {
 		return nil
 	}
-	out := make([]net.Listener, n)
-	for i := range out {
-		out[i] = in.listeners[listenerName(i)]
-		delete(in.listeners, listenerName(i))
+	out := make([]net.Listener, len(ls))
+	for i, l := range ls {
+		out[i] = in.listeners[listenerName(l.Listen)]
+		delete(in.listeners, listenerName(l.Listen))
 	}
 	return out
 }
@@ -197,13 +198,16 @@ func (u *upgrader) upgrade() (bool, error) {
 		_ = cmd.Process.Kill()
 		return false, err
 	}
-	files, err := u.p.Reactor().ListenerFiles()
+	byIndex, err := u.p.Reactor().ListenerFiles()
 	if err != nil {
 		return fail(err)
 	}
-	names := make([]string, len(files))
-	for i := range files {
-		names[i] = listenerName(i)
+	addrs := u.p.ListenAddrs()
+	var files []*os.File
+	var names []string
+	for idx, f := range byIndex {
+		files = append(files, f)
+		names = append(names, listenerName(addrs[idx]))
 	}
 	metricsMu.Lock()
 	if ml, ok := metricsServing.(*net.TCPListener); ok {

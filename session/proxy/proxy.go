@@ -57,7 +57,7 @@ func NewWithListeners(cfg *Config, log zerolog.Logger, listeners []net.Listener)
 		log:   log,
 		perIP: map[string]int{},
 	}
-	p.gen.Store(newGeneration(cfg, nil))
+	p.gen.Store(newGeneration(cfg, nil, indices(len(cfg.Listeners))))
 	p.backendSide.p = p
 	addrs := make([]string, len(cfg.Listeners))
 	for i := range cfg.Listeners {

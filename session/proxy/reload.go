@@ -16,17 +16,22 @@ import (
 // session keeps the generation it started under for its whole life, so a
 // reload changes nothing for sessions already open.
 type generation struct {
-	cfg                *Config
+	cfg *Config
+	// byIndex maps a reactor listener index (Conn.Listener) to its listener:
+	// those of cfg, and those removed by a reload, for the connections they
+	// accepted just before.
+	byIndex            map[int]*ListenerConfig
+	live               []int // the reactor index of each of cfg.Listeners
 	router             *router
 	raw                map[*ListenerConfig]*group // raw listeners' groups
 	shutdownDisconnect []byte                     // the login disconnect at a drain deadline
 	hash               string                     // of the configuration, for logs and metrics
 }
 
-// newGeneration builds a generation from a validated cfg. Backends that
-// old has too (same group, same address) keep their health state and
-// session counts.
-func newGeneration(cfg *Config, old *generation) *generation {
+// newGeneration builds a generation from a validated cfg whose listeners
+// have the reactor indices live. Backends that old has too (same group,
+// same address) keep their health state and session counts.
+func newGeneration(cfg *Config, old *generation, live []int) *generation {
 	var prev *router
 	if old != nil {
 		prev = old.router
@@ -37,13 +42,53 @@ func newGeneration(cfg *Config, old *generation) *generation {
 		raw:                map[*ListenerConfig]*group{},
 		shutdownDisconnect: mc.AppendLoginDisconnect(nil, chatJSON(cfg.Shutdown.Message)),
 		hash:               cfg.Hash(),
+		byIndex:            map[int]*ListenerConfig{},
+		live:               live,
+	}
+	if old != nil {
+		for i, l := range old.byIndex {
+			g.byIndex[i] = l
+		}
 	}
 	for i := range cfg.Listeners {
-		if l := &cfg.Listeners[i]; l.Mode == ModeRaw {
+		l := &cfg.Listeners[i]
+		g.byIndex[live[i]] = l
+		if l.Mode == ModeRaw {
 			g.raw[l] = g.router.groups[l.Group]
 		}
 	}
+	if old != nil { // removed listeners keep their old group for late arrivals
+		for _, l := range old.byIndex {
+			if _, ok := g.raw[l]; !ok && l.Mode == ModeRaw {
+				if grp := g.router.groups[l.Group]; grp != nil {
+					g.raw[l] = grp
+				} else {
+					g.raw[l] = old.raw[l]
+				}
+			}
+		}
+	}
 	return g
+}
+
+// indices returns 0..n-1, the reactor indices of the listeners a proxy starts with.
+func indices(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+// ListenAddrs returns the configured address of each listener accepting
+// now, by reactor index (see reactor.Server.ListenerFiles).
+func (p *Proxy) ListenAddrs() map[int]string {
+	g := p.cur()
+	out := make(map[int]string, len(g.live))
+	for i, idx := range g.live {
+		out[idx] = g.cfg.Listeners[i].Listen
+	}
+	return out
 }
 
 // cur returns the generation new sessions start under.
@@ -51,8 +96,8 @@ func (p *Proxy) cur() *generation { return p.gen.Load() }
 
 // listenerOf returns the listener that accepted c.
 func (g *generation) listenerOf(c *reactor.Conn) *ListenerConfig {
-	if i := c.Listener(); i >= 0 && i < len(g.cfg.Listeners) {
-		return &g.cfg.Listeners[i]
+	if l, ok := g.byIndex[c.Listener()]; ok {
+		return l
 	}
 	return &g.cfg.Listeners[0]
 }
@@ -96,19 +141,30 @@ func (p *Proxy) Reload(cfg *Config) error {
 	if problems := restartOnly(old.cfg, cfg); len(problems) > 0 {
 		return &ReloadError{Problems: problems}
 	}
-	gen := newGeneration(cfg, old)
+	live, removed, err := p.reloadListeners(old, cfg)
+	if err != nil {
+		return err
+	}
+	gen := newGeneration(cfg, old, live)
 	gen.router.now = old.router.now
 	// The old checkers stop before the new ones start, so that a backend
 	// kept is never checked twice at once.
 	p.checksMu.Lock()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	err := p.stopChecksLocked(ctx)
+	err = p.stopChecksLocked(ctx)
 	cancel()
 	p.gen.Store(gen)
 	p.startChecksLocked()
 	p.checksMu.Unlock()
 	if err != nil {
 		p.log.Warn().Err(err).Msg("reload: the previous health checkers did not stop in time")
+	}
+	for _, idx := range removed {
+		if err := p.rs.RemoveListener(idx); err != nil {
+			p.log.Warn().Err(err).Int("index", idx).Msg("reload: closing a removed listener")
+		} else {
+			p.log.Info().Str("listen", old.byIndex[idx].Listen).Msg("reload: listener removed; its sessions go on")
+		}
 	}
 	p.reloads[0].Add(1)
 	p.log.Info().Str("config_hash", gen.hash).Str("previous_hash", old.hash).
@@ -127,12 +183,10 @@ func (p *Proxy) Reloads() (ok, failed int64) { return p.reloads[0].Load(), p.rel
 // restartOnly lists what differs between a and b that a reload cannot change.
 func restartOnly(a, b *Config) []string {
 	var out []string
-	if len(a.Listeners) != len(b.Listeners) {
-		out = append(out, fmt.Sprintf("listeners: %d configured, %d running (adding or removing a listener needs a restart)", len(b.Listeners), len(a.Listeners)))
-	} else {
-		for i := range a.Listeners {
-			if x, y := a.Listeners[i], b.Listeners[i]; x.Listen != y.Listen || x.Mode != y.Mode {
-				out = append(out, fmt.Sprintf("listeners[%d]: %s %s, running %s %s (a listener's address or mode needs a restart)", i, y.Listen, y.Mode, x.Listen, x.Mode))
+	for i, y := range b.Listeners {
+		for _, x := range a.Listeners {
+			if x.Listen == y.Listen && x.Mode != y.Mode {
+				out = append(out, fmt.Sprintf("listeners[%d]: %s changes mode from %s to %s (a listener's mode needs a restart; a new address can be added)", i, y.Listen, x.Mode, y.Mode))
 			}
 		}
 	}
@@ -158,4 +212,42 @@ func restartOnly(a, b *Config) []string {
 		}
 	}
 	return out
+}
+
+// reloadListeners opens the listeners cfg adds (a listener is kept when an
+// accepting one has the same address and mode) and returns the reactor index
+// of each of cfg.Listeners and those of the old listeners to close once the
+// new generation is in place. If one cannot be opened, those opened are
+// closed again and the reload is refused.
+func (p *Proxy) reloadListeners(old *generation, cfg *Config) (live, removed []int, err error) {
+	keep := map[int]bool{}
+	live = make([]int, len(cfg.Listeners))
+	var added []int
+	for i, y := range cfg.Listeners {
+		idx := -1
+		for j, x := range old.cfg.Listeners {
+			if oi := old.live[j]; !keep[oi] && x.Listen == y.Listen && x.Mode == y.Mode {
+				idx = oi
+				break
+			}
+		}
+		if idx < 0 {
+			if idx, err = p.rs.AddListener("tcp://" + y.Listen); err != nil {
+				for _, a := range added {
+					_ = p.rs.RemoveListener(a)
+				}
+				return nil, nil, &ReloadError{Problems: []string{fmt.Sprintf("listeners[%d]: %v", i, err)}}
+			}
+			added = append(added, idx)
+			p.log.Info().Str("listen", y.Listen).Str("mode", string(y.Mode)).Int("index", idx).Msg("reload: listener added")
+		}
+		keep[idx] = true
+		live[i] = idx
+	}
+	for _, oi := range old.live {
+		if !keep[oi] {
+			removed = append(removed, oi)
+		}
+	}
+	return live, removed, nil
 }

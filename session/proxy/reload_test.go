@@ -116,11 +116,12 @@ func TestReloadRefusesWhatNeedsARestart(t *testing.T) {
 		name, yaml string
 		want       []string
 	}{
-		{"listener and limits", fmt.Sprintf(`
-listeners: [{listen: "127.0.0.1:1", mode: raw, group: main}]
+		{"mode and limits", fmt.Sprintf(`
+listeners: [{listen: "127.0.0.1:0", mode: minecraft}]
+default_group: main
 groups: {main: {backends: [{addr: %q}]}}
 limits: {high_watermark: 524288, low_watermark: 131072, max_sessions: 10}
-`, a), []string{"listeners[0]: 127.0.0.1:1 raw, running 127.0.0.1:0 raw", "limits.high_watermark changed from 262144 to 524288", "limits.max_sessions changed from 0 to 10"}},
+`, a), []string{"listeners[0]: 127.0.0.1:0 changes mode from raw to minecraft", "limits.high_watermark changed from 262144 to 524288", "limits.max_sessions changed from 0 to 10"}},
 		{"invalid", `
 listeners: [{listen: "127.0.0.1:0", mode: raw, group: nowhere}]
 groups: {main: {backends: [{addr: "127.0.0.1:1"}]}}
@@ -142,7 +143,7 @@ limits: {high_watermark: 262144, low_watermark: 131072}
 					t.Errorf("error %q lacks %q", err, w)
 				}
 			}
-			if tc.name == "listener and limits" {
+			if tc.name == "mode and limits" {
 				var re *ReloadError
 				if !errors.As(err, &re) || len(re.Problems) != 3 {
 					t.Errorf("want a *ReloadError with 3 problems, got %#v", err)
@@ -188,4 +189,67 @@ limits: {high_watermark: 262144, low_watermark: 131072}
 	if bs[1].failures.Load() != 0 || bs[1].weight != 3 {
 		t.Fatalf("new backend: failures %d weight %d", bs[1].failures.Load(), bs[1].weight)
 	}
+}
+
+// TestReloadAddsAndRemovesListeners: a reload that adds a listener opens it
+// at once, routed by the new configuration; one that removes a listener
+// closes it (new connections are refused) while the session it accepted
+// goes on.
+func TestReloadAddsAndRemovesListeners(t *testing.T) {
+	a, b := namedBackend(t, "a"), namedBackend(t, "b")
+	first := freeAddr(t)
+	text := func(listeners string) string {
+		return fmt.Sprintf(`
+listeners: [%s]
+groups: {ga: {backends: [{addr: %q}]}, gb: {backends: [{addr: %q}]}}
+limits: {high_watermark: 262144, low_watermark: 131072}
+`, listeners, a, b)
+	}
+	p, _ := startProxy(t, text(fmt.Sprintf(`{listen: %q, mode: raw, group: ga}`, first)))
+	old, oldR, name := greetedBy(t, first)
+	if name != "a" {
+		t.Fatalf("first listener reached %q, want a", name)
+	}
+	second := freeAddr(t)
+	reload := func(yaml string) {
+		t.Helper()
+		cfg, err := ParseConfig([]byte(yaml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Loops = 2
+		if err := p.Reload(cfg); err != nil {
+			t.Fatalf("Reload: %v", err)
+		}
+	}
+	reload(text(fmt.Sprintf(`{listen: %q, mode: raw, group: ga}, {listen: %q, mode: raw, group: gb}`, first, second)))
+	if _, _, name := greetedBy(t, second); name != "b" {
+		t.Fatalf("added listener reached %q, want b", name)
+	}
+	if _, _, name := greetedBy(t, first); name != "a" {
+		t.Fatalf("kept listener reached %q, want a", name)
+	}
+	reload(text(fmt.Sprintf(`{listen: %q, mode: raw, group: gb}`, second)))
+	if c, err := net.DialTimeout("tcp", first, time.Second); err == nil {
+		c.Close()
+		t.Fatal("the removed listener still accepts")
+	}
+	echoLine(t, old, oldR, "still here") // its session goes on
+	if _, _, name := greetedBy(t, second); name != "b" {
+		t.Fatalf("remaining listener reached %q, want b", name)
+	}
+	if h := p.Reactor().Health(); len(h.Listeners) != 1 {
+		t.Fatalf("health lists %d listeners, want 1", len(h.Listeners))
+	}
+}
+
+// freeAddr returns a loopback address with a port free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
