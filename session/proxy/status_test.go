@@ -223,11 +223,11 @@ tidegate_proxy_status_cached_answers_total{when="at_once"} %d
 }
 
 // TestStatusRefreshInFlightIsShared: pings arriving while a refresh is in
-// flight (the backend takes 300 ms to answer) all wait for that one; they
+// flight (the backend takes a second to answer) all wait for that one; they
 // cost no goroutine each, and the backend sees one connection.
 func TestStatusRefreshInFlightIsShared(t *testing.T) {
 	js := `{"version":{"name":"Slow 1.20.2","protocol":764},"players":{"max":10,"online":4},"description":"§aslow but fine"}`
-	slow := startStatusServer(t, js, 300*time.Millisecond)
+	slow := startStatusServer(t, js, time.Second)
 	p, addr := startProxy(t, mcConfig(slow.addr(), "status: {cache_ttl: 1m}"))
 	before := leaktest.Goroutines()
 	const n = 100
