@@ -2,7 +2,11 @@
 // Java Edition protocol a transparent proxy reads or writes: VarInts, frame
 // splitting, the handshake, status, login start, set compression and the
 // compressed frame header, plus Forge marker detection, BungeeCord legacy
-// IP forwarding and offline-mode UUIDs.
+// IP forwarding and offline-mode UUIDs; the pre-1.7 server list ping and
+// its kick-packet answer (legacy.go); the fields of a status JSON a proxy
+// reads or rewrites (statusjson.go); and chat components rendered as legacy
+// § text (chat.go). Those three allocate (strings decoded from UTF-16 or
+// JSON).
 //
 // Parsers take a frame body (packet ID and data, as located by SplitFrame)
 // and return sub-slices of it instead of copies; Append functions follow the

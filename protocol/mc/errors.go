@@ -19,6 +19,10 @@ const (
 	ReasonBadPing           = "bad_ping"            // a status ping packet was malformed
 	ReasonBadSetCompression = "bad_set_compression" // a set compression packet was malformed
 	ReasonBadCompression    = "bad_compression"     // a compressed frame header was malformed
+	ReasonNotLegacyPing     = "not_legacy_ping"     // input starting with 0xFE that is not a legacy ping
+	ReasonBadLegacyPing     = "bad_legacy_ping"     // a 1.6 legacy ping (or a legacy kick) was malformed
+	ReasonBadStatusJSON     = "bad_status_json"     // a status response's JSON was malformed
+	ReasonBadChat           = "bad_chat"            // a chat component was malformed
 )
 
 // ProtocolError describes malformed protocol data. Reason is a stable label
@@ -132,6 +136,10 @@ var (
 	ErrBadPing           = sentinel(ReasonBadPing, "bad ping")
 	ErrBadSetCompression = sentinel(ReasonBadSetCompression, "bad set compression")
 	ErrBadCompression    = sentinel(ReasonBadCompression, "bad compressed frame header")
+	ErrNotLegacyPing     = sentinel(ReasonNotLegacyPing, "not a legacy ping")
+	ErrBadLegacyPing     = sentinel(ReasonBadLegacyPing, "bad legacy ping")
+	ErrBadStatusJSON     = sentinel(ReasonBadStatusJSON, "bad status JSON")
+	ErrBadChat           = sentinel(ReasonBadChat, "bad chat component")
 )
 
 func sentinel(reason, text string) *ProtocolError {

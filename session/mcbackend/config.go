@@ -124,6 +124,14 @@ type Config struct {
 	// SkipJoinGame turns off the Login (play) packet sent to protocol 764 and
 	// 765 clients when play begins, for clients that want the echo only.
 	SkipJoinGame bool
+
+	// StatusProtocol is the protocol number the status JSON announces, as
+	// a real server announces its own; 0 means each client's own (764 to a
+	// ping that names none, with -1).
+	StatusProtocol int32
+	// StatusDescription is the status JSON's description text; empty
+	// means DefaultStatusDescription.
+	StatusDescription string
 }
 
 // normalize fills in defaults and validates the configuration; the reactor
@@ -140,6 +148,9 @@ func (c *Config) normalize() error {
 	}
 	if c.LoginTimeout == 0 {
 		c.LoginTimeout = DefaultLoginTimeout
+	}
+	if c.StatusDescription == "" {
+		c.StatusDescription = DefaultStatusDescription
 	}
 	var errs []error
 	if c.Compression && (c.CompressionThreshold < 0 || c.CompressionThreshold > mc.MaxFrameLength) {

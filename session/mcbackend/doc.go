@@ -14,8 +14,11 @@
 //	 "players":{"max":100,"online":<connections in play>},
 //	 "description":{"text":"tidegate fake backend"}}
 //
-// and Ping 0x01 with Pong 0x01 carrying the same long; the backend then
-// closes the connection, as vanilla servers do.
+// (a client that names no version, with -1, is told 764; Config.StatusProtocol
+// and StatusDescription replace the protocol and the text; each answer is
+// counted in Stats.StatusRequests), and Ping 0x01 with Pong 0x01 carrying
+// the same long; the backend then closes the connection, as vanilla servers
+// do.
 //
 // # Login
 //

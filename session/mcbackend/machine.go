@@ -111,6 +111,10 @@ type machineConfig struct {
 	maxLoginSize int
 	skipJoinGame bool
 	online       func() int64 // players in play, for the status JSON
+	// statusProtocol is the protocol number of the status JSON; 0 for
+	// the client's own.
+	statusProtocol int32
+	statusEnd      []byte // see statusJSONEnd
 }
 
 // machine is the protocol state of one connection, without its socket: it
@@ -266,7 +270,14 @@ func (m *machine) status(body []byte, out emitter) error {
 		}
 		k := m.codec
 		// The JSON goes into frame as scratch, then becomes a string field of packet.
-		k.frame = appendStatusJSON(k.frame[:0], m.protocol, m.cfg.online())
+		v := m.protocol
+		switch {
+		case m.cfg.statusProtocol != 0:
+			v = m.cfg.statusProtocol
+		case v <= 0:
+			v = unknownVersionStatusProtocol
+		}
+		k.frame = appendStatusJSON(k.frame[:0], v, m.cfg.online(), m.cfg.statusEnd)
 		k.packet = mc.AppendVarInt(k.packet[:0], mc.PacketStatusResponse)
 		k.packet = mc.AppendString(k.packet, k.frame)
 		m.emit(out, k.packet)

@@ -33,6 +33,7 @@ func newDriver(threshold int) *driver {
 		maxFrame:     mc.MaxFrameLength,
 		maxLoginSize: DefaultMaxLoginFrameLength,
 		online:       func() int64 { return 7 },
+		statusEnd:    statusJSONEnd(DefaultStatusDescription),
 	}
 	return &driver{m: newMachine(cfg, &sharedCodec, &loopCounters{})}
 }

@@ -1,6 +1,7 @@
 package mcbackend
 
 import (
+	"encoding/json"
 	"strconv"
 
 	"github.com/tidegate/tidegate/protocol/mc"
@@ -33,21 +34,35 @@ func finishConfigurationID(v int32) int32 {
 }
 
 // statusJSON is the Status Response this backend sends, split around the two
-// numbers it fills in.
+// numbers it fills in; the description is Config.StatusDescription.
 const (
 	statusJSONVersion = `{"version":{"name":"tidegate-backend","protocol":`
 	statusJSONPlayers = `},"players":{"max":100,"online":`
-	statusJSONEnd     = `},"description":{"text":"tidegate fake backend"}}`
+	// DefaultStatusDescription is the status description when
+	// Config.StatusDescription is empty.
+	DefaultStatusDescription = "tidegate fake backend"
 )
 
+// unknownVersionStatusProtocol is the protocol number announced to a status
+// ping that names no version (-1, as pingers do, and the proxy's health
+// checks and status refreshes): 1.20.2, the version go-mc's bot speaks.
+const unknownVersionStatusProtocol = mc.Protocol1_20_2
+
+// statusJSONEnd returns the end of the status JSON, with description as
+// the description's text.
+func statusJSONEnd(description string) []byte {
+	quoted, _ := json.Marshal(description) // a string always marshals
+	return append(append([]byte(`},"description":{"text":`), quoted...), "}}"...)
+}
+
 // appendStatusJSON appends the status JSON for a client of protocol v with
-// online players in play to dst.
-func appendStatusJSON(dst []byte, v int32, online int64) []byte {
+// online players in play to dst; end is from statusJSONEnd.
+func appendStatusJSON(dst []byte, v int32, online int64, end []byte) []byte {
 	dst = append(dst, statusJSONVersion...)
 	dst = strconv.AppendInt(dst, int64(v), 10)
 	dst = append(dst, statusJSONPlayers...)
 	dst = strconv.AppendInt(dst, online, 10)
-	return append(dst, statusJSONEnd...)
+	return append(dst, end...)
 }
 
 // appendLoginSuccess appends the body (packet ID 0x02 and data) of Login

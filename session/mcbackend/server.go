@@ -51,6 +51,9 @@ func New(cfg Config) (*Server, error) {
 		maxLoginSize: cfg.MaxLoginFrameLength,
 		skipJoinGame: cfg.SkipJoinGame,
 		online:       s.playing,
+
+		statusProtocol: cfg.StatusProtocol,
+		statusEnd:      statusJSONEnd(cfg.StatusDescription),
 	}
 	if cfg.Compression {
 		s.mcfg.threshold = cfg.CompressionThreshold

@@ -15,7 +15,7 @@ import (
 
 func TestStatus(t *testing.T) {
 	srv, addr := startBackend(t, Config{})
-	for _, version := range []int32{mc.Protocol1_7_10, mc.Protocol1_20_2, 767} {
+	for _, version := range []int32{mc.Protocol1_7_10, mc.Protocol1_20_2, 767, -1} {
 		c := dialClient(t, addr)
 		// Handshake and request in one write, as clients do.
 		c.write(append(handshake(version, "localhost", mc.NextStateStatus), c.frame(mc.PacketStatusRequest, nil)...))
@@ -38,6 +38,9 @@ func TestStatus(t *testing.T) {
 		if err := json.Unmarshal([]byte(readString(t, &r)), &status); err != nil {
 			t.Fatalf("status JSON: %v", err)
 		}
+		if version == -1 {
+			version = mc.Protocol1_20_2 // a ping that names no version
+		}
 		mustEqual(t, "version.protocol", status.Version.Protocol, version)
 		mustEqual(t, "version.name", status.Version.Name, "tidegate-backend")
 		mustEqual(t, "players.max", status.Players.Max, 100)
@@ -53,9 +56,26 @@ func TestStatus(t *testing.T) {
 		c.expectClosed()
 	}
 	st := srv.Stats()
-	mustEqual(t, "status requests", st.StatusRequests, 3)
-	mustEqual(t, "pings", st.Pings, 3)
+	mustEqual(t, "status requests", st.StatusRequests, 4)
+	mustEqual(t, "pings", st.Pings, 4)
 	mustEqual(t, "rejected", st.Rejected(), 0)
+}
+
+// TestStatusProtocolAndDescription: a backend configured with its own
+// protocol number and description announces them to every client, as a
+// real server announces its version (the description is JSON-escaped).
+func TestStatusProtocolAndDescription(t *testing.T) {
+	_, addr := startBackend(t, Config{StatusProtocol: 764, StatusDescription: `Survival "one"`})
+	for _, version := range []int32{-1, mc.Protocol1_7_10} {
+		c := dialClient(t, addr)
+		c.write(append(handshake(version, "localhost", mc.NextStateStatus), c.frame(mc.PacketStatusRequest, nil)...))
+		_, data := c.recv()
+		r := mc.NewReader(data)
+		want := `{"version":{"name":"tidegate-backend","protocol":764},"players":{"max":100,"online":0},"description":{"text":"Survival \"one\""}}`
+		if s := readString(t, &r); s != want {
+			t.Fatalf("client %d: status %s\nwant %s", version, s, want)
+		}
+	}
 }
 
 // TestStatusCountsPlayers checks that "online" counts connections in play.

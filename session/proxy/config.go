@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
@@ -55,6 +56,7 @@ type Config struct {
 	Forwarding   Forwarding             `yaml:"forwarding"`
 	Limits       Limits                 `yaml:"limits"`
 	Health       HealthConfig           `yaml:"health"`
+	Status       StatusConfig           `yaml:"status"`
 	Shutdown     ShutdownConfig         `yaml:"shutdown"`
 	// Loops is the number of event loops; 0 means one per core.
 	Loops int `yaml:"loops"`
@@ -62,6 +64,10 @@ type Config struct {
 	// processes can share them (one process holds ~9,900 sessions at
 	// 20,000 open files).
 	ReusePort bool `yaml:"reuse_port"`
+
+	// dir is the directory of the file the configuration came from, against
+	// which relative file names in it are read.
+	dir string
 }
 
 // ListenerConfig is one listen address.
@@ -151,6 +157,69 @@ type HealthConfig struct {
 	OfflineMessage string `yaml:"offline_message"`
 }
 
+// StatusConfig is how the proxy answers status pings (server list pings,
+// modern and pre-1.7) for hosts it routes; see status.go.
+type StatusConfig struct {
+	// CacheTTL is how long a group's status, fetched from one of its
+	// backends by the proxy, answers the pings for that group. 0 turns the
+	// cache off: modern pings are relayed to a backend, and legacy pings
+	// share only a fetch in flight.
+	CacheTTL time.Duration `yaml:"cache_ttl"`
+	// Timeout bounds one fetch of a backend's status, connect included.
+	Timeout time.Duration `yaml:"timeout"`
+	// Protocol is what the answer's version.protocol says.
+	Protocol StatusProtocol `yaml:"protocol"`
+	// SumOnline makes players.online the sum over the group's backends
+	// that are up: a refresh asks each of them.
+	SumOnline bool `yaml:"sum_online"`
+	// Offline is the answer when the group has no backend up or a refresh
+	// failed.
+	Offline OfflineStatusConfig `yaml:"offline"`
+}
+
+// StatusProtocol selects the protocol number of a cached status answer.
+type StatusProtocol string
+
+// Status protocol modes.
+const (
+	// StatusProtocolBackend keeps the backend's version object: a client of
+	// another version lists the server as incompatible, as with the
+	// backend itself.
+	StatusProtocolBackend StatusProtocol = "backend"
+	// StatusProtocolClient answers each client with its own protocol
+	// number (for backends that accept several versions).
+	StatusProtocolClient StatusProtocol = "client"
+)
+
+// OfflineStatusConfig is the proxy's own status answer for a group that has
+// no backend up.
+type OfflineStatusConfig struct {
+	// MOTD is the description: text with § formatting codes, or a chat
+	// component in JSON (a value starting with {). Empty means the offline
+	// message (groups.NAME.offline_message or health.offline_message); a
+	// group's own offline_message also takes precedence over MOTD.
+	MOTD string `yaml:"motd"`
+	// VersionName is version.name, which clients show in place of the
+	// player counts when the protocol is not theirs.
+	VersionName string `yaml:"version_name"`
+	// Protocol is version.protocol; 0 means each client's own (so the
+	// player counts show), -1 makes every client show VersionName.
+	Protocol int `yaml:"protocol"`
+	// Favicon is the path of a 64x64 PNG (at most MaxFaviconBytes) shown
+	// next to the entry; relative to the configuration file's directory.
+	// It is read and validated when the configuration is loaded.
+	Favicon string `yaml:"favicon"`
+	// Online and Max are the player counts.
+	Online int `yaml:"online"`
+	Max    int `yaml:"max"`
+
+	// favicon is the PNG as a data: URI, read from Favicon by check.
+	favicon string
+}
+
+// DefaultStatusVersionName is status.offline.version_name when it is not set.
+const DefaultStatusVersionName = "tidegate"
+
 // CheckKind is how an active health check probes a backend.
 type CheckKind string
 
@@ -233,6 +302,9 @@ func parse(name string, data []byte, d *decoder) (*Config, []Problem, error) {
 		return nil, nil, invalid([]Problem{syntaxProblem(data, err)})
 	}
 	cfg := defaultConfig()
+	if name != "" && name != embeddedName {
+		cfg.dir = filepath.Dir(name)
+	}
 	if len(doc.Content) > 0 {
 		d.value(doc.Content[0], reflect.ValueOf(&cfg).Elem(), "")
 	}
@@ -288,6 +360,12 @@ func defaultConfig() Config {
 			Timeout:        2 * time.Second,
 			Check:          CheckAuto,
 			OfflineMessage: DefaultOfflineMessage,
+		},
+		Status: StatusConfig{
+			CacheTTL: 5 * time.Second,
+			Timeout:  2 * time.Second,
+			Protocol: StatusProtocolBackend,
+			Offline:  OfflineStatusConfig{VersionName: DefaultStatusVersionName},
 		},
 		Shutdown: ShutdownConfig{DrainTimeout: 30 * time.Second, Message: DefaultShutdownMessage},
 	}
@@ -430,6 +508,8 @@ func (c *Config) check(isSet func(path string) bool) []Problem {
 		{"health.cooldown", c.Health.Cooldown, false},
 		{"health.interval", c.Health.Interval, true},
 		{"health.timeout", c.Health.Timeout, false},
+		{"status.cache_ttl", c.Status.CacheTTL, true},
+		{"status.timeout", c.Status.Timeout, false},
 		{"shutdown.drain_timeout", c.Shutdown.DrainTimeout, false},
 	} {
 		switch {
@@ -466,6 +546,7 @@ func (c *Config) check(isSet func(path string) bool) []Problem {
 	}
 	validOfflineMessage(bad, "health.offline_message", h.OfflineMessage)
 	validOfflineMessage(bad, "shutdown.message", c.Shutdown.Message)
+	c.checkStatus(bad)
 	if c.Loops < 0 {
 		bad("loops", "%d is negative (0 means one per core)", c.Loops)
 	}
@@ -584,6 +665,7 @@ func (c *Config) warnings() []Problem {
 			warn("groups."+name+".backends", "every backend has weight 0, so this group takes no sessions")
 		}
 	}
+	c.statusWarnings(warn)
 	return ws
 }
 
@@ -597,6 +679,10 @@ func validOfflineMessage(bad func(path, format string, args ...any), path, msg s
 		bad(path, "%d bytes: want at most %d", len(msg), maxOfflineMessage)
 	case !utf8.ValidString(msg):
 		bad(path, "%q is not valid UTF-8", msg)
+	default:
+		if err := checkChatText(msg); err != "" {
+			bad(path, "%s", err)
+		}
 	}
 }
 

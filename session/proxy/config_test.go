@@ -192,6 +192,40 @@ health:
 			`proxy.yaml:4:20: health.offline_message: ${9lives}: want ${NAME} or ${NAME:-default}, NAME made of letters, digits and _`,
 			`proxy.yaml:4:20: health.offline_message: "${OPEN": ${ without a closing } (write $${ for a literal ${)`,
 		}},
+		{"status and chat components", `status:
+  cache_ttl: -1s
+  timeout: 0
+  protocol: newest
+  sum_online: maybe
+  offline:
+    motd: '{"text": 5'
+    version_name: "  "
+    protocol: 99999999999
+    favicon: /nonexistent/icon.png
+    online: -1
+    max: 3000000000
+health:
+  offline_message: '{"text":"x","color":7}'
+groups:
+  main:
+    backends: [{addr: 127.0.0.1:25565}]
+    offline_message: '{"extra":"no"}'
+listeners: [{listen: 0.0.0.0:25577}]
+default_group: main
+`, []string{
+			`proxy.yaml:2:14: status.cache_ttl: -1s is negative (0 turns it off)`,
+			`proxy.yaml:3:12: status.timeout: 0s must be positive`,
+			`proxy.yaml:4:13: status.protocol: "newest": want backend (the backend's version object) or client (each client's own protocol number)`,
+			`proxy.yaml:5:15: status.sum_online: "maybe": want true or false`,
+			`proxy.yaml:7:11: status.offline.motd: not a valid chat component: unexpected EOF (a value starting with { is read as JSON; otherwise write text with § codes)`,
+			`proxy.yaml:8:19: status.offline.version_name: "  " is blank`,
+			`proxy.yaml:9:15: status.offline.protocol: 99999999999: want a protocol version number (0 for each client's own, -1 for none)`,
+			`proxy.yaml:10:14: status.offline.favicon: reading the favicon: open /nonexistent/icon.png: no such file or directory`,
+			`proxy.yaml:11:13: status.offline.online: -1 is negative`,
+			`proxy.yaml:12:10: status.offline.max: 3000000000: want at most 2147483647`,
+			`proxy.yaml:14:20: health.offline_message: not a valid chat component: color is not a string`,
+			`proxy.yaml:18:22: groups.main.offline_message: not a valid chat component: extra is not an array`,
+		}},
 		{"a file with nothing in it", "# only a comment\n", []string{
 			`proxy.yaml: listeners: at least one listener is needed`,
 			`proxy.yaml: groups: at least one backend group is needed`,
@@ -347,6 +381,9 @@ groups:
 			`2:5: listeners[0]: no routes and no default_group: every login is refused with "Unknown server address"; set default_group to the group hosts should go to`,
 			`7:9: groups.main: no listener sends sessions here: it is not default_group, a route's group or a raw listener's group`,
 		}},
+		{"a status fetch may outlast the handshake timeout", "status: {timeout: 5s}\n" + validTail, []string{
+			`1:19: status.timeout: 5s is not below limits.handshake_timeout 5s: a ping waiting for a slow status fetch is closed before it is answered`,
+		}},
 		{"every backend at weight 0", `listeners: [{listen: 0.0.0.0:25577}]
 default_group: main
 groups:
@@ -385,31 +422,30 @@ func TestDefaultYAMLStatesTheDefaults(t *testing.T) {
 		t.Errorf("warnings in the embedded default: %v", warnings)
 	}
 	def := defaultConfig()
-	if cfg.Limits != def.Limits || cfg.Health != def.Health || cfg.Shutdown != def.Shutdown ||
+	if cfg.Limits != def.Limits || cfg.Health != def.Health || cfg.Shutdown != def.Shutdown || cfg.Status != def.Status ||
 		cfg.Forwarding != def.Forwarding || cfg.Loops != def.Loops || cfg.ReusePort != def.ReusePort {
-		t.Errorf("default.yaml and defaultConfig differ:\nfile %+v %+v %+v\ncode %+v %+v %+v",
-			cfg.Limits, cfg.Health, cfg.Shutdown, def.Limits, def.Health, def.Shutdown)
+		t.Errorf("default.yaml and defaultConfig differ:\nfile %+v %+v %+v %+v\ncode %+v %+v %+v %+v",
+			cfg.Limits, cfg.Health, cfg.Shutdown, cfg.Status, def.Limits, def.Health, def.Shutdown, def.Status)
 	}
 	d := newDecoder(os.LookupEnv, len(defaultConfigYAML))
 	if _, _, err := parse("default.yaml", defaultConfigYAML, d); err != nil {
 		t.Fatal(err)
 	}
-	top, keys := structKeys(reflect.TypeFor[Config]())
-	for _, k := range keys {
-		f := reflect.TypeFor[Config]().Field(top[k])
-		if !d.isSet(k) {
-			t.Errorf("default.yaml does not write %s", k)
-		}
-		if f.Type.Kind() != reflect.Struct {
-			continue
-		}
-		_, sub := structKeys(f.Type)
-		for _, s := range sub {
-			if !d.isSet(k + "." + s) {
-				t.Errorf("default.yaml does not write %s.%s", k, s)
+	// Every key, down through nested sections (status.offline).
+	var walk func(typ reflect.Type, prefix string)
+	walk = func(typ reflect.Type, prefix string) {
+		idx, keys := structKeys(typ)
+		for _, k := range keys {
+			f := typ.Field(idx[k])
+			if !d.isSet(prefix + k) {
+				t.Errorf("default.yaml does not write %s", prefix+k)
+			}
+			if f.Type.Kind() == reflect.Struct && f.Type != durationType {
+				walk(f.Type, prefix+k+".")
 			}
 		}
 	}
+	walk(reflect.TypeFor[Config](), "")
 }
 
 // TestValidateWithoutAFile: a configuration built in Go is checked the

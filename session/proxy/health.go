@@ -321,7 +321,7 @@ func checkBackend(ctx context.Context, addr string, kind CheckKind, timeout time
 		stop := context.AfterFunc(ctx, func() { _ = conn.Close() }) // Proxy.Stop need not wait for the timeout
 		defer stop()
 		_ = conn.SetDeadline(start.Add(timeout))
-		if err := statusExchange(conn, addr); err != nil {
+		if _, err := statusExchange(conn, addr); err != nil {
 			return 0, fmt.Errorf("%s check of %s: %w", kind, addr, err)
 		}
 	}
@@ -329,8 +329,8 @@ func checkBackend(ctx context.Context, addr string, kind CheckKind, timeout time
 }
 
 // statusExchange sends a status handshake and Status Request on conn and
-// reads a Status Response carrying JSON.
-func statusExchange(conn net.Conn, addr string) error {
+// reads a Status Response carrying JSON, which it returns.
+func statusExchange(conn net.Conn, addr string) ([]byte, error) {
 	host, portText, _ := net.SplitHostPort(addr) // validated by Config.Validate
 	port, _ := strconv.ParseUint(portText, 10, 16)
 	req := mc.AppendHandshake(nil, mc.Handshake{
@@ -338,28 +338,28 @@ func statusExchange(conn net.Conn, addr string) error {
 	})
 	req = mc.AppendPacket(req, mc.PacketStatusRequest, nil)
 	if _, err := conn.Write(req); err != nil {
-		return fmt.Errorf("sending status request: %w", err)
+		return nil, fmt.Errorf("sending status request: %w", err)
 	}
 	body, err := readFrame(conn, make([]byte, 0, 1024))
 	if err != nil {
-		return fmt.Errorf("reading status response: %w", err)
+		return nil, fmt.Errorf("reading status response: %w", err)
 	}
 	id, data, err := mc.ParsePacketID(body)
 	if err != nil {
-		return fmt.Errorf("status response: %w", err)
+		return nil, fmt.Errorf("status response: %w", err)
 	}
 	if id != mc.PacketStatusResponse {
-		return fmt.Errorf("got packet 0x%02x, want Status Response 0x%02x", id, mc.PacketStatusResponse)
+		return nil, fmt.Errorf("got packet 0x%02x, want Status Response 0x%02x", id, mc.PacketStatusResponse)
 	}
 	rd := mc.NewReader(data)
 	js, err := rd.ReadString(mc.MaxFrameLength)
 	if err != nil {
-		return fmt.Errorf("status response: %w", err)
+		return nil, fmt.Errorf("status response: %w", err)
 	}
 	if !json.Valid(js) {
-		return fmt.Errorf("status response of %d bytes is not JSON", len(js))
+		return nil, fmt.Errorf("status response of %d bytes is not JSON", len(js))
 	}
-	return nil
+	return js, nil
 }
 
 // readFrame reads from conn until buf holds one whole frame and returns

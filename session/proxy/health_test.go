@@ -432,10 +432,11 @@ func muteListener(t *testing.T) (string, *atomic.Int32) {
 	return ln.Addr().String(), &accepted
 }
 
-// TestOfflineAnswers: a status ping whose backend connect fails, and one to
-// a group with no backend up, get the proxy's own answer with the group's
-// offline message (and a third-party client reads it); a login gets that
-// message as its disconnect.
+// TestOfflineAnswers: with the status cache off (status pings relayed), a
+// status ping whose backend connect fails, and one to a group with no
+// backend up, get the proxy's own answer with the group's offline message
+// (and a third-party client reads it); a login gets that message as its
+// disconnect. TestStatusCacheOffline covers the cached path.
 func TestOfflineAnswers(t *testing.T) {
 	dead := refusedAddr(t)
 	const msg = `Survival is "down" for maintenance`
@@ -444,6 +445,7 @@ listeners: [{listen: "127.0.0.1:0"}]
 default_group: survival
 groups: {survival: {backends: [{addr: %q}], offline_message: %q}}
 health: {failures: 2, cooldown: 1h}
+status: {cache_ttl: 0}
 `, dead, msg))
 	for _, proto := range []int32{mc.Protocol1_7_10, mc.Protocol1_20_2} { // both connects fail: down
 		checkOffline(t, statusPing(t, addr, "localhost", proto), proto, msg)

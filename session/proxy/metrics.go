@@ -17,6 +17,8 @@ type Collector struct {
 	backendUp, backendLatency, backendSessions, backendChecks *prometheus.Desc
 
 	reloads, configInfo *prometheus.Desc
+
+	statusAnswers, statusRefreshes *prometheus.Desc
 }
 
 // NewCollector returns a Prometheus collector for p.
@@ -43,6 +45,9 @@ func NewCollector(p *Proxy) *Collector {
 		backendSessions: d("backend_sessions", "Sessions relayed to the backend now.", "group", "addr"),
 		backendChecks:   d("backend_checks_total", "Active health checks of the backend, by result (ok, failed).", "group", "addr", "result"),
 
+		statusAnswers:   d("status_cached_answers_total", "Status pings answered from a group's cached status, by when (at once, or after waiting for a refresh).", "when"),
+		statusRefreshes: d("status_refreshes_total", "Fetches of a group's status from its backends, by result (ok, failed).", "result"),
+
 		reloads:    prometheus.NewDesc("tidegate_config_reloads_total", "Configuration reloads, by result (ok, failed).", []string{"result"}, nil),
 		configInfo: prometheus.NewDesc("tidegate_config_info", "1, labelled with the hash of the configuration new sessions use.", []string{"hash"}, nil),
 	}
@@ -52,7 +57,8 @@ func NewCollector(p *Proxy) *Collector {
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.accepted, c.active, c.routed, c.connectFailed, c.bytes, c.frames,
 		c.unframed, c.rejected, c.paused, c.pauseEvents, c.lingerExpired,
-		c.backendUp, c.backendLatency, c.backendSessions, c.backendChecks, c.reloads, c.configInfo} {
+		c.backendUp, c.backendLatency, c.backendSessions, c.backendChecks, c.reloads, c.configInfo,
+		c.statusAnswers, c.statusRefreshes} {
 		ch <- d
 	}
 }
@@ -80,6 +86,10 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.paused, st.Reactor.Paused)
 	counter(c.pauseEvents, st.Reactor.PauseEvents)
 	counter(c.lingerExpired, st.Reactor.LingerExpired)
+	counter(c.statusAnswers, st.StatusCached, "at_once")
+	counter(c.statusAnswers, st.StatusWaited, "after_refresh")
+	counter(c.statusRefreshes, st.StatusRefreshes, "ok")
+	counter(c.statusRefreshes, st.StatusRefreshFailures, "failed")
 	ok, failed := c.p.Reloads()
 	counter(c.reloads, ok, "ok")
 	counter(c.reloads, failed, "failed")

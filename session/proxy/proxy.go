@@ -35,6 +35,8 @@ type Proxy struct {
 	checksMu    sync.Mutex
 	checks      *healthChecks // active health checks, when health.interval is set
 	checksEnded bool          // Stop or Shutdown stopped them for good
+
+	refresher statusRefresher // status cache refreshes (status.go)
 }
 
 // loopState is what the proxy keeps per loop: counters and random state.
@@ -109,7 +111,7 @@ func (p *Proxy) Reactor() *reactor.Server { return p.rs }
 // Stop stops the health checks, closes every connection and waits for the
 // checkers and the loops to exit.
 func (p *Proxy) Stop(ctx context.Context) error {
-	return errors.Join(p.stopChecks(ctx), p.rs.Stop(ctx))
+	return errors.Join(p.stopChecks(ctx), p.refresher.stop(ctx), p.rs.Stop(ctx))
 }
 
 // Shutdown drains the proxy: it stops accepting at once and lets open
@@ -121,12 +123,13 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 	err := p.rs.Shutdown(ctx)
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return errors.Join(err, p.stopChecks(sctx))
+	return errors.Join(err, p.stopChecks(sctx), p.refresher.stop(sctx))
 }
 
 // Stats sums the counters of all loops.
 func (p *Proxy) Stats() Stats {
-	st := Stats{Reactor: p.rs.Stats(), Rejected: map[string]int64{}}
+	st := Stats{Reactor: p.rs.Stats(), Rejected: map[string]int64{},
+		StatusRefreshes: p.refresher.ok.Load(), StatusRefreshFailures: p.refresher.failed.Load()}
 	for i := range p.loops {
 		c := &p.loops[i].counters
 		st.Accepted += c.accepted.Load()
@@ -138,6 +141,8 @@ func (p *Proxy) Stats() Stats {
 		st.FramesC2S += c.framesC2S.Load()
 		st.FramesS2C += c.framesS2C.Load()
 		st.Unframed += c.unframed.Load()
+		st.StatusCached += c.statusCached.Load()
+		st.StatusWaited += c.statusWaited.Load()
 		for r := reason(0); r < numReasons; r++ {
 			if n := c.rejected[r].Load(); n > 0 {
 				st.Rejected[r.String()] += n

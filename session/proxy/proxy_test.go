@@ -336,7 +336,7 @@ func TestBadInputIsCountedAndClosedCleanly(t *testing.T) {
 		{"garbage", be, "", []byte("\x05hello"), "bad_handshake", ""},
 		{"oversized varint", be, "", []byte{0xff, 0xff, 0xff, 0xff, 0x0f}, "bad_frame", ""},
 		{"frame over limit", be, "limits: {max_frame: 1000}", append(mc.AppendVarInt(nil, 5000), make([]byte, 100)...), "bad_frame", ""},
-		{"legacy ping", be, "", []byte{0xfe, 0x01}, "legacy_ping", ""},
+		{"malformed 1.6 legacy ping", be, "", []byte{0xfe, 0x01, 0xfa, 0x00, 0x0c}, "bad_handshake", ""},
 		{"handshake never completes", be, "limits: {handshake_timeout: 100ms}", []byte{0x10, 0x00}, "handshake_timeout", ""},
 		{"preroute cap", be, "limits: {preroute_bytes: 100}", append(mc.AppendVarInt(nil, 1000), make([]byte, 300)...), "preroute_cap", ""},
 		{"bad login start", be, "", append(handshake(5, "localhost", 2), mc.AppendPacket(nil, 0, mc.AppendString(nil, []byte("this-name-is-far-too-long")))...), "bad_login_start", "Protocol error"},

@@ -25,6 +25,7 @@ type generation struct {
 	router             *router
 	raw                map[*ListenerConfig]*group // raw listeners' groups
 	shutdownDisconnect []byte                     // the login disconnect at a drain deadline
+	unknownHost        *statusReply               // the status answer for a host without a route
 	hash               string                     // of the configuration, for logs and metrics
 }
 
@@ -41,6 +42,7 @@ func newGeneration(cfg *Config, old *generation, live []int) *generation {
 		router:             newRouter(cfg, prev),
 		raw:                map[*ListenerConfig]*group{},
 		shutdownDisconnect: mc.AppendLoginDisconnect(nil, chatJSON(cfg.Shutdown.Message)),
+		unknownHost:        offlineReply(cfg.Status.Offline, unknownHostText),
 		hash:               cfg.Hash(),
 		byIndex:            map[int]*ListenerConfig{},
 		live:               live,

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"encoding/json"
 	"sort"
 	"sync/atomic"
@@ -40,8 +41,8 @@ type group struct {
 	routed bool      // some listener can send sessions here
 	check  CheckKind // active check kind, CheckTCP or CheckStatus
 
-	offlineDisconnect []byte // login Disconnect frame with the offline message
-	offlineStatus     []byte // the offline message as a JSON string, for local status answers
+	offlineDisconnect []byte       // login Disconnect frame with the offline message
+	status            *groupStatus // status answers: the cache and the offline answer (status.go)
 }
 
 // router maps virtual hosts to groups.
@@ -78,13 +79,12 @@ func newRouter(cfg *Config, prev *router) *router {
 		if msg == "" {
 			msg = h.OfflineMessage
 		}
-		quoted, _ := json.Marshal(msg) // a string always marshals
 		g := &group{
 			name:              name,
 			check:             CheckTCP,
-			offlineStatus:     quoted,
 			offlineDisconnect: mc.AppendLoginDisconnect(nil, chatJSON(msg)),
 		}
+		g.status = newGroupStatus(cfg, gc)
 		for _, b := range gc.Backends {
 			if b.Weight > 0 {
 				g.backends = append(g.backends, &backend{addr: b.Addr, weight: b.Weight, group: g, backendHealth: prev.healthOf(name, b.Addr)})
@@ -197,8 +197,15 @@ func xorshift(s *uint64) uint64 {
 
 func nowUnix() int64 { return time.Now().UnixNano() }
 
-// chatJSON is a Minecraft chat component with msg as its text.
+// chatJSON is a Minecraft chat component with msg as its text, or msg
+// itself when it is a chat component in JSON (validated by Config.check).
 func chatJSON(msg string) []byte {
+	if isChatJSON(msg) {
+		var b bytes.Buffer
+		if json.Compact(&b, []byte(msg)) == nil {
+			return b.Bytes()
+		}
+	}
 	quoted, _ := json.Marshal(msg) // a string always marshals
 	return append(append([]byte(`{"text":`), quoted...), '}')
 }

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"errors"
-	"strconv"
 	"sync/atomic"
 
 	"github.com/tidegate/tidegate/protocol/mc"
@@ -15,7 +14,8 @@ type state uint8
 const (
 	stHandshake   state = iota // waiting for the handshake frame
 	stLoginStart               // waiting for Login Start (username)
-	stLocalStatus              // answering a status ping ourselves (unknown host, no backend up)
+	stLocalStatus              // answering a status ping ourselves (status.go: cache, unknown host, no backend up)
+	stLegacyPing               // a pre-1.7 server list ping: waiting for the rest of it, or for its answer
 	stConnecting               // backend dial in flight; client bytes wait unconsumed
 	stRelay                    // both connected: bytes flow both ways
 	stDone                     // closing
@@ -37,9 +37,10 @@ type session struct {
 
 	group     *group
 	target    *backend
-	probe     bool   // the connect to target is its health probe, not yet decided
-	localDesc []byte // JSON string: the description of a local status answer
-	hsLen     int    // bytes of the handshake frame at the start of the client's input
+	probe     bool              // the connect to target is its health probe, not yet decided
+	legacy    mc.LegacyPingKind // a legacy ping's form, once it is whole
+	reply     *statusReply      // the answer to a status ping the proxy answers; nil while a refresh is awaited
+	hsLen     int               // bytes of the handshake frame at the start of the client's input
 	handshake mc.Handshake
 	host      string // normalized virtual host
 	username  string
@@ -103,6 +104,12 @@ func (h *clientHandler) OnTraffic(c *reactor.Conn) {
 		s.readLoginStart()
 	case stLocalStatus:
 		s.serveLocalStatus()
+	case stLegacyPing:
+		if s.legacy != 0 {
+			c.Discard(-1) // answered, or about to be: the rest is not read
+		} else {
+			s.readHandshake() // the rest of a legacy ping, or a modern frame after all
+		}
 	case stConnecting:
 		// A client that speaks first (raw mode) or keeps sending while its
 		// backend connects is held under flow control, not refused: stop
@@ -295,6 +302,8 @@ func (h *clientHandler) OnReadEOF(c *reactor.Conn) {
 		c.Discard(-1)
 		s.clientEOF = true
 		s.backend.CloseWrite()
+	case stLegacyPing:
+		s.legacyReadEOF()
 	default:
 		// Before routing there is nothing to relay a half-close to.
 		s.state = stDone
@@ -378,9 +387,8 @@ func (s *session) relay(from, to *reactor.Conn, fs *frameScanner, bytes, frames 
 func (s *session) readHandshake() {
 	c := s.client
 	buf, _ := c.Peek(-1)
-	if len(buf) > 0 && buf[0] == 0xFE {
-		s.reject(reasonLegacyPing, nil) // pre-1.7 server list ping: not spoken here
-		return
+	if len(buf) > 0 && buf[0] == mc.LegacyPingID && s.readLegacyPing(buf) {
+		return // pre-1.7 server list ping (status.go)
 	}
 	n, hl, ok := s.preRouteFrame(buf, 0)
 	if !ok {
@@ -403,7 +411,7 @@ func (s *session) readHandshake() {
 		if hs.NextState == mc.NextStateStatus {
 			c.Discard(n)
 			s.state = stLocalStatus
-			s.localDesc = unknownHostDesc
+			s.reply = s.gen.unknownHost
 			s.serveLocalStatus()
 			return
 		}
@@ -411,7 +419,15 @@ func (s *session) readHandshake() {
 		return
 	}
 	if hs.NextState == mc.NextStateStatus {
-		s.connect()
+		switch {
+		case s.gen.cfg.Status.CacheTTL == 0:
+			s.connect() // relayed to a backend
+		case !s.group.anyUp():
+			s.noHealthyBackend()
+		default:
+			c.Discard(n)
+			s.serveCachedStatus()
+		}
 		return
 	}
 	s.state = stLoginStart
@@ -484,11 +500,11 @@ func (s *session) noHealthyBackend() {
 }
 
 // serveOfflineStatus answers the status ping waiting in the client's input
-// with the group's offline message.
+// with the group's offline answer.
 func (s *session) serveOfflineStatus() {
 	s.client.Discard(s.hsLen)
 	s.state = stLocalStatus
-	s.localDesc = s.group.offlineStatus
+	s.reply = s.group.status.offline
 	s.serveLocalStatus()
 }
 
@@ -501,17 +517,19 @@ func (s *session) dropProbe() {
 	}
 }
 
-// unknownHostDesc is the description of the local status answer for a host
-// without a route.
-var unknownHostDesc = []byte(`"Unknown host"`)
-
-// serveLocalStatus answers a status ping itself, with the description
-// localDesc: for a host that has no route, or a group with no backend up.
+// serveLocalStatus answers a status ping itself, with s.reply: a group's
+// cached status, its offline answer, or the answer for a host that has no
+// route. While s.reply is nil (a refresh is awaited) a Status Request stays
+// unread; statusReady calls this again.
 func (s *session) serveLocalStatus() {
 	c := s.client
+	if s.state != stLocalStatus {
+		return
+	}
 	buf, _ := c.Peek(-1)
 	consumed := 0
 	var out []byte
+frames:
 	for {
 		n, hl, err := mc.SplitFrame(buf[consumed:], 256)
 		if err != nil {
@@ -527,13 +545,12 @@ func (s *session) serveLocalStatus() {
 			return
 		}
 		body := buf[consumed+hl : consumed+n]
-		consumed += n
 		switch id {
 		case mc.PacketStatusRequest:
-			js := strconv.AppendInt([]byte(`{"version":{"name":"tidegate","protocol":`), int64(s.protocol), 10)
-			js = append(js, `},"players":{"max":0,"online":0},"description":{"text":`...)
-			js = append(append(js, s.localDesc...), "}}"...)
-			out = mc.AppendStatusResponse(out, js)
+			if s.reply == nil {
+				break frames // answered when the refresh is done
+			}
+			out = s.reply.appendResponse(out, s.protocol)
 		case mc.PacketPing:
 			v, err := mc.ParsePing(body)
 			if err != nil {
@@ -550,6 +567,7 @@ func (s *session) serveLocalStatus() {
 			s.reject(reasonBadFrame, errors.New("unexpected packet in status state"))
 			return
 		}
+		consumed += n
 	}
 	if len(out) > 0 {
 		_ = c.Write(out)
@@ -588,6 +606,12 @@ func (s *session) onTimer() {
 			s.backend.Close()
 		}
 	case stDone, stAdopting, stHandedOver:
+	case stLegacyPing:
+		if s.legacy == 0 && l.Now() < s.handshakeDeadline() {
+			s.legacyWaitOver()
+			return
+		}
+		s.reject(reasonHandshakeTimeout, nil)
 	default:
 		s.reject(reasonHandshakeTimeout, nil)
 	}

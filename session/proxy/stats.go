@@ -57,6 +57,8 @@ type loopCounters struct {
 	framesC2S     atomic.Int64
 	framesS2C     atomic.Int64
 	unframed      atomic.Int64
+	statusCached  atomic.Int64 // status pings answered from a fresh cache entry
+	statusWaited  atomic.Int64 // status pings answered after waiting for a refresh
 	rejected      [numReasons]atomic.Int64
 	_             [64]byte
 }
@@ -74,4 +76,13 @@ type Stats struct {
 	FramesS2C     int64            // Minecraft frames relayed backend to client
 	Unframed      int64            // streams whose framing could not be followed (encryption)
 	Rejected      map[string]int64 // sessions refused or ended early, by reason
+
+	// StatusCached and StatusWaited count the status pings (modern and
+	// legacy) answered from a group's cache, at once or after waiting for
+	// a refresh; StatusRefreshes and StatusRefreshFailures count the
+	// refreshes that fetched a status and those that failed.
+	StatusCached          int64
+	StatusWaited          int64
+	StatusRefreshes       int64
+	StatusRefreshFailures int64
 }
