@@ -23,9 +23,10 @@ type generation struct {
 	byIndex            map[int]*ListenerConfig
 	live               []int // the reactor index of each of cfg.Listeners
 	router             *router
-	raw                map[*ListenerConfig]*group // raw listeners' groups
-	shutdownDisconnect []byte                     // the login disconnect at a drain deadline
-	hash               string                     // of the configuration, for logs and metrics
+	raw                map[*ListenerConfig]*group       // raw listeners' groups
+	proxyIn            map[*ListenerConfig]*proxyAccept // listeners that take a PROXY header (proxyproto.go)
+	shutdownDisconnect []byte                           // the login disconnect at a drain deadline
+	hash               string                           // of the configuration, for logs and metrics
 }
 
 // newGeneration builds a generation from a validated cfg whose listeners
@@ -57,6 +58,7 @@ func newGeneration(cfg *Config, old *generation, live []int) *generation {
 			g.raw[l] = g.router.groups[l.Group]
 		}
 	}
+	g.proxyIn = proxyAccepts(g.byIndex)
 	if old != nil { // removed listeners keep their old group for late arrivals
 		for _, l := range old.byIndex {
 			if _, ok := g.raw[l]; !ok && l.Mode == ModeRaw {

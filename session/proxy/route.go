@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tidegate/tidegate/protocol/mc"
+	"github.com/tidegate/tidegate/protocol/proxyproto"
 )
 
 // backend is one backend server of a group in one configuration, and its
@@ -37,8 +38,9 @@ type group struct {
 	name     string
 	backends []*backend
 
-	routed bool      // some listener can send sessions here
-	check  CheckKind // active check kind, CheckTCP or CheckStatus
+	routed bool                // some listener can send sessions here
+	check  CheckKind           // active check kind, CheckTCP or CheckStatus
+	sendPP proxyproto.Versions // PROXY header version its backends get; 0 for none
 
 	offlineDisconnect []byte // login Disconnect frame with the offline message
 	offlineStatus     []byte // the offline message as a JSON string, for local status answers
@@ -85,6 +87,7 @@ func newRouter(cfg *Config, prev *router) *router {
 			offlineStatus:     quoted,
 			offlineDisconnect: mc.AppendLoginDisconnect(nil, chatJSON(msg)),
 		}
+		g.sendPP, _ = proxyVersions(gc.SendProxyProtocol)
 		for _, b := range gc.Backends {
 			if b.Weight > 0 {
 				g.backends = append(g.backends, &backend{addr: b.Addr, weight: b.Weight, group: g, backendHealth: prev.healthOf(name, b.Addr)})
