@@ -391,6 +391,10 @@ func parseV2(buf []byte, maxLen int) (Header, int, error) {
 	if len(buf) < total {
 		return Header{}, 0, nil
 	}
+	if fam == Unspec {
+		// Nothing in the block is to be read: the real endpoints stand.
+		return h, total, nil
+	}
 	body := buf[V2HeaderLength:total]
 	if tr != UnspecTransport {
 		switch fam {

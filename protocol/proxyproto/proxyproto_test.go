@@ -83,6 +83,7 @@ func TestParseHeaders(t *testing.T) {
 		{"v2 local", string(v2(0x20, 0x00)) + "x", Options{}, Header{Version: V2, Command: Local}, 16},
 		{"v2 local ignores family and block", string(v2(0x20, 0xFF, []byte{1, 2, 3})), Options{}, Header{Version: V2, Command: Local}, 19},
 		{"v2 unspec", string(v2(0x21, 0x00)), Options{}, Header{Version: V2}, 16},
+		{"v2 unspec skips its block unread", string(v2(0x21, 0x01, []byte{0xff, 0xff})), Options{}, Header{Version: V2, Transport: Stream}, 18},
 		{"v2 unix: no addresses decoded", string(v2(0x21, 0x31, make([]byte, 216))), Options{},
 			Header{Version: V2, Family: Unix, Transport: Stream}, 232},
 		{"v2 ipv4, unspecified transport: no addresses", string(v2(0x21, 0x10, ipv4Block)), Options{},

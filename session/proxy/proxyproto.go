@@ -187,8 +187,10 @@ func (s *session) readProxyHeader() {
 	}
 	c.Discard(n)
 	s.state = stHandshake
-	s.p.log.Debug().Str("remote", s.remoteAddr()).Stringer("peer", c.RemoteAddr()).Stringer("version", h.Version).
-		Bool("local", !h.Source.IsValid()).Msg("PROXY header read")
+	if ev := s.p.log.Debug(); ev.Enabled() {
+		ev.Str("remote", s.remoteAddr()).Stringer("peer", c.RemoteAddr()).Stringer("version", h.Version).
+			Bool("local", !h.Source.IsValid()).Msg("PROXY header read")
+	}
 	if r, ok := s.p.admit(s.gen, s.ip); !ok {
 		s.reject(r, nil)
 		return

@@ -23,10 +23,11 @@ type generation struct {
 	byIndex            map[int]*ListenerConfig
 	live               []int // the reactor index of each of cfg.Listeners
 	router             *router
-	raw                map[*ListenerConfig]*group       // raw listeners' groups
-	proxyIn            map[*ListenerConfig]*proxyAccept // listeners that take a PROXY header (proxyproto.go)
-	shutdownDisconnect []byte                           // the login disconnect at a drain deadline
-	hash               string                           // of the configuration, for logs and metrics
+	raw                map[*ListenerConfig]*group // raw listeners' groups
+	shutdownDisconnect []byte                     // the login disconnect at a drain deadline
+	hash               string                     // of the configuration, for logs and metrics
+
+	proxyIn map[*ListenerConfig]*proxyAccept // listeners that take a PROXY header (proxyproto.go)
 }
 
 // newGeneration builds a generation from a validated cfg whose listeners

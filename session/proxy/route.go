@@ -38,8 +38,9 @@ type group struct {
 	name     string
 	backends []*backend
 
-	routed bool                // some listener can send sessions here
-	check  CheckKind           // active check kind, CheckTCP or CheckStatus
+	routed bool      // some listener can send sessions here
+	check  CheckKind // active check kind, CheckTCP or CheckStatus
+
 	sendPP proxyproto.Versions // PROXY header version its backends get; 0 for none
 
 	offlineDisconnect []byte // login Disconnect frame with the offline message
