@@ -32,7 +32,7 @@ limits:
   connect_timeout: -3s
 `)
 	want := "tidegate: configuration is invalid:\n" +
-		path + `:3:5: listeners[0].colour: unknown key; the keys here are listen, mode and group` + "\n" +
+		path + `:3:5: listeners[0].colour: unknown key; the keys here are listen, mode, group and proxy_protocol` + "\n" +
 		path + `:8:3: limits.handshake_timout: unknown key (did you mean "handshake_timeout"?)` + "\n" +
 		path + `:9:20: limits.connect_timeout: -3s must be positive`
 	for _, args := range [][]string{

@@ -76,6 +76,9 @@ type ListenerConfig struct {
 	Mode   Mode   `yaml:"mode"`
 	// Group is where a raw listener relays to; minecraft listeners route by host.
 	Group string `yaml:"group"`
+	// ProxyProtocol makes the listener take a PROXY protocol header from
+	// trusted load balancers (proxyproto.go); off by default.
+	ProxyProtocol ProxyProtocolConfig `yaml:"proxy_protocol"`
 }
 
 // RouteConfig sends the listed virtual hosts to a group.
@@ -90,6 +93,10 @@ type GroupConfig struct {
 	// OfflineMessage, when set, replaces health.offline_message for this
 	// group.
 	OfflineMessage string `yaml:"offline_message"`
+	// SendProxyProtocol, v1 or v2, starts every connection to the group's
+	// backends with a PROXY protocol header carrying the client's address
+	// (proxyproto.go); off by default.
+	SendProxyProtocol string `yaml:"send_proxy_protocol"`
 }
 
 // BackendConfig is one backend server.
@@ -429,6 +436,7 @@ func (c *Config) check(isSet func(path string) bool) []Problem {
 		default:
 			bad(p+".mode", "%q: want minecraft or raw", l.Mode)
 		}
+		checkProxyProtocol(bad, p+".proxy_protocol", l.ProxyProtocol)
 	}
 	if c.DefaultGroup != "" {
 		knownGroup("default_group", c.DefaultGroup)
@@ -488,6 +496,7 @@ func (c *Config) check(isSet func(path string) bool) []Problem {
 		if g.OfflineMessage != "" {
 			validOfflineMessage(bad, p+".offline_message", g.OfflineMessage)
 		}
+		checkSendProxyProtocol(bad, p+".send_proxy_protocol", g.SendProxyProtocol)
 	}
 	switch c.Forwarding {
 	case ForwardNone, ForwardBungeeCord:

@@ -99,7 +99,8 @@ var durationType = reflect.TypeFor[time.Duration]()
 // elemDefaults are what a new list element starts from, so that a key it
 // leaves out has its default and one it sets, even to 0, keeps that value.
 var elemDefaults = map[reflect.Type]reflect.Value{
-	reflect.TypeFor[ListenerConfig](): reflect.ValueOf(ListenerConfig{Mode: ModeMinecraft}),
+	reflect.TypeFor[ListenerConfig](): reflect.ValueOf(ListenerConfig{Mode: ModeMinecraft, ProxyProtocol: ProxyProtocolConfig{Accept: ProxyProtocolOff}}),
+	reflect.TypeFor[GroupConfig]():    reflect.ValueOf(GroupConfig{SendProxyProtocol: ProxyProtocolOff}),
 	reflect.TypeFor[BackendConfig]():  reflect.ValueOf(BackendConfig{Weight: 1}),
 }
 

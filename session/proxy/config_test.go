@@ -59,7 +59,7 @@ limits:
   handshake_timout: 5s
   connect_timeout: -3s
 `, []string{
-			`proxy.yaml:3:5: listeners[0].colour: unknown key; the keys here are listen, mode and group`,
+			`proxy.yaml:3:5: listeners[0].colour: unknown key; the keys here are listen, mode, group and proxy_protocol`,
 			`proxy.yaml:8:3: limits.handshake_timout: unknown key (did you mean "handshake_timeout"?)`,
 			`proxy.yaml:9:20: limits.connect_timeout: -3s must be positive`,
 		}},
@@ -225,6 +225,45 @@ default_group: main
 			`proxy.yaml:12:10: status.offline.max: 3000000000: want at most 2147483647`,
 			`proxy.yaml:14:20: health.offline_message: not a valid chat component: color is not a string`,
 			`proxy.yaml:18:22: groups.main.offline_message: not a valid chat component: extra is not an array`,
+		}},
+		{"PROXY protocol", `listeners:
+  - listen: 0.0.0.0:25577
+    proxy_protocol: {accept: v3, trusted: [10.0.0.0/8]}
+  - listen: 0.0.0.0:25578
+    proxy_protocol:
+      accept: v2
+      trusted: [10.0.0.0/33, 192.0.2.10, "fe80::1%eth0", 2001:db8::/32, lb.example.com, 10.1.2.3/8]
+  - listen: 0.0.0.0:25579
+    proxy_protocol: {accept: any}
+  - listen: 0.0.0.0:25580
+    proxy_protocol: {trusted: [10.0.0.1]}
+  - listen: 0.0.0.0:25581
+    proxy_protocol: {accept: V1, trusted: [10.0.0.1]}
+    proxy: {accept: v1}
+default_group: main
+groups:
+  main:
+    backends: [{addr: 127.0.0.1:25565}]
+    send_proxy_protocol: v3
+  other:
+    backends: [{addr: 127.0.0.1:25566}]
+    send_proxy_protocol: any
+  fine:
+    backends: [{addr: 127.0.0.1:25567}]
+    send_proxy_protocol: v1
+    send_proxy: v2
+`, []string{
+			`proxy.yaml:3:30: listeners[0].proxy_protocol.accept: "v3": want off, v1, v2 or any`,
+			`proxy.yaml:7:17: listeners[1].proxy_protocol.trusted[0]: "10.0.0.0/33": want an IP address or a CIDR prefix, as 192.0.2.10 or 10.0.0.0/8`,
+			`proxy.yaml:7:42: listeners[1].proxy_protocol.trusted[2]: "fe80::1%eth0": want an IP address or a CIDR prefix, as 192.0.2.10 or 10.0.0.0/8`,
+			`proxy.yaml:7:73: listeners[1].proxy_protocol.trusted[4]: "lb.example.com": want an IP address or a CIDR prefix, as 192.0.2.10 or 10.0.0.0/8`,
+			`proxy.yaml:9:21: listeners[2].proxy_protocol.trusted: accept is any but no source is trusted, so every connection would be refused: list the load balancers' addresses or CIDR prefixes, as [10.0.0.0/8]`,
+			`proxy.yaml:11:21: listeners[3].proxy_protocol.accept: accept is off, so trusted has no effect: set accept to v1, v2 or any (what the load balancer sends), or remove trusted`,
+			`proxy.yaml:13:30: listeners[4].proxy_protocol.accept: "V1": want off, v1, v2 or any`,
+			`proxy.yaml:14:5: listeners[4].proxy: unknown key; the keys here are listen, mode, group and proxy_protocol`,
+			`proxy.yaml:19:26: groups.main.send_proxy_protocol: "v3": want off, v1 or v2`,
+			`proxy.yaml:22:26: groups.other.send_proxy_protocol: "any": want off, v1 or v2`,
+			`proxy.yaml:26:5: groups.fine.send_proxy: unknown key; the keys here are backends, offline_message and send_proxy_protocol`,
 		}},
 		{"a file with nothing in it", "# only a comment\n", []string{
 			`proxy.yaml: listeners: at least one listener is needed`,

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tidegate/tidegate/protocol/mc"
+	"github.com/tidegate/tidegate/protocol/proxyproto"
 )
 
 // Backend health is a circuit breaker per backend. Its state word,
@@ -275,7 +276,7 @@ func (p *Proxy) checkLoop(ctx context.Context, gen *generation, b *backend) {
 func (p *Proxy) checkOnce(ctx context.Context, gen *generation, b *backend) {
 	r, h := gen.router, gen.cfg.Health
 	probe := b.claimProbe(b.state.Load(), r.now(), r.lease)
-	d, err := checkBackend(ctx, b.addr, b.group.check, h.Timeout)
+	d, err := checkBackend(ctx, b.addr, b.group.check, h.Timeout, b.group.sendPP)
 	now := r.now()
 	if ctx.Err() != nil { // stopping: says nothing about the backend
 		if probe {
@@ -305,9 +306,10 @@ func (p *Proxy) checkOnce(ctx context.Context, gen *generation, b *backend) {
 // -1 by convention for a ping that does not know the server's version.
 const statusCheckProtocol = -1
 
-// checkBackend connects to addr within timeout and, for CheckStatus, does
-// a Minecraft status exchange. It returns how long that took.
-func checkBackend(ctx context.Context, addr string, kind CheckKind, timeout time.Duration) (time.Duration, error) {
+// checkBackend connects to addr within timeout, writes the PROXY header of
+// version pp first if pp is set, and, for CheckStatus, does a Minecraft
+// status exchange. It returns how long that took.
+func checkBackend(ctx context.Context, addr string, kind CheckKind, timeout time.Duration, pp proxyproto.Versions) (time.Duration, error) {
 	start := time.Now()
 	dctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -317,6 +319,12 @@ func checkBackend(ctx context.Context, addr string, kind CheckKind, timeout time
 		return 0, fmt.Errorf("%s check of %s: %w", kind, addr, err)
 	}
 	defer conn.Close()
+	if hdr := checkProxyHeader(pp, conn); hdr != nil {
+		_ = conn.SetWriteDeadline(start.Add(timeout))
+		if _, err := conn.Write(hdr); err != nil {
+			return 0, fmt.Errorf("%s check of %s: sending the PROXY header: %w", kind, addr, err)
+		}
+	}
 	if kind == CheckStatus {
 		stop := context.AfterFunc(ctx, func() { _ = conn.Close() }) // Proxy.Stop need not wait for the timeout
 		defer stop()

@@ -27,6 +27,8 @@ type generation struct {
 	shutdownDisconnect []byte                     // the login disconnect at a drain deadline
 	unknownHost        *statusReply               // the status answer for a host without a route
 	hash               string                     // of the configuration, for logs and metrics
+
+	proxyIn map[*ListenerConfig]*proxyAccept // listeners that take a PROXY header (proxyproto.go)
 }
 
 // newGeneration builds a generation from a validated cfg whose listeners
@@ -59,6 +61,7 @@ func newGeneration(cfg *Config, old *generation, live []int) *generation {
 			g.raw[l] = g.router.groups[l.Group]
 		}
 	}
+	g.proxyIn = proxyAccepts(g.byIndex)
 	if old != nil { // removed listeners keep their old group for late arrivals
 		for _, l := range old.byIndex {
 			if _, ok := g.raw[l]; !ok && l.Mode == ModeRaw {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tidegate/tidegate/protocol/mc"
+	"github.com/tidegate/tidegate/protocol/proxyproto"
 )
 
 // backend is one backend server of a group in one configuration, and its
@@ -40,6 +41,8 @@ type group struct {
 
 	routed bool      // some listener can send sessions here
 	check  CheckKind // active check kind, CheckTCP or CheckStatus
+
+	sendPP proxyproto.Versions // PROXY header version its backends get; 0 for none
 
 	offlineDisconnect []byte       // login Disconnect frame with the offline message
 	status            *groupStatus // status answers: the cache and the offline answer (status.go)
@@ -85,6 +88,7 @@ func newRouter(cfg *Config, prev *router) *router {
 			offlineDisconnect: mc.AppendLoginDisconnect(nil, chatJSON(msg)),
 		}
 		g.status = newGroupStatus(cfg, gc)
+		g.sendPP, _ = proxyVersions(gc.SendProxyProtocol)
 		for _, b := range gc.Backends {
 			if b.Weight > 0 {
 				g.backends = append(g.backends, &backend{addr: b.Addr, weight: b.Weight, group: g, backendHealth: prev.healthOf(name, b.Addr)})

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/tidegate/tidegate/protocol/mc"
+	"github.com/tidegate/tidegate/protocol/proxyproto"
 	"github.com/tidegate/tidegate/reactor"
 )
 
@@ -21,6 +22,7 @@ const (
 	stDone                     // closing
 	stAdopting                 // taken over from another process, waiting for its backend socket
 	stHandedOver               // given to another process
+	stProxyHeader              // waiting for the PROXY protocol header (proxyproto.go)
 )
 
 // session joins a client and its backend. Both connections' callbacks run
@@ -56,6 +58,9 @@ type session struct {
 	onBackend             bool   // counted in target.active
 	early                 []byte // what the client sent before a half-close while the backend was connecting
 
+	pp         *proxied // what the PROXY header said of the client; nil without one
+	unadmitted bool     // not yet counted by admit: its PROXY header has not arrived
+
 	handingOver bool      // paused for a hand-over to another process (upgrade.go)
 	adopted     bool      // taken over from another process
 	adoptIn     [2][]byte // taken over: what the client and the backend sent that is not yet relayed
@@ -77,20 +82,38 @@ func (h *clientHandler) OnOpen(c *reactor.Conn) {
 	ls := p.loopOf(c)
 	ls.counters.accepted.Add(1)
 	ip := remoteIP(c)
-	if r, ok := p.admit(gen, ip); !ok {
+	l := gen.listenerOf(c)
+	pp := gen.proxyIn[l]
+	if pp != nil {
+		// Admitted once the PROXY header names the client.
+		if !p.trustedProxySource(c, ls, l, pp) {
+			c.Abort()
+			return
+		}
+	} else if r, ok := p.admit(gen, ip); !ok {
 		ls.counters.rejected[r].Add(1)
 		p.log.Warn().Str("remote", c.RemoteAddr().String()).Str("reason", r.String()).Msg("session refused")
 		c.Abort()
 		return
 	}
 	ls.counters.active.Add(1)
-	s := &session{p: p, gen: gen, client: c, ip: ip, listener: gen.listenerOf(c), lastActive: c.Loop().Now()}
+	s := &session{p: p, gen: gen, client: c, ip: ip, listener: l, lastActive: c.Loop().Now()}
 	c.Value = s
 	s.timer.F = s.onTimer
 	c.Loop().Schedule(&s.timer, s.gen.cfg.Limits.HandshakeTimeout)
+	if pp != nil {
+		s.state, s.unadmitted = stProxyHeader, true
+		return
+	}
+	s.begin()
+}
+
+// begin starts an admitted session: a raw one connects, a minecraft one
+// waits for its handshake.
+func (s *session) begin() {
 	if s.listener.Mode == ModeRaw {
 		s.raw = true
-		s.group = gen.raw[s.listener]
+		s.group = s.gen.raw[s.listener]
 		s.connect()
 	}
 }
@@ -121,6 +144,8 @@ func (h *clientHandler) OnTraffic(c *reactor.Conn) {
 		cnt := &s.p.loopOf(c).counters
 		s.relay(c, s.backend, &s.c2s, &cnt.bytesC2S, &cnt.framesC2S)
 	case stAdopting: // kept for the backend, which is being adopted
+	case stProxyHeader:
+		s.readProxyHeader()
 	default:
 		c.Discard(-1)
 	}
@@ -132,7 +157,9 @@ func (h *clientHandler) OnClose(c *reactor.Conn, err error) {
 		return // refused at admission
 	}
 	p := s.p
-	p.release(s.gen, s.ip)
+	if !s.unadmitted {
+		p.release(s.gen, s.ip)
+	}
 	ls := p.loopOf(c)
 	ls.counters.active.Add(-1)
 	c.Loop().Stop(&s.timer)
@@ -152,7 +179,7 @@ func (h *clientHandler) OnClose(c *reactor.Conn, err error) {
 		}
 		b.Close()
 	}
-	p.log.Debug().Str("remote", c.RemoteAddr().String()).Str("user", s.username).AnErr("cause", err).Msg("client closed")
+	p.log.Debug().Str("remote", s.remoteAddr()).Str("user", s.username).AnErr("cause", err).Msg("client closed")
 }
 
 func (h *backendHandler) OnOpen(bc *reactor.Conn) {
@@ -178,6 +205,10 @@ func (h *backendHandler) OnOpen(bc *reactor.Conn) {
 		s.early = nil
 	}
 	batch := bc.Loop().Batch()
+	if v := s.group.sendPP; v != 0 {
+		var hdr [proxyproto.MaxV1Length]byte
+		batch.Copy(s.appendProxyHeader(hdr[:0], v)) // first of all, and not counted as relayed
+	}
 	if !s.raw && s.gen.cfg.Forwarding == ForwardBungeeCord {
 		host, _ := mc.SplitAddress(s.handshake.Address)
 		hs := s.handshake
@@ -206,7 +237,7 @@ func (h *backendHandler) OnOpen(bc *reactor.Conn) {
 	} else {
 		c.Loop().Stop(&s.timer)
 	}
-	p.log.Debug().Str("remote", c.RemoteAddr().String()).Str("host", s.host).Str("user", s.username).
+	p.log.Debug().Str("remote", s.remoteAddr()).Str("host", s.host).Str("user", s.username).
 		Str("backend", s.target.addr).Msg("session routed")
 }
 
@@ -304,6 +335,8 @@ func (h *clientHandler) OnReadEOF(c *reactor.Conn) {
 		s.backend.CloseWrite()
 	case stLegacyPing:
 		s.legacyReadEOF()
+	case stProxyHeader:
+		s.proxyHeaderEOF()
 	default:
 		// Before routing there is nothing to relay a half-close to.
 		s.state = stDone
@@ -494,7 +527,7 @@ func (s *session) noHealthyBackend() {
 		return
 	}
 	s.p.loopOf(s.client).counters.rejected[reasonNoHealthyBackend].Add(1)
-	s.p.log.Info().Str("remote", s.client.RemoteAddr().String()).Str("reason", reasonNoHealthyBackend.String()).
+	s.p.log.Info().Str("remote", s.remoteAddr()).Str("reason", reasonNoHealthyBackend.String()).
 		Str("host", s.host).Str("group", s.group.name).Msg("status answered locally: server offline")
 	s.serveOfflineStatus()
 }
@@ -586,7 +619,7 @@ func (s *session) onTimer() {
 	case stRelay:
 		if s.clientEOF || s.backendEOF {
 			s.p.loopOf(c).counters.rejected[reasonFinTimeout].Add(1)
-			s.p.log.Info().Stringer("remote", c.RemoteAddr()).Str("user", s.username).Bool("client_done", s.clientEOF).
+			s.p.log.Info().Str("remote", s.remoteAddr()).Str("user", s.username).Bool("client_done", s.clientEOF).
 				Dur("fin_timeout", s.gen.cfg.Limits.FinTimeout).Msg("closing half-closed session: the other side did not finish")
 			s.state = stDone
 			c.Close()
@@ -599,7 +632,7 @@ func (s *session) onTimer() {
 			return
 		}
 		s.p.loopOf(c).counters.rejected[reasonIdleTimeout].Add(1)
-		s.p.log.Info().Str("remote", c.RemoteAddr().String()).Str("user", s.username).Dur("idle", idle).Msg("closing idle session")
+		s.p.log.Info().Str("remote", s.remoteAddr()).Str("user", s.username).Dur("idle", idle).Msg("closing idle session")
 		s.state = stDone
 		c.Close()
 		if s.backend != nil {
@@ -612,6 +645,8 @@ func (s *session) onTimer() {
 			return
 		}
 		s.reject(reasonHandshakeTimeout, nil)
+	case stProxyHeader:
+		s.proxyHeaderTimeout()
 	default:
 		s.reject(reasonHandshakeTimeout, nil)
 	}
@@ -623,7 +658,7 @@ func (s *session) onTimer() {
 func (s *session) reject(r reason, err error) {
 	c := s.client
 	s.p.loopOf(c).counters.rejected[r].Add(1)
-	ev := s.p.log.Warn().Str("remote", c.RemoteAddr().String()).Str("reason", r.String()).Str("host", s.host)
+	ev := s.p.log.Warn().Str("remote", s.remoteAddr()).Str("reason", r.String()).Str("host", s.host)
 	if s.group != nil {
 		ev = ev.Str("group", s.group.name)
 	}

@@ -24,6 +24,8 @@ const (
 	reasonFinTimeout
 	reasonShutdown
 	reasonNoHealthyBackend
+	reasonProxyProtocolUntrusted
+	reasonBadProxyProtocol
 	numReasons
 )
 
@@ -41,6 +43,9 @@ var reasonLabels = [numReasons]string{
 	reasonFinTimeout:         "fin_timeout",
 	reasonShutdown:           "shutdown",
 	reasonNoHealthyBackend:   "no_healthy_backend",
+
+	reasonProxyProtocolUntrusted: "proxy_protocol_untrusted",
+	reasonBadProxyProtocol:       "bad_proxy_protocol",
 }
 
 func (r reason) String() string { return reasonLabels[r] }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"time"
 
@@ -25,6 +26,7 @@ type handoverState struct {
 	Listener  int          `json:"listener"`
 	Raw       bool         `json:"raw"`
 	IP        string       `json:"ip"`
+	Remote    string       `json:"remote,omitempty"` // ip:port the PROXY header gave, if any
 	Host      string       `json:"host,omitempty"`
 	User      string       `json:"user,omitempty"`
 	Protocol  int32        `json:"protocol,omitempty"`
@@ -141,13 +143,16 @@ func (s *session) detach() (handed, bool) {
 		Listener: c.Listener(), Raw: s.raw, IP: s.ip, Host: s.host, User: s.username, Protocol: s.protocol,
 		Group: s.group.name, Backend: s.target.addr, C2S: s.c2s.state(), S2C: s.s2c.state(),
 	}
+	if s.pp != nil {
+		st.Remote = s.pp.src.String()
+	}
 	s.state = stHandedOver
 	cf, cin, err := c.Detach()
 	if err != nil {
 		s.state, s.handingOver = stRelay, false
 		c.ResumeRead()
 		b.ResumeRead()
-		s.p.log.Warn().Err(err).Str("remote", c.RemoteAddr().String()).Msg("hand-over: cannot detach the client; the session stays")
+		s.p.log.Warn().Err(err).Str("remote", s.remoteAddr()).Msg("hand-over: cannot detach the client; the session stays")
 		return handed{}, false
 	}
 	bf, bin, err := b.Detach()
@@ -233,6 +238,9 @@ func (p *Proxy) adopt(data []byte, files []*os.File) error {
 	s := &session{p: p, gen: gen, ip: st.IP, state: stAdopting, adopted: true, raw: st.Raw, host: st.Host, username: st.User,
 		protocol: st.Protocol, c2s: st.C2S.scanner(), s2c: st.S2C.scanner(), adoptIn: [2][]byte{st.ClientIn, st.BackendIn}}
 	s.timer.F = s.onTimer
+	if ap, err := netip.ParseAddrPort(st.Remote); err == nil {
+		s.pp = &proxied{src: ap}
+	}
 	s.group = gen.router.groups[st.Group]
 	if s.group == nil {
 		s.group = &group{name: st.Group}

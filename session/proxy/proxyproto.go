@@ -1,0 +1,280 @@
+package proxy
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+
+	"github.com/tidegate/tidegate/protocol/proxyproto"
+	"github.com/tidegate/tidegate/reactor"
+)
+
+// The PROXY protocol, both ways.
+//
+// In: a listener with proxy_protocol.accept set takes connections only from
+// the addresses in proxy_protocol.trusted (anyone else is refused at
+// accept, counted as proxy_protocol_untrusted), and each must start with a
+// header within limits.handshake_timeout (else bad_proxy_protocol). The
+// header's source address becomes the session's client address: per-IP
+// limits (admitted only once the header is read), logs, BungeeCord
+// forwarding, the header sent on to backends and a live upgrade's hand-over
+// all use it. The header itself goes no further; what follows it in the
+// same read is the session's first input.
+//
+// Out: a group with send_proxy_protocol set writes a header first on each
+// backend connection, carrying the client's address and the address it
+// connected to (the proxy's, or the one the incoming header named), and a
+// LOCAL header (v2) or "PROXY UNKNOWN" (v1) on active health checks.
+
+// ProxyProtocolConfig is a listener's PROXY protocol setting.
+type ProxyProtocolConfig struct {
+	// Accept is the header versions connections must start with: off (the
+	// default), v1, v2 or any.
+	Accept string `yaml:"accept"`
+	// Trusted lists the IP addresses and CIDR prefixes (of the load
+	// balancers) that may connect; a connection from any other address
+	// is refused.
+	Trusted []string `yaml:"trusted"`
+}
+
+// PROXY protocol settings: proxy_protocol.accept takes all four,
+// send_proxy_protocol all but any.
+const (
+	ProxyProtocolOff = "off"
+	ProxyProtocolV1  = "v1"
+	ProxyProtocolV2  = "v2"
+	ProxyProtocolAny = "any"
+)
+
+// proxyVersions maps a setting to the versions it names; "" is off.
+func proxyVersions(s string) (proxyproto.Versions, bool) {
+	switch s {
+	case "", ProxyProtocolOff:
+		return 0, true
+	case ProxyProtocolV1:
+		return proxyproto.V1, true
+	case ProxyProtocolV2:
+		return proxyproto.V2, true
+	case ProxyProtocolAny:
+		return proxyproto.Any, true
+	}
+	return 0, false
+}
+
+// parseTrusted parses one proxy_protocol.trusted entry: an IP address or a
+// CIDR prefix (its host bits are ignored).
+func parseTrusted(s string) (netip.Prefix, bool) {
+	if p, err := netip.ParsePrefix(s); err == nil {
+		return p.Masked(), true
+	}
+	if a, err := netip.ParseAddr(s); err == nil && a.Zone() == "" {
+		a = a.Unmap()
+		return netip.PrefixFrom(a, a.BitLen()), true
+	}
+	return netip.Prefix{}, false
+}
+
+// checkProxyProtocol reports the problems of a listener's proxy_protocol.
+func checkProxyProtocol(bad func(path, format string, args ...any), path string, pp ProxyProtocolConfig) {
+	vs, ok := proxyVersions(pp.Accept)
+	if !ok {
+		bad(path+".accept", "%q: want off, v1, v2 or any", pp.Accept)
+		return
+	}
+	switch {
+	case vs == 0 && len(pp.Trusted) > 0:
+		bad(path+".accept", "accept is off, so trusted has no effect: set accept to v1, v2 or any (what the load balancer sends), or remove trusted")
+	case vs != 0 && len(pp.Trusted) == 0:
+		bad(path+".trusted", "accept is %s but no source is trusted, so every connection would be refused: list the load balancers' addresses or CIDR prefixes, as [10.0.0.0/8]", pp.Accept)
+	}
+	for i, t := range pp.Trusted {
+		if _, ok := parseTrusted(t); !ok {
+			bad(fmt.Sprintf("%s.trusted[%d]", path, i), "%q: want an IP address or a CIDR prefix, as 192.0.2.10 or 10.0.0.0/8", t)
+		}
+	}
+}
+
+// checkSendProxyProtocol reports a group's bad send_proxy_protocol.
+func checkSendProxyProtocol(bad func(path, format string, args ...any), path, v string) {
+	if vs, ok := proxyVersions(v); !ok || vs == proxyproto.Any {
+		bad(path, "%q: want off, v1 or v2", v)
+	}
+}
+
+// proxyAccept is a listener's proxy_protocol as sessions use it.
+type proxyAccept struct {
+	versions proxyproto.Versions
+	trusted  []netip.Prefix
+}
+
+// trusts reports whether a may send a PROXY header.
+func (a *proxyAccept) trusts(addr netip.Addr) bool {
+	addr = addr.Unmap().WithZone("")
+	for _, p := range a.trusted {
+		if p.Contains(addr) {
+			return true
+		}
+	}
+	return false
+}
+
+// proxyAccepts returns the PROXY settings of the listeners that accept a
+// header, from a validated configuration.
+func proxyAccepts(byIndex map[int]*ListenerConfig) map[*ListenerConfig]*proxyAccept {
+	out := map[*ListenerConfig]*proxyAccept{}
+	for _, l := range byIndex {
+		vs, _ := proxyVersions(l.ProxyProtocol.Accept)
+		if vs == 0 {
+			continue
+		}
+		a := &proxyAccept{versions: vs}
+		for _, t := range l.ProxyProtocol.Trusted {
+			if p, ok := parseTrusted(t); ok {
+				a.trusted = append(a.trusted, p)
+			}
+		}
+		out[l] = a
+	}
+	return out
+}
+
+// proxied is what a session's PROXY header said of its client.
+type proxied struct {
+	src netip.AddrPort // the client
+	dst netip.AddrPort // where it connected; may be invalid (after a hand-over)
+}
+
+// addrPortOf returns a TCP address as a netip.AddrPort, IPv4-mapped
+// addresses unmapped; the zero AddrPort for anything else.
+func addrPortOf(a net.Addr) netip.AddrPort {
+	if t, ok := a.(*net.TCPAddr); ok {
+		ap := t.AddrPort()
+		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	}
+	return netip.AddrPort{}
+}
+
+// trustedProxySource checks, at accept, that the peer of c may send a PROXY
+// header; a refusal is counted and logged, and the caller aborts c.
+func (p *Proxy) trustedProxySource(c *reactor.Conn, ls *loopState, l *ListenerConfig, a *proxyAccept) bool {
+	if a.trusts(addrPortOf(c.RemoteAddr()).Addr()) {
+		return true
+	}
+	ls.counters.rejected[reasonProxyProtocolUntrusted].Add(1)
+	p.log.Warn().Str("remote", c.RemoteAddr().String()).Str("reason", reasonProxyProtocolUntrusted.String()).
+		Str("listen", l.Listen).Msg("session refused: this listener takes PROXY protocol connections only from its trusted sources")
+	return false
+}
+
+// readProxyHeader reads the PROXY header the session starts with. Once it
+// has arrived the session is admitted under its client's address and goes
+// on with what followed the header.
+func (s *session) readProxyHeader() {
+	c := s.client
+	buf, _ := c.Peek(-1)
+	a := s.gen.proxyIn[s.listener]
+	h, n, err := proxyproto.Parse(buf, proxyproto.Options{Versions: a.versions})
+	if err != nil {
+		s.refuseProxyHeader(err, len(buf))
+		return
+	}
+	if n == 0 {
+		return // bounded: Parse waits for at most one header's length
+	}
+	if h.Source.IsValid() {
+		s.pp = &proxied{src: unmapAddrPort(h.Source), dst: unmapAddrPort(h.Destination)}
+		s.ip = s.pp.src.Addr().String()
+	}
+	c.Discard(n)
+	s.state = stHandshake
+	if ev := s.p.log.Debug(); ev.Enabled() {
+		ev.Str("remote", s.remoteAddr()).Stringer("peer", c.RemoteAddr()).Stringer("version", h.Version).
+			Bool("local", !h.Source.IsValid()).Msg("PROXY header read")
+	}
+	if r, ok := s.p.admit(s.gen, s.ip); !ok {
+		s.reject(r, nil)
+		return
+	}
+	s.unadmitted = false
+	s.begin()
+	if !s.raw && s.state == stHandshake && c.InboundBuffered() > 0 {
+		s.readHandshake()
+	}
+}
+
+func unmapAddrPort(a netip.AddrPort) netip.AddrPort {
+	return netip.AddrPortFrom(a.Addr().Unmap(), a.Port())
+}
+
+// refuseProxyHeader ends a session whose PROXY header is bad or missing:
+// counted as bad_proxy_protocol, logged, and closed.
+func (s *session) refuseProxyHeader(err error, received int) {
+	c := s.client
+	s.p.loopOf(c).counters.rejected[reasonBadProxyProtocol].Add(1)
+	s.p.log.Warn().Str("remote", c.RemoteAddr().String()).Str("reason", reasonBadProxyProtocol.String()).
+		Str("listen", s.listener.Listen).Str("detail", proxyproto.ErrorReason(err)).Int("received", received).Err(err).
+		Msg("session rejected")
+	s.state = stDone
+	c.Discard(-1)
+	c.Close()
+}
+
+// proxyHeaderTimeout refuses a session whose PROXY header did not arrive
+// within the handshake timeout.
+func (s *session) proxyHeaderTimeout() {
+	n := s.client.InboundBuffered()
+	s.refuseProxyHeader(fmt.Errorf("no whole PROXY header within handshake_timeout %v (%d bytes arrived)", s.gen.cfg.Limits.HandshakeTimeout, n), n)
+}
+
+// proxyHeaderEOF handles a client that shut down its side before its
+// PROXY header was whole: a part of one is a bad header; nothing at all
+// is a plain close (as a load balancer's TCP health check does).
+func (s *session) proxyHeaderEOF() {
+	if n := s.client.InboundBuffered(); n > 0 {
+		s.refuseProxyHeader(fmt.Errorf("connection closed after %d bytes, inside the PROXY header", n), n)
+		return
+	}
+	s.state = stDone
+	s.client.Close()
+}
+
+// remoteAddr is the client's address for logs: the one its PROXY header
+// gave, or the socket's peer.
+func (s *session) remoteAddr() string {
+	if s.pp != nil {
+		return s.pp.src.String()
+	}
+	if a := s.client.RemoteAddr(); a != nil {
+		return a.String()
+	}
+	return ""
+}
+
+// appendProxyHeader appends the header for the session's backend in
+// version v: the client's address, and the address it connected to.
+func (s *session) appendProxyHeader(b []byte, v proxyproto.Versions) []byte {
+	var src, dst netip.AddrPort
+	if s.pp != nil {
+		src, dst = s.pp.src, s.pp.dst
+	} else {
+		src = addrPortOf(s.client.RemoteAddr())
+	}
+	if !dst.IsValid() {
+		dst = addrPortOf(s.client.LocalAddr())
+	}
+	return proxyproto.Append(b, v, src, dst)
+}
+
+// checkProxyHeader is what an active health check of a group that sends
+// PROXY headers writes first on its connection conn: v2's LOCAL command,
+// or (v1 has none) a line with the check's own endpoints; nil when the
+// group sends none.
+func checkProxyHeader(v proxyproto.Versions, conn net.Conn) []byte {
+	switch v {
+	case proxyproto.V1:
+		return proxyproto.AppendV1(nil, addrPortOf(conn.LocalAddr()), addrPortOf(conn.RemoteAddr()))
+	case proxyproto.V2:
+		return proxyproto.AppendV2Local(nil)
+	}
+	return nil
+}
