@@ -142,7 +142,7 @@ func startChild(t *testing.T, nofile int, args ...string) *child {
 		<-ch.done
 		if t.Failed() {
 			out, _ := os.ReadFile(logPath)
-			if len(out) > 8000 {
+			if len(out) > 8000 && os.Getenv("TIDEGATE_TEST_FULL_LOG") == "" {
 				out = out[len(out)-8000:]
 			}
 			t.Logf("child log (tail):\n%s", out)

@@ -98,6 +98,7 @@ func (p *Proxy) HandOver(ctx context.Context, hc *reactor.HandoverConn) (int, er
 		}
 		select {
 		case <-ctx.Done():
+			p.logLeftBehind()
 			p.abandonHandOver()
 			close(out)
 			return n, errors.Join(fmt.Errorf("proxy: hand-over: %d sessions still here: %w", p.Stats().Active, ctx.Err()), <-sent)
@@ -170,6 +171,34 @@ func (s *session) detach() (handed, bool) {
 		return handed{}, false
 	}
 	return handed{state: data, client: cf, backend: bf}, true
+}
+
+// logLeftBehind logs, for a hand-over that ran out of time, why each
+// session still here did not go (at most 20).
+func (p *Proxy) logLeftBehind() {
+	for _, l := range p.rs.Loops() {
+		done := make(chan struct{})
+		if l.Execute(func() {
+			defer close(done)
+			n := 0
+			l.EachConn(func(c *reactor.Conn) {
+				s, ok := c.Value.(*session)
+				if !ok || s.client != c || n >= 20 {
+					return
+				}
+				n++
+				ev := p.log.Warn().Str("remote", c.RemoteAddr().String()).Int("state", int(s.state)).
+					Bool("handing_over", s.handingOver).Bool("client_eof", s.clientEOF).Bool("backend_eof", s.backendEOF).
+					Int("client_queued", c.OutboundBuffered())
+				if s.backend != nil {
+					ev = ev.Bool("backend_open", s.backend.Opened()).Int("backend_queued", s.backend.OutboundBuffered())
+				}
+				ev.Msg("hand-over: session left behind")
+			})
+		}) == nil {
+			<-done
+		}
+	}
 }
 
 // abandonHandOver resumes the sessions a hand-over paused but did not move.
