@@ -690,3 +690,46 @@ func TestBungeeCordForwardingRewritesHandshake(t *testing.T) {
 	}
 	waitFor(t, func() bool { return p.Stats().FramesC2S == 2 })
 }
+
+// TestIdleTimeoutIsAnEnd: a logged-in session that goes quiet for
+// idle_timeout is closed and counted as an end of a relaying session
+// (session_ends_total), not as a refusal (rejected_total).
+func TestIdleTimeoutIsAnEnd(t *testing.T) {
+	be := startBackend(t, mcbackend.Config{})
+	p, addr := startProxy(t, mcConfig(be, "limits: {idle_timeout: 100ms}"))
+	c := dial(t, addr)
+	login17(t, c, "localhost", "Sleepy")
+	start := time.Now()
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if got, err := io.ReadAll(c); err != nil || len(got) != 0 {
+		t.Fatalf("read %q, %v; want the proxy to close the idle session", got, err)
+	}
+	// The timer never fires early; how late it is does not matter here.
+	if el := time.Since(start); el < 100*time.Millisecond {
+		t.Fatalf("closed after %v of idleness, before the 100ms idle_timeout", el)
+	}
+	waitFor(t, func() bool { return p.Stats().Ended["idle_timeout"] == 1 })
+	if st := p.Stats(); len(st.Rejected) != 0 {
+		t.Fatalf("an idle end was counted as a refusal: rejected %v", st.Rejected)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(NewCollector(p)); err != nil {
+		t.Fatal(err)
+	}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP tidegate_proxy_session_ends_total Relaying sessions the proxy ended, by reason (idle_timeout, fin_timeout, shutdown at the drain deadline).
+# TYPE tidegate_proxy_session_ends_total counter
+tidegate_proxy_session_ends_total{reason="fin_timeout"} 0
+tidegate_proxy_session_ends_total{reason="idle_timeout"} 1
+tidegate_proxy_session_ends_total{reason="shutdown"} 0
+`), "tidegate_proxy_session_ends_total"); err != nil {
+		t.Fatal(err)
+	}
+	n, err := testutil.GatherAndCount(reg, "tidegate_proxy_rejected_total")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := int(numReasons) - 2; n != want {
+		t.Fatalf("rejected_total has %d reasons, want %d (all but the end-only idle_timeout and fin_timeout)", n, want)
+	}
+}
