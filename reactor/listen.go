@@ -84,6 +84,9 @@ func (s *Server) openListeners() error {
 		}
 		if err != nil {
 			s.closeListeners()
+			if strings.Contains(err.Error(), addr) { // "listen tcp ADDR: bind: ..." names it
+				return fmt.Errorf("reactor: %w", err)
+			}
 			return fmt.Errorf("reactor: listen on %s: %w", a, err)
 		}
 		s.listeners = append(s.listeners, &listener{srv: s, index: i, addr: ln.Addr().String(), ln: ln, wake: make(chan struct{}, 1), done: make(chan struct{})})

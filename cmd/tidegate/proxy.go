@@ -116,7 +116,7 @@ func runProxy(c *cli.Context, cfg *proxy.Config, log zerolog.Logger) error {
 			return configError(fmt.Errorf("demo backend: %w", err))
 		}
 		if err := be.Start(); err != nil {
-			return startError(fmt.Errorf("demo backend on %s (is something else listening there?): %w", addr, err))
+			return startError(fmt.Errorf("demo backend: %w (is something else listening there?)", err))
 		}
 		log.Info().Str("listen", addr).Msg("demo backend listening: offline login, echoes play packets")
 		status = append(status, "demo backend on "+addr)
