@@ -134,6 +134,8 @@ func testFlowControlBoundsMemory(t *testing.T, cfg Config) {
 
 	// Give the flood time to hit the watermark, then check the server stopped reading.
 	waitFor(t, 5*time.Second, func() bool { return s.Stats().Paused == 1 })
+	// A check that nothing happens: load can only hide a server that keeps
+	// reading (by running it less), not make a correct one fail.
 	time.Sleep(200 * time.Millisecond)
 	r1 := h.read.Load()
 	time.Sleep(300 * time.Millisecond)
