@@ -60,4 +60,13 @@ func TestListenErrorNamesTheAddressOnce(t *testing.T) {
 	if n := strings.Count(err.Error(), addr); n != 1 || !strings.Contains(err.Error(), "address already in use") {
 		t.Fatalf("Start: %q names %s %d times, want once with the cause", err, addr, n)
 	}
+	// The same for a listener added to a running server.
+	running, _ := startServer(t, Config{Loops: 1}, &echoHandler{})
+	_, err = running.AddListener(addr)
+	if err == nil {
+		t.Fatalf("AddListener on %s, which is in use, succeeded", addr)
+	}
+	if n := strings.Count(err.Error(), addr); n != 1 || !strings.Contains(err.Error(), "address already in use") {
+		t.Fatalf("AddListener: %q names %s %d times, want once with the cause", err, addr, n)
+	}
 }
