@@ -78,8 +78,7 @@ func TestLogFlagsBeforeOrAfterTheCommand(t *testing.T) {
 
 // TestHelpShowsEachDefaultOnce: no flag's help line says its default twice
 // (a "(default: ...)" written in its usage and the one urfave/cli adds).
-// The bench and peer commands are moving to their own binary and are
-// checked there.
+// tidegate-bench's commands are that binary's own.
 func TestHelpShowsEachDefaultOnce(t *testing.T) {
 	app := testApp(&syncBuffer{})
 	var names [][]string
