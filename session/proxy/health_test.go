@@ -670,3 +670,16 @@ func TestCheckErrorNamesTheAddressOnce(t *testing.T) {
 		t.Fatalf("%q names %s %d times; want once, after \"tcp check: \"", err, addr, n)
 	}
 }
+
+// TestStatusFetchErrorNamesTheAddressOnce: the status cache's refresh
+// reports a failed connect with net's error alone, which names the address.
+func TestStatusFetchErrorNamesTheAddressOnce(t *testing.T) {
+	addr := refusedAddr(t)
+	_, err := fetchStatus(t.Context(), addr, time.Second)
+	if err == nil {
+		t.Fatalf("a status fetch from %s, where nothing listens, succeeded", addr)
+	}
+	if n := strings.Count(err.Error(), addr); n != 1 || !strings.HasPrefix(err.Error(), "status: ") {
+		t.Fatalf("%q names %s %d times; want once, after \"status: \"", err, addr, n)
+	}
+}
