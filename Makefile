@@ -22,7 +22,7 @@ MAX_BIN_MIB := 15
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.6.1
 CROSS       := darwin/amd64 darwin/arm64 freebsd/amd64 freebsd/arm64
 
-.PHONY: all build run test fmt-check vet staticcheck cross unit fuzz-smoke clean
+.PHONY: all build run test fmt-check vet staticcheck cross unit stress fuzz-smoke clean
 
 all: build
 
@@ -66,6 +66,22 @@ cross:
 
 unit:
 	$(GO) test -race -count=1 -timeout 10m ./...
+
+# The suite under the race detector STRESS_COUNT times while STRESS_LOAD busy
+# loops (one per core here) compete for the CPU: a test that only passes on
+# an idle machine fails here. The loops are killed however the run ends
+# (pass, fail, ^C). A short trial: make stress STRESS_COUNT=2; one package:
+# make stress STRESS_PKGS=./reactor/.
+STRESS_COUNT   ?= 20
+STRESS_LOAD    ?= 2
+STRESS_PKGS    ?= ./...
+STRESS_TIMEOUT ?= 4h
+
+stress:
+	@pids=""; trap 'kill $$pids 2>/dev/null' EXIT INT TERM; \
+	for i in $$(seq $(STRESS_LOAD)); do yes > /dev/null & pids="$$pids $$!"; done; \
+	echo "stress: $(STRESS_LOAD) busy loops (pids$$pids), go test -race -count=$(STRESS_COUNT) $(STRESS_PKGS)"; \
+	$(GO) test -race -count=$(STRESS_COUNT) -timeout $(STRESS_TIMEOUT) $(STRESS_PKGS)
 
 # A short run of every fuzz target (not part of test).
 fuzz-smoke:

@@ -150,7 +150,7 @@ func TestDashboard(t *testing.T) {
 		}
 	}
 	for _, title := range []string{"Sessions", "Accepted connections vs descriptor limit", "Accept errors by errno",
-		"Backend up", "Backend check latency", "Bytes by direction", "Frames by direction", "Rejected by reason",
+		"Backend up", "Backend check latency", "Bytes by direction", "Frames by direction", "Rejected and ended by reason",
 		"Paused connections", "Linger expired", "Accept paused"} {
 		if !titles[title] {
 			t.Errorf("no panel %q", title)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -28,6 +29,12 @@ type DialError struct {
 func (e *DialError) Error() string {
 	if e.Timeout {
 		return fmt.Sprintf("dial %s: timed out", e.Addr)
+	}
+	// net.Dial's errors name the operation and the address already ("dial
+	// tcp 127.0.0.1:25565: connect: connection refused"); a second "dial
+	// ADDR:" in front would read as two failures.
+	if msg := e.Err.Error(); strings.Contains(msg, e.Addr) {
+		return msg
 	}
 	return fmt.Sprintf("dial %s: %v", e.Addr, e.Err)
 }

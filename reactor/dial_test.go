@@ -3,6 +3,7 @@ package reactor
 import (
 	"errors"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -65,6 +66,9 @@ func TestDialPoolIsBoundedAndReportsFailures(t *testing.T) {
 		var de *DialError
 		if !errors.As(err, &de) || de.Addr != closed {
 			t.Fatalf("dial %d ended with %v, want a *DialError for %s", i, err, closed)
+		}
+		if n := strings.Count(err.Error(), closed); n != 1 {
+			t.Fatalf("dial %d: %q names %s %d times, want once", i, err, closed, n)
 		}
 	}
 	h.mu.Unlock()

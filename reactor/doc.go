@@ -11,8 +11,11 @@
 //
 //   - Pausing changes the socket's interest set in the loop's own poller
 //     (epoll_ctl on Linux, EV_DISABLE on kqueue). The poller descriptor is read
-//     from gnet's unexported fields with reflect; TestPollerFD fails loudly if
-//     that field path changes.
+//     from gnet's unexported fields with reflect. Start reads it for every
+//     loop and refuses to start unless each is an epoll instance (kqueue);
+//     TestPollerFD fails loudly if that field path changes. gnet's poll_opt
+//     build tag keeps a pointer where the rewrite writes the descriptor, so
+//     building with it is refused (pollopt.go).
 //   - Drain is detected from the kernel: gnet only drains output on a
 //     writable event, so the sockets whose drain is awaited sit in a second
 //     epoll set (kqueue) per loop, edge-triggered for writability, and the

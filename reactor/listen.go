@@ -84,11 +84,22 @@ func (s *Server) openListeners() error {
 		}
 		if err != nil {
 			s.closeListeners()
-			return fmt.Errorf("reactor: listen on %s: %w", a, err)
+			return listenError(a, addr, err)
 		}
 		s.listeners = append(s.listeners, &listener{srv: s, index: i, addr: ln.Addr().String(), ln: ln, wake: make(chan struct{}, 1), done: make(chan struct{})})
 	}
 	return nil
+}
+
+// listenError reports that listening on the configured address configured
+// (addr without its scheme) failed with err. net's error names the address
+// already ("listen tcp 127.0.0.1:7300: bind: address already in use"); it is
+// named again only when err does not.
+func listenError(configured, addr string, err error) error {
+	if strings.Contains(err.Error(), addr) {
+		return fmt.Errorf("reactor: %w", err)
+	}
+	return fmt.Errorf("reactor: listen on %s: %w", configured, err)
 }
 
 func (s *Server) closeListeners() {
@@ -438,7 +449,7 @@ func (s *Server) AddListener(addr string) (int, error) {
 	lc := net.ListenConfig{Control: s.listenControl, KeepAlive: -1}
 	ln, err := lc.Listen(context.Background(), network, a)
 	if err != nil {
-		return 0, fmt.Errorf("reactor: listen on %s: %w", addr, err)
+		return 0, listenError(addr, a, err)
 	}
 	l := &listener{srv: s, index: s.nextListener, addr: ln.Addr().String(), ln: ln, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	s.nextListener++

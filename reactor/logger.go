@@ -9,8 +9,11 @@ import (
 // gnetLogger routes gnet's printf-style logs into zerolog.
 type gnetLogger struct{ log zerolog.Logger }
 
+// newGnetLogger marks gnet's lines with source=gnet. Not "component": the
+// server's logger may carry one already (the proxy's demo backend does), and
+// zerolog appends context fields, so the line would hold that key twice.
 func newGnetLogger(l zerolog.Logger) gnetLogger {
-	return gnetLogger{log: l.With().Str("component", "gnet").Logger()}
+	return gnetLogger{log: l.With().Str("source", "gnet").Logger()}
 }
 
 func (g gnetLogger) Debugf(format string, args ...any) { g.log.Debug().Msgf(format, args...) }

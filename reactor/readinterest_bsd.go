@@ -3,8 +3,20 @@
 package reactor
 
 import (
+	"fmt"
+
 	"golang.org/x/sys/unix"
 )
+
+// checkPollerFD checks that fd is a kqueue: kevent with no changes and no
+// room for events returns at once on a kqueue and fails (EBADF) on any other
+// descriptor.
+func checkPollerFD(fd int) error {
+	if _, err := unix.Kevent(fd, nil, nil, &unix.Timespec{}); err != nil {
+		return fmt.Errorf("not a kqueue: %w", err)
+	}
+	return nil
+}
 
 // setReadInterest turns reading of c on or off with EV_DISABLE/EV_ENABLE on
 // its EVFILT_READ filter in the loop's kqueue. gnet only adds and deletes

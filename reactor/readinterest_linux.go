@@ -1,8 +1,30 @@
 package reactor
 
 import (
+	"errors"
+	"fmt"
+
 	"golang.org/x/sys/unix"
 )
+
+// checkPollerFD checks that fd is an epoll instance: deleting a descriptor
+// that is not in its set fails with ENOENT on an epoll instance and with
+// EINVAL (or EBADF) on anything else. It does not need /proc.
+func checkPollerFD(fd int) error {
+	probe, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("eventfd for the epoll check: %w", err)
+	}
+	defer unix.Close(probe)
+	err = unix.EpollCtl(fd, unix.EPOLL_CTL_DEL, probe, &unix.EpollEvent{})
+	if errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	if err == nil {
+		return errors.New("not gnet's epoll instance: a descriptor it never registered was in its set")
+	}
+	return fmt.Errorf("not an epoll instance: %w", err)
+}
 
 // setReadInterest turns reading of c on or off by rewriting its epoll mask in
 // the loop's poller, keeping EPOLLOUT while gnet has output queued for it.

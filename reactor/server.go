@@ -142,6 +142,12 @@ func (s *Server) Start() error {
 		s.closeListeners()
 		return fmt.Errorf("reactor: start event loops: %w", s.runErr)
 	}
+	// Without the pollers' descriptors no connection could be paused: refuse
+	// to run unbounded rather than log it and go on.
+	if err := s.checkPollers(); err != nil {
+		s.abortStart()
+		return err
+	}
 	open, err := measureFDBase()
 	if err != nil {
 		s.abortStart()
@@ -289,8 +295,10 @@ func (s *Server) loopOf(el gnet.EventLoop) *Loop {
 	}
 	fd, err := pollerFD(el)
 	if err != nil {
-		// Flow control cannot work without it; say so loudly once per loop.
-		s.log.Error().Err(err).Msg("reading gnet's poller descriptor failed: connections on this loop will not pause")
+		// Start checked every loop's descriptor, so this is a loop gnet did
+		// not list then. Flow control cannot work on it: its connections are
+		// refused (OnOpen) rather than run unbounded.
+		s.log.Error().Err(err).Msg("reading gnet's poller descriptor failed: refusing the connections of this loop")
 		fd = -1
 	}
 	l := newLoop(s, el, len(cur), fd)
@@ -339,6 +347,9 @@ func (s *Server) tick() {
 	}
 }
 
+// errNoPoller is why a connection on a loop without a poller descriptor is refused.
+var errNoPoller = errors.New("reactor: the loop's poller descriptor is unknown, so the connection could not be paused")
+
 // engineHandler adapts gnet's callbacks to Handler.
 type engineHandler struct {
 	gnet.BuiltinEventEngine
@@ -359,6 +370,22 @@ func (e *engineHandler) OnTick() (time.Duration, gnet.Action) {
 
 func (e *engineHandler) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 	l := e.s.loopOf(gc.EventLoop())
+	if l.pollFD < 0 {
+		// No flow control on this loop (loopOf logged why): its connections
+		// are refused, their descriptors given back to the budget.
+		switch v := gc.Context().(type) {
+		case *listener:
+			holdFDs(-e.s.cfg.FDsPerConn)
+			e.s.wakeAcceptors()
+		case *Conn:
+			addr := ""
+			if ra := gc.RemoteAddr(); ra != nil {
+				addr = ra.String()
+			}
+			l.dialFailed(v, &DialError{Addr: addr, Local: true, Err: errNoPoller})
+		}
+		return nil, gnet.Close
+	}
 	var c *Conn
 	switch v := gc.Context().(type) {
 	case *Conn: // a dial of ours, or a connection adopted from another process

@@ -159,6 +159,10 @@ func TestRunAgainstTLVServer(t *testing.T) {
 	if r.Failed() || r.OK != 300 || r.ConnsPerSec <= 0 || r.P50Us <= 0 || r.P99Us < r.P50Us || r.MaxUs < r.P99Us {
 		t.Fatalf("result %+v", r)
 	}
+	// A generous bound: it only catches a run that serializes on something
+	// (a connection stuck until its 3 s timeout takes the run past it); 300
+	// short connections take well under a second even under -race on a
+	// loaded machine.
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("300 connections took %v", d)
 	}

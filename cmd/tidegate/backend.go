@@ -83,6 +83,8 @@ func runBackend(c *cli.Context) error {
 	if err != nil {
 		return configError(err)
 	}
+	startEvent(log, c).Int("loops", rc.Loops).Int("max_conns", rc.MaxConns).Dur("login_timeout", cfg.LoginTimeout).
+		Msg(startMessage)
 	if err := srv.Start(); err != nil {
 		return startError(err)
 	}

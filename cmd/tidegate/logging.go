@@ -1,42 +1,17 @@
 package main
 
 import (
-	"fmt"
-	"io"
-	"os"
-	"time"
-
 	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
+
+	"github.com/tidegate/tidegate/internal/logflags"
 )
 
-// logFlags are the logging flags every command takes.
-func logFlags() []cli.Flag {
-	return []cli.Flag{
-		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error"},
-		&cli.StringFlag{Name: "log-format", Value: "console", Usage: "console (human) or json"},
-	}
-}
+// logFlags are the logging flags every command takes. The app defines them
+// too, so that they work before the command's name as well as after it.
+func logFlags() []cli.Flag { return logflags.Flags() }
 
-// newLogger builds the logger the command's flags ask for. It writes to the
+// newLogger builds the logger the command's flags ask for (internal/logflags:
+// given after the command's name wins over before it). It writes to the
 // app's ErrWriter (standard error unless the app says otherwise).
-func newLogger(c *cli.Context) (zerolog.Logger, error) {
-	var out io.Writer = os.Stderr
-	if c.App != nil && c.App.ErrWriter != nil {
-		out = c.App.ErrWriter
-	}
-	lvl, err := zerolog.ParseLevel(c.String("log-level"))
-	if err != nil || lvl == zerolog.NoLevel {
-		return zerolog.Nop(), fmt.Errorf("--log-level %q: want debug, info, warn or error", c.String("log-level"))
-	}
-	var l zerolog.Logger
-	switch f := c.String("log-format"); f {
-	case "json":
-		l = zerolog.New(out)
-	case "console":
-		l = zerolog.New(zerolog.ConsoleWriter{Out: out, TimeFormat: time.TimeOnly})
-	default:
-		return zerolog.Nop(), fmt.Errorf("--log-format %q: want console or json", f)
-	}
-	return l.Level(lvl).With().Timestamp().Logger(), nil
-}
+func newLogger(c *cli.Context) (zerolog.Logger, error) { return logflags.New(c) }

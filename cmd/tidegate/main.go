@@ -20,8 +20,9 @@ func main() {
 		Name:  "tidegate",
 		Usage: "event-loop proxy and servers on gnet",
 		Description: "tidegate runs its connections as callbacks on gnet's event loops: no goroutine per\n" +
-			"connection. Every command takes --log-level and --log-format.",
+			"connection. Every command takes --log-level and --log-format, before or after its name.",
 		Version: version,
+		Flags:   logFlags(),
 		Commands: []*cli.Command{
 			proxyCommand(),
 			serveCommand(),

@@ -101,6 +101,7 @@ func (s *syncBuffer) logLines(t *testing.T) []map[string]any {
 func testApp(errw io.Writer) *cli.App {
 	return &cli.App{
 		Name:           "tidegate",
+		Flags:          logFlags(),
 		Commands:       []*cli.Command{proxyCommand(), serveCommand(), pushCommand(), backendCommand()},
 		Writer:         io.Discard,
 		ErrWriter:      errw,

@@ -8,6 +8,7 @@ import (
 	httppprof "net/http/pprof"
 	"os"
 	"runtime/pprof"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -41,6 +42,9 @@ func serveMetrics(addr string, h *healthRegistry, cs ...prometheus.Collector) (n
 	if ln == nil {
 		var err error
 		if ln, err = net.Listen("tcp", addr); err != nil {
+			if strings.Contains(err.Error(), addr) { // "listen tcp ADDR: bind: ..." names it
+				return nil, nil, fmt.Errorf("metrics: %w", err)
+			}
 			return nil, nil, fmt.Errorf("metrics listen on %s: %w", addr, err)
 		}
 	}

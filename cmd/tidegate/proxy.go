@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"runtime"
 	"strings"
 
 	"github.com/tidegate/tidegate/reactor"
@@ -54,6 +55,9 @@ func proxyCommand() *cli.Command {
 			}
 			log, err := newLogger(c)
 			if err != nil {
+				return configError(err)
+			}
+			if err := logProxyStart(log, c, cfg); err != nil {
 				return configError(err)
 			}
 			for _, w := range warnings {
@@ -116,7 +120,7 @@ func runProxy(c *cli.Context, cfg *proxy.Config, log zerolog.Logger) error {
 			return configError(fmt.Errorf("demo backend: %w", err))
 		}
 		if err := be.Start(); err != nil {
-			return startError(fmt.Errorf("demo backend on %s (is something else listening there?): %w", addr, err))
+			return startError(fmt.Errorf("demo backend: %w (is something else listening there?)", err))
 		}
 		log.Info().Str("listen", addr).Msg("demo backend listening: offline login, echoes play packets")
 		status = append(status, "demo backend on "+addr)
@@ -161,6 +165,30 @@ func runProxy(c *cli.Context, cfg *proxy.Config, log zerolog.Logger) error {
 		}
 	}
 	return runUntilSignalDrain(c.Context, log, h, listeningStatus(metricsAddr, status...), plan, stopAll(append(stops, stopMetrics)...))
+}
+
+// logProxyStart writes the start line with the proxy's configuration: where
+// it came from, its hash as the proxy uses it (config_hash, which
+// tidegate_config_info and the reload lines show), the SHA-256 of the file
+// (config_sha256, what sha256sum prints for it) and its limits.
+func logProxyStart(log zerolog.Logger, c *cli.Context, cfg *proxy.Config) error {
+	digest, err := configDigest(c.String("config"))
+	if err != nil {
+		return err
+	}
+	source := c.String("config")
+	if source == "" {
+		source = "embedded"
+	}
+	loops := cfg.Loops
+	if loops == 0 {
+		loops = runtime.NumCPU()
+	}
+	startEvent(log, c).Str("config", source).Str("config_hash", cfg.Hash()).Str("config_sha256", digest).Int("loops", loops).
+		Int("max_sessions", cfg.Limits.MaxSessions).Int("max_sessions_per_ip", cfg.Limits.MaxSessionsPerIP).
+		Int64("buffer_budget", cfg.Limits.BufferBudget).Dur("idle_timeout", cfg.Limits.IdleTimeout).
+		Dur("drain_timeout", cfg.Shutdown.DrainTimeout).Bool("demo", c.Bool("demo")).Msg(startMessage)
+	return nil
 }
 
 // firstBackend returns the address of the first backend of the default

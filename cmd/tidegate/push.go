@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"time"
 
@@ -81,6 +82,13 @@ func runPush(c *cli.Context, cfg push.Config, log zerolog.Logger) error {
 	if err != nil {
 		return configError(fmt.Errorf("push server: %w", err))
 	}
+	loops := cfg.Loops
+	if loops == 0 {
+		loops = runtime.NumCPU()
+	}
+	startEvent(log, c).Int("loops", loops).Int("publish_loops", cfg.PublishLoops).Int("max_topics", cfg.MaxTopics).
+		Int("high_watermark", cfg.HighWatermark).Int("buffer_budget", cfg.BufferBudget).Dur("window", cfg.Window).
+		Msg(startMessage)
 	if err := srv.Start(); err != nil {
 		return startError(err)
 	}

@@ -12,7 +12,7 @@ import (
 // reactorFlags are the event-loop settings shared by the servers.
 func reactorFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.IntFlag{Name: "loops", Value: runtime.NumCPU(), Usage: "number of event loops (default: one per core)"},
+		&cli.IntFlag{Name: "loops", Value: runtime.NumCPU(), DefaultText: "one per core", Usage: "number of event loops"},
 		&cli.BoolFlag{Name: "reuseport", Usage: "set SO_REUSEPORT so several processes can share the port (Linux)"},
 		&cli.BoolFlag{Name: "edge-triggered", Usage: "use edge-triggered polling (refused: gnet v2.9.7 would read paused connections; see README)"},
 		&cli.IntFlag{Name: "read-buffer", Value: reactor.DefaultReadBufferCap, Usage: "bytes one read takes from a socket"},

@@ -173,6 +173,7 @@ func runUntilSignalDrain(ctx context.Context, log zerolog.Logger, h *healthRegis
 			if serr := stopWithin(stop); serr != nil {
 				err = errors.Join(err, fmt.Errorf("stopping: %w", serr))
 			}
+			logStopped(log, e.name+" server: event loops ended", exitRuntime, err)
 			return cli.Exit(fmt.Errorf("tidegate: %w", err), exitRuntime)
 		}
 	}
@@ -185,9 +186,11 @@ func runUntilSignalDrain(ctx context.Context, log zerolog.Logger, h *healthRegis
 		notifyStopping(log, "stopping after "+cause)
 	}
 	if err := stopWithin(stop); err != nil {
-		return fmt.Errorf("stopping: %w", err)
+		err = fmt.Errorf("stopping: %w", err)
+		logStopped(log, cause, exitRuntime, err)
+		return err
 	}
-	log.Info().Msg("stopped")
+	logStopped(log, cause, 0, nil)
 	return nil
 }
 

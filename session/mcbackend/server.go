@@ -44,7 +44,10 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg}
-	s.log = cfg.Reactor.Logger.With().Str("component", "mcbackend").Logger()
+	// Whoever runs several servers in one process names this one in the
+	// logger it passes (the proxy's demo backend is component=demo-backend);
+	// a key added here would appear twice on those lines.
+	s.log = cfg.Reactor.Logger
 	s.mcfg = machineConfig{
 		threshold:    -1,
 		maxFrame:     cfg.MaxFrameLength,

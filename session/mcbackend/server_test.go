@@ -383,6 +383,8 @@ func TestLoginTimeout(t *testing.T) {
 	c.write(hs[:len(hs)-2]) // part of a handshake, then nothing
 	start := time.Now()
 	c.expectClosed()
+	// Only tells the login timeout from none (expectClosed waits 5 s): 20
+	// times the timeout, which a loop timer overshoots by a tick or so.
 	if d := time.Since(start); d > 2*time.Second {
 		t.Fatalf("closed after %v, want about 100ms", d)
 	}
@@ -391,6 +393,8 @@ func TestLoginTimeout(t *testing.T) {
 
 	// A client that reaches play in time is not closed later.
 	c = login1710(t, addr, "Quick")
+	// A check that nothing happens (the login timer was stopped at play):
+	// load can only hide a late close, not cause one.
 	time.Sleep(300 * time.Millisecond)
 	c.send(0x03, []byte("still here"))
 	if id, data := c.recv(); id != 0x03 || string(data) != "still here" {
@@ -401,7 +405,9 @@ func TestLoginTimeout(t *testing.T) {
 
 // fillUntilBlocked writes 1 KiB play frames to c until a write has not
 // completed for 300ms, and returns the bytes written and the size of one
-// frame (the last one may be partly written).
+// frame (the last one may be partly written). A backend that still reads
+// would have to go unscheduled for those 300 ms with the kernel's buffers
+// full to pass for blocked; a loaded 2-core machine runs it every few ms.
 func fillUntilBlocked(t *testing.T, c *testClient) (written, frameLen int) {
 	t.Helper()
 	frame := c.frame(0x03, playPacket(1, 1020))

@@ -236,7 +236,7 @@ limits: {fin_timeout: 200ms}
 	if n, _, err := readAllSum(c, 20*time.Second); err != nil || n != 0 {
 		t.Fatalf("read %d bytes, %v; want the proxy to close after fin_timeout", n, err)
 	}
-	waitFor(t, func() bool { return p.Stats().Rejected["fin_timeout"] == 1 })
+	waitFor(t, func() bool { return p.Stats().Ended["fin_timeout"] == 1 })
 }
 
 // TestHalfCloseMinecraft: the same relay in minecraft mode. After the

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -316,6 +317,9 @@ func checkBackend(ctx context.Context, addr string, kind CheckKind, timeout time
 	var d net.Dialer
 	conn, err := d.DialContext(dctx, "tcp", addr)
 	if err != nil {
+		if strings.Contains(err.Error(), addr) { // "dial tcp ADDR: ..." names it
+			return 0, fmt.Errorf("%s check: %w", kind, err)
+		}
 		return 0, fmt.Errorf("%s check of %s: %w", kind, addr, err)
 	}
 	defer conn.Close()

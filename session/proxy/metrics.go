@@ -11,7 +11,7 @@ type Collector struct {
 	p *Proxy
 
 	accepted, active, routed, connectFailed *prometheus.Desc
-	bytes, frames, unframed, rejected       *prometheus.Desc
+	bytes, frames, unframed, rejected, ends *prometheus.Desc
 	paused, pauseEvents, lingerExpired      *prometheus.Desc
 
 	backendUp, backendLatency, backendSessions, backendChecks *prometheus.Desc
@@ -35,7 +35,8 @@ func NewCollector(p *Proxy) *Collector {
 		bytes:         d("bytes_total", "Bytes relayed, by direction.", "direction"),
 		frames:        d("frames_total", "Minecraft frames relayed, by direction.", "direction"),
 		unframed:      d("unframed_streams_total", "Streams whose framing could not be followed (encryption)."),
-		rejected:      d("rejected_total", "Sessions refused or ended early, by reason.", "reason"),
+		rejected:      d("rejected_total", "Sessions refused before they relayed, by reason.", "reason"),
+		ends:          d("session_ends_total", "Relaying sessions the proxy ended, by reason (idle_timeout, fin_timeout, shutdown at the drain deadline).", "reason"),
 		paused:        d("paused_connections", "Connections not being read now (flow control)."),
 		pauseEvents:   d("pause_events_total", "Times a connection stopped being read."),
 		lingerExpired: d("linger_expired_total", "Closes reset because output was still queued at the linger deadline."),
@@ -56,7 +57,7 @@ func NewCollector(p *Proxy) *Collector {
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.accepted, c.active, c.routed, c.connectFailed, c.bytes, c.frames,
-		c.unframed, c.rejected, c.paused, c.pauseEvents, c.lingerExpired,
+		c.unframed, c.rejected, c.ends, c.paused, c.pauseEvents, c.lingerExpired,
 		c.backendUp, c.backendLatency, c.backendSessions, c.backendChecks, c.reloads, c.configInfo,
 		c.statusAnswers, c.statusRefreshes} {
 		ch <- d
@@ -81,7 +82,12 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.frames, st.FramesS2C, "backend_to_client")
 	counter(c.unframed, st.Unframed)
 	for r := reason(0); r < numReasons; r++ {
-		counter(c.rejected, st.Rejected[r.String()], r.String())
+		if !r.onlyEnds() {
+			counter(c.rejected, st.Rejected[r.String()], r.String())
+		}
+	}
+	for _, r := range endReasons {
+		counter(c.ends, st.Ended[r.String()], r.String())
 	}
 	gauge(c.paused, st.Reactor.Paused)
 	counter(c.pauseEvents, st.Reactor.PauseEvents)

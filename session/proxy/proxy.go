@@ -128,7 +128,7 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 
 // Stats sums the counters of all loops.
 func (p *Proxy) Stats() Stats {
-	st := Stats{Reactor: p.rs.Stats(), Rejected: map[string]int64{},
+	st := Stats{Reactor: p.rs.Stats(), Rejected: map[string]int64{}, Ended: map[string]int64{},
 		StatusRefreshes: p.refresher.ok.Load(), StatusRefreshFailures: p.refresher.failed.Load()}
 	for i := range p.loops {
 		c := &p.loops[i].counters
@@ -146,6 +146,9 @@ func (p *Proxy) Stats() Stats {
 		for r := reason(0); r < numReasons; r++ {
 			if n := c.rejected[r].Load(); n > 0 {
 				st.Rejected[r.String()] += n
+			}
+			if n := c.ended[r].Load(); n > 0 {
+				st.Ended[r.String()] += n
 			}
 		}
 	}

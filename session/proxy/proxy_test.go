@@ -483,6 +483,8 @@ func TestFloodTowardStalledBackendStaysBounded(t *testing.T) {
 	runtime.ReadMemStats(&before)
 	go func() { _, _ = c.Write(data) }()
 	waitFor(t, func() bool { return p.Stats().Reactor.Paused > 0 })
+	// A check that nothing happens: load can only hide a proxy that keeps
+	// relaying (by running it less), not make a correct one fail.
 	time.Sleep(300 * time.Millisecond)
 	b1 := p.Stats().BytesC2S
 	time.Sleep(300 * time.Millisecond)
@@ -539,8 +541,11 @@ func TestManySessionsNoGoroutineGrowth(t *testing.T) {
 		}
 	}
 	waitFor(t, func() bool { return p.Stats().Routed == n })
-	// Let dial goroutines finish, then count.
-	time.Sleep(200 * time.Millisecond)
+	// Dial goroutines end once their connects are handed over (idle pool
+	// workers are not counted); wait for that rather than a fixed time.
+	for deadline := time.Now().Add(10 * time.Second); leaktest.Goroutines() > before+10 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if g := leaktest.Goroutines(); g > before+10 {
 		t.Fatalf("goroutines grew from %d to %d with %d sessions", before, g, n)
 	}
@@ -689,4 +694,44 @@ func TestBungeeCordForwardingRewritesHandshake(t *testing.T) {
 		t.Fatal("the backend got nothing")
 	}
 	waitFor(t, func() bool { return p.Stats().FramesC2S == 2 })
+}
+
+// TestIdleTimeoutIsAnEnd: a logged-in session that goes quiet for
+// idle_timeout is closed and counted as an end of a relaying session
+// (session_ends_total), not as a refusal (rejected_total).
+func TestIdleTimeoutIsAnEnd(t *testing.T) {
+	be := startBackend(t, mcbackend.Config{})
+	p, addr := startProxy(t, mcConfig(be, "limits: {idle_timeout: 100ms}"))
+	c := dial(t, addr)
+	login17(t, c, "localhost", "Sleepy")
+	// No bound on when: the last activity is stamped with the loop clock,
+	// which may lag; what is checked here is how the end is counted.
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if got, err := io.ReadAll(c); err != nil || len(got) != 0 {
+		t.Fatalf("read %q, %v; want the proxy to close the idle session", got, err)
+	}
+	waitFor(t, func() bool { return p.Stats().Ended["idle_timeout"] == 1 })
+	if st := p.Stats(); len(st.Rejected) != 0 {
+		t.Fatalf("an idle end was counted as a refusal: rejected %v", st.Rejected)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(NewCollector(p)); err != nil {
+		t.Fatal(err)
+	}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP tidegate_proxy_session_ends_total Relaying sessions the proxy ended, by reason (idle_timeout, fin_timeout, shutdown at the drain deadline).
+# TYPE tidegate_proxy_session_ends_total counter
+tidegate_proxy_session_ends_total{reason="fin_timeout"} 0
+tidegate_proxy_session_ends_total{reason="idle_timeout"} 1
+tidegate_proxy_session_ends_total{reason="shutdown"} 0
+`), "tidegate_proxy_session_ends_total"); err != nil {
+		t.Fatal(err)
+	}
+	n, err := testutil.GatherAndCount(reg, "tidegate_proxy_rejected_total")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := int(numReasons) - 2; n != want {
+		t.Fatalf("rejected_total has %d reasons, want %d (all but the end-only idle_timeout and fin_timeout)", n, want)
+	}
 }

@@ -382,7 +382,11 @@ func (h *clientHandler) OnDrainDeadline(c *reactor.Conn) {
 		return
 	}
 	p := s.p
-	p.loopOf(c).counters.rejected[reasonShutdown].Add(1)
+	if s.state == stRelay {
+		p.loopOf(c).counters.ended[reasonShutdown].Add(1)
+	} else {
+		p.loopOf(c).counters.rejected[reasonShutdown].Add(1)
+	}
 	if !s.raw && s.hsLen > 0 && s.handshake.NextState != mc.NextStateStatus && s.state != stRelay && s.state != stDone {
 		_ = c.Write(s.gen.shutdownDisconnect)
 	}
@@ -618,7 +622,7 @@ func (s *session) onTimer() {
 	switch s.state {
 	case stRelay:
 		if s.clientEOF || s.backendEOF {
-			s.p.loopOf(c).counters.rejected[reasonFinTimeout].Add(1)
+			s.p.loopOf(c).counters.ended[reasonFinTimeout].Add(1)
 			s.p.log.Info().Str("remote", s.remoteAddr()).Str("user", s.username).Bool("client_done", s.clientEOF).
 				Dur("fin_timeout", s.gen.cfg.Limits.FinTimeout).Msg("closing half-closed session: the other side did not finish")
 			s.state = stDone
@@ -631,7 +635,7 @@ func (s *session) onTimer() {
 			l.ScheduleAt(&s.timer, due)
 			return
 		}
-		s.p.loopOf(c).counters.rejected[reasonIdleTimeout].Add(1)
+		s.p.loopOf(c).counters.ended[reasonIdleTimeout].Add(1)
 		s.p.log.Info().Str("remote", s.remoteAddr()).Str("user", s.username).Dur("idle", idle).Msg("closing idle session")
 		s.state = stDone
 		c.Close()

@@ -9,7 +9,10 @@ import (
 // reason is why a session was refused or ended early.
 type reason uint8
 
-// Reasons, counted per loop and logged with the label of reasonLabels.
+// Reasons, counted per loop and logged with the label of reasonLabels. A
+// refusal (before the session relays) is counted in rejected, an end of a
+// relaying session in ended: idle_timeout and fin_timeout are only ends,
+// shutdown is either, by the state the drain deadline found the session in.
 const (
 	reasonMaxSessionsPerIP reason = iota
 	reasonHandshakeTimeout
@@ -50,6 +53,12 @@ var reasonLabels = [numReasons]string{
 
 func (r reason) String() string { return reasonLabels[r] }
 
+// endReasons are the reasons a relaying session is ended for.
+var endReasons = []reason{reasonIdleTimeout, reasonFinTimeout, reasonShutdown}
+
+// onlyEnds reports whether r never refuses a session, only ends one.
+func (r reason) onlyEnds() bool { return r == reasonIdleTimeout || r == reasonFinTimeout }
+
 // loopCounters are one loop's counters: written only on that loop, read
 // atomically by Stats. Padded so loops do not share cache lines.
 type loopCounters struct {
@@ -62,9 +71,10 @@ type loopCounters struct {
 	framesC2S     atomic.Int64
 	framesS2C     atomic.Int64
 	unframed      atomic.Int64
-	statusCached  atomic.Int64 // status pings answered from a fresh cache entry
-	statusWaited  atomic.Int64 // status pings answered after waiting for a refresh
-	rejected      [numReasons]atomic.Int64
+	statusCached  atomic.Int64             // status pings answered from a fresh cache entry
+	statusWaited  atomic.Int64             // status pings answered after waiting for a refresh
+	rejected      [numReasons]atomic.Int64 // sessions refused before they relayed
+	ended         [numReasons]atomic.Int64 // relaying sessions the proxy ended
 	_             [64]byte
 }
 
@@ -80,7 +90,8 @@ type Stats struct {
 	FramesC2S     int64            // Minecraft frames relayed client to backend
 	FramesS2C     int64            // Minecraft frames relayed backend to client
 	Unframed      int64            // streams whose framing could not be followed (encryption)
-	Rejected      map[string]int64 // sessions refused or ended early, by reason
+	Rejected      map[string]int64 // sessions refused before they relayed, by reason
+	Ended         map[string]int64 // relaying sessions the proxy ended (idle_timeout, fin_timeout, shutdown)
 
 	// StatusCached and StatusWaited count the status pings (modern and
 	// legacy) answered from a group's cache, at once or after waiting for

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -411,6 +412,9 @@ func fetchStatus(ctx context.Context, addr string, timeout time.Duration) ([]byt
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
+		if strings.Contains(err.Error(), addr) { // "dial tcp ADDR: ..." names it
+			return nil, fmt.Errorf("status: %w", err)
+		}
 		return nil, fmt.Errorf("status of %s: %w", addr, err)
 	}
 	defer conn.Close()

@@ -67,12 +67,13 @@ func (s *Server) Config() Config { return s.cfg }
 
 // Start listens on both addresses.
 func (s *Server) Start() error {
+	// The reactor's error names the address it could not listen on.
 	if err := s.sub.Start(); err != nil {
-		return fmt.Errorf("push: start subscribe listener %s: %w", s.cfg.SubscribeAddr, err)
+		return fmt.Errorf("push: start subscribe listener: %w", err)
 	}
 	if err := s.pub.Start(); err != nil {
 		_ = s.sub.Stop(context.Background())
-		return fmt.Errorf("push: start publish listener %s: %w", s.cfg.PublishAddr, err)
+		return fmt.Errorf("push: start publish listener: %w", err)
 	}
 	s.log.Info().Str("publish", s.cfg.PublishAddr).Str("subscribe", s.cfg.SubscribeAddr).
 		Dur("window", s.cfg.Window).Dur("heartbeat", s.cfg.Heartbeat).Dur("read_idle", s.cfg.ReadIdle).
