@@ -24,6 +24,9 @@ const (
 	reasonFinTimeout
 	reasonShutdown
 	reasonNoHealthyBackend
+	reasonConnectionRate
+	reasonLoginRate
+	reasonMaxSessionsPerSubnet
 	numReasons
 )
 
@@ -41,6 +44,10 @@ var reasonLabels = [numReasons]string{
 	reasonFinTimeout:         "fin_timeout",
 	reasonShutdown:           "shutdown",
 	reasonNoHealthyBackend:   "no_healthy_backend",
+
+	reasonConnectionRate:       "connection_rate",
+	reasonLoginRate:            "login_rate",
+	reasonMaxSessionsPerSubnet: "max_sessions_per_subnet",
 }
 
 func (r reason) String() string { return reasonLabels[r] }
