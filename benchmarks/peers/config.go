@@ -201,8 +201,11 @@ func NginxConfig(c RelayConfig) string {
 
 // TidegateConfig returns a tidegate proxy YAML configuration with one
 // listener, Minecraft (raw false) or raw, relaying to Backend on Cores
-// loops, with room for Sessions sessions (exactly MaxConns when set) and no
-// idle timeout.
+// loops, with room for Sessions sessions (exactly MaxConns when set), no
+// idle timeout and no per-address limits: the load generators connect
+// from one loopback address at thousands a second, which the default
+// connection and login rates and subnet cap would refuse (HAProxy and
+// nginx have none here either).
 func TidegateConfig(c RelayConfig, raw bool) string {
 	var b strings.Builder
 	b.WriteString("# written by tidegate-bench (benchmarks/peers)\n")
@@ -222,6 +225,9 @@ func TidegateConfig(c RelayConfig, raw bool) string {
 	fmt.Fprintf(&b, "loops: %d\n", c.Cores)
 	b.WriteString("limits:\n")
 	b.WriteString("  idle_timeout: 0s\n")
+	b.WriteString("  connection_rate: 0\n")
+	b.WriteString("  login_rate: 0\n")
+	b.WriteString("  max_sessions_per_subnet: 0\n")
 	fmt.Fprintf(&b, "  max_sessions: %d\n", c.sessionLimit())
 	return b.String()
 }

@@ -313,7 +313,8 @@ func TestConfigWritersWithLimits(t *testing.T) {
 		}
 	}
 	tg := TidegateConfig(c, true)
-	if !strings.Contains(tg, "  max_sessions: 1000\n") || !strings.Contains(tg, "    mode: raw\n") {
+	if !strings.Contains(tg, "  max_sessions: 1000\n") || !strings.Contains(tg, "    mode: raw\n") ||
+		!strings.Contains(tg, "  connection_rate: 0\n  login_rate: 0\n  max_sessions_per_subnet: 0\n") {
 		t.Errorf("tidegate config:\n%s", tg)
 	}
 	if strings.Contains(TidegateConfig(relayCfg, true), "max_sessions: 1000\n") {

@@ -25,7 +25,10 @@ func TestSIGTERMDrainsStreamingSessions(t *testing.T) {
 	listen, metrics := freePort(t), freePort(t)
 	cfg := filepath.Join(t.TempDir(), "proxy.yaml")
 	yaml := fmt.Sprintf("listeners: [{listen: %q, mode: raw, group: main}]\ngroups: {main: {backends: [{addr: %q}]}}\n"+
-		"shutdown: {drain_timeout: 60s}\n", listen, echoBackend(t))
+		"shutdown: {drain_timeout: 60s}\n"+
+		// 20 sessions and the probes from 127.0.0.1 at once: past the
+		// default connection burst.
+		"limits: {connection_rate: 0, max_sessions_per_subnet: 0}\n", listen, echoBackend(t))
 	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}

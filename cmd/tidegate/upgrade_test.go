@@ -26,7 +26,10 @@ func TestLiveUpgradeKeepsEverySession(t *testing.T) {
 	listen, metrics := freePort(t), freePort(t)
 	cfg := filepath.Join(t.TempDir(), "proxy.yaml")
 	yaml := fmt.Sprintf("listeners: [{listen: %q, mode: raw, group: main}]\ngroups: {main: {backends: [{addr: %q}]}}\n"+
-		"shutdown: {drain_timeout: 30s}\n", listen, echoBackend(t))
+		"shutdown: {drain_timeout: 30s}\n"+
+		// 1,000 sessions from 127.0.0.1 at once: past the default
+		// connection rate and subnet cap.
+		"limits: {connection_rate: 0, max_sessions_per_subnet: 0}\n", listen, echoBackend(t))
 	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -81,10 +81,17 @@ type ListenerConfig struct {
 	ProxyProtocol ProxyProtocolConfig `yaml:"proxy_protocol"`
 }
 
-// RouteConfig sends the listed virtual hosts to a group.
+// RouteConfig sends the listed virtual hosts to a group. A host may be a
+// wildcard, *.example.com, which matches every name under example.com (at
+// any depth) but not example.com itself; an exact host wins over a
+// wildcard, and a longer wildcard over a shorter one.
 type RouteConfig struct {
 	Hosts []string `yaml:"hosts"`
 	Group string   `yaml:"group"`
+	// RewriteHost, when set, replaces the host in the handshake toward the
+	// backend: "host" keeps the client's port, "host:port" replaces both.
+	// What follows the host (a Forge marker) is kept.
+	RewriteHost string `yaml:"rewrite_host"`
 }
 
 // GroupConfig is a set of interchangeable backends.
@@ -97,6 +104,9 @@ type GroupConfig struct {
 	// backends with a PROXY protocol header carrying the client's address
 	// (proxyproto.go); off by default.
 	SendProxyProtocol string `yaml:"send_proxy_protocol"`
+	// Strategy is how a session's backend is chosen among those up (see
+	// Strategy); empty means StrategyWeightedRandom.
+	Strategy Strategy `yaml:"strategy"`
 }
 
 // BackendConfig is one backend server.
@@ -126,6 +136,18 @@ type Limits struct {
 	// drain; past it the connection is reset (the peer sees RST, not a clean
 	// end), counted and logged.
 	Linger time.Duration `yaml:"linger"`
+	// Per client address (see ratelimit.go): new connections and logins
+	// per second and their bursts (token buckets; a rate of 0 turns one
+	// off), concurrent sessions per subnet of the given prefix lengths (0
+	// turns the cap off), and how many addresses the buckets track.
+	ConnectionRate       float64 `yaml:"connection_rate"`
+	ConnectionBurst      int     `yaml:"connection_burst"`
+	LoginRate            float64 `yaml:"login_rate"`
+	LoginBurst           int     `yaml:"login_burst"`
+	MaxSessionsPerSubnet int     `yaml:"max_sessions_per_subnet"`
+	SubnetPrefixIPv4     int     `yaml:"subnet_prefix_ipv4"`
+	SubnetPrefixIPv6     int     `yaml:"subnet_prefix_ipv6"`
+	RateLimitAddresses   int     `yaml:"rate_limit_addresses"`
 }
 
 // ShutdownConfig is how the proxy drains on SIGTERM or SIGINT.
@@ -360,6 +382,15 @@ func defaultConfig() Config {
 			LowWatermark:     1 << 20,
 			BufferBudget:     1 << 30,
 			Linger:           reactor.DefaultLinger,
+
+			ConnectionRate:       10,
+			ConnectionBurst:      20,
+			LoginRate:            2,
+			LoginBurst:           10,
+			MaxSessionsPerSubnet: 256,
+			SubnetPrefixIPv4:     24,
+			SubnetPrefixIPv6:     48,
+			RateLimitAddresses:   65536,
 		},
 		Health: HealthConfig{
 			Failures:       3,
@@ -450,16 +481,17 @@ func (c *Config) check(isSet func(path string) bool) []Problem {
 		for j, h := range r.Hosts {
 			hp := fmt.Sprintf("%s.hosts[%d]", p, j)
 			n := normalizeHostString(h)
-			switch {
-			case n == "":
-				bad(hp, "empty host")
-			case strings.ContainsAny(n, " \x00/:"):
-				bad(hp, "%q is not a host name", h)
+			switch msg := routeHostProblem(h, n); {
+			case msg != "":
+				bad(hp, "%s", msg)
 			case hosts[n] != "":
 				bad(hp, "host %q is already routed by %s", h, hosts[n])
 			default:
 				hosts[n] = hp
 			}
+		}
+		if msg := rewriteHostProblem(r.RewriteHost); msg != "" {
+			bad(p+".rewrite_host", "%s", msg)
 		}
 		if r.Group == "" {
 			bad(p+".group", "a route needs the group it sends its hosts to")
@@ -497,6 +529,9 @@ func (c *Config) check(isSet func(path string) bool) []Problem {
 			validOfflineMessage(bad, p+".offline_message", g.OfflineMessage)
 		}
 		checkSendProxyProtocol(bad, p+".send_proxy_protocol", g.SendProxyProtocol)
+		if !g.Strategy.valid() {
+			bad(p+".strategy", "%q: want %s", g.Strategy, strategyList)
+		}
 	}
 	switch c.Forwarding {
 	case ForwardNone, ForwardBungeeCord:
@@ -537,6 +572,7 @@ func (c *Config) check(isSet func(path string) bool) []Problem {
 	if l.MaxSessionsPerIP < 0 {
 		bad("limits.max_sessions_per_ip", "%d is negative (0 means no limit)", l.MaxSessionsPerIP)
 	}
+	checkSourceLimits(bad, l)
 	if l.MaxFrame < 256 || l.MaxFrame > 1<<21-1 {
 		bad("limits.max_frame", "%d: want 256..2097151", l.MaxFrame)
 	}
@@ -672,6 +708,9 @@ func (c *Config) warnings() []Problem {
 		}
 		if !weighted {
 			warn("groups."+name+".backends", "every backend has weight 0, so this group takes no sessions")
+		}
+		if c.Groups[name].Strategy == StrategyLowestLatency && c.Health.Interval == 0 {
+			warn("groups."+name+".strategy", "lowest-latency needs the active checks' latency, and health.interval is 0: this group picks by weight at random")
 		}
 	}
 	c.statusWarnings(warn)

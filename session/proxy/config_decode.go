@@ -100,7 +100,7 @@ var durationType = reflect.TypeFor[time.Duration]()
 // leaves out has its default and one it sets, even to 0, keeps that value.
 var elemDefaults = map[reflect.Type]reflect.Value{
 	reflect.TypeFor[ListenerConfig](): reflect.ValueOf(ListenerConfig{Mode: ModeMinecraft, ProxyProtocol: ProxyProtocolConfig{Accept: ProxyProtocolOff}}),
-	reflect.TypeFor[GroupConfig]():    reflect.ValueOf(GroupConfig{SendProxyProtocol: ProxyProtocolOff}),
+	reflect.TypeFor[GroupConfig]():    reflect.ValueOf(GroupConfig{SendProxyProtocol: ProxyProtocolOff, Strategy: StrategyWeightedRandom}),
 	reflect.TypeFor[BackendConfig]():  reflect.ValueOf(BackendConfig{Weight: 1}),
 }
 
@@ -181,6 +181,17 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 			return
 		}
 		v.SetInt(i)
+	case reflect.Float64:
+		text, ok := d.scalar(n, path, "a number")
+		if !ok {
+			return
+		}
+		f, err := parseNumber(text)
+		if err != nil {
+			d.fail(n, path, "%q: want a number, as 10 or 0.5", text)
+			return
+		}
+		v.SetFloat(f)
 	default:
 		// Only reachable by adding a field of a new kind to Config.
 		panic(fmt.Sprintf("proxy config: no decoding for %s (%s)", v.Type(), path))
@@ -242,6 +253,19 @@ func parseWhole(text string) (int64, error) {
 		return 0, strconv.ErrSyntax
 	}
 	return strconv.ParseInt(strings.ReplaceAll(text, "_", ""), 10, 64)
+}
+
+// parseNumber parses a decimal number, which may group digits with _ as
+// parseWhole does; infinities, NaN and hexadecimal are refused.
+func parseNumber(text string) (float64, error) {
+	whole, frac, _ := strings.Cut(text, ".")
+	if _, err := parseWhole(whole); err != nil && whole != "" && whole != "-" && whole != "+" {
+		return 0, err
+	}
+	if strings.Trim(frac, "0123456789") != "" || whole == "" && frac == "" {
+		return 0, strconv.ErrSyntax
+	}
+	return strconv.ParseFloat(strings.ReplaceAll(text, "_", ""), 64)
 }
 
 // mapping decodes a YAML map into a struct (its keys are the fields' yaml

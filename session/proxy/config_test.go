@@ -183,6 +183,71 @@ groups:
 		{"watermarks: both set", "limits: {low_watermark: 10, high_watermark: 5}\n" + validTail, []string{
 			`proxy.yaml:1:25: limits.low_watermark: 10 is above high_watermark 5`,
 		}},
+		{"routes: wildcards and rewrite_host", `listeners: [{listen: 0.0.0.0:25577}]
+routes:
+  - hosts: ["*", "*.", "*.example.com", "*.EXAMPLE.com.", "a.*.example.com", "**.example.com", "*example.com", "*.a:b"]
+    group: main
+  - hosts: [a.example.net]
+    group: main
+    rewrite_host: "play.internal:99999"
+  - {hosts: [b.example.net], group: main, rewrite_host: "bad_host!"}
+  - {hosts: [c.example.net], group: main, rewrite_host: "play.internal:"}
+  - {hosts: [d.example.net], group: main, rewrite_host: "a:b:c"}
+  - {hosts: [e.example.net], group: main, rewrite_host: "[::1]:25565"}
+  - {hosts: [f.example.net], group: main, rewrite_host: "2001:db8::1"}
+  - {hosts: [g.example.net], group: main, rewrite_host: "play.internal"}
+  - {hosts: [h.example.net], group: main, rewrite_host: "play.internal:x"}
+groups:
+  main: {backends: [{addr: 127.0.0.1:25565}]}
+`, []string{
+			`proxy.yaml:3:13: routes[0].hosts[0]: "*" would match every host: set default_group to the group for hosts without a route`,
+			`proxy.yaml:3:18: routes[0].hosts[1]: "*." would match every host: set default_group to the group for hosts without a route`,
+			`proxy.yaml:3:41: routes[0].hosts[3]: host "*.EXAMPLE.com." is already routed by routes[0].hosts[2]`,
+			`proxy.yaml:3:59: routes[0].hosts[4]: "a.*.example.com": * may only stand as the first label, as *.example.com`,
+			`proxy.yaml:3:78: routes[0].hosts[5]: "**.example.com": * may only stand as the first label, as *.example.com`,
+			`proxy.yaml:3:96: routes[0].hosts[6]: "*example.com": * may only stand as the first label, as *.example.com`,
+			`proxy.yaml:3:112: routes[0].hosts[7]: "*.a:b" is not a host name`,
+			`proxy.yaml:7:19: routes[1].rewrite_host: "play.internal:99999": port 99999 is out of range: want 1-65535`,
+			`proxy.yaml:8:57: routes[2].rewrite_host: "bad_host!": "bad_host!" is neither an IP address nor a host name`,
+			`proxy.yaml:9:57: routes[3].rewrite_host: "play.internal:": port "" is not a number`,
+			`proxy.yaml:10:57: routes[4].rewrite_host: "a:b:c": want a host or host:port, as play.internal or play.internal:25565`,
+			`proxy.yaml:14:57: routes[8].rewrite_host: "play.internal:x": port "x" is not a number`,
+		}},
+		{"strategies and per-address limits", `limits:
+  connection_rate: -1
+  connection_burst: 0
+  login_rate: 0.001
+  login_burst: 0
+  max_sessions_per_subnet: -5
+  subnet_prefix_ipv4: 33
+  subnet_prefix_ipv6: 0
+  rate_limit_addresses: 10
+listeners: [{listen: 0.0.0.0:25577}]
+default_group: main
+groups:
+  main: {strategy: fastest, backends: [{addr: 127.0.0.1:25565}]}
+`, []string{
+			`proxy.yaml:2:20: limits.connection_rate: -1 is negative (0 turns it off)`,
+			`proxy.yaml:4:15: limits.login_rate: 0.001 per second: want 0.01 to 1000000, or 0 to turn it off`,
+			`proxy.yaml:6:28: limits.max_sessions_per_subnet: -5: want 0 (no cap) to 2147483647`,
+			`proxy.yaml:7:23: limits.subnet_prefix_ipv4: 33: want a prefix length of 1 to 32`,
+			`proxy.yaml:8:23: limits.subnet_prefix_ipv6: 0: want a prefix length of 1 to 128`,
+			`proxy.yaml:9:25: limits.rate_limit_addresses: 10: want 1024 to 16777216`,
+			`proxy.yaml:13:20: groups.main.strategy: "fastest": want weighted-random, round-robin, least-connections or lowest-latency`,
+		}},
+		{"rates: numbers and bursts", `limits:
+  connection_rate: ten
+  connection_burst: 0
+  login_rate: 1e3
+listeners: [{listen: 0.0.0.0:25577}]
+default_group: main
+groups:
+  main: {backends: [{addr: 127.0.0.1:25565}]}
+`, []string{
+			`proxy.yaml:2:20: limits.connection_rate: "ten": want a number, as 10 or 0.5`,
+			`proxy.yaml:3:21: limits.connection_burst: 0: want 1 to 1000000`,
+			`proxy.yaml:4:15: limits.login_rate: "1e3": want a number, as 10 or 0.5`,
+		}},
 		{"placeholders", `shutdown:
   message: ${TIDEGATE_TEST_UNSET}
 health:
@@ -263,7 +328,7 @@ groups:
 			`proxy.yaml:14:5: listeners[4].proxy: unknown key; the keys here are listen, mode, group and proxy_protocol`,
 			`proxy.yaml:19:26: groups.main.send_proxy_protocol: "v3": want off, v1 or v2`,
 			`proxy.yaml:22:26: groups.other.send_proxy_protocol: "any": want off, v1 or v2`,
-			`proxy.yaml:26:5: groups.fine.send_proxy: unknown key; the keys here are backends, offline_message and send_proxy_protocol`,
+			`proxy.yaml:26:5: groups.fine.send_proxy: unknown key; the keys here are backends, offline_message, send_proxy_protocol and strategy`,
 		}},
 		{"a file with nothing in it", "# only a comment\n", []string{
 			`proxy.yaml: listeners: at least one listener is needed`,
@@ -348,6 +413,9 @@ health:
 	if m := cfg.Listeners[0].Mode; m != ModeMinecraft {
 		t.Errorf("listener without a mode: %q", m)
 	}
+	if s := cfg.Groups["main"].Strategy; s != StrategyWeightedRandom {
+		t.Errorf("group without a strategy: %q", s)
+	}
 	if b := cfg.Groups["main"].Backends; b[0].Weight != 1 || b[1].Weight != 0 {
 		t.Errorf("weights %+v: want 1 by default and an explicit 0 kept", b)
 	}
@@ -422,6 +490,15 @@ groups:
 		}},
 		{"a status fetch may outlast the handshake timeout", "status: {timeout: 5s}\n" + validTail, []string{
 			`1:19: status.timeout: 5s is not below limits.handshake_timeout 5s: a ping waiting for a slow status fetch is closed before it is answered`,
+		}},
+		{"lowest-latency without active checks", `listeners: [{listen: 0.0.0.0:25577}]
+default_group: main
+groups:
+  main:
+    strategy: lowest-latency
+    backends: [{addr: 127.0.0.1:25565}]
+`, []string{
+			`5:15: groups.main.strategy: lowest-latency needs the active checks' latency, and health.interval is 0: this group picks by weight at random`,
 		}},
 		{"every backend at weight 0", `listeners: [{listen: 0.0.0.0:25577}]
 default_group: main
@@ -528,4 +605,44 @@ func TestEditDistance(t *testing.T) {
 			t.Errorf("editDistance(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
 		}
 	}
+}
+
+// TestREADMEDocumentsEveryKey: the configuration reference in README.md
+// (the YAML block of the Proxy section) parses, and names every key of
+// every part of the configuration.
+func TestREADMEDocumentsEveryKey(t *testing.T) {
+	data, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(data), "The configuration (YAML")
+	if ok {
+		_, rest, ok = strings.Cut(rest, "```yaml\n")
+	}
+	block, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("README.md has no YAML block after \"The configuration (YAML\"")
+	}
+	if _, _, err := Parse("README.md", []byte(block)); err != nil {
+		t.Fatalf("the README's configuration does not parse: %v", err)
+	}
+	seen := map[reflect.Type]bool{}
+	var walk func(reflect.Type, string)
+	walk = func(ty reflect.Type, path string) {
+		for ty.Kind() == reflect.Slice || ty.Kind() == reflect.Map {
+			ty = ty.Elem()
+		}
+		if ty.Kind() != reflect.Struct || seen[ty] || ty == durationType {
+			return
+		}
+		seen[ty] = true
+		fields, keys := structKeys(ty)
+		for _, k := range keys {
+			if !strings.Contains(block, k+":") {
+				t.Errorf("README.md's configuration does not name %s", joinPath(path, k))
+			}
+			walk(ty.Field(fields[k]).Type, joinPath(path, k))
+		}
+	}
+	walk(reflect.TypeFor[Config](), "")
 }

@@ -75,7 +75,7 @@ func TestPickWeightsAndHealth(t *testing.T) {
 	rnd := uint64(42)
 	counts := map[string]int{}
 	for i := 0; i < 40000; i++ {
-		b, probe := g.pick(&rnd, 0, 1)
+		b, probe := g.pick(&rnd, 0, 0, 1)
 		if probe {
 			t.Fatal("a probe picked while every backend is up")
 		}
@@ -91,13 +91,13 @@ func TestPickWeightsAndHealth(t *testing.T) {
 		t.Fatal("second failure did not mark the backend down")
 	}
 	for i := 0; i < 100; i++ {
-		if b, _ := g.pick(&rnd, now, 1); b.addr != "a" {
+		if b, _ := g.pick(&rnd, 0, now, 1); b.addr != "a" {
 			t.Fatalf("picked %s while it is down", b.addr)
 		}
 	}
 	g.backends[0].markFailed(h, now, false)
 	g.backends[0].markFailed(h, now, false)
-	if b, _ := g.pick(&rnd, now+int64(time.Second)-1, 1); b != nil {
+	if b, _ := g.pick(&rnd, 0, now+int64(time.Second)-1, 1); b != nil {
 		t.Fatalf("with every backend in its cooldown, pick chose %s", b.addr)
 	}
 }

@@ -285,7 +285,7 @@ func TestStopClosesHalfClosedSessions(t *testing.T) {
 		_, _ = io.Copy(io.Discard, c) // to the client's FIN; never answers
 		return nil
 	})
-	cfg, err := ParseConfig([]byte(rawConfig(be)))
+	cfg, err := testParseConfig(t, rawConfig(be))
 	if err != nil {
 		t.Fatal(err)
 	}

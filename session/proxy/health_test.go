@@ -316,7 +316,7 @@ func TestPickHandsOutOneProbe(t *testing.T) {
 			defer wg.Done()
 			rnd := uint64(i + 1)
 			for range 100 {
-				if got, probe := g.pick(&rnd, now+int64(time.Second), lease); probe {
+				if got, probe := g.pick(&rnd, 0, now+int64(time.Second), lease); probe {
 					probes.Add(1)
 				} else if got != nil {
 					picks.Add(1)
@@ -330,14 +330,14 @@ func TestPickHandsOutOneProbe(t *testing.T) {
 	}
 	rnd := uint64(1)
 	later := now + int64(time.Second) + lease
-	if _, probe := g.pick(&rnd, later-1, lease); probe {
+	if _, probe := g.pick(&rnd, 0, later-1, lease); probe {
 		t.Fatal("a second probe before the lease ended")
 	}
-	if _, probe := g.pick(&rnd, later, lease); !probe {
+	if _, probe := g.pick(&rnd, 0, later, lease); !probe {
 		t.Fatal("an undecided probe was not taken over after its lease")
 	}
 	b.dropProbe(later)
-	if _, probe := g.pick(&rnd, later, lease); !probe {
+	if _, probe := g.pick(&rnd, 0, later, lease); !probe {
 		t.Fatal("a dropped probe was not handed out again")
 	}
 	if !b.markFailed(h, later, true) || b.state.Load() != later+int64(time.Second) {
@@ -346,7 +346,7 @@ func TestPickHandsOutOneProbe(t *testing.T) {
 	if !b.markUp() || b.markUp() {
 		t.Fatal("markUp must report the change to up once")
 	}
-	if got, probe := g.pick(&rnd, later, lease); got != b || probe {
+	if got, probe := g.pick(&rnd, 0, later, lease); got != b || probe {
 		t.Fatal("an up backend is not picked normally")
 	}
 }
@@ -530,7 +530,7 @@ groups: {a: {backends: [{addr: "127.0.0.1:1"}]}, b: {backends: [{addr: "127.0.0.
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := newRouter(cfg, nil)
+		r := newRouter(cfg, nil, 1)
 		for name, g := range r.groups {
 			if g.routed != (name == "a") || g.check != want {
 				t.Errorf("%q: group %s routed %v check %s; want routed %v check %s", check, name, g.routed, g.check, name == "a", want)

@@ -20,7 +20,7 @@ import (
 // starts a new one on the same address: it must bind at once.
 func TestRestartBindsSameAddressAtOnce(t *testing.T) {
 	be := startBackend(t, mcbackend.Config{})
-	cfg, err := ParseConfig([]byte(mcConfig(be, "")))
+	cfg, err := testParseConfig(t, mcConfig(be, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ groups:
 // drain deadline passes gets the shutdown message; the proxy then stops.
 func TestShutdownDeadlineDisconnectsLogins(t *testing.T) {
 	be := startBackend(t, mcbackend.Config{})
-	cfg, err := ParseConfig([]byte(mcConfig(be, `shutdown: {message: "Back in a minute"}`)))
+	cfg, err := testParseConfig(t, mcConfig(be, `shutdown: {message: "Back in a minute"}`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ type Collector struct {
 	reloads, configInfo *prometheus.Desc
 
 	statusAnswers, statusRefreshes *prometheus.Desc
+	rateAddresses, rateEvictions   *prometheus.Desc
 }
 
 // NewCollector returns a Prometheus collector for p.
@@ -51,6 +52,9 @@ func NewCollector(p *Proxy) *Collector {
 
 		reloads:    prometheus.NewDesc("tidegate_config_reloads_total", "Configuration reloads, by result (ok, failed).", []string{"result"}, nil),
 		configInfo: prometheus.NewDesc("tidegate_config_info", "1, labelled with the hash of the configuration new sessions use.", []string{"hash"}, nil),
+
+		rateAddresses: d("rate_limit_addresses", "Client addresses whose connection or login buckets are tracked now (limits.rate_limit_addresses bounds them)."),
+		rateEvictions: d("rate_limit_evictions_total", "Buckets not yet refilled dropped to keep the table within limits.rate_limit_addresses."),
 	}
 }
 
@@ -59,7 +63,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.accepted, c.active, c.routed, c.connectFailed, c.bytes, c.frames,
 		c.unframed, c.rejected, c.ends, c.paused, c.pauseEvents, c.lingerExpired,
 		c.backendUp, c.backendLatency, c.backendSessions, c.backendChecks, c.reloads, c.configInfo,
-		c.statusAnswers, c.statusRefreshes} {
+		c.statusAnswers, c.statusRefreshes, c.rateAddresses, c.rateEvictions} {
 		ch <- d
 	}
 }
@@ -100,6 +104,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.reloads, ok, "ok")
 	counter(c.reloads, failed, "failed")
 	gauge(c.configInfo, 1, c.p.ConfigHash())
+	gauge(c.rateAddresses, c.p.src.tracked())
+	counter(c.rateEvictions, c.p.src.evicted.Load())
 	for _, b := range c.p.BackendHealth() {
 		up := int64(0)
 		if b.Up {

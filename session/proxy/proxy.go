@@ -30,6 +30,7 @@ type Proxy struct {
 
 	ipMu  sync.Mutex
 	perIP map[string]int
+	src   *sourceLimiter // per-address rates and subnet caps (ratelimit.go), kept across reloads
 
 	backendSide backendHandler
 	checksMu    sync.Mutex
@@ -39,10 +40,12 @@ type Proxy struct {
 	refresher statusRefresher // status cache refreshes (status.go)
 }
 
-// loopState is what the proxy keeps per loop: counters and random state.
+// loopState is what the proxy keeps per loop: counters, random state and
+// scratch space for handshakes rewritten toward backends.
 type loopState struct {
-	counters loopCounters
-	rnd      uint64
+	counters       loopCounters
+	rnd            uint64
+	addrBuf, hsBuf []byte
 }
 
 // New builds a proxy from a validated configuration; log receives its logs.
@@ -58,8 +61,8 @@ func NewWithListeners(cfg *Config, log zerolog.Logger, listeners []net.Listener)
 	p := &Proxy{
 		log:   log,
 		perIP: map[string]int{},
+		src:   newSourceLimiter(),
 	}
-	p.gen.Store(newGeneration(cfg, nil, indices(len(cfg.Listeners))))
 	p.backendSide.p = p
 	addrs := make([]string, len(cfg.Listeners))
 	for i := range cfg.Listeners {
@@ -89,6 +92,7 @@ func NewWithListeners(cfg *Config, log zerolog.Logger, listeners []net.Listener)
 	for i := range p.loops {
 		p.loops[i].rnd = uint64(i)*0x9E3779B97F4A7C15 + 0x2545F4914F6CDD1D
 	}
+	p.gen.Store(newGeneration(cfg, nil, indices(len(cfg.Listeners)), len(p.loops)))
 	return p, nil
 }
 
@@ -161,12 +165,16 @@ func (p *Proxy) loopOf(c *reactor.Conn) *loopState {
 
 // admit applies the session limits; it returns the reason for a refusal.
 func (p *Proxy) admit(gen *generation, ip string) (reason, bool) {
+	if r, ok := p.admitSource(gen, ip); !ok {
+		return r, false
+	}
 	lim := gen.cfg.Limits
 	if lim.MaxSessionsPerIP > 0 {
 		p.ipMu.Lock()
 		n := p.perIP[ip]
 		if n >= lim.MaxSessionsPerIP {
 			p.ipMu.Unlock()
+			p.releaseSource(gen, ip)
 			return reasonMaxSessionsPerIP, false
 		}
 		p.perIP[ip] = n + 1
@@ -178,6 +186,7 @@ func (p *Proxy) admit(gen *generation, ip string) (reason, bool) {
 // admitAdopted counts a session taken over from another process against its
 // IP, without refusing it: it was admitted there.
 func (p *Proxy) admitAdopted(gen *generation, ip string) {
+	p.adoptSource(gen, ip)
 	if gen.cfg.Limits.MaxSessionsPerIP > 0 {
 		p.ipMu.Lock()
 		p.perIP[ip]++
@@ -187,6 +196,7 @@ func (p *Proxy) admitAdopted(gen *generation, ip string) {
 
 // release undoes admit, under the configuration that admitted the session.
 func (p *Proxy) release(gen *generation, ip string) {
+	p.releaseSource(gen, ip)
 	if gen.cfg.Limits.MaxSessionsPerIP > 0 {
 		p.ipMu.Lock()
 		if n := p.perIP[ip] - 1; n > 0 {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -27,12 +28,37 @@ func testLogger(t testing.TB) zerolog.Logger {
 	return zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel)
 }
 
+// testParseConfig parses a test's YAML as ParseConfig does, and then turns
+// off each per-address limit (limits.connection_rate, login_rate and
+// max_sessions_per_subnet) that the YAML does not set: the tests open many
+// connections from 127.0.0.1 in bursts, which the defaults would refuse. A
+// test of a limit sets it.
+func testParseConfig(t testing.TB, yamlText string) (*Config, error) {
+	t.Helper()
+	d := newDecoder(os.LookupEnv, len(yamlText))
+	cfg, _, err := parse("", []byte(yamlText), d)
+	if err != nil {
+		return nil, err
+	}
+	if !d.isSet("limits.connection_rate") {
+		cfg.Limits.ConnectionRate = 0
+	}
+	if !d.isSet("limits.login_rate") {
+		cfg.Limits.LoginRate = 0
+	}
+	if !d.isSet("limits.max_sessions_per_subnet") {
+		cfg.Limits.MaxSessionsPerSubnet = 0
+	}
+	return cfg, nil
+}
+
 // startProxy starts a proxy from YAML in which the listen address is
-// 127.0.0.1:0; it returns the proxy and its first listener's address. The
-// setup functions run between New and Start.
+// 127.0.0.1:0 (per-address limits off unless it sets them, see
+// testParseConfig); it returns the proxy and its first listener's address.
+// The setup functions run between New and Start.
 func startProxy(t testing.TB, yamlText string, setup ...func(*Proxy)) (*Proxy, string) {
 	t.Helper()
-	cfg, err := ParseConfig([]byte(yamlText))
+	cfg, err := testParseConfig(t, yamlText)
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
@@ -640,7 +666,7 @@ loops: 1
 `, addr, be)
 	var ps []*Proxy
 	for i := 0; i < 2; i++ {
-		cfg, err := ParseConfig([]byte(cfgText))
+		cfg, err := testParseConfig(t, cfgText)
 		if err != nil {
 			t.Fatal(err)
 		}

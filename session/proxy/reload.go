@@ -32,16 +32,17 @@ type generation struct {
 }
 
 // newGeneration builds a generation from a validated cfg whose listeners
-// have the reactor indices live. Backends that old has too (same group,
-// same address) keep their health state and session counts.
-func newGeneration(cfg *Config, old *generation, live []int) *generation {
+// have the reactor indices live, for a proxy with loops event loops.
+// Backends that old has too (same group, same address) keep their health
+// state and session counts.
+func newGeneration(cfg *Config, old *generation, live []int, loops int) *generation {
 	var prev *router
 	if old != nil {
 		prev = old.router
 	}
 	g := &generation{
 		cfg:                cfg,
-		router:             newRouter(cfg, prev),
+		router:             newRouter(cfg, prev, loops),
 		raw:                map[*ListenerConfig]*group{},
 		shutdownDisconnect: mc.AppendLoginDisconnect(nil, chatJSON(cfg.Shutdown.Message)),
 		unknownHost:        offlineReply(cfg.Status.Offline, unknownHostText),
@@ -150,7 +151,7 @@ func (p *Proxy) Reload(cfg *Config) error {
 	if err != nil {
 		return err
 	}
-	gen := newGeneration(cfg, old, live)
+	gen := newGeneration(cfg, old, live, len(p.loops))
 	gen.router.now = old.router.now
 	// The old checkers stop before the new ones start, so that a backend
 	// kept is never checked twice at once.

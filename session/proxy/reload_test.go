@@ -83,7 +83,7 @@ func TestReloadSwapsRoutesForNewSessionsOnly(t *testing.T) {
 		t.Fatalf("first session reached %q, want a", name)
 	}
 	hash := p.ConfigHash()
-	cfg, err := ParseConfig([]byte(rawConfig(b)))
+	cfg, err := testParseConfig(t, rawConfig(b))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ limits: {high_watermark: 262144, low_watermark: 131072}
 `, []string{"nowhere"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := ParseConfig([]byte(tc.yaml))
+			cfg, err := testParseConfig(t, tc.yaml)
 			if err == nil {
 				cfg.Loops = 2
 				err = p.Reload(cfg)
@@ -174,7 +174,7 @@ listeners: [{listen: "127.0.0.1:0", mode: raw, group: main}]
 groups: {main: {backends: [{addr: %q}, {addr: %q, weight: 3}]}}
 limits: {high_watermark: 262144, low_watermark: 131072}
 `, a, b)
-	cfg, err := ParseConfig([]byte(text))
+	cfg, err := testParseConfig(t, text)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +213,7 @@ limits: {high_watermark: 262144, low_watermark: 131072}
 	second := freeAddr(t)
 	reload := func(yaml string) {
 		t.Helper()
-		cfg, err := ParseConfig([]byte(yaml))
+		cfg, err := testParseConfig(t, yaml)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"sort"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -25,6 +26,9 @@ type backendHealth struct {
 	state    atomic.Int64 // the circuit breaker's state word, see stateUp
 	failures atomic.Int32 // consecutive failed connects and checks
 	active   atomic.Int64 // sessions relayed to it now
+	// connecting counts sessions whose connect to it is in flight, so
+	// that least-connections sees a burst of sessions it sent there.
+	connecting atomic.Int64
 
 	connectFailures atomic.Int64 // session connects that failed or timed out
 	checksOK        atomic.Int64 // active checks that passed
@@ -38,6 +42,8 @@ type backendHealth struct {
 type group struct {
 	name     string
 	backends []*backend
+	strategy Strategy
+	rr       []rrState // round-robin: one position per event loop
 
 	routed bool      // some listener can send sessions here
 	check  CheckKind // active check kind, CheckTCP or CheckStatus
@@ -48,13 +54,27 @@ type group struct {
 	status            *groupStatus // status answers: the cache and the offline answer (status.go)
 }
 
+// route is where a virtual host goes: a group, and how the handshake's
+// server address is rewritten toward its backend.
+type route struct {
+	group *group
+	// rewriteHost replaces the host of the handshake address (its Forge
+	// marker kept); nil leaves the address as the client sent it.
+	rewriteHost []byte
+	rewritePort uint16 // replaces the handshake's port; 0 keeps it
+}
+
 // router maps virtual hosts to groups.
 type router struct {
-	hosts   map[string]*group
-	def     *group
-	groups  map[string]*group
-	ordered []*group // groups by name
-	health  HealthConfig
+	hosts map[string]*route // exact hosts
+	wild  map[string]*route // *.example.com as example.com
+	// wildMin and wildMax are the shortest and longest keys of wild: only
+	// suffixes of a host between them can match.
+	wildMin, wildMax int
+	def              *route // default_group, or nil
+	groups           map[string]*group
+	ordered          []*group // groups by name
+	health           HealthConfig
 	// now is the clock of the health state, unix nanoseconds. Tests may
 	// replace it before the proxy starts.
 	now func() int64
@@ -63,12 +83,12 @@ type router struct {
 	lease int64
 }
 
-// newRouter builds the router of cfg; the backends that prev has in a group
-// of the same name keep their health.
-func newRouter(cfg *Config, prev *router) *router {
+// newRouter builds the router of cfg for a proxy with loops event loops;
+// the backends that prev has in a group of the same name keep their health.
+func newRouter(cfg *Config, prev *router, loops int) *router {
 	h := cfg.Health
 	r := &router{
-		hosts: map[string]*group{}, groups: map[string]*group{}, health: h, now: nowUnix,
+		hosts: map[string]*route{}, wild: map[string]*route{}, groups: map[string]*group{}, health: h, now: nowUnix,
 		lease: int64(max(cfg.Limits.ConnectTimeout, h.Timeout) + 5*time.Second),
 	}
 	names := make([]string, 0, len(cfg.Groups))
@@ -86,6 +106,7 @@ func newRouter(cfg *Config, prev *router) *router {
 			name:              name,
 			check:             CheckTCP,
 			offlineDisconnect: mc.AppendLoginDisconnect(nil, chatJSON(msg)),
+			strategy:          gc.Strategy,
 		}
 		g.status = newGroupStatus(cfg, gc)
 		g.sendPP, _ = proxyVersions(gc.SendProxyProtocol)
@@ -94,16 +115,36 @@ func newRouter(cfg *Config, prev *router) *router {
 				g.backends = append(g.backends, &backend{addr: b.Addr, weight: b.Weight, group: g, backendHealth: prev.healthOf(name, b.Addr)})
 			}
 		}
+		if g.strategy == StrategyRoundRobin {
+			g.rr = make([]rrState, max(loops, 1))
+			for i := range g.rr {
+				g.rr[i].cur = make([]int, len(g.backends))
+			}
+		}
 		r.groups[name] = g
 		r.ordered = append(r.ordered, g)
 	}
-	for _, rt := range cfg.Routes {
-		for _, h := range rt.Hosts {
-			r.hosts[normalizeHostString(h)] = r.groups[rt.Group]
+	for _, rc := range cfg.Routes {
+		rt := &route{group: r.groups[rc.Group]}
+		if rc.RewriteHost != "" {
+			host, port := splitRewriteHost(rc.RewriteHost)
+			rt.rewriteHost, rt.rewritePort = []byte(host), port
+		}
+		for _, h := range rc.Hosts {
+			if n := normalizeHostString(h); strings.HasPrefix(n, "*.") {
+				suffix := n[2:]
+				r.wild[suffix] = rt
+				if len(r.wild) == 1 || len(suffix) < r.wildMin {
+					r.wildMin = len(suffix)
+				}
+				r.wildMax = max(r.wildMax, len(suffix))
+			} else {
+				r.hosts[n] = rt
+			}
 		}
 	}
 	if cfg.DefaultGroup != "" {
-		r.def = r.groups[cfg.DefaultGroup]
+		r.def = &route{group: r.groups[cfg.DefaultGroup]}
 	}
 	// Which groups carry traffic, and of which kind.
 	var minecraft, raw []*group
@@ -113,7 +154,7 @@ func newRouter(cfg *Config, prev *router) *router {
 			continue
 		}
 		if r.def != nil {
-			minecraft = append(minecraft, r.def)
+			minecraft = append(minecraft, r.def.group)
 		}
 		for _, rt := range cfg.Routes {
 			minecraft = append(minecraft, r.groups[rt.Group])
@@ -149,20 +190,42 @@ func (r *router) healthOf(name, addr string) *backendHealth {
 	return &backendHealth{}
 }
 
-// route returns the group for a normalized host, the default group when no
-// route names it, or nil.
-func (r *router) route(host []byte) *group {
-	if g, ok := r.hosts[string(host)]; ok {
-		return g
+// route returns the route of a normalized host: the route naming it, else
+// the wildcard route with the longest suffix of it (*.b.example.com before
+// *.example.com; a wildcard matches names under its suffix at any depth,
+// never the suffix itself), else the default group's, else nil. It does
+// not allocate: the map lookups convert the byte slices in place.
+func (r *router) route(host []byte) *route {
+	if rt, ok := r.hosts[string(host)]; ok {
+		return rt
+	}
+	if len(r.wild) > 0 {
+		// Label suffixes from the longest: a.b.example.com tries
+		// b.example.com, then example.com, then com.
+		for i, c := range host {
+			if c != '.' {
+				continue
+			}
+			switch rest := len(host) - i - 1; {
+			case rest > r.wildMax:
+				continue
+			case rest < r.wildMin:
+				return r.def
+			}
+			if rt, ok := r.wild[string(host[i+1:])]; ok {
+				return rt
+			}
+		}
 	}
 	return r.def
 }
 
-// pick chooses a backend by weight among those that are up. A backend
-// whose cooldown has ended goes first, as a probe, to the one caller that
-// wins it (probe is then true). nil means no backend is up. rnd is the
-// caller's (per-loop) random state; now is the router's clock.
-func (g *group) pick(rnd *uint64, now, lease int64) (b *backend, probe bool) {
+// pick chooses a backend among those that are up, by the group's strategy.
+// A backend whose cooldown has ended goes first, as a probe, to the one
+// caller that wins it (probe is then true). nil means no backend is up.
+// rnd is the caller's per-loop random state and loop its loop's index (the
+// round-robin position is per loop); now is the router's clock.
+func (g *group) pick(rnd *uint64, loop int, now, lease int64) (b *backend, probe bool) {
 	total := 0
 	for _, b := range g.backends {
 		switch s := b.state.Load(); {
@@ -175,19 +238,15 @@ func (g *group) pick(rnd *uint64, now, lease int64) (b *backend, probe bool) {
 	if total == 0 {
 		return nil, false
 	}
-	n := int(xorshift(rnd) % uint64(total))
-	var last *backend
-	for _, b := range g.backends {
-		if b.state.Load() != stateUp {
-			continue
-		}
-		last = b
-		if n < b.weight {
-			return b, false
-		}
-		n -= b.weight
+	switch g.strategy {
+	case StrategyRoundRobin:
+		return g.pickRoundRobin(loop, total), false
+	case StrategyLeastConnections:
+		return g.pickLeastConnections(rnd), false
+	case StrategyLowestLatency:
+		return g.pickLowestLatency(rnd, total), false
 	}
-	return last, false // one went down since the first pass
+	return g.pickWeighted(rnd, total, 0), false
 }
 
 func xorshift(s *uint64) uint64 {

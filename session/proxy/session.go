@@ -38,8 +38,10 @@ type session struct {
 	raw      bool
 
 	group     *group
+	route     *route // minecraft: the virtual host's route
 	target    *backend
 	probe     bool              // the connect to target is its health probe, not yet decided
+	dialing   bool              // counted in target.connecting
 	legacy    mc.LegacyPingKind // a legacy ping's form, once it is whole
 	reply     *statusReply      // the answer to a status ping the proxy answers; nil while a refresh is awaited
 	hsLen     int               // bytes of the handshake frame at the start of the client's input
@@ -92,7 +94,7 @@ func (h *clientHandler) OnOpen(c *reactor.Conn) {
 		}
 	} else if r, ok := p.admit(gen, ip); !ok {
 		ls.counters.rejected[r].Add(1)
-		p.log.Warn().Str("remote", c.RemoteAddr().String()).Str("reason", r.String()).Msg("session refused")
+		p.refusalEvent(r).Str("remote", c.RemoteAddr().String()).Str("reason", r.String()).Msg("session refused")
 		c.Abort()
 		return
 	}
@@ -160,6 +162,7 @@ func (h *clientHandler) OnClose(c *reactor.Conn, err error) {
 	if !s.unadmitted {
 		p.release(s.gen, s.ip)
 	}
+	s.endDial()
 	ls := p.loopOf(c)
 	ls.counters.active.Add(-1)
 	c.Loop().Stop(&s.timer)
@@ -190,6 +193,7 @@ func (h *backendHandler) OnOpen(bc *reactor.Conn) {
 	}
 	p := s.p
 	s.probe = false
+	s.endDial()
 	if s.target.markUp() {
 		p.log.Info().Str("group", s.group.name).Str("backend", s.target.addr).Msg("backend up: a session connected")
 	}
@@ -209,11 +213,8 @@ func (h *backendHandler) OnOpen(bc *reactor.Conn) {
 		var hdr [proxyproto.MaxV1Length]byte
 		batch.Copy(s.appendProxyHeader(hdr[:0], v)) // first of all, and not counted as relayed
 	}
-	if !s.raw && s.gen.cfg.Forwarding == ForwardBungeeCord {
-		host, _ := mc.SplitAddress(s.handshake.Address)
-		hs := s.handshake
-		hs.Address = mc.AppendBungeeAddress(nil, host, s.ip, mc.OfflineUUID([]byte(s.username)), nil)
-		batch.Copy(mc.AppendHandshake(nil, hs))
+	if hs, ok := s.backendHandshake(ls); ok { // rewrite_host, bungeecord forwarding
+		batch.Copy(hs)
 		batch.Add(buf[s.hsLen:])
 		ls.counters.framesC2S.Add(int64(1 + s.c2s.scan(buf[s.hsLen:]))) // the rewritten handshake, then the rest
 	} else {
@@ -255,6 +256,7 @@ func (h *backendHandler) OnClose(bc *reactor.Conn, err error) {
 	s := bc.Value.(*session)
 	p := s.p
 	c := s.client
+	s.endDial()
 	if errors.Is(err, reactor.ErrHandedOver) {
 		return // the client's OnClose did the accounting
 	}
@@ -443,7 +445,9 @@ func (s *session) readHandshake() {
 	host, _ := mc.SplitAddress(hs.Address)
 	norm := mc.AppendNormalizedHost(make([]byte, 0, len(host)), host)
 	s.host = string(norm)
-	s.group = s.gen.router.route(norm)
+	if s.route = s.gen.router.route(norm); s.route != nil {
+		s.group = s.route.group
+	}
 	if s.group == nil {
 		if hs.NextState == mc.NextStateStatus {
 			c.Discard(n)
@@ -504,6 +508,10 @@ func (s *session) readLoginStart() {
 		return
 	}
 	s.username = string(name)
+	if r, ok := s.p.admitLogin(s.gen, s.ip); !ok {
+		s.reject(r, nil)
+		return
+	}
 	s.connect()
 }
 
@@ -512,12 +520,14 @@ func (s *session) connect() {
 	c := s.client
 	l := c.Loop()
 	r := s.gen.router
-	b, probe := s.group.pick(&s.p.loopOf(c).rnd, r.now(), r.lease)
+	b, probe := s.group.pick(&s.p.loopOf(c).rnd, l.Index(), r.now(), r.lease)
 	if b == nil {
 		s.noHealthyBackend()
 		return
 	}
 	s.target, s.probe = b, probe
+	s.dialing = true
+	b.connecting.Add(1)
 	s.state = stConnecting
 	s.backend = l.Dial(b.addr, s.gen.cfg.Limits.ConnectTimeout, &s.p.backendSide, s)
 }
@@ -662,7 +672,7 @@ func (s *session) onTimer() {
 func (s *session) reject(r reason, err error) {
 	c := s.client
 	s.p.loopOf(c).counters.rejected[r].Add(1)
-	ev := s.p.log.Warn().Str("remote", s.remoteAddr()).Str("reason", r.String()).Str("host", s.host)
+	ev := s.p.refusalEvent(r).Str("remote", s.remoteAddr()).Str("reason", r.String()).Str("host", s.host)
 	if s.group != nil {
 		ev = ev.Str("group", s.group.name)
 	}
@@ -701,6 +711,8 @@ func disconnectText(r reason) string {
 		return "Timed out while logging in"
 	case reasonPrerouteCap, reasonBadFrame, reasonBadLoginStart:
 		return "Protocol error"
+	case reasonLoginRate:
+		return "Too many logins from your address, wait a moment and try again"
 	}
 	return ""
 }

@@ -29,6 +29,9 @@ const (
 	reasonNoHealthyBackend
 	reasonProxyProtocolUntrusted
 	reasonBadProxyProtocol
+	reasonConnectionRate
+	reasonLoginRate
+	reasonMaxSessionsPerSubnet
 	numReasons
 )
 
@@ -49,6 +52,9 @@ var reasonLabels = [numReasons]string{
 
 	reasonProxyProtocolUntrusted: "proxy_protocol_untrusted",
 	reasonBadProxyProtocol:       "bad_proxy_protocol",
+	reasonConnectionRate:         "connection_rate",
+	reasonLoginRate:              "login_rate",
+	reasonMaxSessionsPerSubnet:   "max_sessions_per_subnet",
 }
 
 func (r reason) String() string { return reasonLabels[r] }

@@ -550,7 +550,10 @@ func (s *session) answerLegacyPing(p mc.LegacyPing) {
 	ls.counters.rejected[reasonLegacyPing].Add(1)
 	norm := mc.AppendNormalizedHost(nil, []byte(p.Host))
 	s.host = string(norm)
-	s.group = s.gen.router.route(norm)
+	s.group = nil
+	if rt := s.gen.router.route(norm); rt != nil {
+		s.route, s.group = rt, rt.group
+	}
 	ev := s.p.log.Debug().Str("remote", c.RemoteAddr().String()).Stringer("kind", p.Kind).Str("host", s.host).Uint8("protocol", p.Protocol)
 	switch {
 	case s.group == nil:

@@ -1,0 +1,350 @@
+package proxy
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tidegate/tidegate/protocol/mc"
+	"github.com/tidegate/tidegate/session/mcbackend"
+
+	"github.com/rs/zerolog"
+)
+
+func testLoggerTo(w io.Writer) zerolog.Logger { return zerolog.New(w).Level(zerolog.InfoLevel) }
+
+// TestBucketTakesBurstThenRate: a bucket gives its burst at once, then one
+// token per interval; a refused take costs nothing; a refilled bucket is
+// as good as a new one.
+func TestBucketTakesBurstThenRate(t *testing.T) {
+	l := newSourceLimiter()
+	k := rateKey(netip.MustParseAddr("192.0.2.1"))
+	now := int64(time.Hour)
+	take := func(at int64) bool { return l.take(k, false, 10, 3, 1024, at) }
+	for i := range 3 {
+		if !take(now) {
+			t.Fatalf("take %d of the burst of 3 refused", i+1)
+		}
+	}
+	if take(now) || take(now+int64(99*time.Millisecond)) {
+		t.Fatal("a take past the burst, before 100 ms, was allowed")
+	}
+	if !take(now+int64(100*time.Millisecond)) || take(now+int64(100*time.Millisecond)) {
+		t.Fatal("want exactly one token after 100 ms at 10/s")
+	}
+	// The login bucket of the same address is separate.
+	if !l.take(k, true, 1, 1, 1024, now) || l.take(k, true, 1, 1, 1024, now) {
+		t.Fatal("login bucket: want one take of a burst of 1")
+	}
+	later := now + int64(10*time.Second)
+	for i := range 3 {
+		if !take(later) {
+			t.Fatalf("after refilling, take %d of 3 refused", i+1)
+		}
+	}
+}
+
+// TestLimiterKeys: IPv4 addresses have their own buckets, IPv6 ones share
+// their /64's; subnets are /24 and /48 (or as configured); an IPv4-mapped
+// IPv6 address is its IPv4 address.
+func TestLimiterKeys(t *testing.T) {
+	a := func(s string) netip.Addr { x, ok := sourceAddr(s); _ = ok; return x }
+	lim := defaultConfig().Limits
+	for _, tc := range []struct {
+		x, y           string
+		sameRate, same bool
+	}{
+		{"192.0.2.1", "192.0.2.2", false, true},
+		{"192.0.2.1", "192.0.3.1", false, false},
+		{"::ffff:192.0.2.1", "192.0.2.1", true, true},
+		{"2001:db8:1:2:aaaa::1", "2001:db8:1:2:bbbb::2", true, true},
+		{"2001:db8:1:2::1", "2001:db8:1:3::1", false, true},
+		{"2001:db8:1::1", "2001:db8:2::1", false, false},
+		{"fe80::1%eth0", "fe80::1", true, true},
+	} {
+		x, y := a(tc.x), a(tc.y)
+		if got := rateKey(x) == rateKey(y); got != tc.sameRate {
+			t.Errorf("%s and %s share a rate bucket: %v, want %v", tc.x, tc.y, got, tc.sameRate)
+		}
+		if got := subnetKey(x, &lim) == subnetKey(y, &lim); got != tc.same {
+			t.Errorf("%s and %s share a subnet: %v, want %v", tc.x, tc.y, got, tc.same)
+		}
+	}
+	lim.SubnetPrefixIPv4 = 32
+	if subnetKey(a("192.0.2.1"), &lim) == subnetKey(a("192.0.2.2"), &lim) {
+		t.Error("with subnet_prefix_ipv4 32 two addresses share a subnet")
+	}
+	if _, ok := sourceAddr(""); ok {
+		t.Error("an empty address parsed")
+	}
+}
+
+// TestLimiterTableStaysBounded: a flood from more addresses than the table
+// holds keeps it at its capacity, dropping refilled buckets before live
+// ones; only live ones dropped count as evictions.
+func TestLimiterTableStaysBounded(t *testing.T) {
+	l := newSourceLimiter()
+	const capacity = 1024
+	now := int64(time.Hour)
+	addr := func(i int) [16]byte {
+		return rateKey(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}))
+	}
+	// Buckets that refill within the second: when the table fills a second
+	// later, they are dropped without evictions.
+	for i := range capacity {
+		l.take(addr(i), false, 10, 2, capacity, now)
+	}
+	now += int64(time.Second)
+	for i := range 100_000 {
+		if !l.take(addr(capacity+i), false, 0.01, 2, capacity, now) {
+			t.Fatalf("the first take of a new address %d was refused", i)
+		}
+		if i%1000 != 999 {
+			continue
+		}
+		if n := l.tracked(); n > capacity {
+			t.Fatalf("after %d new addresses the table holds %d, over %d", i+1, n, capacity)
+		}
+	}
+	ev := l.evicted.Load()
+	if ev == 0 || ev > 100_000 {
+		t.Fatalf("%d evictions for 100,000 live buckets in a table of %d", ev, capacity)
+	}
+	// The most recent addresses are still limited.
+	latest := addr(capacity + 99_999) // took 1 of its burst of 2 above
+	if second := l.take(latest, false, 0.01, 2, capacity, now); !second || l.take(latest, false, 0.01, 2, capacity, now) {
+		t.Fatal("the latest address: want its second take allowed and a third refused")
+	}
+}
+
+// TestSubnetCounts: a subnet's sessions are counted until they leave;
+// entries go with their last session.
+func TestSubnetCounts(t *testing.T) {
+	l := newSourceLimiter()
+	k := subnetKey(netip.MustParseAddr("198.51.100.7"), &Limits{SubnetPrefixIPv4: 24})
+	for i := range 3 {
+		if !l.enter(k, 3) {
+			t.Fatalf("session %d of 3 refused", i+1)
+		}
+	}
+	if l.enter(k, 3) {
+		t.Fatal("a 4th session of a subnet capped at 3 admitted")
+	}
+	if !l.enter(k, 0) {
+		t.Fatal("a cap of 0 refused")
+	}
+	for range 4 {
+		l.leave(k)
+	}
+	if n := len(l.shard(&k).subnets); n != 0 {
+		t.Fatalf("%d subnet entries left after every session left", n)
+	}
+}
+
+// TestAdmissionDoesNotAllocate: admitting and releasing a connection from
+// an address already tracked allocates nothing.
+func TestAdmissionDoesNotAllocate(t *testing.T) {
+	cfg, err := ParseConfig([]byte(mcConfig("127.0.0.1:1", "")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Limits.ConnectionRate, cfg.Limits.ConnectionBurst = 1e6, 1_000_000
+	p := &Proxy{src: newSourceLimiter()}
+	gen := &generation{cfg: cfg}
+	for _, ip := range []string{"203.0.113.9", "2001:db8::9"} {
+		p.admitSource(gen, ip)
+		p.releaseSource(gen, ip)
+		if n := testing.AllocsPerRun(1000, func() {
+			if _, ok := p.admitSource(gen, ip); !ok {
+				t.Fatal("refused")
+			}
+			p.releaseSource(gen, ip)
+			p.admitLogin(gen, ip)
+		}); n != 0 {
+			t.Errorf("%s: admission allocates %v times", ip, n)
+		}
+	}
+}
+
+// limiterClock sets the limiter's clock to c (fakeClock of health_test.go),
+// which then moves only when the test advances it.
+func limiterClock(c *fakeClock) func(p *Proxy) {
+	c.ns.Store(int64(time.Hour))
+	return func(p *Proxy) { p.src.now = c.ns.Load }
+}
+
+// refusedAtAccept reports whether the proxy reset a new connection
+// without reading anything from it.
+func refusedAtAccept(t *testing.T, addr string) bool {
+	t.Helper()
+	return countRefused(t, addr, 1) == 1
+}
+
+// countRefused opens n connections at once and returns how many of them
+// the proxy reset at accept; the others are still open after 300 ms,
+// waiting for a handshake.
+func countRefused(t *testing.T, addr string, n int) int {
+	t.Helper()
+	conns := make([]net.Conn, n)
+	for i := range conns {
+		conns[i] = dial(t, addr)
+	}
+	time.Sleep(300 * time.Millisecond)
+	refused := 0
+	for _, c := range conns {
+		// A read past its deadline fails before it looks at the socket,
+		// so each gets its own (a reset one answers at once).
+		_ = c.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+		_, err := c.Read(make([]byte, 1))
+		var ne net.Error
+		switch {
+		case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF):
+			refused++
+		case errors.As(err, &ne) && ne.Timeout():
+		default:
+			t.Fatalf("reading a new connection: %v", err)
+		}
+	}
+	return refused
+}
+
+// TestConnectionRateRefusesAtAccept: past its burst an address's new
+// connections are reset at accept and counted as connection_rate, until
+// the bucket refills; sessions already open are untouched, and the buckets
+// survive a reload.
+func TestConnectionRateRefusesAtAccept(t *testing.T) {
+	be := startBackend(t, mcbackend.Config{})
+	var clk fakeClock
+	text := mcConfig(be, "limits: {connection_rate: 1, connection_burst: 3}")
+	p, addr := startProxy(t, text, limiterClock(&clk))
+	held := dial(t, addr)
+	login17(t, held, "localhost", "Held")
+	if n := countRefused(t, addr, 2); n != 0 {
+		t.Fatalf("%d connections of the burst of 3 refused", n)
+	}
+	waitFor(t, func() bool { return p.Stats().Accepted == 3 })
+	if !refusedAtAccept(t, addr) {
+		t.Fatal("the 4th connection within the burst was not refused")
+	}
+	waitFor(t, func() bool { return p.Stats().Rejected["connection_rate"] == 1 })
+	echo(t, held, []byte("still relaying"))
+
+	cfg, err := testParseConfig(t, text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Loops = 2
+	if err := p.Reload(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if !refusedAtAccept(t, addr) {
+		t.Fatal("a reload refilled the bucket")
+	}
+	clk.advance(time.Second)
+	if refusedAtAccept(t, addr) {
+		t.Fatal("refused a second after the burst at 1/s")
+	}
+	if n := p.Stats().Rejected["connection_rate"]; n != 2 {
+		t.Fatalf("connection_rate counted %d, want 2", n)
+	}
+}
+
+// TestLoginRateDisconnects: past its burst an address's logins get a
+// disconnect message and are counted as login_rate; status pings are not
+// logins.
+func TestLoginRateDisconnects(t *testing.T) {
+	be := startBackend(t, mcbackend.Config{})
+	var clk fakeClock
+	p, addr := startProxy(t, mcConfig(be, "limits: {login_rate: 0.5, login_burst: 2}"), limiterClock(&clk))
+	login17(t, dial(t, addr), "localhost", "One")
+	login17(t, dial(t, addr), "localhost", "Two")
+	for range 3 { // status pings take no login token
+		c := dial(t, addr)
+		if _, err := c.Write(append(handshake(mc.Protocol1_20_2, "localhost", mc.NextStateStatus), mc.AppendPacket(nil, mc.PacketStatusRequest, nil)...)); err != nil {
+			t.Fatal(err)
+		}
+		if id, _ := readPacket(t, c); id != mc.PacketStatusResponse {
+			t.Fatalf("status ping answered with %#x", id)
+		}
+	}
+	c := dial(t, addr)
+	if _, err := c.Write(append(handshake(mc.Protocol1_7_10, "localhost", mc.NextStateLogin), loginStart("Three")...)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(c)
+	if err != nil || !bytes.Contains(got, []byte("Too many logins")) {
+		t.Fatalf("third login: %q, %v; want a disconnect saying Too many logins", got, err)
+	}
+	waitFor(t, func() bool { return p.Stats().Rejected["login_rate"] == 1 })
+	clk.advance(2 * time.Second)
+	login17(t, dial(t, addr), "localhost", "Four")
+}
+
+// TestSubnetCapRefusesAtAccept: a subnet at its cap has new connections
+// reset and counted as max_sessions_per_subnet; a session that ends makes
+// room again.
+func TestSubnetCapRefusesAtAccept(t *testing.T) {
+	be := startBackend(t, mcbackend.Config{})
+	p, addr := startProxy(t, mcConfig(be, "limits: {max_sessions_per_subnet: 2}"))
+	a := dial(t, addr)
+	login17(t, a, "localhost", "A")
+	b := dial(t, addr)
+	login17(t, b, "localhost", "B")
+	if !refusedAtAccept(t, addr) {
+		t.Fatal("a third session of 127.0.0.0/24 was admitted past the cap of 2")
+	}
+	waitFor(t, func() bool { return p.Stats().Rejected["max_sessions_per_subnet"] == 1 })
+	b.Close()
+	waitFor(t, func() bool { return p.Stats().Active == 1 })
+	login17(t, dial(t, addr), "localhost", "C")
+	echo(t, a, []byte("first session still fine"))
+}
+
+// TestDefaultLimitsThrottleABurst: with the default limits (no test
+// override) a burst of connections from one address is cut after
+// connection_burst.
+func TestDefaultLimitsThrottleABurst(t *testing.T) {
+	be := startBackend(t, mcbackend.Config{})
+	def := defaultConfig().Limits
+	p, addr := startProxy(t, mcConfig(be, fmt.Sprintf("limits: {connection_rate: %v, login_rate: %v, max_sessions_per_subnet: %d}",
+		def.ConnectionRate, def.LoginRate, def.MaxSessionsPerSubnet)), limiterClock(&fakeClock{}))
+	if refused := countRefused(t, addr, def.ConnectionBurst+5); refused != 5 {
+		t.Fatalf("%d of %d connections refused, want 5 past the burst of %d", refused, def.ConnectionBurst+5, def.ConnectionBurst)
+	}
+	if n := p.Stats().Rejected["connection_rate"]; n != 5 {
+		t.Fatalf("connection_rate counted %d", n)
+	}
+}
+
+// TestRefusalLogsAreSampled: refusals by the per-address limits log at
+// most one warning a second per reason, saying how many were left out.
+func TestRefusalLogsAreSampled(t *testing.T) {
+	var buf strings.Builder
+	p := &Proxy{src: newSourceLimiter()}
+	var clk fakeClock
+	p.src.now = clk.ns.Load
+	p.log = testLoggerTo(&buf)
+	for range 5 {
+		p.refusalEvent(reasonConnectionRate).Msg("refused")
+		p.refusalEvent(reasonBadFrame).Msg("bad")
+	}
+	clk.advance(time.Second)
+	p.refusalEvent(reasonConnectionRate).Msg("refused")
+	out := buf.String()
+	if n := strings.Count(out, `"refused"`); n != 2 {
+		t.Errorf("%d connection_rate warnings, want 2:\n%s", n, out)
+	}
+	if n := strings.Count(out, `"bad"`); n != 5 {
+		t.Errorf("%d bad_frame warnings, want every one (5):\n%s", n, out)
+	}
+	if !strings.Contains(out, `"suppressed":4`) {
+		t.Errorf("the second warning does not say 4 were suppressed:\n%s", out)
+	}
+}
