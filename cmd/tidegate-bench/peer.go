@@ -31,7 +31,7 @@ func peerTLVGoroutineCommand() *cli.Command {
 			"responses flushed when no more input is buffered. Same protocol and semantics as\n" +
 			"`tidegate serve`. Its cores are set with the GOMAXPROCS environment variable.",
 		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:7301", Usage: "listen address"},
+			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:7310", Usage: "listen address"},
 			&cli.IntFlag{Name: "type-width", Value: 1, Usage: "bytes of the type field: 1 or 2"},
 			&cli.IntFlag{Name: "length-width", Value: 4, Usage: "bytes of the length field: 2 or 4"},
 			&cli.IntFlag{Name: "max-body", Value: 1 << 20, Usage: "largest request body accepted, in bytes"},
