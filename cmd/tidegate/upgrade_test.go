@@ -50,7 +50,7 @@ func TestLiveUpgradeKeepsEverySession(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	var failed atomic.Int32
-	errs := make(chan error, sessions)
+	errs := make(chan error, 2*sessions) // a write and a read error each, at most
 	started := make(chan struct{}, sessions)
 	for i := 0; i < sessions; i++ {
 		wg.Add(1)
@@ -68,12 +68,16 @@ func TestLiveUpgradeKeepsEverySession(t *testing.T) {
 			defer c.Close()
 			_ = c.SetDeadline(time.Now().Add(90 * time.Second))
 			go func() {
+				signal := sync.OnceFunc(func() { started <- struct{}{} })
+				defer signal() // a failed write must not leave the test waiting
 				for k := 0; k < pieces; k++ {
 					if _, err := c.Write(data[k*piece : (k+1)*piece]); err != nil {
+						failed.Add(1)
+						errs <- fmt.Errorf("session %d: write %d: %w", i, k, err)
 						return
 					}
 					if k == 0 {
-						started <- struct{}{}
+						signal()
 					}
 					time.Sleep(50 * time.Millisecond)
 				}
@@ -91,7 +95,11 @@ func TestLiveUpgradeKeepsEverySession(t *testing.T) {
 		}(i)
 	}
 	for i := 0; i < sessions; i++ {
-		<-started
+		select {
+		case <-started:
+		case <-time.After(60 * time.Second):
+			t.Fatalf("only %d of %d sessions started streaming within a minute", i, sessions)
+		}
 	}
 	if err := ch.cmd.Process.Signal(syscall.SIGUSR2); err != nil {
 		t.Fatal(err)
