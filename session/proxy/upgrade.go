@@ -129,6 +129,12 @@ func (p *Proxy) handOverOnLoop(l *reactor.Loop, out chan<- handed) int {
 		if c.OutboundBuffered() > 0 || s.backend.OutboundBuffered() > 0 {
 			return // still delivering what this process queued
 		}
+		if len(out) >= cap(out)-len(p.rs.Loops()) {
+			// The new process takes sessions slower than they are ready:
+			// wait for the next round rather than block this loop (and every
+			// session still on it) on the channel.
+			return
+		}
 		if h, ok := s.detach(); ok {
 			out <- h
 			n++
