@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 
 	"github.com/panjf2000/gnet/v2"
 	"golang.org/x/sys/unix"
@@ -202,11 +203,20 @@ func (h *HandoverConn) Send(payload []byte, files ...*os.File) error {
 	if len(files) > 0 {
 		fds := make([]int, len(files))
 		for i, f := range files {
-			fds[i] = int(f.Fd())
+			// Not f.Fd(): it puts the descriptor in blocking mode, and the
+			// flag belongs to the open file, shared with the socket this
+			// process and the other one still use (a listener left blocking
+			// hangs its accept, and a close that waits for it).
+			fd, err := rawFD(f)
+			if err != nil {
+				return fmt.Errorf("reactor: sending a handover message: %w", err)
+			}
+			fds[i] = fd
 		}
 		oob = unix.UnixRights(fds...)
 	}
 	n, _, err := h.c.WriteMsgUnix(msg, oob, nil)
+	runtime.KeepAlive(files) // the descriptors stay open until they are sent
 	if err != nil {
 		return fmt.Errorf("reactor: sending a handover message: %w", err)
 	}
@@ -245,6 +255,19 @@ func (h *HandoverConn) Recv() ([]byte, []*os.File, error) {
 		return fail(fmt.Errorf("reactor: reading a handover message of %d bytes: %w", size, err))
 	}
 	return payload, files, nil
+}
+
+// rawFD returns f's descriptor without changing its blocking mode.
+func rawFD(f *os.File) (int, error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return -1, fmt.Errorf("descriptor of %s: %w", f.Name(), err)
+	}
+	fd := -1
+	if err := rc.Control(func(d uintptr) { fd = int(d) }); err != nil {
+		return -1, fmt.Errorf("descriptor of %s: %w", f.Name(), err)
+	}
+	return fd, nil
 }
 
 func parseRights(oob []byte) ([]*os.File, error) {

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // recordingEcho is echoHandler that records the error each close reports.
@@ -106,5 +108,44 @@ func TestDetachAndAdoptMoveAConnection(t *testing.T) {
 	waitFor(t, 5*time.Second, func() bool { return oldH.handedOver.Load() == 1 })
 	if st := newS.Stats(); st.Accepted != 1 || st.Active != 1 {
 		t.Fatalf("new server: accepted %d active %d, want 1 and 1", st.Accepted, st.Active)
+	}
+}
+
+// TestSendingAListenerKeepsItNonBlocking: passing a listener's descriptor
+// must not put the shared socket in blocking mode (os.File.Fd would): a
+// blocking listener hangs its accept goroutine and any close waiting on it.
+func TestSendingAListenerKeepsItNonBlocking(t *testing.T) {
+	s, _ := startServer(t, Config{Addrs: []string{"tcp://127.0.0.1:0"}, Loops: 1}, &echoHandler{})
+	files, err := s.ListenerFiles()
+	if err != nil || len(files) != 1 {
+		t.Fatalf("ListenerFiles: %d files, %v", len(files), err)
+	}
+	send, other, err := NewHandoverPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	recv, err := HandoverFromFile(other)
+	other.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { send.Close(); recv.Close() })
+	go func() {
+		if _, fs, err := recv.Recv(); err == nil {
+			closeFiles(fs)
+		}
+	}()
+	if err := send.Send([]byte("listeners"), files[0]); err != nil {
+		t.Fatal(err)
+	}
+	rc, err := s.lnList()[0].ln.(*net.TCPListener).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var flags int
+	_ = rc.Control(func(fd uintptr) { flags, _ = unix.FcntlInt(fd, unix.F_GETFL, 0) })
+	files[0].Close()
+	if flags&unix.O_NONBLOCK == 0 {
+		t.Fatal("the listener is in blocking mode after its descriptor was sent")
 	}
 }

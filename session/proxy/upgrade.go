@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tidegate/tidegate/reactor"
@@ -228,22 +230,49 @@ func (p *Proxy) abandonHandOver() {
 // runs HandOver) and relays them, until that process closes hc. It returns
 // how many sessions it took.
 func (p *Proxy) TakeOver(hc *reactor.HandoverConn) (int, error) {
-	n := 0
+	// Each adoption waits for a loop to register the sockets, and the loops
+	// are busy relaying the sessions already here: a few run at once.
+	type msg struct {
+		data  []byte
+		files []*os.File
+	}
+	work := make(chan msg)
+	var n atomic.Int64
+	var wg sync.WaitGroup
+	for range takeOverWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for m := range work {
+				if err := p.adopt(m.data, m.files); err != nil {
+					p.log.Error().Err(err).Msg("take-over: a session could not be adopted and is lost")
+					continue
+				}
+				n.Add(1)
+			}
+		}()
+	}
+	var rerr error
 	for {
 		data, files, err := hc.Recv()
 		if err != nil {
-			if errors.Is(err, net.ErrClosed) || errors.Is(err, io.EOF) {
-				return n, nil
+			if !errors.Is(err, net.ErrClosed) && !errors.Is(err, io.EOF) {
+				rerr = err
 			}
-			return n, fmt.Errorf("proxy: take-over after %d sessions: %w", n, err)
+			break
 		}
-		if err := p.adopt(data, files); err != nil {
-			p.log.Error().Err(err).Msg("take-over: a session could not be adopted and is lost")
-			continue
-		}
-		n++
+		work <- msg{data, files}
 	}
+	close(work)
+	wg.Wait()
+	if rerr != nil {
+		return int(n.Load()), fmt.Errorf("proxy: take-over after %d sessions: %w", n.Load(), rerr)
+	}
+	return int(n.Load()), nil
 }
+
+// takeOverWorkers is how many sessions TakeOver adopts at once.
+const takeOverWorkers = 16
 
 // adopt registers one handed-over session.
 func (p *Proxy) adopt(data []byte, files []*os.File) error {
