@@ -12,6 +12,8 @@ import (
 const (
 	msgHandedOver = "upgrade: sessions handed over"                 // the old process, once it is done
 	msgTookOver   = "upgrade: took over the old process's sessions" // the new process, once the old closed the socket
+	// msgUpgradeFailed: the old process gave the upgrade up and serves on.
+	msgUpgradeFailed = "live upgrade failed"
 )
 
 // LoggedFigure is a hand-over line of the proxy's log.

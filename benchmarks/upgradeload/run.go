@@ -1,6 +1,7 @@
 package upgradeload
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -224,6 +226,10 @@ func runTrial(ctx context.Context, cfg Config, repeat int) (t Trial) {
 		waited, busy := waitQuiet(ctx, cfg.QuietWait, cfg.QuietCPU)
 		t.QuietWaitS, t.QuietBusyPct = waited.Seconds(), busy
 		log.Info().Float64("waited_s", t.QuietWaitS).Float64("busy_pct_of_a_core", busy).Msg("machine quiet check")
+		if err := ctx.Err(); err != nil {
+			fails.trial("interrupted while waiting for a quiet machine: %v", err)
+			return t
+		}
 	}
 	dir := filepath.Join(cfg.Dir, "trial-"+strconv.Itoa(repeat))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -315,6 +321,9 @@ func runTrial(ctx context.Context, cfg Config, repeat int) (t Trial) {
 	}
 
 	// Upgrade.
+	gaveUp := watchLog(t.ProxyLog, msgUpgradeFailed) // from the log's end before the signal
+	defer gaveUp.stop()
+	stuck := false
 	cs.setPhase(phaseUpgrade)
 	sig := time.Now()
 	if err := syscall.Kill(t.OldPID, syscall.SIGUSR2); err != nil {
@@ -330,26 +339,31 @@ func runTrial(ctx context.Context, cfg Config, repeat int) (t Trial) {
 	select {
 	case <-proc.Exited():
 		exitAt = time.Now()
+	case line := <-gaveUp.found:
+		fails.trial("the old proxy (pid %d) gave the upgrade up %s after SIGUSR2: %.400s", t.OldPID, time.Since(sig).Round(time.Millisecond), line)
 	case <-timeout.C:
+		stuck = true
 		fails.trial("the old proxy (pid %d) had not exited %s after SIGUSR2 (new pid from /healthz: %d)", t.OldPID, cfg.UpgradeTimeout, watch.pid.Load())
 	case <-ctx.Done():
 		fails.trial("interrupted during the upgrade: %v", ctx.Err())
 	}
 	if exitAt.IsZero() {
-		// For the report: Go's runtime writes every goroutine's stack to the
-		// log on SIGQUIT (GOTRACEBACK=all), and exits.
-		quit := []int{t.OldPID}
-		if pid := int(watch.pid.Load()); pid != 0 {
-			quit = append(quit, pid)
-		}
-		for _, pid := range quit {
-			if syscall.Kill(pid, syscall.SIGQUIT) == nil {
-				fails.trial("sent SIGQUIT to pid %d: its goroutines are in %s", pid, t.ProxyLog)
+		if stuck {
+			// For the report: Go's runtime writes every goroutine's stack
+			// to the log on SIGQUIT (GOTRACEBACK=all), and exits.
+			quit := []int{t.OldPID}
+			if pid := int(watch.pid.Load()); pid != 0 {
+				quit = append(quit, pid)
 			}
-		}
-		select {
-		case <-proc.Exited():
-		case <-time.After(3 * time.Second):
+			for _, pid := range quit {
+				if syscall.Kill(pid, syscall.SIGQUIT) == nil {
+					fails.trial("sent SIGQUIT to pid %d: its goroutines are in %s", pid, t.ProxyLog)
+				}
+			}
+			select {
+			case <-proc.Exited():
+			case <-time.After(3 * time.Second):
+			}
 		}
 		t.NewPID = int(watch.pid.Load())
 		cs.setPhase(phaseAfter)
@@ -428,7 +442,11 @@ func stopProcess(t *Trial, fails *failureLog, pid int) {
 	if pid == 0 {
 		return
 	}
-	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+	if err := syscall.Kill(pid, syscall.SIGTERM); errors.Is(err, syscall.ESRCH) {
+		status, _ := waitGone(pid, time.Second) // reaps it if it is this process's child
+		t.NewExit = strings.TrimSpace("gone before SIGTERM " + status)
+		return
+	} else if err != nil {
 		fails.trial("SIGTERM to the new proxy (pid %d): %v", pid, err)
 		return
 	}
@@ -599,6 +617,59 @@ func (h *healthClient) waitPID(addr string, timeout time.Duration, ok func(int) 
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// logWatch looks for a message in the proxy's log as it grows.
+type logWatch struct {
+	found chan string
+	quit  chan struct{}
+	done  chan struct{}
+}
+
+// watchLog reports on found the first line of the log at path, from its
+// current end on, that holds msg.
+func watchLog(path, msg string) *logWatch {
+	w := &logWatch{found: make(chan string, 1), quit: make(chan struct{}), done: make(chan struct{})}
+	var from int64
+	if st, err := os.Stat(path); err == nil {
+		from = st.Size()
+	}
+	needle := []byte(msg)
+	go func() {
+		defer close(w.done)
+		for {
+			select {
+			case <-w.quit:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			f, err := os.Open(path)
+			if err != nil {
+				continue
+			}
+			b, _ := io.ReadAll(io.NewSectionReader(f, from, 1<<30))
+			f.Close()
+			if i := bytes.Index(b, needle); i >= 0 {
+				start := bytes.LastIndexByte(b[:i], '\n') + 1
+				end := bytes.IndexByte(b[i:], '\n')
+				if end < 0 {
+					end = len(b) - i
+				}
+				w.found <- string(b[start : i+end])
+				return
+			}
+		}
+	}()
+	return w
+}
+
+func (w *logWatch) stop() {
+	select {
+	case <-w.quit:
+	default:
+		close(w.quit)
+	}
+	<-w.done
 }
 
 // pidWatch polls /healthz from the signal on until another pid answers.

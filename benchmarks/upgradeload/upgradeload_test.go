@@ -44,6 +44,10 @@ const (
 	// fakeLoseEnv makes the fake old process close its Nth live session (in
 	// accept order) instead of handing it over.
 	fakeLoseEnv = "UPGRADELOAD_TEST_LOSE"
+	// fakeRefuseEnv makes the fake old process give the upgrade up, as
+	// tidegate does when the new process fails: it logs the error and
+	// serves on.
+	fakeRefuseEnv = "UPGRADELOAD_TEST_REFUSE"
 )
 
 func TestMain(m *testing.M) {
@@ -194,6 +198,9 @@ func (s *fakeSession) pump(dst, src *net.TCPConn) {
 }
 
 func (f *fake) upgrade(ln net.Listener, hs *http.Server) error {
+	if os.Getenv(fakeRefuseEnv) != "" {
+		return errors.New("the new process exited before it was ready (a test)")
+	}
 	hc, child, err := reactor.NewHandoverPair()
 	if err != nil {
 		return err
@@ -429,6 +436,29 @@ func TestRunFails(t *testing.T) {
 				t.Errorf("new pid %d: want one, gone at the end", tr.NewPID)
 			}
 		})
+	}
+}
+
+// TestRunFailsFastWhenTheUpgradeIsGivenUp: the old process logs that the
+// upgrade failed and serves on; the trial fails at once, not after the
+// upgrade timeout, and the old process is stopped.
+func TestRunFailsFastWhenTheUpgradeIsGivenUp(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.env = []string{fakeRefuseEnv + "=1"}
+	start := time.Now()
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := strings.Join(res.Failures, "\n")
+	if res.OK || !strings.Contains(all, "gave the upgrade up") || !strings.Contains(all, msgUpgradeFailed) {
+		t.Fatalf("OK %v; want a failure that names the given-up upgrade:\n%s", res.OK, all)
+	}
+	if took := time.Since(start); took > cfg.UpgradeTimeout/2 {
+		t.Errorf("the run took %s, want well under the upgrade timeout %s", took, cfg.UpgradeTimeout)
+	}
+	if tr := res.Trials[0]; alive(tr.OldPID) {
+		t.Errorf("the old process %d is still running", tr.OldPID)
 	}
 }
 
