@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"slices"
@@ -179,7 +180,10 @@ func newClients(n int, interval time.Duration, fails *failureLog) *clients {
 func (cs *clients) now() int64 { return int64(time.Since(cs.base)) }
 
 // connect dials every session through the proxy at addr, parallel at a
-// time, and starts its reader.
+// time, and starts its reader once the echo of its first message came
+// back: a session counts as open only when the proxy relays it both ways,
+// and no more than parallel sessions are being set up at once (the proxy
+// dials the backend for each, which a burst of dials would overflow).
 func (cs *clients) connect(ctx context.Context, addr string, parallel int) error {
 	sem := make(chan struct{}, parallel)
 	var wg sync.WaitGroup
@@ -200,6 +204,11 @@ func (cs *clients) connect(ctx context.Context, addr string, parallel int) error
 				return
 			}
 			s.conn = c.(*net.TCPConn)
+			if err := cs.first(s); err != nil {
+				err = fmt.Errorf("session %d: through the proxy at %s: %w", s.id, addr, err)
+				first.CompareAndSwap(nil, &err)
+				return
+			}
 			cs.readers.Add(1)
 			go cs.read(s)
 		}()
@@ -209,6 +218,30 @@ func (cs *clients) connect(ctx context.Context, addr string, parallel int) error
 		return *p
 	}
 	return ctx.Err()
+}
+
+// firstEchoTimeout bounds the echo of a session's first message.
+const firstEchoTimeout = 10 * time.Second
+
+// first sends message 0 of s and checks its echo.
+func (cs *clients) first(s *session) error {
+	var out, in [msgLen]byte
+	putMessage(out[:], s.id, 0)
+	_ = s.conn.SetDeadline(time.Now().Add(firstEchoTimeout))
+	if _, err := s.conn.Write(out[:]); err != nil {
+		return fmt.Errorf("writing message 0: %w", err)
+	}
+	if _, err := io.ReadFull(s.conn, in[:]); err != nil {
+		return fmt.Errorf("no echo of message 0 within %s: %w", firstEchoTimeout, err)
+	}
+	if in != out {
+		return fmt.Errorf("echo 0 arrived as % x, want % x", in, out)
+	}
+	_ = s.conn.SetDeadline(time.Time{})
+	s.lastAt.Store(cs.now())
+	s.sent.Store(1)
+	s.recv.Store(1)
+	return nil
 }
 
 // read reads session s's echoes until its connection ends, checking each.

@@ -6,8 +6,9 @@
 // at info in JSON to a file that is kept) in front of an echo backend that
 // runs in this process. It then
 //
-//   - opens N sessions through the proxy; each sends a 16-byte message
-//     every interval (session id, sequence number and a check word derived
+//   - opens N sessions through the proxy, a few at a time, each open once
+//     the echo of its first message is back; each then sends a 16-byte
+//     message every interval (session id, sequence number and a check word derived
 //     from both) and the backend echoes it. The client checks every echo:
 //     it must be the next sequence number of its own session, unchanged. A
 //     lost, duplicated, reordered or corrupted echo, a session that ends or

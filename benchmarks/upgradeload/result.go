@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	benchsession "github.com/tidegate/tidegate/benchmarks/session"
@@ -26,13 +27,14 @@ type Params struct {
 	ConnectParallel int     `json:"connect_parallel"`
 	QuietWaitS      float64 `json:"quiet_wait_s"`
 	QuietCPU        float64 `json:"quiet_cpu_pct"`
+	NoisyRetries    int     `json:"noisy_retries"`
 	DrainTimeoutS   float64 `json:"drain_timeout_s"`
 }
 
 func paramsOf(c Config) Params {
 	return Params{Executable: c.Executable, Sessions: c.Sessions, IntervalMs: ms(c.Interval), Repeats: c.Repeats,
 		WarmupS: c.Warmup.Seconds(), BaselineS: c.Baseline.Seconds(), SettleS: c.Settle.Seconds(), Loops: c.Loops,
-		Writers: c.Writers, ConnectParallel: c.ConnectParallel, QuietWaitS: c.QuietWait.Seconds(), QuietCPU: c.QuietCPU, DrainTimeoutS: DrainTimeout.Seconds()}
+		Writers: c.Writers, ConnectParallel: c.ConnectParallel, QuietWaitS: c.QuietWait.Seconds(), QuietCPU: c.QuietCPU, NoisyRetries: c.NoisyRetries, DrainTimeoutS: DrainTimeout.Seconds()}
 }
 
 // Meta says where and how a run was made; the command fills it in.
@@ -47,7 +49,9 @@ type Meta struct {
 
 // Trial is one upgrade of a fresh proxy.
 type Trial struct {
-	Repeat   int `json:"repeat"`
+	Repeat int `json:"repeat"`
+	// Attempt counts the runs of this repeat after noisy ones (0: the first).
+	Attempt  int `json:"attempt"`
 	Sessions int `json:"sessions"`
 	OldPID   int `json:"old_pid"`
 	NewPID   int `json:"new_pid"`
@@ -70,15 +74,12 @@ type Trial struct {
 	// NewSession: a session opened after the upgrade was served.
 	NewSession bool   `json:"new_session"`
 	NewExit    string `json:"new_exit"`
-	// ToolCPUPct and ProxyCPUPct are this tool's and the proxy's CPU over
-	// the baseline window in percent of one core, MachineBusyPct the
-	// machine's busy share of all its cores; -1 unknown.
-	ToolCPUPct     float64 `json:"tool_cpu_pct"`
-	ProxyCPUPct    float64 `json:"proxy_cpu_pct"`
-	MachineBusyPct float64 `json:"machine_busy_pct"`
-	// OtherCPUPct is the rest of the machine's busy time in the baseline
-	// window, in percent of one core: what else ran.
-	OtherCPUPct float64 `json:"other_cpu_pct"`
+	// BaselineCPU and UpgradeCPU are where the CPU went in the two windows.
+	BaselineCPU CPUWindow `json:"baseline_cpu"`
+	UpgradeCPU  CPUWindow `json:"upgrade_cpu"`
+	// Noisy says why the trial is not counted: the rest of the machine was
+	// busier than twice the quiet figure in a window (it ran again).
+	Noisy string `json:"noisy,omitempty"`
 	// QuietWaitS is how long the trial waited for a quiet machine, and
 	// QuietBusyPct the machine's busy time in percent of one core then.
 	QuietWaitS   float64 `json:"quiet_wait_s"`
@@ -117,6 +118,10 @@ type Summary struct {
 	// what the figure is for.
 	Kept            spread.Spread `json:"kept"`
 	SessionFailures int           `json:"session_failures"`
+	// Noisy counts the trials in the figures during which other programs
+	// were busy (after every retry); Retried the trials that ran again.
+	Noisy   int `json:"noisy"`
+	Retried int `json:"retried"`
 }
 
 // Result is a whole run.
@@ -125,8 +130,10 @@ type Result struct {
 	Params  Params  `json:"params"`
 	FDLimit FDLimit `json:"fd_limit"`
 	// Dir holds each trial's configuration and proxy log.
-	Dir         string   `json:"dir"`
-	Trials      []Trial  `json:"trials"`
+	Dir    string  `json:"dir"`
+	Trials []Trial `json:"trials"`
+	// Noisy are the trials that ran again because other programs were busy.
+	Noisy       []Trial  `json:"noisy,omitempty"`
 	Summary     Summary  `json:"summary"`
 	OK          bool     `json:"ok"`
 	Failures    []string `json:"failures,omitempty"`
@@ -137,7 +144,11 @@ func (r *Result) summarize() {
 	s := Summary{Sessions: r.Params.Sessions, Trials: len(r.Trials)}
 	var hand, lhand, ltake, health, umax, up99, umed, bmax, bp99, bmed, ulag, blag, kept []float64
 	r.Failures = nil
+	s.Retried = len(r.Noisy)
 	for _, t := range r.Trials {
+		if t.Noisy != "" {
+			s.Noisy++
+		}
 		kept = append(kept, float64(t.Kept))
 		s.SessionFailures += t.SessionFailures
 		if !t.OK() {
@@ -197,26 +208,44 @@ func failureCell(r *Result) string {
 }
 
 // WriteTrials writes every trial as a Markdown table.
-func WriteTrials(w io.Writer, r *Result) error {
+func WriteTrials(w io.Writer, r *Result) error { return writeTrials(w, r.Trials) }
+
+func writeTrials(w io.Writer, trials []Trial) error {
 	var b strings.Builder
-	b.WriteString("| repeat | old → new pid | hand-over ms | logged hand-over ms (sessions) | logged take-over ms (sessions) | new /healthz ms | upgrade gap max / p99 / median ms (window s) | baseline gap max / p99 / median ms (window s) | send lag ms baseline / upgrade | kept | echoes | new session | new process after SIGTERM | CPU % tool / proxy / rest, baseline | waited for quiet s | failures |\n")
-	b.WriteString("|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|--:|--:|---|\n")
+	b.WriteString("| repeat | old → new pid | hand-over ms | logged hand-over ms (sessions) | logged take-over ms (sessions) | new /healthz ms | upgrade gap max / p99 / median ms (window s) | baseline gap max / p99 / median ms (window s) | send lag ms baseline / upgrade | kept | echoes | new session | new process after SIGTERM | CPU % tool / proxy / rest, baseline | CPU % tool / proxy / rest, upgrade | waited for quiet s | failures |\n")
+	b.WriteString("|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|--:|--:|--:|---|\n")
 	logged := func(f *LoggedFigure) string {
 		if f == nil {
 			return "–"
 		}
 		return fmt.Sprintf("%.0f (%d)", f.TookMs, f.Sessions)
 	}
-	for _, t := range r.Trials {
-		fmt.Fprintf(&b, "| %d | %d → %d | %.0f | %s | %s | %.0f | %.0f / %.0f / %.0f (%.1f) | %.0f / %.0f / %.0f (%.1f) | %.1f / %.1f | %d | %d | %s | %s | %.0f / %.0f / %.0f | %.0f | %s |\n",
-			t.Repeat, t.OldPID, t.NewPID, t.HandoverMs, logged(t.LoggedHandover), logged(t.LoggedTakeover), t.NewHealthMs,
+	for _, t := range trials {
+		failures := t.Failures
+		if t.Noisy != "" {
+			failures = append([]string{"noisy: " + t.Noisy}, failures...)
+		}
+		repeat := strconv.Itoa(t.Repeat)
+		if t.Attempt > 0 {
+			repeat += fmt.Sprintf(" (again %d)", t.Attempt)
+		}
+		fmt.Fprintf(&b, "| %s | %d → %d | %.0f | %s | %s | %.0f | %.0f / %.0f / %.0f (%.1f) | %.0f / %.0f / %.0f (%.1f) | %.1f / %.1f | %d | %d | %s | %s | %s | %s | %.0f | %s |\n",
+			repeat, t.OldPID, t.NewPID, t.HandoverMs, logged(t.LoggedHandover), logged(t.LoggedTakeover), t.NewHealthMs,
 			t.Upgrade.MaxMs, t.Upgrade.P99Ms, t.Upgrade.MedianMs, t.Upgrade.WindowS,
 			t.Baseline.MaxMs, t.Baseline.P99Ms, t.Baseline.MedianMs, t.Baseline.WindowS,
 			t.Baseline.SendLagMs, t.Upgrade.SendLagMs, t.Kept, t.Echoes, yesNo(t.NewSession), orDash(t.NewExit),
-			t.ToolCPUPct, t.ProxyCPUPct, t.OtherCPUPct, t.QuietWaitS, cell(strings.Join(t.Failures, "; ")))
+			cpuCell(t.BaselineCPU), cpuCell(t.UpgradeCPU), t.QuietWaitS, cell(strings.Join(failures, "; ")))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// cpuCell writes a window's tool / proxy / rest CPU.
+func cpuCell(w CPUWindow) string {
+	if w.ToolPct < 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.0f / %.0f / %.0f", w.ToolPct, w.ProxyPct, w.OtherPct)
 }
 
 func yesNo(v bool) string {
@@ -274,11 +303,13 @@ const Definitions = `- **hand-over**: from just before SIGUSR2 is sent to the pr
 - **new process after SIGTERM**: once the sessions are closed the new process gets SIGTERM and must
   be gone within the drain timeout + 20 s. This tool is a child subreaper (Linux), so the new
   process, orphaned when the old one exits, becomes its child and its exit status is read.
-- **CPU**: this tool's (getrusage) and the old proxy's (schedstat) CPU over the baseline window, in
-  percent of one core, and the rest of the machine's (/proc/stat user, nice and system time, less
-  the two; interrupts, where loopback packets are processed, left out): whether something else
-  competed. Before each trial the tool waits (up to
-  --quiet-wait) until the machine is busy under --quiet-cpu percent of one core over a second.
+- **CPU**: in each window, this tool's CPU (getrusage), the proxy's (schedstat of the live process;
+  across the upgrade the old one's share comes from getrusage of reaped children, plus the new one's),
+  and the rest of the machine's processes (/proc/stat user, nice and system time less the two;
+  interrupts, where loopback packets are processed, left out), in percent of one core. Before each
+  trial the tool waits (up to --quiet-wait) until the machine is busy under --quiet-cpu percent of
+  one core over a second; a trial in which the rest of the machine used more than twice that in the
+  baseline or the upgrade window runs again (up to --noisy-retries times) and is listed apart.
 - Figures are median [min–max] over the trials without a failure; each trial starts a fresh proxy
   and echo backend. The tool exits non-zero when any trial failed.
 `
@@ -332,9 +363,16 @@ func WriteReport(dir, label string, r *Result) (string, error) {
 	s := r.Summary
 	fmt.Fprintf(&b, "\nnew process answering /healthz after the signal: %s ms; send lag baseline %s ms, upgrade %s ms; the new process's logged take-over %s ms\n",
 		s.NewHealthMs.Short(0), s.BaselineLagMs.Short(1), s.UpgradeLagMs.Short(1), s.LoggedTakeoverMs.Short(0))
+	fmt.Fprintf(&b, "\ntrials that ran again because other programs were busy: %d; trials in the figures that were still noisy: %d\n", s.Retried, s.Noisy)
 	b.WriteString("\n## Trials\n\n")
 	if err := WriteTrials(&b, r); err != nil {
 		return "", err
+	}
+	if len(r.Noisy) > 0 {
+		b.WriteString("\n### Trials that ran again (other programs were busy)\n\n")
+		if err := writeTrials(&b, r.Noisy); err != nil {
+			return "", err
+		}
 	}
 	b.WriteString("\n## What the figures mean\n\n")
 	b.WriteString(Definitions)
