@@ -28,13 +28,16 @@ type Params struct {
 	QuietWaitS      float64 `json:"quiet_wait_s"`
 	QuietCPU        float64 `json:"quiet_cpu_pct"`
 	NoisyRetries    int     `json:"noisy_retries"`
-	DrainTimeoutS   float64 `json:"drain_timeout_s"`
+	// HealthPollDuringMs is how often /healthz was polled during the
+	// upgrade; 0: only after the old process's exit.
+	HealthPollDuringMs float64 `json:"health_poll_during_ms"`
+	DrainTimeoutS      float64 `json:"drain_timeout_s"`
 }
 
 func paramsOf(c Config) Params {
 	return Params{Executable: c.Executable, Sessions: c.Sessions, IntervalMs: ms(c.Interval), Repeats: c.Repeats,
 		WarmupS: c.Warmup.Seconds(), BaselineS: c.Baseline.Seconds(), SettleS: c.Settle.Seconds(), Loops: c.Loops,
-		Writers: c.Writers, ConnectParallel: c.ConnectParallel, QuietWaitS: c.QuietWait.Seconds(), QuietCPU: c.QuietCPU, NoisyRetries: c.NoisyRetries, DrainTimeoutS: DrainTimeout.Seconds()}
+		Writers: c.Writers, ConnectParallel: c.ConnectParallel, QuietWaitS: c.QuietWait.Seconds(), QuietCPU: c.QuietCPU, NoisyRetries: c.NoisyRetries, HealthPollDuringMs: ms(c.HealthPollDuring), DrainTimeoutS: DrainTimeout.Seconds()}
 }
 
 // Meta says where and how a run was made; the command fills it in.
@@ -57,7 +60,8 @@ type Trial struct {
 	NewPID   int `json:"new_pid"`
 	// HandoverMs runs from SIGUSR2 until the old process exited.
 	HandoverMs float64 `json:"handover_ms"`
-	// NewHealthMs runs from SIGUSR2 until /healthz first named another pid.
+	// NewHealthMs runs from SIGUSR2 until /healthz first named another pid
+	// (0 unless /healthz was polled during the upgrade).
 	NewHealthMs float64 `json:"new_health_ms"`
 	OldExit     string  `json:"old_exit"`
 	// LoggedHandover is the old process's "upgrade: sessions handed over"
@@ -283,9 +287,11 @@ const Definitions = `- **hand-over**: from just before SIGUSR2 is sent to the pr
 - **old's own hand-over (log)**: the ` + "`took`" + ` field of the old process's log line
   "upgrade: sessions handed over": from the new process being ready to the last session sent.
   **logged take-over**: the new process's "upgrade: took over the old process's sessions" line.
-- **new /healthz**: from the signal until GET /healthz on the metrics address first named a pid
-  other than the old process's (the new process serves the inherited metrics listener as soon as
-  it starts; both may answer until the old one stops its metrics server).
+- **new /healthz**: with --health-poll-during, from the signal until GET /healthz on the metrics
+  address (polled that often) first named a pid other than the old process's (the new process
+  serves the inherited metrics listener as soon as it starts; both may answer until the old one
+  stops its metrics server). By default /healthz is polled only once the old process has exited,
+  so that no connection reaches a listener while it is being handed over.
 - **longest gap**: for every session, the longest time between two consecutive good echoes whose
   second one arrived in the window (for a session still waiting when the window closed, the time
   since its last echo, if longer). Nothing is subtracted: a session that was never held shows

@@ -79,6 +79,10 @@ type Config struct {
 	// NoisyRetries is how many times a trial runs again when the rest of
 	// the machine used more than twice QuietCPU in one of its windows.
 	NoisyRetries int
+	// HealthPollDuring, when above 0, polls /healthz that often from the
+	// signal on; 0 polls it only once the old process has exited, so that
+	// no connection reaches the listeners while they are handed over.
+	HealthPollDuring time.Duration
 	// Dir keeps each trial's configuration and the proxy's log, in
 	// trial-N/; empty means a new temporary directory (kept too).
 	Dir string
@@ -368,7 +372,7 @@ func runTrial(ctx context.Context, cfg Config, repeat, attempt int) (t Trial) {
 		return t
 	}
 	log.Info().Int("old_pid", t.OldPID).Msg("SIGUSR2 sent")
-	watch := hc.watchNewPID(metrics, t.OldPID, sig)
+	watch := hc.watchNewPID(metrics, t.OldPID, sig, cfg.HealthPollDuring)
 	defer watch.stop()
 	var exitAt time.Time
 	timeout := time.NewTimer(cfg.UpgradeTimeout)
@@ -384,7 +388,9 @@ func runTrial(ctx context.Context, cfg Config, repeat, attempt int) (t Trial) {
 	case <-ctx.Done():
 		fails.trial("interrupted during the upgrade: %v", ctx.Err())
 	}
+	watch.start()
 	if exitAt.IsZero() {
+		watch.wait(2 * time.Second)
 		// What the sessions saw until now, before anything is stopped.
 		cs.setPhase(phaseAfter)
 		gaveUpAfter := time.Since(sig)
@@ -411,14 +417,13 @@ func runTrial(ctx context.Context, cfg Config, repeat, attempt int) (t Trial) {
 			if pid := int(watch.pid.Load()); pid != 0 {
 				quit = append(quit, pid)
 			}
-			for _, pid := range quit {
+			for _, pid := range quit { // one at a time: both write to the one log
 				if syscall.Kill(pid, syscall.SIGQUIT) == nil {
 					fails.trial("sent SIGQUIT to pid %d: its goroutines are in %s", pid, t.ProxyLog)
 				}
-			}
-			select {
-			case <-proc.Exited():
-			case <-time.After(3 * time.Second):
+				for deadline := time.Now().Add(3 * time.Second); alive(pid) && time.Now().Before(deadline); {
+					time.Sleep(10 * time.Millisecond)
+				}
 			}
 		}
 		t.NewPID = int(watch.pid.Load())
@@ -441,7 +446,9 @@ func runTrial(ctx context.Context, cfg Config, repeat, attempt int) (t Trial) {
 	t.NewPID = int(watch.wait(10 * time.Second))
 	if t.NewPID != 0 {
 		t.UpgradeCPU = cpuBetween(u2, readUsage(t.NewPID))
-		t.NewHealthMs = ms(time.Duration(watch.at.Load()))
+		if cfg.HealthPollDuring > 0 {
+			t.NewHealthMs = ms(time.Duration(watch.at.Load()))
+		}
 	} else {
 		fails.trial("no new process answered http://%s/healthz within 10s of the old one's exit", metrics)
 	}
@@ -694,18 +701,33 @@ func (w *logWatch) stop() {
 	<-w.done
 }
 
-// pidWatch polls /healthz from the signal on until another pid answers.
+// pidWatch polls /healthz until another pid answers: every `every` from
+// the signal on, or, with every 0, from begin on (the old process's exit).
 type pidWatch struct {
-	pid  atomic.Int64
-	at   atomic.Int64 // since the signal, ns
-	quit chan struct{}
-	done chan struct{}
+	pid   atomic.Int64
+	at    atomic.Int64 // since the signal, ns
+	begin chan struct{}
+	quit  chan struct{}
+	done  chan struct{}
 }
 
-func (h *healthClient) watchNewPID(addr string, old int, since time.Time) *pidWatch {
-	w := &pidWatch{quit: make(chan struct{}), done: make(chan struct{})}
+// newPIDPoll is how often /healthz is polled once the old process is gone.
+const newPIDPoll = 10 * time.Millisecond
+
+func (h *healthClient) watchNewPID(addr string, old int, since time.Time, every time.Duration) *pidWatch {
+	w := &pidWatch{begin: make(chan struct{}), quit: make(chan struct{}), done: make(chan struct{})}
+	if every > 0 {
+		close(w.begin)
+	} else {
+		every = newPIDPoll
+	}
 	go func() {
 		defer close(w.done)
+		select {
+		case <-w.begin:
+		case <-w.quit:
+			return
+		}
 		for {
 			if pid, err := h.pid(addr); err == nil && pid != old {
 				w.at.Store(int64(time.Since(since)))
@@ -715,11 +737,20 @@ func (h *healthClient) watchNewPID(addr string, old int, since time.Time) *pidWa
 			select {
 			case <-w.quit:
 				return
-			case <-time.After(5 * time.Millisecond):
+			case <-time.After(every):
 			}
 		}
 	}()
 	return w
+}
+
+// start starts polling, if it has not.
+func (w *pidWatch) start() {
+	select {
+	case <-w.begin:
+	default:
+		close(w.begin)
+	}
 }
 
 // wait waits up to timeout for the new pid; 0 if none answered.

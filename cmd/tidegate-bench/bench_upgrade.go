@@ -52,6 +52,7 @@ func benchUpgradeCommand() *cli.Command {
 			&cli.DurationFlag{Name: "quiet-wait", Value: upgradeload.DefaultQuietWait, Usage: "how long each trial may wait for the machine to be quiet first (0: no wait)"},
 			&cli.Float64Flag{Name: "quiet-cpu", Value: upgradeload.DefaultQuietCPU, Usage: "quiet: the machine busy under this percent of one core"},
 			&cli.IntFlag{Name: "noisy-retries", Value: upgradeload.DefaultNoisyRetries, Usage: "times a trial runs again when other programs used more than twice --quiet-cpu in one of its windows"},
+			&cli.DurationFlag{Name: "health-poll-during", Usage: "poll /healthz this often from the signal on (default: only once the old process has exited, so that no connection reaches the listeners while they are handed over)"},
 			&cli.StringFlag{Name: "log-dir", Usage: "keep each trial's proxy configuration and log in `DIR`/trial-N (default: a new temporary directory, kept)"},
 			&cli.BoolFlag{Name: "json", Usage: "print the result as JSON instead of a table"},
 			&cli.StringFlag{Name: "out", Usage: "write DATE-upgrade[-LABEL].md and its .json into `DIR`"},
@@ -79,7 +80,7 @@ func runBenchUpgrade(c *cli.Context) error {
 		Executable: exe, Sessions: c.Int("sessions"), Interval: c.Duration("interval"), Repeats: c.Int("repeats"),
 		Warmup: c.Duration("warmup"), Baseline: c.Duration("baseline"), Settle: c.Duration("settle"), Loops: c.Int("loops"),
 		ConnectParallel: c.Int("connect-parallel"), Writers: c.Int("writers"), UpgradeTimeout: c.Duration("upgrade-timeout"),
-		EchoTimeout: c.Duration("echo-timeout"), QuietWait: c.Duration("quiet-wait"), QuietCPU: c.Float64("quiet-cpu"), NoisyRetries: c.Int("noisy-retries"),
+		EchoTimeout: c.Duration("echo-timeout"), QuietWait: c.Duration("quiet-wait"), QuietCPU: c.Float64("quiet-cpu"), NoisyRetries: c.Int("noisy-retries"), HealthPollDuring: c.Duration("health-poll-during"),
 		Dir: c.String("log-dir"), Log: log,
 	}
 	started := time.Now().UTC()
