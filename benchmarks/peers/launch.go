@@ -320,6 +320,10 @@ func (p *Process) start(wrap, argv, env []string, timeout time.Duration, want in
 	}
 }
 
+// Exited returns a channel closed once the program has exited and was
+// reaped, for timing its exit (ExitError then says how); nil before Start.
+func (p *Process) Exited() <-chan struct{} { return p.done }
+
 // Running reports whether the program is still running: false once it has
 // exited (or was never started or was stopped).
 func (p *Process) Running() bool {

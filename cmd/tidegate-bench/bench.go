@@ -15,6 +15,7 @@ func benchSubcommands() []*cli.Command {
 		benchAcceptCommand(),
 		benchBudgetCommand(),
 		benchDrainCommand(),
+		benchUpgradeCommand(),
 		benchCompareCommand(),
 	}
 }

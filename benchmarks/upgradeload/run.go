@@ -1,0 +1,772 @@
+package upgradeload
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/tidegate/tidegate/benchmarks/peers"
+	"github.com/tidegate/tidegate/benchmarks/procstat"
+)
+
+// Defaults of Config.
+const (
+	DefaultSessions        = 9000
+	DefaultInterval        = 100 * time.Millisecond
+	DefaultRepeats         = 3
+	DefaultWarmup          = 3 * time.Second
+	DefaultBaseline        = 5 * time.Second
+	DefaultLoops           = 2
+	DefaultConnectParallel = 64
+	DefaultWriters         = 4
+	DefaultUpgradeTimeout  = 150 * time.Second
+	DefaultEchoTimeout     = 15 * time.Second
+	DefaultQuietWait       = 2 * time.Minute
+	DefaultQuietCPU        = 25
+	DefaultNoisyRetries    = 2
+)
+
+// DrainTimeout is the proxy's shutdown.drain_timeout, which also bounds the
+// old process's hand-over.
+const DrainTimeout = 60 * time.Second
+
+// Config is a run: Repeats trials, each on a fresh proxy.
+type Config struct {
+	// Executable is the tidegate binary, run as `EXE proxy`.
+	Executable string
+	// Sessions is how many sessions go through the proxy at once.
+	Sessions int
+	// Interval is how often each session sends a message.
+	Interval time.Duration
+	// Repeats is the number of trials.
+	Repeats int
+	// Warmup runs before the baseline window, Baseline is that window's
+	// length, Settle how long the upgrade window goes on after the old
+	// process exited (0: the greater of 1 s and 5 intervals).
+	Warmup, Baseline, Settle time.Duration
+	// Loops is the proxy's event loops.
+	Loops int
+	// ConnectParallel is how many sessions are dialed at once.
+	ConnectParallel int
+	// Writers is how many goroutines send the sessions' messages.
+	Writers int
+	// UpgradeTimeout bounds the wait from the signal to the old process's
+	// exit.
+	UpgradeTimeout time.Duration
+	// EchoTimeout bounds the wait for the last echoes once sending stopped,
+	// and the new-session check.
+	EchoTimeout time.Duration
+	// QuietWait is how long each trial may wait, before it starts, for the
+	// rest of the machine to be busy under QuietCPU percent of one core
+	// (over one second); 0 does not wait.
+	QuietWait time.Duration
+	QuietCPU  float64
+	// NoisyRetries is how many times a trial runs again when the rest of
+	// the machine used more than twice QuietCPU in one of its windows.
+	NoisyRetries int
+	// HealthPollDuring, when above 0, polls /healthz that often from the
+	// signal on; 0 polls it only once the old process has exited, so that
+	// no connection reaches the listeners while they are handed over.
+	HealthPollDuring time.Duration
+	// Dir keeps each trial's configuration and the proxy's log, in
+	// trial-N/; empty means a new temporary directory (kept too).
+	Dir string
+	// Log gets progress lines; the zero Logger discards them.
+	Log zerolog.Logger
+
+	// echo serves each backend connection instead of echo (tests).
+	echo func(net.Conn)
+	// env is added to the proxy's environment (tests).
+	env []string
+}
+
+func (c *Config) defaults() error {
+	setD := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	setI := func(i *int, v int) {
+		if *i == 0 {
+			*i = v
+		}
+	}
+	setI(&c.Sessions, DefaultSessions)
+	setI(&c.Repeats, DefaultRepeats)
+	setI(&c.Loops, DefaultLoops)
+	setI(&c.ConnectParallel, DefaultConnectParallel)
+	setI(&c.Writers, DefaultWriters)
+	setD(&c.Interval, DefaultInterval)
+	setD(&c.Warmup, DefaultWarmup)
+	setD(&c.Baseline, DefaultBaseline)
+	setD(&c.UpgradeTimeout, DefaultUpgradeTimeout)
+	setD(&c.EchoTimeout, DefaultEchoTimeout)
+	setD(&c.Settle, max(time.Second, 5*c.Interval))
+	if c.QuietCPU == 0 {
+		c.QuietCPU = DefaultQuietCPU
+	}
+	if c.NoisyRetries < 0 {
+		return fmt.Errorf("noisy retries %d: want 0 or more", c.NoisyRetries)
+	}
+	switch {
+	case c.Executable == "":
+		return errors.New("no tidegate binary to run as the proxy")
+	case c.Sessions < 1:
+		return fmt.Errorf("sessions %d: want at least 1", c.Sessions)
+	case c.Sessions >= 1<<31:
+		return fmt.Errorf("sessions %d: want fewer than 2^31", c.Sessions)
+	case c.Repeats < 1:
+		return fmt.Errorf("repeats %d: want at least 1", c.Repeats)
+	case c.Interval < time.Millisecond:
+		return fmt.Errorf("interval %s: want at least 1ms", c.Interval)
+	case c.Warmup < 2*c.Interval:
+		return fmt.Errorf("warm-up %s: want at least two intervals (%s), so that every session has an echo before the baseline", c.Warmup, 2*c.Interval)
+	case c.Baseline < 2*c.Interval:
+		return fmt.Errorf("baseline %s: want at least two intervals (%s)", c.Baseline, 2*c.Interval)
+	case c.Settle < 2*c.Interval:
+		return fmt.Errorf("settle %s: want at least two intervals (%s)", c.Settle, 2*c.Interval)
+	case c.Loops < 1:
+		return fmt.Errorf("loops %d: want at least 1", c.Loops)
+	case c.ConnectParallel < 1:
+		return fmt.Errorf("connect parallel %d: want at least 1", c.ConnectParallel)
+	case c.Writers < 1:
+		return fmt.Errorf("writers %d: want at least 1", c.Writers)
+	}
+	return nil
+}
+
+// Run runs cfg.Repeats trials. It returns an error only when none could
+// start (a bad configuration, too few descriptors); a failed trial is in
+// the result (Result.OK false, Result.Failures).
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	lim, err := RaiseFDLimit()
+	if err != nil {
+		return nil, err
+	}
+	if err := fits(cfg.Sessions, lim); err != nil {
+		return nil, err
+	}
+	if err := becomeSubreaper(); err != nil {
+		return nil, err
+	}
+	if cfg.Dir == "" {
+		if cfg.Dir, err = os.MkdirTemp("", "tidegate-upgrade-"); err != nil {
+			return nil, fmt.Errorf("work directory for the proxies' logs: %w", err)
+		}
+	}
+	res := &Result{Params: paramsOf(cfg), FDLimit: lim, Dir: cfg.Dir}
+	for r := 1; r <= cfg.Repeats && ctx.Err() == nil; r++ {
+		t := runTrial(ctx, cfg, r, 0)
+		for attempt := 1; attempt <= cfg.NoisyRetries && ctx.Err() == nil; attempt++ {
+			if t.Noisy = noisy(t, cfg.QuietCPU); t.Noisy == "" {
+				break
+			}
+			cfg.Log.Warn().Int("repeat", r).Str("noisy", t.Noisy).Msg("the machine was busy with something else: this trial runs again")
+			res.Noisy = append(res.Noisy, t)
+			t = runTrial(ctx, cfg, r, attempt)
+		}
+		t.Noisy = noisy(t, cfg.QuietCPU)
+		res.Trials = append(res.Trials, t)
+		ev := cfg.Log.Info()
+		if len(t.Failures) > 0 {
+			ev = cfg.Log.Error().Strs("failures", t.Failures)
+		}
+		ev.Int("repeat", r).Int("sessions", t.Sessions).Int("kept", t.Kept).Float64("handover_ms", t.HandoverMs).
+			Float64("upgrade_gap_max_ms", t.Upgrade.MaxMs).Float64("upgrade_gap_p99_ms", t.Upgrade.P99Ms).
+			Float64("baseline_gap_max_ms", t.Baseline.MaxMs).Str("proxy_log", t.ProxyLog).Msg("trial done")
+	}
+	if err := ctx.Err(); err != nil && len(res.Trials) < cfg.Repeats {
+		res.Interrupted = err.Error()
+	}
+	res.summarize()
+	return res, nil
+}
+
+// proxyConfig is the proxy's configuration: a raw listener on listen, one
+// group with backend, no session limit, no idle timeout.
+func proxyConfig(listen, backend string, loops int) string {
+	return fmt.Sprintf(`# written by tidegate-bench bench upgrade (benchmarks/upgradeload)
+listeners:
+  - listen: %s
+    mode: raw
+    group: main
+groups:
+  main:
+    backends:
+      - addr: %s
+loops: %d
+limits:
+  max_sessions: 0
+  idle_timeout: 0s
+shutdown:
+  drain_timeout: %ds
+`, listen, backend, loops, int(DrainTimeout/time.Second))
+}
+
+// sleepCtx sleeps d or until ctx ends, and reports whether it slept all of d.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// noisy says why trial t's figures were disturbed by other programs: the
+// rest of the machine used more than twice quiet percent of one core in a
+// window; "" when it did not (or no quiet figure is set).
+func noisy(t Trial, quiet float64) string {
+	if quiet <= 0 {
+		return ""
+	}
+	for _, w := range []struct {
+		name string
+		cpu  CPUWindow
+	}{{"baseline", t.BaselineCPU}, {"upgrade", t.UpgradeCPU}} {
+		if w.cpu.OtherPct > 2*quiet {
+			return fmt.Sprintf("other programs used %.0f%% of a core in the %s window (over twice --quiet-cpu %.0f%%)", w.cpu.OtherPct, w.name, quiet)
+		}
+	}
+	return ""
+}
+
+// runTrial runs one trial on a fresh proxy and echo backend; attempt
+// counts its runs again after noisy ones.
+func runTrial(ctx context.Context, cfg Config, repeat, attempt int) (t Trial) {
+	t = Trial{Repeat: repeat, Sessions: cfg.Sessions, BaselineCPU: unknownCPU, UpgradeCPU: unknownCPU, QuietBusyPct: -1}
+	fails := newFailureLog()
+	log := cfg.Log.With().Int("repeat", repeat).Logger()
+	defer func() {
+		t.Failures = fails.summary(20)
+		t.SessionFailures = fails.sessionCount()
+	}()
+	if cfg.QuietWait > 0 {
+		waited, busy := waitQuiet(ctx, cfg.QuietWait, cfg.QuietCPU)
+		t.QuietWaitS, t.QuietBusyPct = waited.Seconds(), busy
+		log.Info().Float64("waited_s", t.QuietWaitS).Float64("busy_pct_of_a_core", busy).Msg("machine quiet check")
+		if err := ctx.Err(); err != nil {
+			fails.trial("interrupted while waiting for a quiet machine: %v", err)
+			return t
+		}
+	}
+	t.Attempt = attempt
+	dir := filepath.Join(cfg.Dir, "trial-"+strconv.Itoa(repeat))
+	if attempt > 0 {
+		dir += "-again-" + strconv.Itoa(attempt)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		fails.trial("trial directory: %v", err)
+		return t
+	}
+	be, err := startEcho(cfg.echo)
+	if err != nil {
+		fails.trial("%v", err)
+		return t
+	}
+	defer be.Close()
+	listen, err := peers.FreeAddr("127.0.0.1")
+	if err != nil {
+		fails.trial("%v", err)
+		return t
+	}
+	metrics, err := peers.FreeAddr("127.0.0.1")
+	if err != nil {
+		fails.trial("%v", err)
+		return t
+	}
+	cfgPath := filepath.Join(dir, "tidegate.yaml")
+	if err := os.WriteFile(cfgPath, []byte(proxyConfig(listen, be.Addr(), cfg.Loops)), 0o644); err != nil {
+		fails.trial("writing the proxy configuration %s: %v", cfgPath, err)
+		return t
+	}
+	argv := []string{cfg.Executable, "proxy", "--config", cfgPath, "--metrics-listen", metrics, "--log-level", "info", "--log-format", "json"}
+	env := append([]string{"GOTRACEBACK=all"}, cfg.env...)
+	proc, err := peers.StartProgram(peers.ProgramSpec{Name: "tidegate-proxy", Listen: listen, Argv: argv, Dir: dir, Env: env})
+	if err != nil {
+		fails.trial("%v", err)
+		return t
+	}
+	t.ProxyLog = proc.LogPath()
+	defer func() {
+		if err := proc.Stop(); err != nil {
+			fails.trial("stopping the old proxy: %v", err)
+		}
+		for _, pid := range strays(cfgPath) { // what a failed upgrade left
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			_, _ = waitGone(pid, 5*time.Second)
+			fails.trial("pid %d (a proxy on %s) was still running at the end of the trial: killed", pid, cfgPath)
+		}
+	}()
+	t.OldPID = proc.PIDs()[0]
+	hc := newHealthClient()
+	defer hc.close()
+	if pid, err := hc.waitPID(metrics, 10*time.Second, func(int) bool { return true }); err != nil {
+		fails.trial("before the upgrade: %v", err)
+		return t
+	} else if pid != t.OldPID {
+		fails.trial("before the upgrade, http://%s/healthz says pid %d, the proxy started is pid %d", metrics, pid, t.OldPID)
+		return t
+	}
+
+	cs := newClients(cfg.Sessions, cfg.Interval, fails)
+	defer cs.close()
+	start := time.Now()
+	if err := cs.connect(ctx, listen, cfg.ConnectParallel); err != nil {
+		fails.trial("%v", err)
+		return t
+	}
+	log.Info().Int("sessions", cfg.Sessions).Dur("took", time.Since(start)).Int("old_pid", t.OldPID).Msg("sessions connected; warming up")
+	cs.startWriters(cfg.Writers)
+	if !sleepCtx(ctx, cfg.Warmup) {
+		fails.trial("interrupted in the warm-up: %v", ctx.Err())
+		return t
+	}
+	for _, s := range cs.sess {
+		if s.recv.Load() <= 1 && !s.failed.Load() { // the first came back in connect
+			fails.session(s, kindNoEcho, fmt.Sprintf("%d messages sent by the end of the %s warm-up, no echo but the first", s.sent.Load(), cfg.Warmup))
+		}
+	}
+
+	// Baseline.
+	cs.setPhase(phaseBaseline)
+	u0 := readUsage(t.OldPID)
+	bStart := time.Now()
+	if !sleepCtx(ctx, cfg.Baseline) {
+		fails.trial("interrupted in the baseline: %v", ctx.Err())
+		return t
+	}
+	u1 := readUsage(t.OldPID)
+	baseWindow := time.Since(bStart)
+	t.BaselineCPU = cpuBetween(u0, u1)
+
+	// Upgrade.
+	gaveUp := watchLog(t.ProxyLog, msgUpgradeFailed) // from the log's end before the signal
+	defer gaveUp.stop()
+	stuck := false
+	u2 := readUsage(t.OldPID)
+	cs.setPhase(phaseUpgrade)
+	sig := time.Now()
+	if err := syscall.Kill(t.OldPID, syscall.SIGUSR2); err != nil {
+		fails.trial("SIGUSR2 to the proxy (pid %d): %v", t.OldPID, err)
+		return t
+	}
+	log.Info().Int("old_pid", t.OldPID).Msg("SIGUSR2 sent")
+	watch := hc.watchNewPID(metrics, t.OldPID, sig, cfg.HealthPollDuring)
+	defer watch.stop()
+	var exitAt time.Time
+	timeout := time.NewTimer(cfg.UpgradeTimeout)
+	defer timeout.Stop()
+	select {
+	case <-proc.Exited():
+		exitAt = time.Now()
+	case line := <-gaveUp.found:
+		fails.trial("the old proxy (pid %d) gave the upgrade up %s after SIGUSR2: %.400s", t.OldPID, time.Since(sig).Round(time.Millisecond), line)
+	case <-timeout.C:
+		stuck = true
+		fails.trial("the old proxy (pid %d) had not exited %s after SIGUSR2 (new pid from /healthz: %d)", t.OldPID, cfg.UpgradeTimeout, watch.pid.Load())
+	case <-ctx.Done():
+		fails.trial("interrupted during the upgrade: %v", ctx.Err())
+	}
+	watch.start()
+	if exitAt.IsZero() {
+		watch.wait(2 * time.Second)
+		// What the sessions saw until now, before anything is stopped.
+		cs.setPhase(phaseAfter)
+		gaveUpAfter := time.Since(sig)
+		t.Baseline = cs.gaps(phaseBaseline, baseWindow)
+		t.Upgrade = cs.gaps(phaseUpgrade, gaveUpAfter)
+		quiet := max(time.Second, 10*cfg.Interval)
+		held, echoing, cutoff := 0, 0, cs.now()-int64(quiet)
+		for _, s := range cs.sess {
+			switch {
+			case s.failed.Load():
+			case s.lastAt.Load() < cutoff:
+				held++
+			default:
+				echoing++
+			}
+		}
+		fails.trial("%s after the signal, %d sessions had had no echo for over %s (held), %d were echoing, %d had failed",
+			gaveUpAfter.Round(time.Millisecond), held, quiet, echoing, fails.sessionCount())
+		cs.closing.Store(true) // what ends from here on is this tool's doing
+		if stuck {
+			// For the report: Go's runtime writes every goroutine's stack
+			// to the log on SIGQUIT (GOTRACEBACK=all), and exits.
+			quit := []int{t.OldPID}
+			if pid := int(watch.pid.Load()); pid != 0 {
+				quit = append(quit, pid)
+			}
+			for _, pid := range quit { // one at a time: both write to the one log
+				if syscall.Kill(pid, syscall.SIGQUIT) == nil {
+					fails.trial("sent SIGQUIT to pid %d: its goroutines are in %s", pid, t.ProxyLog)
+				}
+				for deadline := time.Now().Add(3 * time.Second); alive(pid) && time.Now().Before(deadline); {
+					time.Sleep(10 * time.Millisecond)
+				}
+			}
+		}
+		t.NewPID = int(watch.pid.Load())
+		cs.setPhase(phaseAfter)
+		cs.close() // so that the new process's drain has nothing to wait for
+		stopProcess(&t, fails, t.NewPID)
+		readLog(&t, fails, false)
+		return t
+	}
+	t.HandoverMs = ms(exitAt.Sub(sig))
+	t.OldExit = "exit status 0"
+	if err := proc.ExitError(); err != nil {
+		t.OldExit = err.Error()
+		fails.trial("the old proxy (pid %d) ended after SIGUSR2 with %v, want exit status 0", t.OldPID, err)
+	}
+	log.Info().Float64("handover_ms", t.HandoverMs).Str("old_exit", t.OldExit).Msg("the old process exited; settling")
+	sleepCtx(ctx, cfg.Settle)
+	cs.setPhase(phaseAfter)
+	upWindow := time.Since(sig)
+	t.NewPID = int(watch.wait(10 * time.Second))
+	if t.NewPID != 0 {
+		t.UpgradeCPU = cpuBetween(u2, readUsage(t.NewPID))
+		if cfg.HealthPollDuring > 0 {
+			t.NewHealthMs = ms(time.Duration(watch.at.Load()))
+		}
+	} else {
+		fails.trial("no new process answered http://%s/healthz within 10s of the old one's exit", metrics)
+	}
+
+	// A new session through the new process.
+	if err := newSession(listen, uint32(cfg.Sessions), cfg.EchoTimeout); err != nil {
+		fails.trial("a new session after the upgrade: %v", err)
+	} else {
+		t.NewSession = true
+	}
+	if t.NewPID != 0 {
+		if pid, err := hc.pid(metrics); err != nil || pid != t.NewPID {
+			fails.trial("after the upgrade, http://%s/healthz says pid %d (%v), want the new process %d", metrics, pid, err, t.NewPID)
+		}
+	}
+
+	// The last echoes, and what each session got.
+	cs.stopWriters()
+	cs.waitEchoes(cfg.EchoTimeout)
+	exitNs := int64(exitAt.Sub(cs.base))
+	for _, s := range cs.sess {
+		t.Echoes += int64(s.recv.Load())
+		if s.failed.Load() {
+			continue
+		}
+		if r, n := s.recv.Load(), s.sent.Load(); r != n {
+			fails.session(s, kindMissing, fmt.Sprintf("%d of %d echoes arrived within %s of the last send", r, n, cfg.EchoTimeout))
+			continue
+		}
+		if s.lastAt.Load() > exitNs {
+			t.Kept++
+		} else {
+			fails.session(s, kindMissing, "no echo after the old process exited")
+		}
+	}
+	t.Baseline = cs.gaps(phaseBaseline, baseWindow)
+	t.Upgrade = cs.gaps(phaseUpgrade, upWindow)
+	cs.close()
+	log.Info().Int("kept", t.Kept).Int("new_pid", t.NewPID).Msg("sessions closed; stopping the new process")
+	stopProcess(&t, fails, t.NewPID)
+	readLog(&t, fails, true)
+	if err := be.failure(); err != nil {
+		fails.trial("%v", err)
+	}
+	return t
+}
+
+// ms is d in milliseconds.
+func ms(d time.Duration) float64 { return float64(d) / 1e6 }
+
+// stopProcess sends SIGTERM to the new proxy and waits for it to be gone:
+// the drain ends at once, its sessions having been closed, but may take
+// DrainTimeout; past that and 20 s more it is killed.
+func stopProcess(t *Trial, fails *failureLog, pid int) {
+	if pid == 0 {
+		return
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); errors.Is(err, syscall.ESRCH) {
+		status, _ := waitGone(pid, time.Second) // reaps it if it is this process's child
+		t.NewExit = strings.TrimSpace("gone before SIGTERM " + status)
+		return
+	} else if err != nil {
+		fails.trial("SIGTERM to the new proxy (pid %d): %v", pid, err)
+		return
+	}
+	status, err := waitGone(pid, DrainTimeout+20*time.Second)
+	if err != nil {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		status, _ = waitGone(pid, 5*time.Second)
+		fails.trial("the new proxy after SIGTERM: %v; killed", err)
+	}
+	t.NewExit = status
+	if status == "" {
+		t.NewExit = "gone (not this process's child: status unknown)"
+	} else if status != "exit status 0" {
+		fails.trial("the new proxy (pid %d) ended after SIGTERM with %s, want exit status 0", pid, status)
+	}
+}
+
+// waitQuiet waits up to maxWait until the machine, over one second, is busy
+// under quiet percent of one core (this tool is idle between trials). It
+// returns how long it waited and the last figure.
+func waitQuiet(ctx context.Context, maxWait time.Duration, quiet float64) (time.Duration, float64) {
+	start := time.Now()
+	for {
+		a, err := procstat.MachineCPU()
+		if err != nil || !sleepCtx(ctx, time.Second) {
+			return time.Since(start), -1
+		}
+		b, err := procstat.MachineCPU()
+		if err != nil {
+			return time.Since(start), -1
+		}
+		busy, idle := b.Busy-a.Busy, b.Idle-a.Idle
+		pct := -1.0
+		if busy+idle > 0 {
+			pct = 100 * float64(busy) / float64(busy+idle) * float64(runtime.NumCPU())
+		}
+		if pct < quiet || time.Since(start) >= maxWait {
+			return time.Since(start), pct
+		}
+	}
+}
+
+// newSession opens a session through the proxy at addr, sends three
+// messages of session id and checks their echoes, trying again for up to
+// timeout.
+func newSession(addr string, id uint32, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	var last error
+	for attempt := 1; ; attempt++ {
+		last = oneSession(addr, id, deadline)
+		if last == nil || time.Now().Add(100*time.Millisecond).After(deadline) {
+			if last != nil {
+				return fmt.Errorf("%d attempts over %s, the last: %w", attempt, timeout, last)
+			}
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func oneSession(addr string, id uint32, deadline time.Time) error {
+	c, err := net.DialTimeout("tcp", addr, time.Until(deadline))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(deadline)
+	var out, in [msgLen]byte
+	for seq := uint32(0); seq < 3; seq++ {
+		putMessage(out[:], id, seq)
+		if _, err := c.Write(out[:]); err != nil {
+			return fmt.Errorf("writing message %d: %w", seq, err)
+		}
+		if _, err := io.ReadFull(c, in[:]); err != nil {
+			return fmt.Errorf("reading echo %d: %w", seq, err)
+		}
+		if in != out {
+			return fmt.Errorf("echo %d arrived as % x, want % x", seq, in, out)
+		}
+	}
+	return nil
+}
+
+// healthClient reads the pid from the proxy's /healthz, a new connection
+// each time (no keep-alive: the old process's connection must not be
+// reused once the new one serves).
+type healthClient struct {
+	tr *http.Transport
+	c  *http.Client
+}
+
+func newHealthClient() *healthClient {
+	tr := &http.Transport{DisableKeepAlives: true}
+	return &healthClient{tr: tr, c: &http.Client{Timeout: 2 * time.Second, Transport: tr}}
+}
+
+func (h *healthClient) close() { h.tr.CloseIdleConnections() }
+
+// pid reads the "pid" field of http://addr/healthz (whatever the status:
+// an unhealthy process still says who it is).
+func (h *healthClient) pid(addr string) (int, error) {
+	resp, err := h.c.Get("http://" + addr + "/healthz")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	var body struct {
+		PID int `json:"pid"`
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return 0, fmt.Errorf("reading http://%s/healthz: %w", addr, err)
+	}
+	if err := json.Unmarshal(b, &body); err != nil || body.PID == 0 {
+		return 0, fmt.Errorf("http://%s/healthz (%s) has no pid: %.200q", addr, resp.Status, b)
+	}
+	return body.PID, nil
+}
+
+// waitPID polls /healthz until it names a pid that ok accepts, or timeout.
+func (h *healthClient) waitPID(addr string, timeout time.Duration, ok func(int) bool) (int, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		pid, err := h.pid(addr)
+		if err == nil && ok(pid) {
+			return pid, nil
+		}
+		if time.Now().After(deadline) {
+			if err == nil {
+				err = fmt.Errorf("it still says pid %d", pid)
+			}
+			return 0, fmt.Errorf("http://%s/healthz within %s: %w", addr, timeout, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// logWatch looks for a message in the proxy's log as it grows.
+type logWatch struct {
+	found chan string
+	quit  chan struct{}
+	done  chan struct{}
+}
+
+// watchLog reports on found the first line of the log at path, from its
+// current end on, that holds msg.
+func watchLog(path, msg string) *logWatch {
+	w := &logWatch{found: make(chan string, 1), quit: make(chan struct{}), done: make(chan struct{})}
+	var from int64
+	if st, err := os.Stat(path); err == nil {
+		from = st.Size()
+	}
+	needle := []byte(msg)
+	go func() {
+		defer close(w.done)
+		for {
+			select {
+			case <-w.quit:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			f, err := os.Open(path)
+			if err != nil {
+				continue
+			}
+			b, _ := io.ReadAll(io.NewSectionReader(f, from, 1<<30))
+			f.Close()
+			if i := bytes.Index(b, needle); i >= 0 {
+				start := bytes.LastIndexByte(b[:i], '\n') + 1
+				end := bytes.IndexByte(b[i:], '\n')
+				if end < 0 {
+					end = len(b) - i
+				}
+				w.found <- string(b[start : i+end])
+				return
+			}
+		}
+	}()
+	return w
+}
+
+func (w *logWatch) stop() {
+	select {
+	case <-w.quit:
+	default:
+		close(w.quit)
+	}
+	<-w.done
+}
+
+// pidWatch polls /healthz until another pid answers: every `every` from
+// the signal on, or, with every 0, from begin on (the old process's exit).
+type pidWatch struct {
+	pid   atomic.Int64
+	at    atomic.Int64 // since the signal, ns
+	begin chan struct{}
+	quit  chan struct{}
+	done  chan struct{}
+}
+
+// newPIDPoll is how often /healthz is polled once the old process is gone.
+const newPIDPoll = 10 * time.Millisecond
+
+func (h *healthClient) watchNewPID(addr string, old int, since time.Time, every time.Duration) *pidWatch {
+	w := &pidWatch{begin: make(chan struct{}), quit: make(chan struct{}), done: make(chan struct{})}
+	if every > 0 {
+		close(w.begin)
+	} else {
+		every = newPIDPoll
+	}
+	go func() {
+		defer close(w.done)
+		select {
+		case <-w.begin:
+		case <-w.quit:
+			return
+		}
+		for {
+			if pid, err := h.pid(addr); err == nil && pid != old {
+				w.at.Store(int64(time.Since(since)))
+				w.pid.Store(int64(pid))
+				return
+			}
+			select {
+			case <-w.quit:
+				return
+			case <-time.After(every):
+			}
+		}
+	}()
+	return w
+}
+
+// start starts polling, if it has not.
+func (w *pidWatch) start() {
+	select {
+	case <-w.begin:
+	default:
+		close(w.begin)
+	}
+}
+
+// wait waits up to timeout for the new pid; 0 if none answered.
+func (w *pidWatch) wait(timeout time.Duration) int64 {
+	select {
+	case <-w.done:
+	case <-time.After(timeout):
+	}
+	return w.pid.Load()
+}
+
+func (w *pidWatch) stop() {
+	select {
+	case <-w.quit:
+	default:
+		close(w.quit)
+	}
+	<-w.done
+}
