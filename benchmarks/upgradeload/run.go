@@ -216,6 +216,9 @@ loops: %d
 limits:
   max_sessions: 0
   idle_timeout: 0s
+  connection_rate: 0          # every session comes from 127.0.0.1
+  login_rate: 0
+  max_sessions_per_subnet: 0
 shutdown:
   drain_timeout: %ds
 `, listen, backend, loops, int(DrainTimeout/time.Second))
