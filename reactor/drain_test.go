@@ -359,8 +359,11 @@ func TestAbortWithOutputResets(t *testing.T) {
 			t.Fatal("the bytes before the reset differ from the sent ones")
 		}
 		st := s.Stats()
-		if st.AbortResets != 1 || st.AbortQueuedBytes <= 0 || st.AbortQueuedBytes > int64(len(payload)-len(got)) {
-			t.Fatalf("AbortResets %d, AbortQueuedBytes %d: want 1 and 1..%d", st.AbortResets, st.AbortQueuedBytes, len(payload)-len(got))
+		// What was queued at the Abort is counted before gnet's one last
+		// write, which may still send part of it: it is not bounded by what
+		// failed to arrive, only by what was written.
+		if st.AbortResets != 1 || st.AbortQueuedBytes <= 0 || st.AbortQueuedBytes > int64(len(payload)) {
+			t.Fatalf("AbortResets %d, AbortQueuedBytes %d: want 1 and 1..%d", st.AbortResets, st.AbortQueuedBytes, len(payload))
 		}
 	})
 	t.Run("nothing queued", func(t *testing.T) {

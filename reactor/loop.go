@@ -72,7 +72,8 @@ type LoopStats struct {
 	// lingers expired: bytes the kernel never took and the peer never got.
 	LingerQueuedBytes atomic.Int64
 	// AbortResets counts Aborts that reset the connection because output was
-	// still queued; AbortQueuedBytes sums that output.
+	// still queued; AbortQueuedBytes sums that output as it stood before the
+	// close's one last write attempt (an upper bound of what was dropped).
 	AbortResets      atomic.Int64
 	AbortQueuedBytes atomic.Int64
 	HalfClosed       atomic.Int64 // connections whose peer half-closed and that were kept for writing

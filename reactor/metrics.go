@@ -32,7 +32,7 @@ func NewCollector(servers map[string]*Server) *Collector {
 			"Connections reset (not closed with a FIN) because output was still queued: cause linger (the linger expired) or abort.",
 			[]string{"server", "cause"}, nil),
 		resetQueued: prometheus.NewDesc("tidegate_reset_queued_bytes_total",
-			"Output still queued in user space at those resets: bytes the peer never got.", []string{"server", "cause"}, nil),
+			"Output still queued in user space at those resets (for abort, before the close's last write attempt): about what the peer never got.", []string{"server", "cause"}, nil),
 		halfClosed: prometheus.NewDesc("tidegate_half_closed_total",
 			"Connections whose peer shut down its write side and that were kept open for writing.", []string{"server"}, nil),
 	}

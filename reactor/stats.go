@@ -12,7 +12,8 @@ type Stats struct {
 	PauseEvents   int64 // times a connection stopped being read
 	SpuriousWakes int64 // reads gnet made on a paused connection
 	// AbortResets counts Aborts that reset the connection because output was
-	// still queued; AbortQueuedBytes sums that output.
+	// still queued; AbortQueuedBytes sums that output as it stood before the
+	// close's one last write attempt (an upper bound of what was dropped).
 	AbortResets      int64
 	AbortQueuedBytes int64
 	HalfClosed       int64 // connections whose peer half-closed and that were kept for writing
