@@ -117,8 +117,9 @@ func echoBackend(t *testing.T) string {
 
 // child is a tidegate command running as a child process.
 type child struct {
-	cmd  *exec.Cmd
-	done chan error
+	cmd     *exec.Cmd
+	done    chan error
+	logPath string // its stdout and stderr
 }
 
 func startChild(t *testing.T, nofile int, args ...string) *child {
@@ -135,7 +136,7 @@ func startChild(t *testing.T, nofile int, args ...string) *child {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	ch := &child{cmd: cmd, done: make(chan error, 1)}
+	ch := &child{cmd: cmd, done: make(chan error, 1), logPath: logPath}
 	go func() { ch.done <- cmd.Wait(); logFile.Close() }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -188,4 +189,69 @@ func tryHealthPID(addr string) (int, bool) {
 		return 0, false
 	}
 	return r.PID, true
+}
+
+// TestFailedUpgradeKeepsTheOldProcess: the new process cannot start (its
+// configuration, read again from the same file, is broken now), so the
+// upgrade fails: the old process goes on with the same pid, its open session
+// keeps echoing, and it still accepts new sessions.
+func TestFailedUpgradeKeepsTheOldProcess(t *testing.T) {
+	listen, metrics := freePort(t), freePort(t)
+	cfg := filepath.Join(t.TempDir(), "proxy.yaml")
+	yaml := fmt.Sprintf("listeners: [{listen: %q, mode: raw, group: main}]\ngroups: {main: {backends: [{addr: %q}]}}\n", listen, echoBackend(t))
+	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ch := startChild(t, 0, "proxy", "--config", cfg, "--metrics-listen", metrics, "--log-level", "info")
+	waitListening(t, ch, listen)
+	pid := healthPID(t, metrics)
+	open, err := net.DialTimeout("tcp", listen, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer open.Close()
+	if err := echoFrame(open, []byte("before"), 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, []byte("listeners: [{listen: nowhere}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.cmd.Process.Signal(syscall.SIGUSR2); err != nil {
+		t.Fatal(err)
+	}
+	// The failure is logged once the new process has exited; meanwhile and
+	// after, the old one serves.
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(readFile(t, ch.logPath), "live upgrade failed") {
+		if time.Now().After(deadline) {
+			t.Fatal("no \"live upgrade failed\" in the log within 30 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !ch.running() {
+		t.Fatalf("the old process exited: %v", <-ch.done)
+	}
+	if got := healthPID(t, metrics); got != pid {
+		t.Fatalf("/healthz answers from pid %d, want the old process %d", got, pid)
+	}
+	if err := echoFrame(open, []byte("after"), 5*time.Second); err != nil {
+		t.Fatalf("the open session after the failed upgrade: %v", err)
+	}
+	c, err := net.DialTimeout("tcp", listen, 5*time.Second)
+	if err != nil {
+		t.Fatalf("a new session after the failed upgrade: %v", err)
+	}
+	defer c.Close()
+	if err := echoFrame(c, []byte("new"), 5*time.Second); err != nil {
+		t.Fatalf("a new session after the failed upgrade: %v", err)
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
