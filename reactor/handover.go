@@ -99,16 +99,14 @@ func (l *Loop) Adopt(nc net.Conn, h Handler, value any, listener int) (*Conn, er
 	c.state |= stateAdopted
 	if listener < 0 {
 		c.state |= stateOutbound
-	} else {
-		l.srv.acceptedOpen.Add(1)
-		holdFDs(l.srv.cfg.FDsPerConn)
 	}
+	l.srv.holdAdopted(listener, 1)
 	res, err := l.el.Enroll(gnet.NewContext(context.Background(), c), nc)
 	if err == nil {
 		err = (<-res).Err
 	}
 	if err != nil {
-		l.adoptFailed(c)
+		l.srv.holdAdopted(listener, -1)
 		return nil, fmt.Errorf("reactor: adopting %s: %w", nc.RemoteAddr(), err)
 	}
 	return c, nil
@@ -127,10 +125,7 @@ type adoption struct {
 // second connection that must share the first one's loop is adopted with
 // c.Loop().Adopt. It must not be called on a loop.
 func (s *Server) Adopt(nc net.Conn, h Handler, value any, listener int) (*Conn, error) {
-	if listener >= 0 {
-		s.acceptedOpen.Add(1)
-		holdFDs(s.cfg.FDsPerConn)
-	}
+	s.holdAdopted(listener, 1)
 	a := &adoption{h: h, value: value, listener: listener}
 	res, err := s.engine.Register(gnet.NewContext(gnet.NewNetConnContext(context.Background(), nc), a))
 	if err == nil {
@@ -141,30 +136,35 @@ func (s *Server) Adopt(nc net.Conn, h Handler, value any, listener int) (*Conn, 
 		err = errors.New("no loop opened it")
 	}
 	if err != nil {
-		if listener >= 0 {
-			s.acceptedOpen.Add(-1)
-			holdFDs(-s.cfg.FDsPerConn)
-		}
+		s.holdAdopted(listener, -1)
 		return nil, fmt.Errorf("reactor: adopting %s: %w", nc.RemoteAddr(), err)
 	}
 	return c, nil
 }
 
-func (l *Loop) adoptFailed(c *Conn) {
-	if c.listener >= 0 {
-		l.srv.acceptedOpen.Add(-1)
-		holdFDs(-l.srv.cfg.FDsPerConn)
+// holdAdopted counts (n 1) or uncounts (n -1) a connection adopted as
+// accepted on listener against MaxConns and the descriptor budget, as an
+// accept does; an outbound one (listener -1) counts with its client.
+func (s *Server) holdAdopted(listener, n int) {
+	if listener >= 0 {
+		s.acceptedOpen.Add(int64(n))
+		holdFDs(n * s.cfg.FDsPerConn)
 	}
 }
 
 // EachConn calls f for every open connection on the loop that was accepted
 // (not dialed). It must run on the loop; f may close connections.
+// The loop's scratch copy keeps f free to close connections without an
+// allocation per call (a hand-over calls it every few milliseconds); so
+// EachConn must not be called from f.
 func (l *Loop) EachConn(f func(*Conn)) {
-	for _, c := range append([]*Conn(nil), l.conns...) {
+	l.connScratch = append(l.connScratch[:0], l.conns...)
+	for _, c := range l.connScratch {
 		if c.listener >= 0 && c.state&(stateCloseQueued|stateClosed) == 0 {
 			f(c)
 		}
 	}
+	clear(l.connScratch)
 }
 
 // maxHandoverPayload bounds one handover message; maxHandoverFiles the

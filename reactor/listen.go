@@ -69,26 +69,49 @@ func splitAddr(a string) (network, addr string) {
 // openListeners binds every configured address. It closes what it opened
 // when one fails.
 func (s *Server) openListeners() error {
+	for i, a := range s.cfg.Addrs {
+		var l *listener
+		var err error
+		if i < len(s.cfg.Listeners) && s.cfg.Listeners[i] != nil {
+			l = s.newListener(i, s.cfg.Listeners[i])
+		} else if l, err = s.listen(i, a); err != nil {
+			s.closeListeners()
+			return err
+		}
+		s.listeners = append(s.listeners, l)
+	}
+	return nil
+}
+
+// listen binds the configured address a as listener index.
+func (s *Server) listen(index int, a string) (*listener, error) {
+	network, addr := splitAddr(a)
 	// KeepAlive -1: Go would otherwise set four TCP keep-alive options on
 	// every accepted socket (gnet's own accept set none), four system calls
 	// per connection (benchmarks/results/2026-12-01-accept-cost.md).
 	lc := net.ListenConfig{Control: s.listenControl, KeepAlive: -1}
-	for i, a := range s.cfg.Addrs {
-		network, addr := splitAddr(a)
-		var ln net.Listener
-		var err error
-		if i < len(s.cfg.Listeners) && s.cfg.Listeners[i] != nil {
-			ln = s.cfg.Listeners[i]
-		} else {
-			ln, err = lc.Listen(context.Background(), network, addr)
-		}
-		if err != nil {
-			s.closeListeners()
-			return listenError(a, addr, err)
-		}
-		s.listeners = append(s.listeners, &listener{srv: s, index: i, addr: ln.Addr().String(), ln: ln, wake: make(chan struct{}, 1), done: make(chan struct{})})
+	ln, err := lc.Listen(context.Background(), network, addr)
+	if err != nil {
+		return nil, listenError(a, addr, err)
 	}
-	return nil
+	return s.newListener(index, ln), nil
+}
+
+func (s *Server) newListener(index int, ln net.Listener) *listener {
+	return &listener{srv: s, index: index, addr: ln.Addr().String(), ln: ln, wake: make(chan struct{}, 1), done: make(chan struct{})}
+}
+
+// stopAfterBacklog tells l's accept goroutine to take what the backlog
+// holds and return, even from a blocked Accept or a wait at the limits.
+func (l *listener) stopAfterBacklog() {
+	l.takeBacklog.Store(true)
+	if d, ok := l.ln.(deadliner); ok {
+		_ = d.SetDeadline(time.Now()) // ends a blocked Accept
+	}
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
 }
 
 // listenError reports that listening on the configured address configured
@@ -445,13 +468,10 @@ func (s *Server) AddListener(addr string) (int, error) {
 	if s.lns.Load() == nil {
 		return 0, errors.New("reactor: add listener: the server is not started")
 	}
-	network, a := splitAddr(addr)
-	lc := net.ListenConfig{Control: s.listenControl, KeepAlive: -1}
-	ln, err := lc.Listen(context.Background(), network, a)
+	l, err := s.listen(s.nextListener, addr)
 	if err != nil {
-		return 0, listenError(addr, a, err)
+		return 0, err
 	}
-	l := &listener{srv: s, index: s.nextListener, addr: ln.Addr().String(), ln: ln, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	s.nextListener++
 	next := append(append([]*listener(nil), s.lnList()...), l)
 	s.lns.Store(&next)
@@ -481,14 +501,7 @@ func (s *Server) RemoveListener(i int) error {
 		return fmt.Errorf("reactor: no listener %d", i)
 	}
 	s.lns.Store(&next)
-	l.takeBacklog.Store(true)
-	if d, ok := l.ln.(deadliner); ok {
-		_ = d.SetDeadline(time.Now()) // ends a blocked Accept
-	}
-	select {
-	case l.wake <- struct{}{}:
-	default:
-	}
+	l.stopAfterBacklog()
 	<-l.done
 	l.state.Store(int32(acceptStopped))
 	return l.ln.Close()

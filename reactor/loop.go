@@ -24,6 +24,8 @@ type Loop struct {
 	deferred []*Conn    // resumed connections with input to offer to OnTraffic
 	closed   []*Conn    // half-closed connections (tails) to close at the end of the callback
 	conns    []*Conn    // open connections, for a drain deadline
+	// connScratch is EachConn's copy of conns.
+	connScratch []*Conn
 
 	backlogged  []*Conn // connections with output queued, for the buffer budget
 	budgetTimer Timer

@@ -198,10 +198,7 @@ func (s *Server) stopAccepting() {
 func (s *Server) stopAcceptingAfterBacklog() {
 	s.stopAcceptOnce.Do(func() {
 		for _, l := range s.lnList() {
-			l.takeBacklog.Store(true)
-			if d, ok := l.ln.(deadliner); ok {
-				_ = d.SetDeadline(time.Now()) // ends a blocked Accept
-			}
+			l.stopAfterBacklog()
 		}
 		close(s.stopAccept)
 		s.acceptWG.Wait()
