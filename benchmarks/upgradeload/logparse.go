@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 )
 
 // The proxy's log messages about a live upgrade that a trial reads.
@@ -111,15 +112,18 @@ func readLog(t *Trial, fails *failureLog, upgraded bool) {
 	}
 }
 
-// figure reads a hand-over line's fields: sessions, took (zerolog's
-// default duration unit, milliseconds), left and error.
+// figure reads a hand-over line's fields: sessions, took (a duration with
+// its unit, as tidegate logs durations), left and error. A took that does
+// not parse is -1, not 0, so that a report cannot show a hand-over as free.
 func figure(m map[string]any, level string) *LoggedFigure {
-	f := &LoggedFigure{Level: level, Left: -1}
+	f := &LoggedFigure{Level: level, Left: -1, TookMs: -1}
 	if v, ok := m["sessions"].(float64); ok {
 		f.Sessions = int(v)
 	}
-	if v, ok := m["took"].(float64); ok {
-		f.TookMs = v
+	if v, ok := m["took"].(string); ok {
+		if d, err := time.ParseDuration(v); err == nil {
+			f.TookMs = float64(d) / float64(time.Millisecond)
+		}
 	}
 	if v, ok := m["left"].(float64); ok {
 		f.Left = int64(v)

@@ -163,10 +163,10 @@ func (r *Result) summarize() {
 			continue
 		}
 		hand, health = append(hand, t.HandoverMs), append(health, t.NewHealthMs)
-		if t.LoggedHandover != nil {
+		if t.LoggedHandover != nil && t.LoggedHandover.TookMs >= 0 {
 			lhand = append(lhand, t.LoggedHandover.TookMs)
 		}
-		if t.LoggedTakeover != nil {
+		if t.LoggedTakeover != nil && t.LoggedTakeover.TookMs >= 0 {
 			ltake = append(ltake, t.LoggedTakeover.TookMs)
 		}
 		umax, up99, umed = append(umax, t.Upgrade.MaxMs), append(up99, t.Upgrade.P99Ms), append(umed, t.Upgrade.MedianMs)

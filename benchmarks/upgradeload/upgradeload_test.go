@@ -279,7 +279,7 @@ func (f *fake) upgrade(ln net.Listener, hs *http.Server) error {
 		s.c.Close()
 		s.b.Close()
 	}
-	fakeLog("info", msgHandedOver, fmt.Sprintf(`"sessions":%d,"took":%f,"left":0`, n, ms(time.Since(start))))
+	fakeLog("info", msgHandedOver, fmt.Sprintf(`"sessions":%d,"took":%q,"left":0`, n, time.Since(start).String()))
 	return nil
 }
 
@@ -487,5 +487,19 @@ func TestRank(t *testing.T) {
 	}
 	if one := rank([]float64{7}, 0.99); one != 7 {
 		t.Errorf("p99 of one value: %v", one)
+	}
+}
+
+// TestFigureReadsDurationsWithUnits: tidegate logs durations as strings
+// with units; a took that does not parse is -1, never a free 0.
+func TestFigureReadsDurationsWithUnits(t *testing.T) {
+	for _, tc := range []struct {
+		took any
+		want float64
+	}{{"350.3ms", 350.3}, {"1m10.5s", 70500}, {350.3, -1}, {"soon", -1}} {
+		f := figure(map[string]any{"sessions": 3.0, "took": tc.took}, "info")
+		if f.TookMs != tc.want || f.Sessions != 3 {
+			t.Errorf("took %v: TookMs %v, sessions %d; want %v, 3", tc.took, f.TookMs, f.Sessions, tc.want)
+		}
 	}
 }
