@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tidegate/tidegate/internal/testserver"
 )
 
 // Child mode of the test binary: run tidegate's main with the arguments in
@@ -66,53 +68,20 @@ func freePort(t *testing.T) string {
 // echoBackend is a plain echo server for the raw proxy to relay to.
 func echoBackend(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	conns := map[net.Conn]bool{}
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	return testserver.Conns(t, func(c net.Conn) {
+		buf := make([]byte, 4096) // not io.Copy: splice would add two pipe descriptors per connection
 		for {
-			c, err := ln.Accept()
+			n, err := c.Read(buf)
+			if n > 0 {
+				if _, err := c.Write(buf[:n]); err != nil {
+					return
+				}
+			}
 			if err != nil {
 				return
 			}
-			mu.Lock()
-			conns[c] = true
-			mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer func() { mu.Lock(); delete(conns, c); mu.Unlock(); c.Close() }()
-				buf := make([]byte, 4096) // not io.Copy: splice would add two pipe descriptors per connection
-				for {
-					n, err := c.Read(buf)
-					if n > 0 {
-						if _, err := c.Write(buf[:n]); err != nil {
-							return
-						}
-					}
-					if err != nil {
-						return
-					}
-				}
-			}()
 		}
-	}()
-	return ln.Addr().String()
+	})
 }
 
 // child is a tidegate command running as a child process.

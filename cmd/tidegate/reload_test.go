@@ -9,34 +9,17 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tidegate/tidegate/internal/testserver"
 )
 
 // greetingBackend answers every connection with its name and a newline.
 func greetingBackend(t *testing.T, name string) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	t.Cleanup(func() { ln.Close(); wg.Wait() })
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			_, _ = io.WriteString(c, name+"\n")
-			c.Close()
-		}
-	}()
-	return ln.Addr().String()
+	return testserver.Conns(t, func(c net.Conn) { _, _ = io.WriteString(c, name+"\n") })
 }
 
 // reachedBackend connects through the proxy and returns the name the

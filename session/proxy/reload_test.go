@@ -7,44 +7,21 @@ import (
 	"io"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/tidegate/tidegate/internal/testserver"
 )
 
 // namedBackend accepts connections, greets each with its name and a
 // newline, and then echoes.
 func namedBackend(t *testing.T, name string) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	t.Cleanup(func() {
-		ln.Close()
-		wg.Wait()
-	})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				if _, err := io.WriteString(c, name+"\n"); err != nil {
-					return
-				}
-				_, _ = io.Copy(c, c)
-			}()
+	return testserver.Conns(t, func(c net.Conn) {
+		if _, err := io.WriteString(c, name+"\n"); err == nil {
+			_, _ = io.Copy(c, c)
 		}
-	}()
-	return ln.Addr().String()
+	})
 }
 
 // greetedBy connects through the proxy and returns the connection, its

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidegate/tidegate/internal/testserver"
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/mcbackend"
 )
@@ -175,27 +176,5 @@ func TestHandOverKeepsGoMCBotsInPlay(t *testing.T) {
 // echoListener is a plain TCP echo server.
 func echoListener(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	t.Cleanup(func() { ln.Close(); wg.Wait() })
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				_, _ = io.Copy(c, c)
-			}()
-		}
-	}()
-	return ln.Addr().String()
+	return testserver.Conns(t, func(c net.Conn) { _, _ = io.Copy(c, c) })
 }
