@@ -54,35 +54,54 @@ func closeFiles(fs []*os.File) {
 	}
 }
 
+// Detached is a connection Detach took away from this server, for another
+// process to adopt.
+type Detached struct {
+	File   *os.File // a duplicate of the socket; the caller closes it
+	Unread []byte   // input read from the socket and not consumed
+	Queued []byte   // output written and not yet sent: the new owner sends it first
+}
+
 // Detach takes c's socket away from this server for another process. c
-// must not be read any more (PauseRead) and must have no output queued
-// (OutboundBuffered 0), or Detach fails and c goes on. It returns a
-// duplicate of the socket and the input c has buffered but not consumed;
-// c then closes without touching the socket (its peer sees nothing), and
-// its handler's OnClose gets ErrHandedOver.
-func (c *Conn) Detach() (*os.File, []byte, error) {
+// must not be read any more (PauseRead); output the reactor queued for it
+// (a HalfCloseHandler's connection) goes with it, while output queued in
+// gnet's buffer makes Detach fail and c go on. Detach returns a duplicate
+// of the socket, the input c has buffered but not consumed, and its queued
+// output; c then closes without touching the socket (its peer sees
+// nothing), and its handler's OnClose gets ErrHandedOver.
+func (c *Conn) Detach() (Detached, error) {
 	switch {
 	case c.gc == nil || c.tail != nil || c.Closing():
-		return nil, nil, errors.New("reactor: detach: the connection is not open both ways")
+		return Detached{}, errors.New("reactor: detach: the connection is not open both ways")
 	case c.pause&pauseUser == 0:
-		return nil, nil, errors.New("reactor: detach: the connection is still being read (PauseRead first)")
-	case c.OutboundBuffered() > 0 || c.gc.OutboundBuffered() > 0:
-		return nil, nil, fmt.Errorf("reactor: detach: %d bytes of output are still queued", c.OutboundBuffered()+c.gc.OutboundBuffered())
+		return Detached{}, errors.New("reactor: detach: the connection is still being read (PauseRead first)")
+	case c.gc.OutboundBuffered() > 0:
+		return Detached{}, fmt.Errorf("reactor: detach: %d bytes of output are still queued in gnet's buffer", c.gc.OutboundBuffered())
 	}
 	in, _ := c.gc.Peek(-1)
-	rest := append([]byte(nil), in...)
+	d := Detached{Unread: append([]byte(nil), in...)}
+	if c.ownsQueue() && c.out.n > 0 {
+		d.Queued = make([]byte, 0, c.out.n)
+		for _, b := range c.out.appendBufs(nil, len(c.out.chunks)) {
+			d.Queued = append(d.Queued, b...)
+		}
+	}
 	fd, err := unix.Dup(c.gc.Fd())
 	if err != nil {
-		return nil, nil, fmt.Errorf("reactor: detach: dup: %w", err)
+		return Detached{}, fmt.Errorf("reactor: detach: dup: %w", err)
 	}
 	unix.CloseOnExec(fd)
-	f := os.NewFile(uintptr(fd), "handover")
+	d.File = os.NewFile(uintptr(fd), "handover")
 	_, _ = c.gc.Discard(-1)
+	if c.ownsQueue() {
+		c.out.release()
+		c.loop.account(c)
+	}
 	c.loop.unwatch(c)
 	c.closeErr = ErrHandedOver
 	c.state |= stateClosing
 	c.closeNow()
-	return f, rest, nil
+	return d, nil
 }
 
 // Adopt registers nc, a connection taken over from another process, on this
@@ -93,6 +112,53 @@ func (c *Conn) Detach() (*os.File, []byte, error) {
 // its own duplicate of nc, after OnOpen; the caller closes nc. It must not
 // be called on a loop.
 func (l *Loop) Adopt(nc net.Conn, h Handler, value any, listener int) (*Conn, error) {
+	c, res, err := l.enrollAdopted(nc, h, value, listener)
+	if err == nil {
+		err = (<-res).Err
+	}
+	if err != nil {
+		l.srv.holdAdopted(listener, -1)
+		return nil, fmt.Errorf("reactor: adopting %s: %w", nc.RemoteAddr(), err)
+	}
+	return c, nil
+}
+
+// AdoptPair is Loop.Adopt for two connections at once, such as a client
+// and the backend dialed for it, on l: both registrations run together, so
+// the two OnOpens may come in either order, and a handler that needs both
+// must wait for the second. If either cannot be registered, the other is
+// closed and AdoptPair reports the failure. It must not be called on a loop.
+func (l *Loop) AdoptPair(a, b net.Conn, ha, hb Handler, value any, listenerA, listenerB int) (*Conn, *Conn, error) {
+	ca, resA, errA := l.enrollAdopted(a, ha, value, listenerA)
+	cb, resB, errB := l.enrollAdopted(b, hb, value, listenerB)
+	if errA == nil {
+		errA = (<-resA).Err
+	}
+	if errB == nil {
+		errB = (<-resB).Err
+	}
+	if errA == nil && errB == nil {
+		return ca, cb, nil
+	}
+	for _, x := range []struct {
+		c   *Conn
+		err error
+		ln  int
+	}{{ca, errA, listenerA}, {cb, errB, listenerB}} {
+		if x.err != nil {
+			l.srv.holdAdopted(x.ln, -1)
+		} else {
+			_ = l.Execute(x.c.Close)
+		}
+	}
+	if errA != nil {
+		return nil, nil, fmt.Errorf("reactor: adopting %s: %w", a.RemoteAddr(), errA)
+	}
+	return nil, nil, fmt.Errorf("reactor: adopting %s: %w", b.RemoteAddr(), errB)
+}
+
+// enrollAdopted starts the registration of nc on l for Adopt and AdoptPair.
+func (l *Loop) enrollAdopted(nc net.Conn, h Handler, value any, listener int) (*Conn, <-chan gnet.RegisteredResult, error) {
 	c := newConn(l, h)
 	c.Value = value
 	c.listener = listener
@@ -102,14 +168,34 @@ func (l *Loop) Adopt(nc net.Conn, h Handler, value any, listener int) (*Conn, er
 	}
 	l.srv.holdAdopted(listener, 1)
 	res, err := l.el.Enroll(gnet.NewContext(context.Background(), c), nc)
-	if err == nil {
-		err = (<-res).Err
+	return c, res, err
+}
+
+// AdoptPair is Loop.AdoptPair on the loop with the fewest open connections.
+// Until every loop has been seen (a loop is known from its first
+// connection), the first connection goes where gnet places it, as with
+// Server.Adopt, and the second follows it there. It must not be called on a
+// loop.
+func (s *Server) AdoptPair(a, b net.Conn, ha, hb Handler, value any, listenerA, listenerB int) (*Conn, *Conn, error) {
+	if loops := s.Loops(); len(loops) == s.cfg.Loops {
+		best := loops[0]
+		for _, l := range loops[1:] {
+			if l.stats.Active.Load() < best.stats.Active.Load() {
+				best = l
+			}
+		}
+		return best.AdoptPair(a, b, ha, hb, value, listenerA, listenerB)
 	}
+	ca, err := s.Adopt(a, ha, value, listenerA)
 	if err != nil {
-		l.srv.holdAdopted(listener, -1)
-		return nil, fmt.Errorf("reactor: adopting %s: %w", nc.RemoteAddr(), err)
+		return nil, nil, err
 	}
-	return c, nil
+	cb, err := ca.Loop().Adopt(b, hb, value, listenerB)
+	if err != nil {
+		_ = ca.Loop().Execute(ca.Close)
+		return nil, nil, err
+	}
+	return ca, cb, nil
 }
 
 // adoption is the registration context of a connection Server.Adopt takes
@@ -189,6 +275,10 @@ func NewHandoverConn(c *net.UnixConn) *HandoverConn {
 
 // Close closes the socket.
 func (h *HandoverConn) Close() error { return h.c.Close() }
+
+// CloseWrite ends this side's messages; the other side's Recv then reports
+// io.EOF, and it may still send.
+func (h *HandoverConn) CloseWrite() error { return h.c.CloseWrite() }
 
 // Send writes one message with files; the files stay open for the caller.
 func (h *HandoverConn) Send(payload []byte, files ...*os.File) error {

@@ -65,14 +65,14 @@ func TestDetachAndAdoptMoveAConnection(t *testing.T) {
 		oldH.mu.Lock()
 		conn := oldH.conns[0]
 		oldH.mu.Unlock()
-		f, rest, err := conn.Detach()
+		d, err := conn.Detach()
 		if err != nil {
 			errc <- err
 			return
 		}
 		go func() {
-			defer f.Close()
-			errc <- send.Send(rest, f)
+			defer d.File.Close()
+			errc <- send.Send(d.Unread, d.File)
 		}()
 	})
 	if err := <-errc; err != nil {

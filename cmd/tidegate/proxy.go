@@ -157,7 +157,7 @@ func runProxy(c *cli.Context, cfg *proxy.Config, log zerolog.Logger) error {
 		reload:   func() error { return reloadProxy(log, p, path) },
 	}
 	h.reload.Store(&plan.reload)
-	up := &upgrader{log: log, p: p, stopMetrics: stopMetrics, handoverTime: cfg.Shutdown.DrainTimeout}
+	up := &upgrader{log: log, p: p, stopMetrics: stopMetrics, handoverStall: cfg.Shutdown.DrainTimeout}
 	plan.upgrade = up.upgrade
 	if inh != nil {
 		if err := inh.serve(log, p); err != nil {

@@ -48,6 +48,9 @@ type upgradeListeners struct {
 // upgradeReady is the new process's answer once it serves.
 type upgradeReady struct {
 	PID int `json:"pid"`
+	// Acks: this process acknowledges the sessions it takes (an older one
+	// did not, and the old process must not wait for it to).
+	Acks bool `json:"acks,omitempty"`
 }
 
 // listenerName is the hand-over name of the proxy's listener configured
@@ -138,7 +141,7 @@ func (in *inheritance) serve(log zerolog.Logger, p *proxy.Proxy) error {
 		log.Warn().Str("listener", name).Msg("upgrade: the old process had a listener this configuration does not: closed")
 		ln.Close()
 	}
-	data, _ := json.Marshal(upgradeReady{PID: os.Getpid()})
+	data, _ := json.Marshal(upgradeReady{PID: os.Getpid(), Acks: true})
 	if err := in.hc.Send(data); err != nil {
 		in.hc.Close()
 		return fmt.Errorf("upgrade: telling the old process we are ready: %w", err)
@@ -166,10 +169,10 @@ var (
 
 // upgrader runs the old side of a live upgrade of a proxy.
 type upgrader struct {
-	log          zerolog.Logger
-	p            *proxy.Proxy
-	stopMetrics  func(context.Context) error
-	handoverTime time.Duration
+	log           zerolog.Logger
+	p             *proxy.Proxy
+	stopMetrics   func(context.Context) error
+	handoverStall time.Duration // a hand-over ends when no session moved for this long
 }
 
 // upgrade starts the new process and hands everything over. It reports
@@ -226,12 +229,12 @@ func (u *upgrader) upgrade() (bool, error) {
 		return fail(err)
 	}
 	ready := make(chan error, 1)
+	var r upgradeReady
 	go func() {
 		data, files, err := hc.Recv()
 		for _, f := range files {
 			f.Close()
 		}
-		var r upgradeReady
 		if err == nil {
 			err = json.Unmarshal(data, &r)
 		}
@@ -257,15 +260,17 @@ func (u *upgrader) upgrade() (bool, error) {
 	sctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	_ = u.stopMetrics(sctx)
 	cancel()
-	ctx, cancel := context.WithTimeout(context.Background(), u.handoverTime)
-	defer cancel()
+	// No deadline while sessions move: one cut at a deadline is what a live
+	// upgrade is there to avoid. Only a hand-over that stops moving ends.
 	start := time.Now()
-	n, err := u.p.HandOver(ctx, hc)
+	n, err := u.p.HandOver(context.Background(), hc, proxy.HandOverOptions{Stall: u.handoverStall, Acked: r.Acks})
 	ev := u.log.Info()
 	if err != nil {
 		ev = u.log.Warn().Err(err)
 	}
-	ev.Int("sessions", n).Dur("took", time.Since(start)).Int64("left", u.p.Stats().Active).Msg("upgrade: sessions handed over")
+	st := u.p.Stats()
+	ev.Int("sessions", n).Dur("took", time.Since(start)).Int64("left", st.Active).
+		Int64("queued_bytes", st.HandedOverQueued).Msg("upgrade: sessions handed over")
 	return true, nil
 }
 

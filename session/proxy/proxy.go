@@ -38,6 +38,8 @@ type Proxy struct {
 	checksEnded bool          // Stop or Shutdown stopped them for good
 
 	refresher statusRefresher // status cache refreshes (status.go)
+
+	handedOver, handedOverQueued atomic.Int64 // live upgrades (upgrade.go), see Stats
 }
 
 // loopState is what the proxy keeps per loop: counters, random state and
@@ -133,7 +135,8 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 // Stats sums the counters of all loops.
 func (p *Proxy) Stats() Stats {
 	st := Stats{Reactor: p.rs.Stats(), Rejected: map[string]int64{}, Ended: map[string]int64{},
-		StatusRefreshes: p.refresher.ok.Load(), StatusRefreshFailures: p.refresher.failed.Load()}
+		StatusRefreshes: p.refresher.ok.Load(), StatusRefreshFailures: p.refresher.failed.Load(),
+		HandedOver: p.handedOver.Load(), HandedOverQueued: p.handedOverQueued.Load()}
 	for i := range p.loops {
 		c := &p.loops[i].counters
 		st.Accepted += c.accepted.Load()

@@ -63,9 +63,9 @@ type session struct {
 	pp         *proxied // what the PROXY header said of the client; nil without one
 	unadmitted bool     // not yet counted by admit: its PROXY header has not arrived
 
-	handingOver bool      // paused for a hand-over to another process (upgrade.go)
-	adopted     bool      // taken over from another process
-	adoptIn     [2][]byte // taken over: what the client and the backend sent that is not yet relayed
+	adopted  bool      // taken over from another process (upgrade.go)
+	adoptIn  [2][]byte // taken over: what the client and the backend sent that is not yet relayed
+	adoptOut [2][]byte // taken over: what was relayed to the client and the backend but not yet sent
 }
 
 // clientHandler receives the events of client connections.
@@ -259,6 +259,10 @@ func (h *backendHandler) OnClose(bc *reactor.Conn, err error) {
 	s.endDial()
 	if errors.Is(err, reactor.ErrHandedOver) {
 		return // the client's OnClose did the accounting
+	}
+	if c == nil { // handed over to this process, and ended before its client socket opened
+		s.state = stDone
+		return
 	}
 	var de *reactor.DialError
 	if errors.As(err, &de) {

@@ -107,4 +107,10 @@ type Stats struct {
 	StatusWaited          int64
 	StatusRefreshes       int64
 	StatusRefreshFailures int64
+
+	// HandedOver counts the sessions this process gave to another (a live
+	// upgrade), and HandedOverQueued the bytes it had relayed for them but
+	// not yet sent, which went with them.
+	HandedOver       int64
+	HandedOverQueued int64
 }

@@ -18,10 +18,14 @@ import (
 
 // A live upgrade moves every relaying session to a new process: both of its
 // sockets (passed with SCM_RIGHTS), what each side sent that was not yet
-// relayed, and the session's state. The old process stops reading a
-// session, lets what it queued for either side drain, detaches both sockets
-// and sends them; the new process registers both on one of its loops and
-// goes on relaying. Neither peer sees anything but a pause.
+// relayed, what was relayed but not yet sent, and the session's state. The
+// old process stops reading a session and detaches both sockets in one
+// callback; the new process registers both on one of its loops and goes on
+// relaying, sending first what the old one had queued. Neither peer sees
+// anything but a pause, as long as the session's few kilobytes take to
+// travel. The new process acknowledges what it took, so that only a window
+// of sessions is on its way at any time: the others go on relaying here
+// until their turn, and no session waits for the whole hand-over.
 
 // handoverState is a relaying session as it travels to the new process.
 type handoverState struct {
@@ -38,6 +42,16 @@ type handoverState struct {
 	S2C       scannerState `json:"s2c"`
 	ClientIn  []byte       `json:"client_in,omitempty"`  // read from the client, not yet relayed
 	BackendIn []byte       `json:"backend_in,omitempty"` // read from the backend, not yet relayed
+	// Relayed (and counted, and scanned) here but not yet sent: the new
+	// process sends these before the input above.
+	ToClient  []byte `json:"to_client,omitempty"`
+	ToBackend []byte `json:"to_backend,omitempty"`
+}
+
+// handoverAck is what the new process sends back: how many sessions it has
+// handled (adopted or lost) so far.
+type handoverAck struct {
+	Handled int64 `json:"handled"`
 }
 
 // scannerState is a frameScanner's position, for a hand-over.
@@ -56,8 +70,30 @@ func (st scannerState) scanner() frameScanner {
 	return frameScanner{remaining: st.Remaining, length: st.Length, shift: st.Shift, broken: st.Broken}
 }
 
-// handoverPoll is how often HandOver looks at the sessions it waits for.
+// handoverPoll is how often HandOver looks for sessions to move when no
+// acknowledgement wakes it.
 const handoverPoll = 2 * time.Millisecond
+
+// handoverWindow bounds the sessions on their way to the new process
+// (detached here, not yet acknowledged there). Each waits for those ahead
+// of it, so it bounds the pause a session sees; and it is enough to keep the
+// new process's adopters busy.
+const handoverWindow = 1024
+
+// handoverProgressEvery is how often a hand-over logs its progress.
+const handoverProgressEvery = 5 * time.Second
+
+// HandOverOptions tune HandOver.
+type HandOverOptions struct {
+	// Stall ends the hand-over when, for this long, no session has moved,
+	// been acknowledged or ended (default 30 s). Sessions still here then
+	// stay here.
+	Stall time.Duration
+	// Acked says the other process acknowledges the sessions it handled
+	// (TakeOver does): at most handoverWindow are then on their way at
+	// once. Without it, only this side's send queue bounds them.
+	Acked bool
+}
 
 // handed is one detached session on its way to the sender.
 type handed struct {
@@ -67,76 +103,170 @@ type handed struct {
 
 // HandOver moves the proxy's sessions to the process at the other end of
 // hc (which runs TakeOver), until every session has been handed over or
-// has ended, or ctx ends. A session is handed over once it relays: one
-// still logging in goes when it gets there; a half-closed one finishes
-// here. The proxy should have stopped accepting (the new process has the
-// listeners). It returns how many sessions went.
-func (p *Proxy) HandOver(ctx context.Context, hc *reactor.HandoverConn) (int, error) {
-	out := make(chan handed, 256)
+// has ended, no session moved for opt.Stall, or ctx ends. A session is
+// handed over once it relays: one still logging in goes when it gets there;
+// a half-closed one finishes here. The proxy should have stopped accepting
+// (the new process has the listeners). It returns how many sessions went.
+func (p *Proxy) HandOver(ctx context.Context, hc *reactor.HandoverConn, opt HandOverOptions) (int, error) {
+	stall := opt.Stall
+	if stall <= 0 {
+		stall = 30 * time.Second
+	}
+	out := make(chan handed, handoverWindow)
 	sent := make(chan error, 1)
+	sendFailed := make(chan struct{})
+	var takenBack atomic.Int64
 	go func() {
 		var err error
 		for h := range out {
 			if err == nil {
-				err = hc.Send(h.state, h.client, h.backend)
+				if err = hc.Send(h.state, h.client, h.backend); err != nil {
+					close(sendFailed)
+				}
+			}
+			if err != nil {
+				// Not sent: this process takes the session back, as the new
+				// one would have (adopt closes the files).
+				if aerr := p.adopt(h.state, []*os.File{h.client, h.backend}); aerr != nil {
+					p.log.Error().Err(aerr).Msg("hand-over: a session that could not be sent could not be taken back either; it is lost")
+				} else {
+					p.handedOver.Add(-1)
+					takenBack.Add(1)
+				}
+				continue
 			}
 			h.client.Close()
 			h.backend.Close()
 		}
 		sent <- err
 	}()
+	var acked atomic.Int64
+	ackc := make(chan struct{}, 1)
+	acksDone := make(chan error, 1)
+	if opt.Acked {
+		go readAcks(hc, &acked, ackc, acksDone)
+	}
+	loops := p.rs.Loops()
+	done := make(chan int, len(loops))
 	n := 0
+	active, last := p.Stats().Active, time.Now()
 	t := time.NewTicker(handoverPoll)
 	defer t.Stop()
-	for p.Stats().Active > 0 {
-		done := make(chan int, len(p.rs.Loops()))
-		for _, l := range p.rs.Loops() {
-			if l.Execute(func() { done <- p.handOverOnLoop(l, out) }) != nil {
-				done <- 0
+	var err error
+	progress := time.Now()
+	var rounds int
+	var roundTime time.Duration
+	for active > 0 {
+		room := cap(out) - len(out)
+		if opt.Acked {
+			room = min(room, handoverWindow-(n-int(acked.Load())))
+		}
+		if time.Since(progress) >= handoverProgressEvery {
+			p.log.Info().Int("sessions", n).Int64("acked", acked.Load()).Int64("left", active).Int("rounds", rounds).
+				Dur("round_avg", roundTime/time.Duration(max(rounds, 1))).Int("room", room).Int("out", len(out)).Msg("hand-over: progress")
+			progress, rounds, roundTime = time.Now(), 0, 0
+		}
+		if room > 0 {
+			rounds++
+			rs := time.Now()
+			quota := (room + len(loops) - 1) / len(loops)
+			for _, l := range loops {
+				if l.Execute(func() { done <- p.handOverOnLoop(l, out, quota) }) != nil {
+					done <- 0
+				}
+			}
+			moved := 0
+			for range loops {
+				moved += <-done
+			}
+			roundTime += time.Since(rs)
+			if moved > 0 {
+				n += moved
+				last = time.Now()
 			}
 		}
-		for range p.rs.Loops() {
-			n += <-done
+		if a := p.Stats().Active; a != active {
+			active, last = a, time.Now()
+		}
+		if time.Since(last) > stall {
+			err = fmt.Errorf("proxy: hand-over: no session moved or ended for %s", stall)
+			break
 		}
 		select {
 		case <-ctx.Done():
-			p.logLeftBehind()
-			p.abandonHandOver()
-			close(out)
-			return n, errors.Join(fmt.Errorf("proxy: hand-over: %d sessions still here: %w", p.Stats().Active, ctx.Err()), <-sent)
+			err = fmt.Errorf("proxy: hand-over: %w", ctx.Err())
+		case <-sendFailed:
+		case <-ackc:
+			last = time.Now()
+			continue
 		case <-t.C:
+			continue
 		}
+		break
 	}
 	close(out)
-	return n, <-sent
+	err = errors.Join(err, <-sent)
+	if err != nil {
+		p.logLeftBehind()
+		n -= int(takenBack.Load())
+		return n, fmt.Errorf("%w (%d sessions still here, %d of them taken back)", err, p.Stats().Active, takenBack.Load())
+	}
+	if opt.Acked {
+		// Everything is sent: the other side sees the end, handles what it
+		// has, acknowledges the last and closes.
+		_ = hc.CloseWrite()
+		select {
+		case <-acksDone:
+		case <-time.After(stall):
+		case <-ctx.Done():
+		}
+		if h := acked.Load(); h < int64(n) {
+			return n, fmt.Errorf("proxy: hand-over: the new process acknowledged %d of %d sessions", h, n)
+		}
+	}
+	return n, nil
 }
 
-// handOverOnLoop, on l, starts the hand-over of the sessions that relay
-// and detaches those that are ready; it returns how many it detached.
-func (p *Proxy) handOverOnLoop(l *reactor.Loop, out chan<- handed) int {
+// readAcks records the other process's acknowledgements in acked, waking
+// ackc at each, until hc ends.
+func readAcks(hc *reactor.HandoverConn, acked *atomic.Int64, ackc chan<- struct{}, done chan<- error) {
+	for {
+		data, files, err := hc.Recv()
+		for _, f := range files {
+			f.Close()
+		}
+		if err != nil {
+			done <- err
+			return
+		}
+		var a handoverAck
+		if json.Unmarshal(data, &a) == nil && a.Handled > acked.Load() {
+			acked.Store(a.Handled)
+			select {
+			case ackc <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// handOverOnLoop, on l, detaches up to quota sessions that relay and puts
+// them on out; it returns how many it detached.
+func (p *Proxy) handOverOnLoop(l *reactor.Loop, out chan<- handed, quota int) int {
 	n := 0
 	l.EachConn(func(c *reactor.Conn) {
 		s, ok := c.Value.(*session)
-		if !ok || s.client != c {
+		if n >= quota || !ok || s.client != c {
 			return
 		}
-		if !s.handingOver {
-			if s.state != stRelay || s.clientEOF || s.backendEOF || s.backend == nil || !s.backend.Opened() || c.Closing() || s.backend.Closing() {
-				return
-			}
-			s.handingOver = true
-			c.PauseRead()
-			s.backend.PauseRead()
-		}
-		if c.OutboundBuffered() > 0 || s.backend.OutboundBuffered() > 0 {
-			return // still delivering what this process queued
-		}
-		if len(out) >= cap(out)-len(p.rs.Loops()) {
-			// The new process takes sessions slower than they are ready:
-			// wait for the next round rather than block this loop (and every
-			// session still on it) on the channel.
+		if s.state != stRelay || s.clientEOF || s.backendEOF || s.backend == nil || !s.backend.Opened() || c.Closing() || s.backend.Closing() {
 			return
 		}
+		if len(out) == cap(out) {
+			return // never block a loop (and every session on it) on the sender
+		}
+		c.PauseRead()
+		s.backend.PauseRead()
 		if h, ok := s.detach(); ok {
 			out <- h
 			n++
@@ -145,7 +275,8 @@ func (p *Proxy) handOverOnLoop(l *reactor.Loop, out chan<- handed) int {
 	return n
 }
 
-// detach takes both sockets of a session that is ready for the hand-over.
+// detach takes both sockets of a relaying session, paused on both sides,
+// with what either side has queued or left unread.
 func (s *session) detach() (handed, bool) {
 	c, b := s.client, s.backend
 	st := handoverState{
@@ -156,29 +287,32 @@ func (s *session) detach() (handed, bool) {
 		st.Remote = s.pp.src.String()
 	}
 	s.state = stHandedOver
-	cf, cin, err := c.Detach()
+	cd, err := c.Detach()
 	if err != nil {
-		s.state, s.handingOver = stRelay, false
+		s.state = stRelay
 		c.ResumeRead()
 		b.ResumeRead()
 		s.p.log.Warn().Err(err).Str("remote", s.remoteAddr()).Msg("hand-over: cannot detach the client; the session stays")
 		return handed{}, false
 	}
-	bf, bin, err := b.Detach()
+	bd, err := b.Detach()
 	if err != nil {
-		cf.Close() // the client is gone from this process already: it ends
+		cd.File.Close() // the client is gone from this process already: it ends
 		b.Close()
 		s.p.log.Error().Err(err).Str("remote", st.IP).Msg("hand-over: cannot detach the backend; the session is lost")
 		return handed{}, false
 	}
-	st.ClientIn, st.BackendIn = cin, bin
+	st.ClientIn, st.BackendIn = cd.Unread, bd.Unread
+	st.ToClient, st.ToBackend = cd.Queued, bd.Queued
+	s.p.handedOver.Add(1)
+	s.p.handedOverQueued.Add(int64(len(cd.Queued) + len(bd.Queued)))
 	data, err := json.Marshal(st)
 	if err != nil { // cannot happen for these types
-		cf.Close()
-		bf.Close()
+		cd.File.Close()
+		bd.File.Close()
 		return handed{}, false
 	}
-	return handed{state: data, client: cf, backend: bf}, true
+	return handed{state: data, client: cd.File, backend: bd.File}, true
 }
 
 // logLeftBehind logs, for a hand-over that ran out of time, why each
@@ -196,7 +330,7 @@ func (p *Proxy) logLeftBehind() {
 				}
 				n++
 				ev := p.log.Warn().Str("remote", c.RemoteAddr().String()).Int("state", int(s.state)).
-					Bool("handing_over", s.handingOver).Bool("client_eof", s.clientEOF).Bool("backend_eof", s.backendEOF).
+					Bool("client_eof", s.clientEOF).Bool("backend_eof", s.backendEOF).
 					Int("client_queued", c.OutboundBuffered())
 				if s.backend != nil {
 					ev = ev.Bool("backend_open", s.backend.Opened()).Int("backend_queued", s.backend.OutboundBuffered())
@@ -209,35 +343,40 @@ func (p *Proxy) logLeftBehind() {
 	}
 }
 
-// abandonHandOver resumes the sessions a hand-over paused but did not move.
-func (p *Proxy) abandonHandOver() {
-	for _, l := range p.rs.Loops() {
-		_ = l.Execute(func() {
-			l.EachConn(func(c *reactor.Conn) {
-				if s, ok := c.Value.(*session); ok && s.client == c && s.handingOver && s.state == stRelay {
-					s.handingOver = false
-					c.ResumeRead()
-					if s.backend != nil {
-						s.backend.ResumeRead()
-					}
-				}
-			})
-		})
-	}
-}
-
 // TakeOver receives sessions from the process at the other end of hc (which
-// runs HandOver) and relays them, until that process closes hc. It returns
-// how many sessions it took.
+// runs HandOver) and relays them, until that process ends its side of hc;
+// it acknowledges each session it handled. It returns how many sessions it
+// took.
 func (p *Proxy) TakeOver(hc *reactor.HandoverConn) (int, error) {
-	// Each adoption waits for a loop to register the sockets, and the loops
+	// Each adoption waits for a loop to register both sockets, and the loops
 	// are busy relaying the sessions already here: a few run at once.
 	type msg struct {
 		data  []byte
 		files []*os.File
 	}
 	work := make(chan msg)
-	var n atomic.Int64
+	var n, handled atomic.Int64
+	acks := make(chan struct{}, 1)
+	ackDone := make(chan struct{})
+	go func() {
+		defer close(ackDone)
+		var sent int64
+		for range acks {
+			if h := handled.Load(); h > sent {
+				data, _ := json.Marshal(handoverAck{Handled: h})
+				if hc.Send(data) != nil {
+					return // the old process is gone; it needs no more
+				}
+				sent = h
+			}
+		}
+	}()
+	ack := func() {
+		select {
+		case acks <- struct{}{}:
+		default:
+		}
+	}
 	var wg sync.WaitGroup
 	for range takeOverWorkers {
 		wg.Add(1)
@@ -246,9 +385,11 @@ func (p *Proxy) TakeOver(hc *reactor.HandoverConn) (int, error) {
 			for m := range work {
 				if err := p.adopt(m.data, m.files); err != nil {
 					p.log.Error().Err(err).Msg("take-over: a session could not be adopted and is lost")
-					continue
+				} else {
+					n.Add(1)
 				}
-				n.Add(1)
+				handled.Add(1)
+				ack()
 			}
 		}()
 	}
@@ -265,14 +406,18 @@ func (p *Proxy) TakeOver(hc *reactor.HandoverConn) (int, error) {
 	}
 	close(work)
 	wg.Wait()
+	acks <- struct{}{} // the last count, if it is not on its way yet
+	close(acks)
+	<-ackDone
 	if rerr != nil {
 		return int(n.Load()), fmt.Errorf("proxy: take-over after %d sessions: %w", n.Load(), rerr)
 	}
 	return int(n.Load()), nil
 }
 
-// takeOverWorkers is how many sessions TakeOver adopts at once.
-const takeOverWorkers = 16
+// takeOverWorkers is how many sessions TakeOver adopts at once: each waits
+// for a round of its loop, so they overlap.
+const takeOverWorkers = 256
 
 // adopt registers one handed-over session.
 func (p *Proxy) adopt(data []byte, files []*os.File) error {
@@ -300,7 +445,8 @@ func (p *Proxy) adopt(data []byte, files []*os.File) error {
 	defer bn.Close()
 	gen := p.cur()
 	s := &session{p: p, gen: gen, ip: st.IP, state: stAdopting, adopted: true, raw: st.Raw, host: st.Host, username: st.User,
-		protocol: st.Protocol, c2s: st.C2S.scanner(), s2c: st.S2C.scanner(), adoptIn: [2][]byte{st.ClientIn, st.BackendIn}}
+		protocol: st.Protocol, c2s: st.C2S.scanner(), s2c: st.S2C.scanner(),
+		adoptIn: [2][]byte{st.ClientIn, st.BackendIn}, adoptOut: [2][]byte{st.ToClient, st.ToBackend}}
 	s.timer.F = s.onTimer
 	if ap, err := netip.ParseAddrPort(st.Remote); err == nil {
 		s.pp = &proxied{src: ap}
@@ -317,61 +463,77 @@ func (p *Proxy) adopt(data []byte, files []*os.File) error {
 	if s.target == nil { // no longer configured: counted on its own
 		s.target = &backend{addr: st.Backend, group: s.group, backendHealth: &backendHealth{}}
 	}
-	c, err := p.rs.Adopt(cn, (*clientHandler)(p), s, st.Listener)
-	if err != nil {
-		return err
-	}
-	if _, err := c.Loop().Adopt(bn, &p.backendSide, s, -1); err != nil {
-		_ = c.Loop().Execute(c.Close)
-		return err
-	}
-	return nil
+	_, _, err = p.rs.AdoptPair(cn, bn, (*clientHandler)(p), &p.backendSide, s, st.Listener, -1)
+	return err
 }
 
-// adoptedClient is clientHandler.OnOpen for a handed-over session: it waits,
-// not read, for its backend.
+// adoptedClient is clientHandler.OnOpen for a handed-over session. Its two
+// sockets open in either order; neither is read before both are open.
 func (s *session) adoptedClient(c *reactor.Conn) {
 	s.client = c
 	s.listener = s.gen.listenerOf(c)
 	s.p.admitAdopted(s.gen, s.ip)
 	s.p.loopOf(c).counters.active.Add(1)
 	c.PauseRead()
+	switch {
+	case s.state == stDone: // the backend socket ended before this one opened
+		s.flushAdopted(c, 0)
+		c.Close()
+	case s.backend != nil:
+		s.resumeAdopted()
+	}
 }
 
-// adoptedBackend is backendHandler.OnOpen for a handed-over session: the
-// relay goes on where the old process left it.
+// adoptedBackend is backendHandler.OnOpen for a handed-over session.
 func (s *session) adoptedBackend(bc *reactor.Conn) {
 	s.backend = bc
-	c := s.client
-	if s.state != stAdopting || c.Closing() { // the client left meanwhile
-		if in := s.adoptIn[0]; len(in) > 0 {
-			_ = bc.Write(in)
-		}
+	bc.PauseRead()
+	switch {
+	case s.state == stDone: // the client left before this socket opened
+		s.flushAdopted(bc, 1)
 		bc.Close()
-		return
+	case s.client != nil:
+		s.resumeAdopted()
 	}
+}
+
+// flushAdopted writes what the old process left for one side of a session
+// (side 0 the client, 1 the backend): first what it had queued, then what
+// the other side had sent that it had not relayed yet.
+func (s *session) flushAdopted(to *reactor.Conn, side int) {
+	ls := s.p.loopOf(to)
+	if q := s.adoptOut[side]; len(q) > 0 {
+		_ = to.Write(q)
+	}
+	if in := s.adoptIn[1-side]; len(in) > 0 {
+		_ = to.Write(in)
+		bytes, frames, sc := &ls.counters.bytesC2S, &ls.counters.framesC2S, &s.c2s
+		if side == 0 {
+			bytes, frames, sc = &ls.counters.bytesS2C, &ls.counters.framesS2C, &s.s2c
+		}
+		bytes.Add(int64(len(in)))
+		if !s.raw {
+			frames.Add(int64(sc.scan(in)))
+		}
+	}
+	s.adoptOut[side], s.adoptIn[1-side] = nil, nil
+}
+
+// resumeAdopted goes on relaying a handed-over session where the old process
+// left it, once both of its sockets are open here.
+func (s *session) resumeAdopted() {
+	c, bc := s.client, s.backend
 	s.target.active.Add(1)
 	s.onBackend = true
 	s.state = stRelay
 	c.SetSink(bc)
 	bc.SetSink(c)
-	ls := s.p.loopOf(c)
-	if in := s.adoptIn[0]; len(in) > 0 {
-		_ = bc.Write(in)
-		ls.counters.bytesC2S.Add(int64(len(in)))
-		if !s.raw {
-			ls.counters.framesC2S.Add(int64(s.c2s.scan(in)))
-		}
-	}
-	if in := s.adoptIn[1]; len(in) > 0 {
-		_ = c.Write(in)
-		ls.counters.bytesS2C.Add(int64(len(in)))
-		if !s.raw {
-			ls.counters.framesS2C.Add(int64(s.s2c.scan(in)))
-		}
-	}
-	s.adoptIn = [2][]byte{}
+	s.flushAdopted(bc, 1)
+	s.flushAdopted(c, 0)
 	c.ResumeRead()
+	bc.ResumeRead()
+	c.Backpressure()
+	bc.Backpressure()
 	s.lastActive = c.Loop().Now()
 	if idle := s.gen.cfg.Limits.IdleTimeout; idle > 0 {
 		c.Loop().Schedule(&s.timer, idle)

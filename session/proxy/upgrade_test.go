@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -41,7 +42,7 @@ func handOver(t *testing.T, from, to *Proxy) int {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	n, err := from.HandOver(ctx, send)
+	n, err := from.HandOver(ctx, send, HandOverOptions{Stall: 10 * time.Second, Acked: true})
 	send.Close()
 	if err != nil {
 		t.Fatalf("HandOver: %v", err)
@@ -140,6 +141,8 @@ func TestHandOverMinecraftPlay(t *testing.T) {
 	for i := 0; i < 10; i++ {
 		echo(t, c, []byte(fmt.Sprintf("after %d", i)))
 	}
+	// The loop counts a frame after writing it: the echo can arrive first.
+	waitFor(t, func() bool { st := newP.Stats(); return st.FramesC2S >= 10 && st.FramesS2C >= 10 })
 	st := newP.Stats()
 	if st.FramesC2S != 10 || st.FramesS2C != 10 || st.Unframed != 0 {
 		t.Fatalf("new proxy counted %d frames up, %d down, %d unframed; want 10, 10, 0", st.FramesC2S, st.FramesS2C, st.Unframed)
@@ -177,4 +180,124 @@ func TestHandOverKeepsGoMCBotsInPlay(t *testing.T) {
 func echoListener(t *testing.T) string {
 	t.Helper()
 	return testserver.Conns(t, func(c net.Conn) { _, _ = io.Copy(c, c) })
+}
+
+// TestHandOverTakesQueuedOutput: clients that do not read while their
+// backends stream 32 MiB (more than loopback's socket buffers hold) leave
+// output queued in the old proxy; the hand-over
+// takes that output along instead of waiting for it to drain, and once the
+// clients read, every byte arrives whole and in order from the new proxy.
+func TestHandOverTakesQueuedOutput(t *testing.T) {
+	const sessions, size = 4, 32 << 20
+	data := make([]byte, size)
+	rng := rand.New(rand.NewPCG(7, 8))
+	for i := 0; i < size; i += 8 {
+		binary.LittleEndian.PutUint64(data[i:], rng.Uint64())
+	}
+	be := testserver.Conns(t, func(c net.Conn) {
+		go func() { _, _ = io.Copy(io.Discard, c) }()
+		_, _ = c.Write(data)
+	})
+	oldP, addr := startProxy(t, rawConfig(be))
+	newP, _ := startProxy(t, rawConfig(be))
+	conns := make([]net.Conn, sessions)
+	for i := range conns {
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		conns[i] = c
+	}
+	// Every session paused behind a full queue toward its client.
+	waitFor(t, func() bool { return oldP.Stats().Reactor.Paused >= sessions })
+	if n := handOver(t, oldP, newP); n != sessions {
+		t.Fatalf("handed over %d sessions, want %d", n, sessions)
+	}
+	if q := oldP.Stats().HandedOverQueued; q == 0 {
+		t.Fatal("no queued output went with the sessions: the test did not test the hand-over of queued output")
+	}
+	for i, c := range conns {
+		_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+		h := sha256.New()
+		if n, err := io.CopyN(h, c, size); err != nil {
+			t.Fatalf("session %d: after %d of %d bytes: %v", i, n, size, err)
+		}
+		if [32]byte(h.Sum(nil)) != sha256.Sum256(data) {
+			t.Fatalf("session %d: the stream differs from what the backend sent", i)
+		}
+	}
+	if st := newP.Stats(); st.Active != sessions || st.BytesS2C == 0 {
+		t.Fatalf("new proxy: %d sessions, %d bytes relayed down; want %d and some", st.Active, st.BytesS2C, sessions)
+	}
+}
+
+// TestHandOverTakesBackWhatItCannotSend: when the new process goes away in
+// the middle of a hand-over, the sessions this process detached but could
+// not send are taken back and go on here. Each session carries 32 MiB of
+// queued output, so the second one cannot be sent before the receiver,
+// which reads only the first, closes.
+func TestHandOverTakesBackWhatItCannotSend(t *testing.T) {
+	const sessions, size = 4, 32 << 20
+	data := make([]byte, size)
+	rng := rand.New(rand.NewPCG(9, 10))
+	for i := 0; i < size; i += 8 {
+		binary.LittleEndian.PutUint64(data[i:], rng.Uint64())
+	}
+	be := testserver.Conns(t, func(c net.Conn) {
+		go func() { _, _ = io.Copy(io.Discard, c) }()
+		_, _ = c.Write(data)
+	})
+	oldP, addr := startProxy(t, rawConfig(be))
+	conns := make([]net.Conn, sessions)
+	for i := range conns {
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		conns[i] = c
+	}
+	waitFor(t, func() bool { return oldP.Stats().Reactor.Paused >= sessions })
+	send, other, err := reactor.NewHandoverPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	recv, err := reactor.HandoverFromFile(other)
+	other.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { send.Close() })
+	go func() { // a new process that dies after one session
+		if _, files, err := recv.Recv(); err == nil {
+			for _, f := range files {
+				f.Close()
+			}
+		}
+		recv.Close()
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	n, err := oldP.HandOver(ctx, send, HandOverOptions{Stall: 10 * time.Second, Acked: true})
+	if err == nil {
+		t.Fatalf("HandOver to a receiver that died: no error (%d sessions)", n)
+	}
+	waitFor(t, func() bool { return oldP.Stats().Active == sessions-1 })
+	whole, cut := 0, 0
+	for _, c := range conns {
+		_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+		h := sha256.New()
+		if _, err := io.CopyN(h, c, size); err != nil {
+			cut++ // the one the receiver took, and dropped
+			continue
+		}
+		if [32]byte(h.Sum(nil)) != sha256.Sum256(data) {
+			t.Fatal("a session taken back delivered a stream that differs from what the backend sent")
+		}
+		whole++
+	}
+	if whole != sessions-1 || cut != 1 {
+		t.Fatalf("%d sessions whole and %d cut, want %d and 1 (HandOver: %d, %v)", whole, cut, sessions-1, n, err)
+	}
 }
