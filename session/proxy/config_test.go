@@ -539,7 +539,7 @@ func TestDefaultYAMLStatesTheDefaults(t *testing.T) {
 	}
 	def := defaultConfig()
 	if cfg.Limits != def.Limits || cfg.Health != def.Health || cfg.Shutdown != def.Shutdown || cfg.Status != def.Status ||
-		cfg.Forwarding != def.Forwarding || cfg.Loops != def.Loops || cfg.ReusePort != def.ReusePort {
+		cfg.Admin != def.Admin || cfg.Forwarding != def.Forwarding || cfg.Loops != def.Loops || cfg.ReusePort != def.ReusePort {
 		t.Errorf("default.yaml and defaultConfig differ:\nfile %+v %+v %+v %+v\ncode %+v %+v %+v %+v",
 			cfg.Limits, cfg.Health, cfg.Shutdown, cfg.Status, def.Limits, def.Health, def.Shutdown, def.Status)
 	}
