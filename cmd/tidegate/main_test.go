@@ -114,11 +114,17 @@ func testApp(errw io.Writer) *cli.App {
 // it sets to an ephemeral loopback port).
 func runCommand(t *testing.T, args ...string) string {
 	t.Helper()
+	return runCommandMetrics(t, "127.0.0.1:0", args...)
+}
+
+// runCommandMetrics is runCommand with --metrics-listen at metrics.
+func runCommandMetrics(t *testing.T, metrics string, args ...string) string {
+	t.Helper()
 	logs := &syncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	argv := append([]string{"tidegate"}, args...)
-	argv = append(argv, "--metrics-listen", "127.0.0.1:0", "--log-format", "json", "--log-level", "info")
+	argv = append(argv, "--metrics-listen", metrics, "--log-format", "json", "--log-level", "info")
 	go func() { done <- testApp(logs).RunContext(ctx, argv) }()
 	t.Cleanup(func() {
 		cancel()
