@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tidegate/tidegate/internal/testserver"
 	"github.com/tidegate/tidegate/session/proxy"
 )
 
@@ -48,30 +49,13 @@ func TestProxyServesAdminBesideMetrics(t *testing.T) {
 	}
 }
 
-// localNonLoopbackIP returns an IPv4 address of this machine that is not
-// loopback, or skips the test.
-func localNonLoopbackIP(t *testing.T) string {
-	t.Helper()
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		t.Skipf("listing the interfaces' addresses: %v", err)
-	}
-	for _, a := range addrs {
-		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() && !n.IP.IsLinkLocalUnicast() {
-			return n.IP.String()
-		}
-	}
-	t.Skip("this machine has no non-loopback IPv4 address for the metrics listener")
-	return ""
-}
-
 // TestProxyAdminRefusedOffLoopback: with --metrics-listen on a
 // non-loopback address of this machine, a request to it (from that
 // address, so not over loopback) gets 403 from the admin API and the
 // status page and 200 from /metrics and /healthz; with admin.allow_remote
 // the admin API answers it too.
 func TestProxyAdminRefusedOffLoopback(t *testing.T) {
-	ip := localNonLoopbackIP(t)
+	ip := testserver.NonLoopbackIPv4(t)
 	backend := acceptor(t)
 	cfg := proxyConfig(t, backend)
 	addr := runCommandMetrics(t, net.JoinHostPort(ip, "0"), "proxy", "--config", cfg)

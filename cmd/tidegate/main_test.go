@@ -21,6 +21,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tidegate/tidegate/internal/leaktest"
+	"github.com/tidegate/tidegate/internal/testserver"
 )
 
 // TestMain fails the run when the tests leave goroutines running or, on
@@ -157,17 +158,8 @@ func runCommandMetrics(t *testing.T, metrics string, args ...string) string {
 // get fetches path from addr without keeping the connection.
 func get(t *testing.T, addr, path string) (int, []byte) {
 	t.Helper()
-	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	resp, err := client.Get("http://" + addr + path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, body
+	code, body, _ := testserver.Get(t, "http://"+addr+path)
+	return code, body
 }
 
 // report is healthReport as a client decodes it.

@@ -12,12 +12,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/tidegate/tidegate/internal/procs"
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/session/mcbackend"
 )
@@ -135,14 +135,15 @@ func runChromium(t *testing.T, bin, dir string, args ...string) []byte {
 }
 
 // endChromium kills what is left of a Chromium run and waits until it is
-// gone: its process group, and the crashpad handlers, which start sessions
-// of their own and are found by dir in their command line.
+// gone: its process group, and every process whose command line names dir
+// (all of Chromium's do, through --user-data-dir or, for the crashpad
+// handlers, which start sessions of their own, their database under HOME).
 func endChromium(t *testing.T, pgid int, dir string) {
 	t.Helper()
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		left := chromiumProcesses(pgid, dir)
+		left := procs.WithMarker(dir)
 		if len(left) == 0 {
 			return
 		}
@@ -154,40 +155,6 @@ func endChromium(t *testing.T, pgid int, dir string) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-// chromiumProcesses lists the live (not zombie) processes in process group
-// pgid or whose command line names dir.
-func chromiumProcesses(pgid int, dir string) []int {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	var out []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue // ended meanwhile
-		}
-		// pid (comm) state ppid pgrp ...; comm may hold spaces and parentheses.
-		i := bytes.LastIndexByte(stat, ')')
-		if i < 0 {
-			continue
-		}
-		fields := strings.Fields(string(stat[i+1:]))
-		if len(fields) < 3 || fields[0] == "Z" {
-			continue
-		}
-		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if fields[2] == strconv.Itoa(pgid) || bytes.Contains(cmdline, []byte(dir)) {
-			out = append(out, pid)
-		}
-	}
-	return out
 }
 
 // checkScreenshot checks that path is a PNG of w x h pixels that is not

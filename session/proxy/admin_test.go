@@ -1,10 +1,10 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidegate/tidegate/internal/testserver"
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/session/mcbackend"
 )
@@ -43,30 +44,21 @@ func serveAdmin(t testing.TB, p *Proxy, addr string) string {
 }
 
 // adminGet fetches url and returns the status and body; v, when not nil,
-// receives the JSON body of a 200.
+// receives the JSON body of a 200, which must have no unknown field.
 func adminGet(t testing.TB, url string, v any) (int, []byte) {
 	t.Helper()
-	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	resp, err := client.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if v != nil && resp.StatusCode == http.StatusOK {
-		if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+	code, body, h := testserver.Get(t, url)
+	if v != nil && code == http.StatusOK {
+		if ct := h.Get("Content-Type"); ct != "application/json" {
 			t.Fatalf("GET %s: Content-Type %q", url, ct)
 		}
-		dec := json.NewDecoder(strings.NewReader(string(body)))
+		dec := json.NewDecoder(bytes.NewReader(body))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(v); err != nil {
 			t.Fatalf("GET %s: %v in %s", url, err, body)
 		}
 	}
-	return resp.StatusCode, body
+	return code, body
 }
 
 // twoGroupConfig routes mods.example.com to group mods and everything else
@@ -312,29 +304,12 @@ func TestAdminAllowed(t *testing.T) {
 	}
 }
 
-// nonLoopbackIP returns a local IPv4 address that is not loopback, or
-// skips the test.
-func nonLoopbackIP(t *testing.T) string {
-	t.Helper()
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		t.Skipf("listing the interfaces' addresses: %v", err)
-	}
-	for _, a := range addrs {
-		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() && !n.IP.IsLinkLocalUnicast() {
-			return n.IP.String()
-		}
-	}
-	t.Skip("this machine has no non-loopback IPv4 address to serve the admin API on")
-	return ""
-}
-
 // TestAdminRefusesNonLoopback serves the admin handler on a non-loopback
 // address of this machine and asks it from there: 403 with the way to
 // allow it; a reload that sets admin.allow_remote answers, and one that
 // clears admin.enabled turns it off (404), for loopback too.
 func TestAdminRefusesNonLoopback(t *testing.T) {
-	ip := nonLoopbackIP(t)
+	ip := testserver.NonLoopbackIPv4(t)
 	be := startBackend(t, mcbackend.Config{})
 	p, _ := startProxy(t, mcConfig(be, ""))
 	remote := serveAdmin(t, p, net.JoinHostPort(ip, "0"))
