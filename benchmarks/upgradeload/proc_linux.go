@@ -5,9 +5,6 @@ package upgradeload
 import (
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -50,22 +47,6 @@ func waitGone(pid int, timeout time.Duration) (string, error) {
 	}
 }
 
-// alive reports whether pid exists and is not a zombie.
-func alive(pid int) bool {
-	if syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 && len(s) > i+2 {
-		return s[i+2] != 'Z'
-	}
-	return true
-}
-
 func describeWait(ws syscall.WaitStatus) string {
 	switch {
 	case ws.Exited():
@@ -74,26 +55,4 @@ func describeWait(ws syscall.WaitStatus) string {
 		return "signal: " + ws.Signal().String()
 	}
 	return fmt.Sprintf("wait status %#x", uint32(ws))
-}
-
-// strays returns the live processes other than this one whose command line
-// holds marker (the trial's configuration path): proxies that a failed
-// upgrade left behind.
-func strays(marker string) []int {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	var out []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err == nil && strings.Contains(string(b), marker) && alive(pid) {
-			out = append(out, pid)
-		}
-	}
-	return out
 }

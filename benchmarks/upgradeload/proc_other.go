@@ -4,7 +4,6 @@ package upgradeload
 
 import (
 	"fmt"
-	"syscall"
 	"time"
 )
 
@@ -24,9 +23,3 @@ func waitGone(pid int, timeout time.Duration) (string, error) {
 	}
 	return "", nil
 }
-
-// alive reports whether pid exists (a zombie counts; init reaps it soon).
-func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
-
-// strays finds nothing here (no /proc to read command lines from).
-func strays(marker string) []int { return nil }

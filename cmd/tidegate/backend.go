@@ -94,7 +94,7 @@ func runBackend(c *cli.Context) error {
 		Msg("fake Minecraft backend listening")
 	h := newHealthRegistry()
 	h.addServer("backend", srv.Reactor())
-	metricsAddr, stopMetrics, err := startMetrics(c, log, h)
+	metricsAddr, stopMetrics, err := startMetrics(c, log, h, nil)
 	if err != nil {
 		return stopAfter(err, srv.Stop)
 	}

@@ -191,7 +191,7 @@ func TestStoppedServerFailsHealthz(t *testing.T) {
 	}
 	h := newHealthRegistry()
 	h.addServer("tlv", srv.Reactor())
-	addr, stopMetrics, err := serveMetrics("127.0.0.1:0", h, tlv.NewCollector(srv))
+	addr, stopMetrics, err := serveMetrics("127.0.0.1:0", h, nil, tlv.NewCollector(srv))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tidegate/tidegate/internal/leaktest"
+	"github.com/tidegate/tidegate/internal/testserver"
 )
 
 // TestMain fails the run when the tests leave goroutines running or, on
@@ -114,11 +115,17 @@ func testApp(errw io.Writer) *cli.App {
 // it sets to an ephemeral loopback port).
 func runCommand(t *testing.T, args ...string) string {
 	t.Helper()
+	return runCommandMetrics(t, "127.0.0.1:0", args...)
+}
+
+// runCommandMetrics is runCommand with --metrics-listen at metrics.
+func runCommandMetrics(t *testing.T, metrics string, args ...string) string {
+	t.Helper()
 	logs := &syncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	argv := append([]string{"tidegate"}, args...)
-	argv = append(argv, "--metrics-listen", "127.0.0.1:0", "--log-format", "json", "--log-level", "info")
+	argv = append(argv, "--metrics-listen", metrics, "--log-format", "json", "--log-level", "info")
 	go func() { done <- testApp(logs).RunContext(ctx, argv) }()
 	t.Cleanup(func() {
 		cancel()
@@ -151,17 +158,8 @@ func runCommand(t *testing.T, args ...string) string {
 // get fetches path from addr without keeping the connection.
 func get(t *testing.T, addr, path string) (int, []byte) {
 	t.Helper()
-	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	resp, err := client.Get("http://" + addr + path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, body
+	code, body, _ := testserver.Get(t, "http://"+addr+path)
+	return code, body
 }
 
 // report is healthReport as a client decodes it.

@@ -17,9 +17,11 @@ import (
 )
 
 // serveMetrics serves Prometheus metrics (the Go and process collectors,
-// h's reactor collector and cs), h's /healthz and /readyz, and profiles on
-// addr. It returns the bound address and the function that stops it.
-func serveMetrics(addr string, h *healthRegistry, cs ...prometheus.Collector) (net.Addr, func(context.Context) error, error) {
+// h's reactor collector and cs), h's /healthz and /readyz, profiles and,
+// when admin is not nil, admin at /api/ and / (the proxy's admin API and
+// status page) on addr. It returns the bound address and the function that
+// stops it.
+func serveMetrics(addr string, h *healthRegistry, admin http.Handler, cs ...prometheus.Collector) (net.Addr, func(context.Context) error, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, c := range append([]prometheus.Collector{h.collector()}, cs...) {
@@ -35,6 +37,10 @@ func serveMetrics(addr string, h *healthRegistry, cs ...prometheus.Collector) (n
 	// Profiles for operators; the metrics address is theirs to keep private.
 	mux.HandleFunc("/debug/pprof/", httppprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", httppprof.Profile)
+	if admin != nil {
+		mux.Handle("/api/", admin)
+		mux.Handle("/{$}", admin)
+	}
 	metricsMu.Lock()
 	ln := metricsInherited // from a live upgrade
 	metricsInherited = nil

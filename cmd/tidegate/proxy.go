@@ -145,7 +145,7 @@ func runProxy(c *cli.Context, cfg *proxy.Config, log zerolog.Logger) error {
 	status = append([]string{"proxy on " + strings.Join(listening, ", ")}, status...)
 	stops = append([]func(context.Context) error{p.Stop}, stops...)
 	h.addProxy(p)
-	metricsAddr, stopMetrics, err := startMetrics(c, log, h, proxy.NewCollector(p))
+	metricsAddr, stopMetrics, err := startMetrics(c, log, h, p.AdminHandler(), proxy.NewCollector(p))
 	if err != nil {
 		return fail(err)
 	}

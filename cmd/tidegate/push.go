@@ -96,7 +96,7 @@ func runPush(c *cli.Context, cfg push.Config, log zerolog.Logger) error {
 	pub, sub := srv.Reactors()
 	h.addServer("publish", pub)
 	h.addServer("subscribe", sub)
-	metricsAddr, stopMetrics, err := startMetrics(c, log, h, push.NewCollector(srv))
+	metricsAddr, stopMetrics, err := startMetrics(c, log, h, nil, push.NewCollector(srv))
 	if err != nil {
 		return stopAfter(err, srv.Stop)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -52,22 +53,27 @@ func startError(err error) error {
 
 // metricsFlag is --metrics-listen, which startMetrics reads.
 func metricsFlag() cli.Flag {
-	return &cli.StringFlag{Name: "metrics-listen", Usage: "serve Prometheus /metrics, /healthz, /readyz and /debug/pprof/ on this `ADDR` (off when empty; keep it private)"}
+	return &cli.StringFlag{Name: "metrics-listen", Usage: "serve Prometheus /metrics, /healthz, /readyz and /debug/pprof/ (and for the proxy its admin API and status page) on this `ADDR` (off when empty; keep it private)"}
 }
 
 // startMetrics serves metrics and h's health endpoints on --metrics-listen,
-// when it is set. It returns the bound address ("" when off) and the
-// function that stops serving them (a no-op when off).
-func startMetrics(c *cli.Context, log zerolog.Logger, h *healthRegistry, cs ...prometheus.Collector) (string, func(context.Context) error, error) {
+// when it is set, and admin (nil for none) at /api/ and / beside them. It
+// returns the bound address ("" when off) and the function that stops
+// serving them (a no-op when off).
+func startMetrics(c *cli.Context, log zerolog.Logger, h *healthRegistry, admin http.Handler, cs ...prometheus.Collector) (string, func(context.Context) error, error) {
 	addr := c.String("metrics-listen")
 	if addr == "" {
 		return "", func(context.Context) error { return nil }, nil
 	}
-	bound, stop, err := serveMetrics(addr, h, cs...)
+	bound, stop, err := serveMetrics(addr, h, admin, cs...)
 	if err != nil {
 		return "", nil, err
 	}
-	log.Info().Str("listen", bound.String()).Msg("metrics listening: /metrics /healthz /readyz /debug/pprof/")
+	paths := "/metrics /healthz /readyz /debug/pprof/"
+	if admin != nil {
+		paths += " /api/v1/ /"
+	}
+	log.Info().Str("listen", bound.String()).Msg("metrics listening: " + paths)
 	return bound.String(), stop, nil
 }
 

@@ -57,7 +57,7 @@ func runServe(c *cli.Context) error {
 		Int("max_body", f.MaxBody).Msg("TLV server listening")
 	h := newHealthRegistry()
 	h.addServer("tlv", srv.Reactor())
-	metricsAddr, stopMetrics, err := startMetrics(c, log, h, tlv.NewCollector(srv))
+	metricsAddr, stopMetrics, err := startMetrics(c, log, h, nil, tlv.NewCollector(srv))
 	if err != nil {
 		return stopAfter(err, srv.Stop)
 	}

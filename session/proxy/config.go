@@ -58,6 +58,7 @@ type Config struct {
 	Health       HealthConfig           `yaml:"health"`
 	Status       StatusConfig           `yaml:"status"`
 	Shutdown     ShutdownConfig         `yaml:"shutdown"`
+	Admin        AdminConfig            `yaml:"admin"`
 	// Loops is the number of event loops; 0 means one per core.
 	Loops int `yaml:"loops"`
 	// ReusePort sets SO_REUSEPORT on the listeners, so that several proxy
@@ -158,6 +159,18 @@ type ShutdownConfig struct {
 	// Message is the disconnect reason a player still logging in gets at
 	// the drain deadline.
 	Message string `yaml:"message"`
+}
+
+// AdminConfig is the admin API (/api/v1/) and the status page (/) that
+// the proxy serves on the metrics address (admin.go). Both keys are read
+// on every request, so a reload changes them at once.
+type AdminConfig struct {
+	// Enabled serves them; on by default. Off, they answer 404.
+	Enabled bool `yaml:"enabled"`
+	// AllowRemote answers requests that do not come over loopback (from a
+	// loopback address to a loopback address); off by default, when such
+	// a request gets 403.
+	AllowRemote bool `yaml:"allow_remote"`
 }
 
 // DefaultShutdownMessage is the disconnect reason at a drain deadline.
@@ -406,6 +419,7 @@ func defaultConfig() Config {
 			Offline:  OfflineStatusConfig{VersionName: DefaultStatusVersionName},
 		},
 		Shutdown: ShutdownConfig{DrainTimeout: 30 * time.Second, Message: DefaultShutdownMessage},
+		Admin:    AdminConfig{Enabled: true},
 	}
 }
 
@@ -714,6 +728,9 @@ func (c *Config) warnings() []Problem {
 		}
 	}
 	c.statusWarnings(warn)
+	if c.Admin.AllowRemote && !c.Admin.Enabled {
+		warn("admin.allow_remote", "has no effect while admin.enabled is false: the admin API and status page are off")
+	}
 	return ws
 }
 

@@ -539,7 +539,7 @@ func TestDefaultYAMLStatesTheDefaults(t *testing.T) {
 	}
 	def := defaultConfig()
 	if cfg.Limits != def.Limits || cfg.Health != def.Health || cfg.Shutdown != def.Shutdown || cfg.Status != def.Status ||
-		cfg.Forwarding != def.Forwarding || cfg.Loops != def.Loops || cfg.ReusePort != def.ReusePort {
+		cfg.Admin != def.Admin || cfg.Forwarding != def.Forwarding || cfg.Loops != def.Loops || cfg.ReusePort != def.ReusePort {
 		t.Errorf("default.yaml and defaultConfig differ:\nfile %+v %+v %+v %+v\ncode %+v %+v %+v %+v",
 			cfg.Limits, cfg.Health, cfg.Shutdown, cfg.Status, def.Limits, def.Health, def.Shutdown, def.Status)
 	}
@@ -626,6 +626,17 @@ func TestREADMEDocumentsEveryKey(t *testing.T) {
 	if _, _, err := Parse("README.md", []byte(block)); err != nil {
 		t.Fatalf("the README's configuration does not parse: %v", err)
 	}
+	eachConfigKey(func(path, key string, _ reflect.StructField) {
+		if !strings.Contains(block, key+":") {
+			t.Errorf("README.md's configuration does not name %s", joinPath(path, key))
+		}
+	})
+}
+
+// eachConfigKey calls f for every key of every part of the configuration
+// (each struct type once, lists and maps looked through), with the path of
+// the part it is in and its field.
+func eachConfigKey(f func(path, key string, field reflect.StructField)) {
 	seen := map[reflect.Type]bool{}
 	var walk func(reflect.Type, string)
 	walk = func(ty reflect.Type, path string) {
@@ -638,10 +649,9 @@ func TestREADMEDocumentsEveryKey(t *testing.T) {
 		seen[ty] = true
 		fields, keys := structKeys(ty)
 		for _, k := range keys {
-			if !strings.Contains(block, k+":") {
-				t.Errorf("README.md's configuration does not name %s", joinPath(path, k))
-			}
-			walk(ty.Field(fields[k]).Type, joinPath(path, k))
+			sf := ty.Field(fields[k])
+			f(path, k, sf)
+			walk(sf.Type, joinPath(path, k))
 		}
 	}
 	walk(reflect.TypeFor[Config](), "")

@@ -42,12 +42,14 @@ type Proxy struct {
 	handedOver, handedOverQueued atomic.Int64 // live upgrades (upgrade.go), see Stats
 }
 
-// loopState is what the proxy keeps per loop: counters, random state and
-// scratch space for handshakes rewritten toward backends.
+// loopState is what the proxy keeps per loop: counters, random state,
+// scratch space for handshakes rewritten toward backends, and the last
+// refusals (read on the loop, by the admin API: admin_data.go).
 type loopState struct {
 	counters       loopCounters
 	rnd            uint64
 	addrBuf, hsBuf []byte
+	recent         rejectionRing
 }
 
 // New builds a proxy from a validated configuration; log receives its logs.

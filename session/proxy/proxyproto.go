@@ -160,7 +160,7 @@ func (p *Proxy) trustedProxySource(c *reactor.Conn, ls *loopState, l *ListenerCo
 	if a.trusts(addrPortOf(c.RemoteAddr()).Addr()) {
 		return true
 	}
-	ls.counters.rejected[reasonProxyProtocolUntrusted].Add(1)
+	ls.refused(reasonProxyProtocolUntrusted, addrPortOf(c.RemoteAddr()), "", "", "")
 	p.log.Warn().Str("remote", c.RemoteAddr().String()).Str("reason", reasonProxyProtocolUntrusted.String()).
 		Str("listen", l.Listen).Msg("session refused: this listener takes PROXY protocol connections only from its trusted sources")
 	return false
@@ -210,7 +210,7 @@ func unmapAddrPort(a netip.AddrPort) netip.AddrPort {
 // counted as bad_proxy_protocol, logged, and closed.
 func (s *session) refuseProxyHeader(err error, received int) {
 	c := s.client
-	s.p.loopOf(c).counters.rejected[reasonBadProxyProtocol].Add(1)
+	s.refused(reasonBadProxyProtocol)
 	s.p.log.Warn().Str("remote", c.RemoteAddr().String()).Str("reason", reasonBadProxyProtocol.String()).
 		Str("listen", s.listener.Listen).Str("detail", proxyproto.ErrorReason(err)).Int("received", received).Err(err).
 		Msg("session rejected")

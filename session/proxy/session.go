@@ -3,6 +3,7 @@ package proxy
 import (
 	"errors"
 	"sync/atomic"
+	"time"
 
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/protocol/proxyproto"
@@ -52,6 +53,7 @@ type session struct {
 
 	timer      reactor.Timer // handshake timeout, then idle timeout, then fin timeout
 	lastActive int64
+	opened     int64 // unix nanoseconds: when the client connected (to the first process, for one handed over)
 	c2s, s2c   frameScanner
 
 	// A half-close in either direction is relayed as one: a FIN from one
@@ -93,13 +95,13 @@ func (h *clientHandler) OnOpen(c *reactor.Conn) {
 			return
 		}
 	} else if r, ok := p.admit(gen, ip); !ok {
-		ls.counters.rejected[r].Add(1)
+		ls.refused(r, addrPortOf(c.RemoteAddr()), "", "", "")
 		p.refusalEvent(r).Str("remote", c.RemoteAddr().String()).Str("reason", r.String()).Msg("session refused")
 		c.Abort()
 		return
 	}
 	ls.counters.active.Add(1)
-	s := &session{p: p, gen: gen, client: c, ip: ip, listener: l, lastActive: c.Loop().Now()}
+	s := &session{p: p, gen: gen, client: c, ip: ip, listener: l, lastActive: c.Loop().Now(), opened: time.Now().UnixNano()}
 	c.Value = s
 	s.timer.F = s.onTimer
 	c.Loop().Schedule(&s.timer, s.gen.cfg.Limits.HandshakeTimeout)
@@ -285,7 +287,7 @@ func (h *backendHandler) OnClose(bc *reactor.Conn, err error) {
 		case c.Closing():
 		case !s.raw && s.handshake.NextState == mc.NextStateStatus:
 			// The status ping is still unanswered in the client's input.
-			p.loopOf(c).counters.rejected[reasonBackendUnavailable].Add(1)
+			s.refused(reasonBackendUnavailable)
 			s.backend = nil
 			s.serveOfflineStatus()
 		default:
@@ -391,7 +393,7 @@ func (h *clientHandler) OnDrainDeadline(c *reactor.Conn) {
 	if s.state == stRelay {
 		p.loopOf(c).counters.ended[reasonShutdown].Add(1)
 	} else {
-		p.loopOf(c).counters.rejected[reasonShutdown].Add(1)
+		s.refused(reasonShutdown)
 	}
 	if !s.raw && s.hsLen > 0 && s.handshake.NextState != mc.NextStateStatus && s.state != stRelay && s.state != stDone {
 		_ = c.Write(s.gen.shutdownDisconnect)
@@ -544,7 +546,7 @@ func (s *session) noHealthyBackend() {
 		s.reject(reasonNoHealthyBackend, nil)
 		return
 	}
-	s.p.loopOf(s.client).counters.rejected[reasonNoHealthyBackend].Add(1)
+	s.refused(reasonNoHealthyBackend)
 	s.p.log.Info().Str("remote", s.remoteAddr()).Str("reason", reasonNoHealthyBackend.String()).
 		Str("host", s.host).Str("group", s.group.name).Msg("status answered locally: server offline")
 	s.serveOfflineStatus()
@@ -675,7 +677,7 @@ func (s *session) onTimer() {
 // closes the client cleanly.
 func (s *session) reject(r reason, err error) {
 	c := s.client
-	s.p.loopOf(c).counters.rejected[r].Add(1)
+	s.refused(r)
 	ev := s.p.refusalEvent(r).Str("remote", s.remoteAddr()).Str("reason", r.String()).Str("host", s.host)
 	if s.group != nil {
 		ev = ev.Str("group", s.group.name)

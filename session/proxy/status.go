@@ -459,7 +459,7 @@ func (s *session) useEntry(e statusEntry) {
 		s.reply = e.reply
 		return
 	}
-	s.p.loopOf(s.client).counters.rejected[reasonBackendUnavailable].Add(1)
+	s.refused(reasonBackendUnavailable)
 	s.reply = s.group.status.offline
 }
 
@@ -561,7 +561,7 @@ func (s *session) answerLegacyPing(p mc.LegacyPing) {
 		s.reply = s.gen.unknownHost
 	case !s.group.anyUp():
 		ev.Str("group", s.group.name).Msg("legacy ping answered locally: server offline")
-		ls.counters.rejected[reasonNoHealthyBackend].Add(1)
+		s.refused(reasonNoHealthyBackend)
 		s.reply = s.group.status.offline
 	default:
 		ev.Str("group", s.group.name).Msg("legacy ping")

@@ -38,6 +38,7 @@ type handoverState struct {
 	Protocol  int32        `json:"protocol,omitempty"`
 	Group     string       `json:"group"`
 	Backend   string       `json:"backend"`
+	Opened    int64        `json:"opened,omitempty"` // unix nanoseconds, when the client connected
 	C2S       scannerState `json:"c2s"`
 	S2C       scannerState `json:"s2c"`
 	ClientIn  []byte       `json:"client_in,omitempty"`  // read from the client, not yet relayed
@@ -281,7 +282,7 @@ func (s *session) detach() (handed, bool) {
 	c, b := s.client, s.backend
 	st := handoverState{
 		Listener: c.Listener(), Raw: s.raw, IP: s.ip, Host: s.host, User: s.username, Protocol: s.protocol,
-		Group: s.group.name, Backend: s.target.addr, C2S: s.c2s.state(), S2C: s.s2c.state(),
+		Group: s.group.name, Backend: s.target.addr, Opened: s.opened, C2S: s.c2s.state(), S2C: s.s2c.state(),
 	}
 	if s.pp != nil {
 		st.Remote = s.pp.src.String()
@@ -445,7 +446,7 @@ func (p *Proxy) adopt(data []byte, files []*os.File) error {
 	defer bn.Close()
 	gen := p.cur()
 	s := &session{p: p, gen: gen, ip: st.IP, state: stAdopting, adopted: true, raw: st.Raw, host: st.Host, username: st.User,
-		protocol: st.Protocol, c2s: st.C2S.scanner(), s2c: st.S2C.scanner(),
+		opened: st.Opened, protocol: st.Protocol, c2s: st.C2S.scanner(), s2c: st.S2C.scanner(),
 		adoptIn: [2][]byte{st.ClientIn, st.BackendIn}, adoptOut: [2][]byte{st.ToClient, st.ToBackend}}
 	s.timer.F = s.onTimer
 	if ap, err := netip.ParseAddrPort(st.Remote); err == nil {
