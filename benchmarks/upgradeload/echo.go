@@ -112,6 +112,15 @@ func (b *echoBackend) failure() error {
 	return b.err
 }
 
+// resetConns resets every open connection (see clients.close).
+func (b *echoBackend) resetConns() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for c := range b.conns {
+		resetClose(c)
+	}
+}
+
 // Close stops accepting, closes every connection and waits for their
 // goroutines.
 func (b *echoBackend) Close() {

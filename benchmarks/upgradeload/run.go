@@ -333,7 +333,7 @@ func runTrial(ctx context.Context, cfg Config, repeat, attempt int) (t Trial) {
 	}
 
 	cs := newClients(cfg.Sessions, cfg.Interval, fails)
-	defer cs.close()
+	defer cs.close(nil)
 	start := time.Now()
 	if err := cs.connect(ctx, listen, cfg.ConnectParallel); err != nil {
 		fails.trial("%v", err)
@@ -431,7 +431,7 @@ func runTrial(ctx context.Context, cfg Config, repeat, attempt int) (t Trial) {
 		}
 		t.NewPID = int(watch.pid.Load())
 		cs.setPhase(phaseAfter)
-		cs.close() // so that the new process's drain has nothing to wait for
+		cs.close(be.resetConns) // so that the new process's drain has nothing to wait for
 		stopProcess(&t, fails, t.NewPID)
 		readLog(&t, fails, false)
 		return t
@@ -489,7 +489,7 @@ func runTrial(ctx context.Context, cfg Config, repeat, attempt int) (t Trial) {
 	}
 	t.Baseline = cs.gaps(phaseBaseline, baseWindow)
 	t.Upgrade = cs.gaps(phaseUpgrade, upWindow)
-	cs.close()
+	cs.close(be.resetConns)
 	log.Info().Int("kept", t.Kept).Int("new_pid", t.NewPID).Msg("sessions closed; stopping the new process")
 	stopProcess(&t, fails, t.NewPID)
 	readLog(&t, fails, true)
