@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
@@ -15,28 +17,40 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tidegate/tidegate/internal/gomcbot"
+	"github.com/tidegate/tidegate/session/mcbackend"
 )
 
 // TestLiveUpgradeKeepsEverySession: 1,000 raw sessions stream random bytes
-// both ways (an echo backend) while the proxy gets SIGUSR2. A new process
-// takes over the listeners and every session; each echo arrives whole
-// (sha256), no session sees an end or an error, the old process exits 0,
-// and the new one serves new connections.
+// both ways (an echo backend) while the proxy gets SIGUSR2, and five go-mc
+// bots in play state sit on a minecraft listener of the same proxy. A new
+// process takes over the listeners and every session; each echo arrives
+// whole (sha256), no session sees an end or an error, every bot goes on
+// getting its play packets echoed, the old process exits 0, and the new one
+// serves new connections.
 func TestLiveUpgradeKeepsEverySession(t *testing.T) {
 	const sessions, pieces, piece = 1000, 48, 2 << 10
-	listen, metrics := freePort(t), freePort(t)
+	listen, mcListen, metrics := freePort(t), freePort(t), freePort(t)
 	cfg := filepath.Join(t.TempDir(), "proxy.yaml")
-	yaml := fmt.Sprintf("listeners: [{listen: %q, mode: raw, group: main}]\ngroups: {main: {backends: [{addr: %q}]}}\n"+
+	yaml := fmt.Sprintf("listeners: [{listen: %q, mode: raw, group: main}, {listen: %q, mode: minecraft}]\n"+
+		"default_group: mc\ngroups: {main: {backends: [{addr: %q}]}, mc: {backends: [{addr: %q}]}}\n"+
 		"shutdown: {drain_timeout: 30s}\n"+
 		// 1,000 sessions from 127.0.0.1 at once: past the default
 		// connection rate and subnet cap.
-		"limits: {connection_rate: 0, max_sessions_per_subnet: 0}\n", listen, echoBackend(t))
+		"limits: {connection_rate: 0, max_sessions_per_subnet: 0}\n", listen, mcListen, echoBackend(t), minecraftBackend(t))
 	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	ch := startChild(t, 0, "proxy", "--config", cfg, "--metrics-listen", metrics, "--log-level", "info")
 	waitListening(t, ch, listen)
 	oldPID := healthPID(t, metrics)
+	var bots []*gomcbot.Bot
+	for i := 0; i < 5; i++ {
+		b := gomcbot.Join(t, mcListen, fmt.Sprintf("Bot%d", i), 120*time.Second)
+		b.Echo(t, bytes.Repeat([]byte("before the upgrade "), 30))
+		bots = append(bots, b)
+	}
 
 	// Connect one after the other: a thousand dials at once on a loaded
 	// 2-core machine outlast any dial timeout in the accept queue, and
@@ -140,6 +154,9 @@ func TestLiveUpgradeKeepsEverySession(t *testing.T) {
 		time.Sleep(2 * time.Second)
 		t.Fatal("the old process did not exit after handing everything over")
 	}
+	for _, b := range bots {
+		b.Echo(t, bytes.Repeat([]byte("after the upgrade "), 30))
+	}
 	c, err := net.DialTimeout("tcp", listen, 5*time.Second)
 	if err != nil {
 		t.Fatalf("after the upgrade: %v", err)
@@ -148,6 +165,32 @@ func TestLiveUpgradeKeepsEverySession(t *testing.T) {
 	if err := echoFrame(c, []byte("after the upgrade"), 5*time.Second); err != nil {
 		t.Fatalf("a new session after the upgrade: %v", err)
 	}
+}
+
+// minecraftBackend starts tidegate's fake game server (compressed, as a
+// modern server is) in this process and returns its address.
+func minecraftBackend(t *testing.T) string {
+	t.Helper()
+	cfg := mcbackend.Config{Compression: true, CompressionThreshold: 64}
+	cfg.Reactor.Addrs = []string{"tcp://127.0.0.1:0"}
+	cfg.Reactor.Loops = 1
+	b, err := mcbackend.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = b.Stop(ctx)
+	})
+	addr, err := b.Addr(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return addr.String()
 }
 
 // healthPID returns the pid /healthz reports, waiting for it to answer.
