@@ -31,7 +31,7 @@ func benchDrainCommand() *cli.Command {
 			"It exits non-zero when a connection lost or reordered a byte, did not stall or resume, or a\n" +
 			"server died. Linux only.",
 		Flags: append([]cli.Flag{
-			&cli.StringSliceFlag{Name: "server", Usage: "`LABEL=BINARY`: a tidegate build to measure; repeat the flag (default: --tidegate-bin as 'tidegate')"},
+			&cli.StringSliceFlag{Name: "server", Usage: "`LABEL=BINARY`: a tidegate build to measure; repeat the flag", DefaultText: "--tidegate-bin as 'tidegate'"},
 			tidegateBinFlag(),
 			&cli.IntFlag{Name: "conns", Value: drainload.DefaultConns, Usage: "connections paused at once"},
 			&cli.IntFlag{Name: "repeats", Value: drainload.DefaultRepeats, Usage: "trials per server, each on a fresh server"},

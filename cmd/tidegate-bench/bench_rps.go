@@ -46,7 +46,7 @@ func benchRPSCommand() *cli.Command {
 			&cli.BoolFlag{Name: "compare", Usage: "same as --spawn both"},
 			&cli.StringFlag{Name: "strategy", Value: string(rps.Multi), Usage: "cores of a spawned server: single (1) or multi (all)"},
 			&cli.StringFlag{Name: "spawn-mode", Value: string(rps.Child), Usage: "child (own process, RSS and CPU measured) or inprocess"},
-			&cli.IntFlag{Name: "repeats", Value: 0, Usage: "measurements per spawned server, each on a fresh server (default 3 with both, else 1)"},
+			&cli.IntFlag{Name: "repeats", Value: 0, Usage: "measurements per spawned server, each on a fresh server", DefaultText: "3 with both, else 1"},
 			tidegateBinFlag(),
 		}, logflags.Flags()...),
 		Action: func(c *cli.Context) error {

@@ -27,7 +27,7 @@ func proxyCommand() *cli.Command {
 			"default is used (listen 0.0.0.0:25577, one backend 127.0.0.1:25565); print it with\n" +
 			"--print-default-config.",
 		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Usage: "YAML configuration `FILE` (default: embedded)"},
+			&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Usage: "YAML configuration `FILE`", DefaultText: "embedded"},
 			&cli.BoolFlag{Name: "validate-config", Usage: "check the configuration, report every problem with its path, and exit"},
 			&cli.BoolFlag{Name: "print-default-config", Usage: "print the embedded default configuration and exit"},
 			&cli.BoolFlag{Name: "demo", Usage: "also start a fake Minecraft backend in-process on the first backend address"},
