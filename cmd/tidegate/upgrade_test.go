@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
@@ -171,26 +170,8 @@ func TestLiveUpgradeKeepsEverySession(t *testing.T) {
 // modern server is) in this process and returns its address.
 func minecraftBackend(t *testing.T) string {
 	t.Helper()
-	cfg := mcbackend.Config{Compression: true, CompressionThreshold: 64}
-	cfg.Reactor.Addrs = []string{"tcp://127.0.0.1:0"}
-	cfg.Reactor.Loops = 1
-	b, err := mcbackend.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = b.Stop(ctx)
-	})
-	addr, err := b.Addr(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return addr.String()
+	_, addr := gomcbot.StartBackend(t, mcbackend.Config{Compression: true, CompressionThreshold: 64})
+	return addr
 }
 
 // healthPID returns the pid /healthz reports, waiting for it to answer.

@@ -1,6 +1,6 @@
 // Package gomcbot joins go-mc's bot (a third-party Minecraft client,
-// protocol 764) through a proxy for tests, and echoes play packets through
-// tidegate's fake backend (session/mcbackend).
+// protocol 764) through a proxy for tests, echoes play packets through
+// tidegate's fake backend (session/mcbackend), and starts that backend.
 package gomcbot
 
 import (
@@ -13,6 +13,8 @@ import (
 	"github.com/Tnze/go-mc/data/packetid"
 	mcnet "github.com/Tnze/go-mc/net"
 	pk "github.com/Tnze/go-mc/net/packet"
+
+	"github.com/tidegate/tidegate/session/mcbackend"
 )
 
 // EchoID is the play packet the fake backend echoes to go-mc bots.
@@ -96,4 +98,30 @@ func (b *Bot) Echo(t testing.TB, payload []byte) {
 	case <-time.After(10 * time.Second):
 		t.Fatalf("%s: no echo through the proxy within 10s", b.Client.Auth.Name)
 	}
+}
+
+// StartBackend starts tidegate's fake game server (session/mcbackend) with
+// cfg on a loopback port and one loop, for bots to talk to through a proxy;
+// it stops when the test ends. It returns the server and its address.
+func StartBackend(t testing.TB, cfg mcbackend.Config) (*mcbackend.Server, string) {
+	t.Helper()
+	cfg.Reactor.Addrs = []string{"tcp://127.0.0.1:0"}
+	cfg.Reactor.Loops = 1
+	b, err := mcbackend.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = b.Stop(ctx)
+	})
+	a, err := b.Addr(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, a.String()
 }

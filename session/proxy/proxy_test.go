@@ -92,26 +92,8 @@ func startProxy(t testing.TB, yamlText string, setup ...func(*Proxy)) (*Proxy, s
 // startBackend starts tidegate's fake Minecraft backend.
 func startBackend(t testing.TB, cfg mcbackend.Config) string {
 	t.Helper()
-	cfg.Reactor.Addrs = []string{"tcp://127.0.0.1:0"}
-	cfg.Reactor.Loops = 1
-	cfg.Reactor.Logger = testLogger(t)
-	b, err := mcbackend.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = b.Stop(ctx)
-	})
-	a, err := b.Addr(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a.String()
+	_, addr := startBackendServer(t, cfg)
+	return addr
 }
 
 func mcConfig(backend string, extra string) string {

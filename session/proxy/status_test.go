@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/Tnze/go-mc/bot"
 
+	"github.com/tidegate/tidegate/internal/gomcbot"
 	"github.com/tidegate/tidegate/internal/leaktest"
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/session/mcbackend"
@@ -29,26 +29,8 @@ import (
 // startBackendServer is startBackend returning the server too, for its counters.
 func startBackendServer(t testing.TB, cfg mcbackend.Config) (*mcbackend.Server, string) {
 	t.Helper()
-	cfg.Reactor.Addrs = []string{"tcp://127.0.0.1:0"}
-	cfg.Reactor.Loops = 1
 	cfg.Reactor.Logger = testLogger(t)
-	b, err := mcbackend.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = b.Stop(ctx)
-	})
-	a, err := b.Addr(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b, a.String()
+	return gomcbot.StartBackend(t, cfg)
 }
 
 // statusDoc is the status JSON as a client reads it.

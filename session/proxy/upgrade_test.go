@@ -22,15 +22,7 @@ import (
 // returns how many went.
 func handOver(t *testing.T, from, to *Proxy) int {
 	t.Helper()
-	send, other, err := reactor.NewHandoverPair()
-	if err != nil {
-		t.Fatal(err)
-	}
-	recv, err := reactor.HandoverFromFile(other)
-	other.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	send, recv := handoverPair(t)
 	took := make(chan int, 1)
 	go func() {
 		n, err := to.TakeOver(recv)
@@ -189,28 +181,8 @@ func echoListener(t *testing.T) string {
 // clients read, every byte arrives whole and in order from the new proxy.
 func TestHandOverTakesQueuedOutput(t *testing.T) {
 	const sessions, size = 4, 32 << 20
-	data := make([]byte, size)
-	rng := rand.New(rand.NewPCG(7, 8))
-	for i := 0; i < size; i += 8 {
-		binary.LittleEndian.PutUint64(data[i:], rng.Uint64())
-	}
-	be := testserver.Conns(t, func(c net.Conn) {
-		go func() { _, _ = io.Copy(io.Discard, c) }()
-		_, _ = c.Write(data)
-	})
-	oldP, addr := startProxy(t, rawConfig(be))
-	newP, _ := startProxy(t, rawConfig(be))
-	conns := make([]net.Conn, sessions)
-	for i := range conns {
-		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		conns[i] = c
-	}
-	// Every session paused behind a full queue toward its client.
-	waitFor(t, func() bool { return oldP.Stats().Reactor.Paused >= sessions })
+	oldP, conns, data := stalledStreams(t, sessions, size, 7)
+	newP, _ := startProxy(t, rawConfig(echoListener(t)))
 	if n := handOver(t, oldP, newP); n != sessions {
 		t.Fatalf("handed over %d sessions, want %d", n, sessions)
 	}
@@ -239,35 +211,8 @@ func TestHandOverTakesQueuedOutput(t *testing.T) {
 // which reads only the first, closes.
 func TestHandOverTakesBackWhatItCannotSend(t *testing.T) {
 	const sessions, size = 4, 32 << 20
-	data := make([]byte, size)
-	rng := rand.New(rand.NewPCG(9, 10))
-	for i := 0; i < size; i += 8 {
-		binary.LittleEndian.PutUint64(data[i:], rng.Uint64())
-	}
-	be := testserver.Conns(t, func(c net.Conn) {
-		go func() { _, _ = io.Copy(io.Discard, c) }()
-		_, _ = c.Write(data)
-	})
-	oldP, addr := startProxy(t, rawConfig(be))
-	conns := make([]net.Conn, sessions)
-	for i := range conns {
-		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		conns[i] = c
-	}
-	waitFor(t, func() bool { return oldP.Stats().Reactor.Paused >= sessions })
-	send, other, err := reactor.NewHandoverPair()
-	if err != nil {
-		t.Fatal(err)
-	}
-	recv, err := reactor.HandoverFromFile(other)
-	other.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	oldP, conns, data := stalledStreams(t, sessions, size, 9)
+	send, recv := handoverPair(t)
 	t.Cleanup(func() { send.Close() })
 	go func() { // a new process that dies after one session
 		if _, files, err := recv.Recv(); err == nil {
@@ -300,4 +245,49 @@ func TestHandOverTakesBackWhatItCannotSend(t *testing.T) {
 	if whole != sessions-1 || cut != 1 {
 		t.Fatalf("%d sessions whole and %d cut, want %d and 1 (HandOver: %d, %v)", whole, cut, sessions-1, n, err)
 	}
+}
+
+// stalledStreams starts a raw proxy in front of a backend that streams size
+// random bytes (from seed) to each of n clients that do not read yet, and
+// waits until every session is paused behind a full queue toward its
+// client. It returns the proxy, the clients and the bytes each is sent.
+func stalledStreams(t *testing.T, n, size int, seed uint64) (*Proxy, []net.Conn, []byte) {
+	t.Helper()
+	data := make([]byte, size)
+	rng := rand.New(rand.NewPCG(seed, seed+1))
+	for i := 0; i+8 <= size; i += 8 {
+		binary.LittleEndian.PutUint64(data[i:], rng.Uint64())
+	}
+	be := testserver.Conns(t, func(c net.Conn) {
+		go func() { _, _ = io.Copy(io.Discard, c) }()
+		_, _ = c.Write(data)
+	})
+	p, addr := startProxy(t, rawConfig(be))
+	conns := make([]net.Conn, n)
+	for i := range conns {
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		conns[i] = c
+	}
+	waitFor(t, func() bool { return p.Stats().Reactor.Paused >= int64(n) })
+	return p, conns, data
+}
+
+// handoverPair returns the two ends of a hand-over socket.
+func handoverPair(t *testing.T) (send, recv *reactor.HandoverConn) {
+	t.Helper()
+	send, other, err := reactor.NewHandoverPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	recv, err = reactor.HandoverFromFile(other)
+	other.Close()
+	if err != nil {
+		send.Close()
+		t.Fatal(err)
+	}
+	return send, recv
 }
