@@ -58,6 +58,9 @@ type Config struct {
 	Health       HealthConfig           `yaml:"health"`
 	Status       StatusConfig           `yaml:"status"`
 	Shutdown     ShutdownConfig         `yaml:"shutdown"`
+	// Cluster joins the proxy to a network of proxies sharing player state
+	// through Redis (cluster.go); off by default.
+	Cluster ClusterConfig `yaml:"cluster"`
 	// Loops is the number of event loops; 0 means one per core.
 	Loops int `yaml:"loops"`
 	// ReusePort sets SO_REUSEPORT on the listeners, so that several proxy
@@ -406,6 +409,7 @@ func defaultConfig() Config {
 			Offline:  OfflineStatusConfig{VersionName: DefaultStatusVersionName},
 		},
 		Shutdown: ShutdownConfig{DrainTimeout: 30 * time.Second, Message: DefaultShutdownMessage},
+		Cluster:  defaultClusterConfig(),
 	}
 }
 
@@ -592,6 +596,7 @@ func (c *Config) check(isSet func(path string) bool) []Problem {
 	validOfflineMessage(bad, "health.offline_message", h.OfflineMessage)
 	validOfflineMessage(bad, "shutdown.message", c.Shutdown.Message)
 	c.checkStatus(bad)
+	c.checkCluster(bad)
 	if c.Loops < 0 {
 		bad("loops", "%d is negative (0 means one per core)", c.Loops)
 	}
@@ -714,6 +719,7 @@ func (c *Config) warnings() []Problem {
 		}
 	}
 	c.statusWarnings(warn)
+	c.clusterWarnings(warn)
 	return ws
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tidegate/tidegate/reactor"
+	"github.com/tidegate/tidegate/session/cluster"
 )
 
 // A live upgrade moves every relaying session to a new process: both of its
@@ -38,6 +39,15 @@ type handoverState struct {
 	S2C       scannerState `json:"s2c"`
 	ClientIn  []byte       `json:"client_in,omitempty"`  // read from the client, not yet relayed
 	BackendIn []byte       `json:"backend_in,omitempty"` // read from the backend, not yet relayed
+	// Cluster is the session's place in the network's state, which the new
+	// process takes over under the same token (cluster.go).
+	Cluster *handoverCluster `json:"cluster,omitempty"`
+}
+
+// handoverCluster is a session's cluster ticket as it travels.
+type handoverCluster struct {
+	Token  string `json:"token"`
+	Record string `json:"record"` // cluster.Session.Record, read back with cluster.ParseRecord
 }
 
 // scannerState is a frameScanner's position, for a hand-over.
@@ -72,6 +82,11 @@ type handed struct {
 // here. The proxy should have stopped accepting (the new process has the
 // listeners). It returns how many sessions went.
 func (p *Proxy) HandOver(ctx context.Context, hc *reactor.HandoverConn) (int, error) {
+	if p.cluster != nil {
+		// The new process publishes the sessions under the same ID from now
+		// on: stopping here must not take them out of the network.
+		p.cluster.KeepKeysOnStop()
+	}
 	out := make(chan handed, 256)
 	sent := make(chan error, 1)
 	go func() {
@@ -154,6 +169,9 @@ func (s *session) detach() (handed, bool) {
 	}
 	if s.pp != nil {
 		st.Remote = s.pp.src.String()
+	}
+	if s.ticket != nil {
+		st.Cluster = &handoverCluster{Token: s.ticket.Token(), Record: s.ticket.Session().Record()}
 	}
 	s.state = stHandedOver
 	cf, cin, err := c.Detach()
@@ -300,7 +318,8 @@ func (p *Proxy) adopt(data []byte, files []*os.File) error {
 	defer bn.Close()
 	gen := p.cur()
 	s := &session{p: p, gen: gen, ip: st.IP, state: stAdopting, adopted: true, raw: st.Raw, host: st.Host, username: st.User,
-		protocol: st.Protocol, c2s: st.C2S.scanner(), s2c: st.S2C.scanner(), adoptIn: [2][]byte{st.ClientIn, st.BackendIn}}
+		protocol: st.Protocol, c2s: st.C2S.scanner(), s2c: st.S2C.scanner(), adoptIn: [2][]byte{st.ClientIn, st.BackendIn},
+		adoptTk: st.Cluster}
 	s.timer.F = s.onTimer
 	if ap, err := netip.ParseAddrPort(st.Remote); err == nil {
 		s.pp = &proxied{src: ap}
@@ -334,6 +353,14 @@ func (s *session) adoptedClient(c *reactor.Conn) {
 	s.client = c
 	s.listener = s.gen.listenerOf(c)
 	s.p.admitAdopted(s.gen, s.ip)
+	if tk := s.adoptTk; tk != nil && s.p.cluster != nil {
+		if sess, err := cluster.ParseRecord(tk.Record); err == nil {
+			s.ticket = s.p.cluster.Adopt(tk.Token, sess, s)
+		} else {
+			s.p.log.Warn().Err(err).Str("remote", s.remoteAddr()).Msg("take-over: the session's cluster record is unreadable; it is not published")
+		}
+		s.adoptTk = nil
+	}
 	s.p.loopOf(c).counters.active.Add(1)
 	c.PauseRead()
 }
