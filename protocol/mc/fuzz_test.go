@@ -292,6 +292,9 @@ func FuzzLoginStartUUID(f *testing.F) {
 		if !ok {
 			return
 		}
+		if u == [16]byte{} {
+			t.Fatal("the nil UUID was returned as a UUID")
+		}
 		name, err := ParseLoginStart(b)
 		if err != nil {
 			t.Fatalf("UUID %x from a body ParseLoginStart refuses: %v", u, err)

@@ -83,9 +83,10 @@ const maxLoginSigBytes = 4096
 // LoginStartUUID returns the UUID a Login Start frame body of protocol
 // version v carries after the name: always from 1.20.2 (764), when its
 // presence flag says so from 1.19.1 (760, after the optional signature
-// data). ok is false for older versions and for a body ParseLoginStart
-// refuses or whose fields after the name are malformed or truncated: the
-// UUID is then unknown, which refuses nothing.
+// data). ok is false for older versions, for the nil UUID (all zeros, which
+// some bots send) and for a body ParseLoginStart refuses or whose fields
+// after the name are malformed or truncated: the UUID is then unknown,
+// which refuses nothing.
 func LoginStartUUID(body []byte, v int32) (u [16]byte, ok bool) {
 	if v < ProtocolLoginUUIDOptional {
 		return u, false
@@ -134,5 +135,5 @@ func LoginStartUUID(body []byte, v int32) (u [16]byte, ok bool) {
 		return u, false
 	}
 	copy(u[:], b)
-	return u, true
+	return u, u != [16]byte{}
 }

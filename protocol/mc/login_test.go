@@ -115,6 +115,7 @@ func TestLoginStartUUID(t *testing.T) {
 		{"1.19", packet(0, str("Notch"), []byte{0}), 759, false},
 		{"1.7.10", packet(0, str("Notch")), 5, false},
 		{"wrong packet", packet(1, str("Notch"), u[:]), 764, false},
+		{"nil UUID", packet(0, str("Notch"), make([]byte, 16)), 764, false},
 	} {
 		got, ok := LoginStartUUID(tc.body, tc.v)
 		if ok != tc.ok || (ok && got != u) {
