@@ -581,7 +581,9 @@ func (c *Client) login(o op) {
 }
 
 // ms is d in milliseconds, with a fraction.
-func ms(d time.Duration) string { return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 3, 64) }
+func ms(d time.Duration) string {
+	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 3, 64)
+}
 
 // finishLogin applies a login's answer to the registry and passes it on.
 func (c *Client) finishLogin(t *Ticket, a Answer, done func(Answer)) {

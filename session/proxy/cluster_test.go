@@ -331,3 +331,16 @@ func TestClusterHandOverKeepsSessionsPublished(t *testing.T) {
 	_ = steve.client.Close()
 	waitForNetwork(t, 0, newP, other)
 }
+
+// TestReloadRefusesClusterChanges: the cluster section needs a restart.
+func TestReloadRefusesClusterChanges(t *testing.T) {
+	a, err := testParseConfig(t, mcConfig("127.0.0.1:25565", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := *a
+	b.Cluster.Redis = "redis://127.0.0.1:6379/0"
+	if ps := restartOnly(a, &b); len(ps) != 1 || !strings.Contains(ps[0], "cluster changed") {
+		t.Fatalf("restartOnly = %q", ps)
+	}
+}
