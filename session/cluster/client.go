@@ -287,7 +287,8 @@ type quietLogger struct{}
 
 func (quietLogger) Printf(context.Context, string, ...any) {}
 
-// countHook counts round trips to Redis: one per command, one per pipeline.
+// countHook counts round trips to Redis: one per command (the client sends
+// no pipelines).
 type countHook struct{ n *atomic.Int64 }
 
 func (h countHook) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -365,7 +366,7 @@ func (c *Client) Stop(ctx context.Context) error {
 		cctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 		c.flushReleases(cctx)
 		if !c.keepKeys.Load() {
-			if e := republishScript.Run(cctx, c.rdb, nil, c.cfg.ID, c.ttl.Milliseconds(), "2").Err(); e != nil && !errors.Is(e, redis.Nil) {
+			if e := c.run(cctx, republishScript, c.cfg.ID, c.ttl.Milliseconds(), "2").Err(); e != nil && !errors.Is(e, redis.Nil) {
 				err = errors.Join(err, fmt.Errorf("cluster: leaving the network at %s: %w", c.addr(), e))
 			}
 		}
@@ -525,15 +526,31 @@ func (c *Client) work() {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.Timeout)
-		err := c.runRelease(ctx, c.rdb, o.t)
+		err := c.runRelease(ctx, []*Ticket{o.t})
 		cancel()
 		c.result(OpRelease, err)
 	}
 }
 
-// runRelease runs the release script for t on s (the client or a pipeline).
-func (c *Client) runRelease(ctx context.Context, s redis.Scripter, t *Ticket) error {
-	return releaseScript.Run(ctx, s, nil, c.cfg.ID, t.token, t.lname, t.sess.UUID, t.sess.Subnet).Err()
+// runRelease runs the release script for ts, in one call.
+func (c *Client) runRelease(ctx context.Context, ts []*Ticket) error {
+	args := make([]any, 0, 1+4*len(ts))
+	args = append(args, c.cfg.ID)
+	for _, t := range ts {
+		args = append(args, t.token, t.lname, t.sess.UUID, t.sess.Subnet)
+	}
+	return c.run(ctx, releaseScript, args...).Err()
+}
+
+// run runs s with args by EVALSHA, and by EVAL when Redis does not have
+// it (it restarted): the client is called directly, never as an
+// interface (see script).
+func (c *Client) run(ctx context.Context, s *script, args ...any) *redis.Cmd {
+	cmd := c.rdb.EvalSha(ctx, s.sha, nil, args...)
+	if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		return c.rdb.Eval(ctx, s.src, nil, args...)
+	}
+	return cmd
 }
 
 // login makes a login call and hands its answer to the caller.
@@ -552,7 +569,7 @@ func (c *Client) login(o op) {
 	if c.cfg.Mode == KickOld {
 		mode = "kick"
 	}
-	res, err := loginScript.Run(ctx, c.rdb, nil, c.cfg.ID, t.token, t.lname, t.sess.UUID, t.record, c.ttl.Milliseconds(), mode,
+	res, err := c.run(ctx, loginScript, c.cfg.ID, t.token, t.lname, t.sess.UUID, t.record, c.ttl.Milliseconds(), mode,
 		t.sess.Subnet, o.lim.SubnetCap, o.lim.RateKey, ms(o.lim.RateInterval), ms(o.lim.RateTolerance)).StringSlice()
 	cancel()
 	if err == nil && len(res) != 2 {
@@ -679,7 +696,7 @@ func (c *Client) tick() {
 			return
 		}
 	}
-	res, err := heartbeatScript.Run(ctx, c.rdb, nil, c.cfg.ID, c.ttl.Milliseconds(), c.instance).Int64Slice()
+	res, err := c.run(ctx, heartbeatScript, c.cfg.ID, c.ttl.Milliseconds(), c.instance).Int64Slice()
 	if err == nil && len(res) != 2 {
 		err = fmt.Errorf("heartbeat script answered %v, want 2 numbers", res)
 	}
@@ -701,8 +718,8 @@ func (c *Client) tick() {
 	c.readNetwork(ctx)
 }
 
-// flushReleases sends the releases the queue had no room for, in one
-// pipeline.
+// flushReleases sends the releases the queue had no room for, a few
+// hundred a call.
 func (c *Client) flushReleases(ctx context.Context) {
 	c.mu.Lock()
 	ts := c.pending
@@ -711,11 +728,12 @@ func (c *Client) flushReleases(ctx context.Context) {
 	if len(ts) == 0 {
 		return
 	}
-	pipe := c.rdb.Pipeline()
-	for _, t := range ts {
-		releaseScript.Eval(ctx, pipe, nil, c.cfg.ID, t.token, t.lname, t.sess.UUID, t.sess.Subnet)
+	var err error
+	for len(ts) > 0 && err == nil {
+		n := min(len(ts), republishChunk)
+		err = c.runRelease(ctx, ts[:n])
+		ts = ts[n:]
 	}
-	_, err := pipe.Exec(ctx)
 	c.result(OpRelease, err)
 	if err != nil {
 		c.needReset.Store(true) // the next heartbeat starts from a clean slate
@@ -777,7 +795,7 @@ func (c *Client) publish(ts []*Ticket, reset bool) error {
 			args = append(args, t.token, t.record)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.Timeout)
-		res, err := republishScript.Run(ctx, c.rdb, nil, args...).StringSlice()
+		res, err := c.run(ctx, republishScript, args...).StringSlice()
 		cancel()
 		if err != nil && !errors.Is(err, redis.Nil) {
 			return fmt.Errorf("republishing %d sessions at %s: %w", len(ts), c.addr(), err)
@@ -824,7 +842,7 @@ func (c *Client) published(ts []*Ticket, conflicts []string) {
 
 // readNetwork reads the network's state for Network.
 func (c *Client) readNetwork(ctx context.Context) {
-	res, err := networkScript.Run(ctx, c.rdb, nil, c.cfg.Sample).Slice()
+	res, err := c.run(ctx, networkScript, c.cfg.Sample).Slice()
 	if err == nil && len(res) < 2 {
 		err = fmt.Errorf("network script answered %d values, want at least 2", len(res))
 	}

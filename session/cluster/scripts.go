@@ -1,6 +1,21 @@
 package cluster
 
-import "github.com/redis/go-redis/v9"
+import (
+	"crypto/sha1"
+	"encoding/hex"
+)
+
+// script is a Lua script and its SHA-1, run by Client.run with EVALSHA
+// (EVAL once when Redis does not have it). go-redis's Script is not used:
+// it takes the client as an interface, and a *redis.Client converted to an
+// interface keeps every one of its methods in the binary (8 MiB), since
+// text/template (in urfave/cli) looks methods up by name.
+type script struct{ src, sha string }
+
+func newScript(src string) *script {
+	sum := sha1.Sum([]byte(src))
+	return &script{src: src, sha: hex.EncodeToString(sum[:])}
+}
 
 // The Lua scripts run in Redis, each atomically: that is what makes two
 // logins of one name racing on two proxies end with exactly one of them
@@ -34,7 +49,7 @@ end
 // UUID key it still owns. It returns {1 if the proxy's key was there
 // before (else Redis lost it: restarted, or the heartbeats stopped for a
 // whole ttl), number of sessions}.
-var heartbeatScript = redis.NewScript(luaPrelude + `
+var heartbeatScript = newScript(luaPrelude + `
 local id, ttl = ARGV[1], tonumber(ARGV[2])
 local now = now_ms()
 local pk = 'tidegate:proxy:' .. id
@@ -70,7 +85,7 @@ return {existed, #all / 2}
 // record and are told on their proxy's kick channel. It returns {verdict,
 // detail}: ok (detail: the owner kicked, or ""), dup (the owner holding
 // it), rate, or subnet (the sessions counted).
-var loginScript = redis.NewScript(luaPrelude + `
+var loginScript = newScript(luaPrelude + `
 local id, tok = ARGV[1], ARGV[2]
 local now = now_ms()
 if ARGV[10] ~= '' then
@@ -125,21 +140,24 @@ end
 return {'ok', live[1] or ''}
 `)
 
-// releaseScript: ARGV id, token, lower-cased name, uuid, subnet. It removes
-// a session that ended: its record, its subnet count (only if the record
-// was there, so a release is idempotent), and the name and UUID keys it
-// still owns.
-var releaseScript = redis.NewScript(luaPrelude + `
-local id, tok = ARGV[1], ARGV[2]
-local owner = id .. '/' .. tok
-local keys = {'tidegate:name:' .. ARGV[3]}
-if ARGV[4] ~= '' then keys[2] = 'tidegate:uuid:' .. ARGV[4] end
-for _, k in ipairs(keys) do
-  if redis.call('GET', k) == owner then redis.call('DEL', k) end
-end
-if redis.call('HDEL', 'tidegate:sessions:' .. id, tok) == 1 and ARGV[5] ~= '' then
-  local sk = 'tidegate:subnets:' .. id
-  if redis.call('HINCRBY', sk, ARGV[5], -1) <= 0 then redis.call('HDEL', sk, ARGV[5]) end
+// releaseScript: ARGV id, then for each session that ended its token,
+// lower-cased name, uuid and subnet. It removes each: its record, its
+// subnet count (only if the record was there, so a release is idempotent),
+// and the name and UUID keys it still owns.
+var releaseScript = newScript(luaPrelude + `
+local id = ARGV[1]
+local h, sk = 'tidegate:sessions:' .. id, 'tidegate:subnets:' .. id
+for i = 2, #ARGV - 3, 4 do
+  local tok, ln, uu, sn = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
+  local owner = id .. '/' .. tok
+  local keys = {'tidegate:name:' .. ln}
+  if uu ~= '' then keys[2] = 'tidegate:uuid:' .. uu end
+  for _, k in ipairs(keys) do
+    if redis.call('GET', k) == owner then redis.call('DEL', k) end
+  end
+  if redis.call('HDEL', h, tok) == 1 and sn ~= '' then
+    if redis.call('HINCRBY', sk, sn, -1) <= 0 then redis.call('HDEL', sk, sn) end
+  end
 end
 return 1
 `)
@@ -151,7 +169,7 @@ return 1
 // session is published unless a live session of another owner holds its
 // name or UUID (sessions both proxies let in while Redis was away): those
 // tokens are returned, not published.
-var republishScript = redis.NewScript(luaPrelude + `
+var republishScript = newScript(luaPrelude + `
 local id, ttl, mode = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local h, sk = 'tidegate:sessions:' .. id, 'tidegate:subnets:' .. id
 if mode ~= '0' then
@@ -203,7 +221,7 @@ return conflicts
 // networkScript: ARGV sample size. It drops the proxies whose heartbeat
 // expired from tidegate:proxies and returns {sessions of the live proxies,
 // live proxies, up to sample records picked at random}.
-var networkScript = redis.NewScript(luaPrelude + `
+var networkScript = newScript(luaPrelude + `
 local n = tonumber(ARGV[1])
 redis.call('ZREMRANGEBYSCORE', 'tidegate:proxies', '-inf', now_ms())
 local total, out = 0, {}
