@@ -110,6 +110,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		for _, on := range order {
 			tr, err := trial(ctx, cfg, backendAddr, "redis://"+redisAddr+"/0", on)
 			if err != nil {
+				res.On, res.Off = summarize(res.Trials, true), summarize(res.Trials, false)
 				return res, err
 			}
 			cfg.Log("repeat %d cluster %v: %.0f logins/s, %.1f µs CPU/login, %.2f Redis round trips/login, %d failed",
