@@ -1,14 +1,11 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/tidegate/tidegate/benchmarks/clusterload"
-	"github.com/tidegate/tidegate/benchmarks/mcload"
 	"github.com/tidegate/tidegate/internal/logflags"
 )
 
@@ -26,19 +23,15 @@ func benchClusterCommand() *cli.Command {
 			&cli.IntFlag{Name: "parallel", Value: 16, Usage: "logins in progress at once"},
 			&cli.IntFlag{Name: "repeats", Value: 3, Usage: "on/off pairs"},
 			&cli.IntFlag{Name: "proxy-cores", Value: 1, Usage: "the proxy's loops"},
-			&cli.StringFlag{Name: "sources", Value: "127.0.0.1,127.0.0.2,127.0.0.3,127.0.0.4", Usage: "local source addresses, comma-separated"},
+			sourcesFlag(),
 			&cli.StringFlag{Name: "redis-bin", Value: "redis-server", Usage: "the redis-server `PROGRAM`"},
 			&cli.BoolFlag{Name: "json", Usage: "print the result as JSON"},
 			tidegateBinFlag(),
 		}, logflags.Flags()...),
 		Action: func(c *cli.Context) error {
-			log, err := logflags.New(c)
+			log, sources, err := stormSetup(c)
 			if err != nil {
 				return err
-			}
-			sources, err := mcload.ParseSources(c.String("sources"))
-			if err != nil {
-				return fmt.Errorf("--sources: %w", err)
 			}
 			exe, err := tidegateBinary(c)
 			if err != nil {
@@ -53,9 +46,7 @@ func benchClusterCommand() *cli.Command {
 				return err
 			}
 			if c.Bool("json") {
-				enc := json.NewEncoder(os.Stdout)
-				enc.SetIndent("", "  ")
-				if e := enc.Encode(res); e != nil {
+				if e := writeJSON(c, res); e != nil {
 					return e
 				}
 			} else {

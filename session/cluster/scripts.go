@@ -42,6 +42,21 @@ end
 local function fields(rec)
   return string.match(rec, '^1\n([^\n]*)\n([^\n]*)\n([^\n]*)\n')
 end
+local function each_owned_key(id, f)
+  local all = redis.call('HGETALL', 'tidegate:sessions:' .. id)
+  for i = 1, #all, 2 do
+    local owner = id .. '/' .. all[i]
+    local ln, uu = fields(all[i + 1])
+    if ln then
+      local ks = {'tidegate:name:' .. ln}
+      if uu ~= '' then ks[2] = 'tidegate:uuid:' .. uu end
+      for _, k in ipairs(ks) do
+        if redis.call('GET', k) == owner then f(k) end
+      end
+    end
+  end
+  return #all / 2
+end
 `
 
 // heartbeatScript: ARGV id, ttl (ms), instance. It marks the proxy alive
@@ -59,20 +74,8 @@ redis.call('ZADD', 'tidegate:proxies', now + ttl, id)
 local h = 'tidegate:sessions:' .. id
 redis.call('PEXPIRE', h, ttl)
 redis.call('PEXPIRE', 'tidegate:subnets:' .. id, ttl)
-local all = redis.call('HGETALL', h)
-for i = 1, #all, 2 do
-  local owner = id .. '/' .. all[i]
-  local ln, uu = fields(all[i + 1])
-  if ln then
-    local k = 'tidegate:name:' .. ln
-    if redis.call('GET', k) == owner then redis.call('PEXPIRE', k, ttl) end
-    if uu ~= '' then
-      k = 'tidegate:uuid:' .. uu
-      if redis.call('GET', k) == owner then redis.call('PEXPIRE', k, ttl) end
-    end
-  end
-end
-return {existed, #all / 2}
+local n = each_owned_key(id, function(k) redis.call('PEXPIRE', k, ttl) end)
+return {existed, n}
 `)
 
 // loginScript: ARGV id, token, lower-cased name, uuid, record, ttl (ms),
@@ -173,19 +176,7 @@ var republishScript = newScript(luaPrelude + `
 local id, ttl, mode = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local h, sk = 'tidegate:sessions:' .. id, 'tidegate:subnets:' .. id
 if mode ~= '0' then
-  local all = redis.call('HGETALL', h)
-  for i = 1, #all, 2 do
-    local owner = id .. '/' .. all[i]
-    local ln, uu = fields(all[i + 1])
-    if ln then
-      local k = 'tidegate:name:' .. ln
-      if redis.call('GET', k) == owner then redis.call('DEL', k) end
-      if uu ~= '' then
-        k = 'tidegate:uuid:' .. uu
-        if redis.call('GET', k) == owner then redis.call('DEL', k) end
-      end
-    end
-  end
+  each_owned_key(id, function(k) redis.call('DEL', k) end)
   redis.call('DEL', h, sk)
 end
 if mode == '2' then
