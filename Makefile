@@ -18,7 +18,10 @@ STRIP       ?= -s
 # their Markdown parser), which no command uses.
 BUILDFLAGS  := -trimpath -tags urfave_cli_no_docs
 # The production binary links no benchmark code; this bounds its size (MiB).
-MAX_BIN_MIB := 15
+# It was 15 before the cluster client: go-redis v9.23 adds 8.2 MiB, since
+# text/template (urfave/cli's help) looks methods up by name, which keeps
+# every exported method of go-redis's client types in the binary.
+MAX_BIN_MIB := 23
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.6.1
 CROSS       := darwin/amd64 darwin/arm64 freebsd/amd64 freebsd/arm64
 

@@ -7,6 +7,8 @@
 //   - grafana/tidegate-dashboard.json: a Grafana dashboard.
 //   - kubernetes/: a Deployment, its ConfigMap (the proxy's configuration),
 //     a LoadBalancer Service and a PodDisruptionBudget, for kubectl apply -k.
+//   - compose/: several proxies sharing player state in Redis behind
+//     HAProxy (PROXY protocol v2), for docker compose.
 //
 // The package has no code. Its tests parse every file, check each metric
 // and label the rules and the dashboard use against the metrics a real

@@ -11,6 +11,7 @@ func benchSubcommands() []*cli.Command {
 		benchIdleCommand(),
 		benchIdleWorkerCommand(),
 		benchHandshakeCommand(),
+		benchClusterCommand(),
 		benchStormCommand(),
 		benchAcceptCommand(),
 		benchBudgetCommand(),

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -27,7 +25,7 @@ func benchHandshakeCommand() *cli.Command {
 		Flags: append([]cli.Flag{
 			&cli.IntFlag{Name: "count", Value: 5000, Usage: "logins"},
 			&cli.IntFlag{Name: "parallel", Value: 64, Usage: "logins in progress at once"},
-			&cli.StringFlag{Name: "sources", Value: "127.0.0.1,127.0.0.2,127.0.0.3,127.0.0.4", Usage: "local source addresses, comma-separated"},
+			sourcesFlag(),
 			&cli.StringFlag{Name: "target", Value: "tidegate", Usage: "proxy to start: tidegate, tidegate-raw, goproxy, haproxy, haproxy-splice or nginx"},
 			&cli.StringFlag{Name: "addr", Usage: "storm an already running proxy or server at this address instead"},
 			&cli.IntFlag{Name: "proxy-cores", Value: 1, Usage: "threads/loops/workers of the proxy"},
@@ -44,13 +42,9 @@ func benchHandshakeCommand() *cli.Command {
 }
 
 func runBenchHandshake(c *cli.Context) error {
-	log, err := logflags.New(c)
+	log, sources, err := stormSetup(c)
 	if err != nil {
 		return err
-	}
-	sources, err := mcload.ParseSources(c.String("sources"))
-	if err != nil {
-		return fmt.Errorf("--sources: %w", err)
 	}
 	ctx, stop := sessionContext(c)
 	defer stop()
@@ -82,9 +76,7 @@ func runBenchHandshake(c *cli.Context) error {
 		return err
 	}
 	if c.Bool("json") {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(res); err != nil {
+		if err := writeJSON(c, res); err != nil {
 			return err
 		}
 	} else {

@@ -32,7 +32,7 @@ func benchIdleCommand() *cli.Command {
 			&cli.IntFlag{Name: "sessions", Value: 1000, Usage: "idle sessions to hold"},
 			&cli.IntFlag{Name: "workers", Value: 0, Usage: "client processes", DefaultText: "one per 8,000 sessions"},
 			&cli.IntFlag{Name: "parallel", Value: 64, Usage: "logins in progress at once per worker"},
-			&cli.StringFlag{Name: "sources", Value: "127.0.0.1,127.0.0.2,127.0.0.3,127.0.0.4", Usage: "local source addresses, comma-separated"},
+			sourcesFlag(),
 			&cli.DurationFlag{Name: "hold", Value: 10 * time.Second, Usage: "how long the sessions stay idle before the liveness check"},
 			&cli.StringFlag{Name: "target", Value: "tidegate", Usage: "proxy: tidegate, tidegate-raw, goproxy, haproxy, haproxy-splice or nginx"},
 			&cli.StringFlag{Name: "addr", Usage: "measure an already running proxy at this address instead (no process figures)"},
@@ -51,13 +51,9 @@ func benchIdleCommand() *cli.Command {
 }
 
 func runBenchIdle(c *cli.Context) error {
-	log, err := logflags.New(c)
+	log, sources, err := stormSetup(c)
 	if err != nil {
 		return err
-	}
-	sources, err := mcload.ParseSources(c.String("sources"))
-	if err != nil {
-		return fmt.Errorf("--sources: %w", err)
 	}
 	n := c.Int("sessions")
 	workers := c.Int("workers")

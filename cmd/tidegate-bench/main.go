@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -22,6 +23,8 @@ import (
 
 	"github.com/tidegate/tidegate/internal/logflags"
 	"github.com/tidegate/tidegate/internal/revision"
+
+	"github.com/tidegate/tidegate/benchmarks/mcload"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -60,6 +63,26 @@ func newApp() *cli.App {
 }
 
 // tidegateBinFlag is --tidegate-bin, which tidegateBinary reads.
+// stormSetup reads what a login storm command starts with: its logger
+// (logflags) and its --sources.
+func stormSetup(c *cli.Context) (zerolog.Logger, []net.IP, error) {
+	log, err := logflags.New(c)
+	if err != nil {
+		return log, nil, err
+	}
+	sources, err := mcload.ParseSources(c.String("sources"))
+	if err != nil {
+		return log, nil, fmt.Errorf("--sources: %w", err)
+	}
+	return log, sources, nil
+}
+
+// sourcesFlag is --sources, the local addresses a login storm's
+// connections come from (mcload.ParseSources reads it).
+func sourcesFlag() cli.Flag {
+	return &cli.StringFlag{Name: "sources", Value: "127.0.0.1,127.0.0.2,127.0.0.3,127.0.0.4", Usage: "local source addresses, comma-separated"}
+}
+
 func tidegateBinFlag() cli.Flag {
 	return &cli.StringFlag{Name: "tidegate-bin", Usage: "the tidegate `BINARY` run as the server, proxy or backend under test " +
 		"(default: tidegate next to this program, else tidegate on PATH)"}

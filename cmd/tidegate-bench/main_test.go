@@ -67,7 +67,7 @@ func TestTidegateBinary(t *testing.T) {
 func TestCommandTable(t *testing.T) {
 	app := newApp()
 	want := map[string][]string{
-		"bench": {"rps", "push", "session", "idle", "handshake", "storm", "accept", "budget", "drain", "upgrade", "compare"},
+		"bench": {"rps", "push", "session", "idle", "handshake", "cluster", "storm", "accept", "budget", "drain", "upgrade", "compare"},
 		"peer":  {"tlv-goroutine", "goproxy"},
 	}
 	for group, subs := range want {

@@ -277,3 +277,34 @@ func FuzzParseCompressedHeader(f *testing.F) {
 		}
 	})
 }
+
+// FuzzLoginStartUUID: any body and version is decoded or refused without
+// panic; a UUID found in a 1.20.2 body is the 16 bytes after the name.
+func FuzzLoginStartUUID(f *testing.F) {
+	uuid := OfflineUUID([]byte("Notch"))
+	f.Add(packet(0, str("Notch"), uuid[:]), int32(764))
+	f.Add(packet(0, str("Notch"), []byte{0x01}, uuid[:]), int32(761))
+	f.Add(packet(0, str("Notch"), []byte{0x01}, make([]byte, 8), varint(2), []byte{1, 2}, varint(1), []byte{3}, []byte{0x01}, uuid[:]), int32(760))
+	f.Add(packet(0, str("Notch"), []byte{0x00}), int32(761))
+	f.Add(packet(0, str("Notch")), int32(5))
+	f.Fuzz(func(t *testing.T, b []byte, v int32) {
+		u, ok := LoginStartUUID(b, v)
+		if !ok {
+			return
+		}
+		if u == [16]byte{} {
+			t.Fatal("the nil UUID was returned as a UUID")
+		}
+		name, err := ParseLoginStart(b)
+		if err != nil {
+			t.Fatalf("UUID %x from a body ParseLoginStart refuses: %v", u, err)
+		}
+		if v >= ProtocolLoginUUID {
+			_, n1, _ := ReadVarInt(b)
+			_, n2, _ := ReadVarInt(b[n1:])
+			if off := n1 + n2 + len(name); !bytes.Equal(b[off:off+16], u[:]) {
+				t.Fatalf("UUID %x is not the 16 bytes after the name in %x", u, b)
+			}
+		}
+	})
+}

@@ -68,3 +68,72 @@ func ParseSetCompression(body []byte) (threshold int32, err error) {
 func AppendLoginDisconnect(dst []byte, reasonJSON []byte) []byte {
 	return appendStringPacket(dst, PacketLoginDisconnect, reasonJSON)
 }
+
+// Protocol versions whose Login Start carries the player's UUID.
+const (
+	ProtocolLoginUUIDOptional = 760 // 1.19.1: signature data, then an optional UUID
+	ProtocolLoginUUIDNoSig    = 761 // 1.19.3: an optional UUID, no signature data
+	ProtocolLoginUUID         = 764 // 1.20.2: always a UUID
+)
+
+// maxLoginSigBytes bounds the public key and signature skipped in a 1.19.1
+// Login Start (vanilla sends 294 and 512 bytes).
+const maxLoginSigBytes = 4096
+
+// LoginStartUUID returns the UUID a Login Start frame body of protocol
+// version v carries after the name: always from 1.20.2 (764), when its
+// presence flag says so from 1.19.1 (760, after the optional signature
+// data). ok is false for older versions, for the nil UUID (all zeros, which
+// some bots send) and for a body ParseLoginStart refuses or whose fields
+// after the name are malformed or truncated: the UUID is then unknown,
+// which refuses nothing.
+func LoginStartUUID(body []byte, v int32) (u [16]byte, ok bool) {
+	if v < ProtocolLoginUUIDOptional {
+		return u, false
+	}
+	r := NewReader(body)
+	if id, err := r.ReadVarInt(); err != nil || id != PacketLoginStart {
+		return u, false
+	}
+	if name, err := r.ReadString(MaxUsernameLen); err != nil || len(name) == 0 {
+		return u, false
+	}
+	flag := func() (bool, bool) {
+		b, err := r.ReadBytes(1)
+		if err != nil || b[0] > 1 {
+			return false, false
+		}
+		return b[0] == 1, true
+	}
+	if v == ProtocolLoginUUIDOptional {
+		sig, good := flag()
+		if !good {
+			return u, false
+		}
+		if sig {
+			if _, err := r.ReadInt64(); err != nil { // key expiry
+				return u, false
+			}
+			for range 2 { // public key, signature
+				n, err := r.ReadVarInt()
+				if err != nil || n < 0 || n > maxLoginSigBytes {
+					return u, false
+				}
+				if _, err := r.ReadBytes(int(n)); err != nil {
+					return u, false
+				}
+			}
+		}
+	}
+	if v < ProtocolLoginUUID {
+		if has, good := flag(); !good || !has {
+			return u, false
+		}
+	}
+	b, err := r.ReadBytes(16)
+	if err != nil {
+		return u, false
+	}
+	copy(u[:], b)
+	return u, u != [16]byte{}
+}

@@ -94,3 +94,32 @@ func TestAppendLoginDisconnect(t *testing.T) {
 		t.Fatalf("reason = %q, %v, remaining %d", s, err, r.Remaining())
 	}
 }
+
+func TestLoginStartUUID(t *testing.T) {
+	u := OfflineUUID([]byte("Notch"))
+	sig := append(append(append(make([]byte, 8), varint(2)...), 1, 2), append(varint(1), 3)...)
+	for _, tc := range []struct {
+		name string
+		body []byte
+		v    int32
+		ok   bool
+	}{
+		{"1.20.2", packet(0, str("Notch"), u[:]), 764, true},
+		{"1.21 truncated", packet(0, str("Notch"), u[:15]), 767, false},
+		{"1.19.3 with", packet(0, str("Notch"), []byte{1}, u[:]), 761, true},
+		{"1.19.3 without", packet(0, str("Notch"), []byte{0}), 761, false},
+		{"1.19.3 bad flag", packet(0, str("Notch"), []byte{2}, u[:]), 761, false},
+		{"1.19.1 signed", packet(0, str("Notch"), []byte{1}, sig, []byte{1}, u[:]), 760, true},
+		{"1.19.1 unsigned", packet(0, str("Notch"), []byte{0}, []byte{1}, u[:]), 760, true},
+		{"1.19.1 huge key", packet(0, str("Notch"), []byte{1}, make([]byte, 8), varint(1<<20)), 760, false},
+		{"1.19", packet(0, str("Notch"), []byte{0}), 759, false},
+		{"1.7.10", packet(0, str("Notch")), 5, false},
+		{"wrong packet", packet(1, str("Notch"), u[:]), 764, false},
+		{"nil UUID", packet(0, str("Notch"), make([]byte, 16)), 764, false},
+	} {
+		got, ok := LoginStartUUID(tc.body, tc.v)
+		if ok != tc.ok || (ok && got != u) {
+			t.Errorf("%s: LoginStartUUID = %x, %v; want ok %v", tc.name, got, ok, tc.ok)
+		}
+	}
+}

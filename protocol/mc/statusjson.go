@@ -92,6 +92,14 @@ func statusJSONError(text string) *ProtocolError {
 // online is not negative it replaces players.online (players is created if
 // missing). Violations are reported with ReasonBadStatusJSON.
 func SplitStatusJSON(js []byte, online int64) (head, tail []byte, err error) {
+	return SplitStatusJSONPlayers(js, online, nil)
+}
+
+// SplitStatusJSONPlayers is SplitStatusJSON that also replaces
+// players.sample with sample, a JSON array, unless sample is nil (a proxy
+// of a network lists players of the whole network). sample must be valid
+// JSON; it is copied as it is.
+func SplitStatusJSONPlayers(js []byte, online int64, sample []byte) (head, tail []byte, err error) {
 	top, err := jsonObject(js, "status")
 	if err != nil {
 		return nil, nil, err
@@ -105,7 +113,7 @@ func SplitStatusJSON(js []byte, online int64) (head, tail []byte, err error) {
 	}
 	delete(top, "version")
 	delete(version, "protocol")
-	if online >= 0 {
+	if online >= 0 || sample != nil {
 		players, err := jsonObject(top["players"], "players")
 		if err != nil {
 			return nil, nil, err
@@ -113,7 +121,12 @@ func SplitStatusJSON(js []byte, online int64) (head, tail []byte, err error) {
 		if players == nil {
 			players = map[string]json.RawMessage{}
 		}
-		players["online"] = strconv.AppendInt(nil, online, 10)
+		if online >= 0 {
+			players["online"] = strconv.AppendInt(nil, online, 10)
+		}
+		if sample != nil {
+			players["sample"] = sample
+		}
 		top["players"] = appendObject(nil, players)
 	}
 	head = append(appendMembers(append(head, '{'), top), `"version":`...)

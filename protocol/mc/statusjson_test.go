@@ -99,3 +99,19 @@ func TestSplitStatusJSON(t *testing.T) {
 		})
 	}
 }
+
+func TestSplitStatusJSONPlayersSample(t *testing.T) {
+	in := `{"description":"hi","players":{"max":10,"online":1,"sample":[{"name":"a","id":"x"}]},"version":{"name":"1.20.2","protocol":764}}`
+	head, tail, err := SplitStatusJSONPlayers([]byte(in), 7, []byte(`[{"id":"00000000-0000-3000-8000-000000000000","name":"Steve"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(head) + "764" + string(tail)
+	want := `{"description":"hi","players":{"max":10,"online":7,"sample":[{"id":"00000000-0000-3000-8000-000000000000","name":"Steve"}]},"version":{"name":"1.20.2","protocol":764}}`
+	if got != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+	if _, _, err := SplitStatusJSONPlayers([]byte(`{"players":3,"version":{}}`), -1, []byte(`[]`)); err == nil {
+		t.Fatal("a players value that is not an object was accepted")
+	}
+}

@@ -59,6 +59,9 @@ type Config struct {
 	Status       StatusConfig           `yaml:"status"`
 	Shutdown     ShutdownConfig         `yaml:"shutdown"`
 	Admin        AdminConfig            `yaml:"admin"`
+	// Cluster joins the proxy to a network of proxies sharing player state
+	// through Redis (cluster.go); off by default.
+	Cluster ClusterConfig `yaml:"cluster"`
 	// Loops is the number of event loops; 0 means one per core.
 	Loops int `yaml:"loops"`
 	// ReusePort sets SO_REUSEPORT on the listeners, so that several proxy
@@ -420,6 +423,7 @@ func defaultConfig() Config {
 		},
 		Shutdown: ShutdownConfig{DrainTimeout: 30 * time.Second, Message: DefaultShutdownMessage},
 		Admin:    AdminConfig{Enabled: true},
+		Cluster:  defaultClusterConfig(),
 	}
 }
 
@@ -606,6 +610,7 @@ func (c *Config) check(isSet func(path string) bool) []Problem {
 	validOfflineMessage(bad, "health.offline_message", h.OfflineMessage)
 	validOfflineMessage(bad, "shutdown.message", c.Shutdown.Message)
 	c.checkStatus(bad)
+	c.checkCluster(bad)
 	if c.Loops < 0 {
 		bad("loops", "%d is negative (0 means one per core)", c.Loops)
 	}
@@ -731,6 +736,7 @@ func (c *Config) warnings() []Problem {
 	if c.Admin.AllowRemote && !c.Admin.Enabled {
 		warn("admin.allow_remote", "has no effect while admin.enabled is false: the admin API and status page are off")
 	}
+	c.clusterWarnings(warn)
 	return ws
 }
 

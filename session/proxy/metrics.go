@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tidegate/tidegate/session/cluster"
 )
 
 // Collector exports the proxy's counters to Prometheus. It reads Stats and
@@ -20,6 +22,10 @@ type Collector struct {
 
 	statusAnswers, statusRefreshes *prometheus.Desc
 	rateAddresses, rateEvictions   *prometheus.Desc
+
+	clusterUp, clusterFallbacks, clusterRoundTrips, clusterSessions *prometheus.Desc
+	clusterNetSessions, clusterNetProxies, clusterConflicts         *prometheus.Desc
+	clusterKicks                                                    *prometheus.Desc
 }
 
 // NewCollector returns a Prometheus collector for p.
@@ -37,7 +43,7 @@ func NewCollector(p *Proxy) *Collector {
 		frames:        d("frames_total", "Minecraft frames relayed, by direction.", "direction"),
 		unframed:      d("unframed_streams_total", "Streams whose framing could not be followed (encryption)."),
 		rejected:      d("rejected_total", "Sessions refused before they relayed, by reason.", "reason"),
-		ends:          d("session_ends_total", "Relaying sessions the proxy ended, by reason (idle_timeout, fin_timeout, shutdown at the drain deadline).", "reason"),
+		ends:          d("session_ends_total", "Relaying sessions the proxy ended, by reason (idle_timeout, fin_timeout, shutdown at the drain deadline, logged_in_elsewhere).", "reason"),
 		paused:        d("paused_connections", "Connections not being read now (flow control)."),
 		pauseEvents:   d("pause_events_total", "Times a connection stopped being read."),
 		lingerExpired: d("linger_expired_total", "Closes reset because output was still queued at the linger deadline."),
@@ -55,7 +61,21 @@ func NewCollector(p *Proxy) *Collector {
 
 		rateAddresses: d("rate_limit_addresses", "Client addresses whose connection or login buckets are tracked now (limits.rate_limit_addresses bounds them)."),
 		rateEvictions: d("rate_limit_evictions_total", "Buckets not yet refilled dropped to keep the table within limits.rate_limit_addresses."),
+
+		clusterUp:          cd("up", "1 while Redis answers the cluster client, 0 while its circuit breaker is open (logins are decided locally)."),
+		clusterFallbacks:   cd("fallbacks_total", "Redis calls not made (breaker open, queue full) or failed, whose outcome this proxy's own state decided, by operation.", "op"),
+		clusterRoundTrips:  cd("redis_roundtrips_total", "Round trips to Redis (one per command or pipeline)."),
+		clusterSessions:    cd("sessions", "Sessions of this proxy in the cluster client's registry (published, or waiting to be)."),
+		clusterNetSessions: cd("network_sessions", "Sessions of every live proxy, as the last heartbeat read them (absent while Redis does not answer)."),
+		clusterNetProxies:  cd("network_proxies", "Live proxies of the network, as the last heartbeat read them (absent while Redis does not answer)."),
+		clusterConflicts:   cd("conflicts_total", "Sessions let in while Redis was away whose name or UUID another proxy's session held when they were republished."),
+		clusterKicks:       cd("kicks_total", "Sessions of this proxy closed because the player logged in again (cluster.duplicate_login: kick_old)."),
 	}
+}
+
+// cd describes a cluster metric.
+func cd(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc("tidegate_cluster_"+name, help, labels, nil)
 }
 
 // Describe implements prometheus.Collector.
@@ -63,7 +83,9 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.accepted, c.active, c.routed, c.connectFailed, c.bytes, c.frames,
 		c.unframed, c.rejected, c.ends, c.paused, c.pauseEvents, c.lingerExpired,
 		c.backendUp, c.backendLatency, c.backendSessions, c.backendChecks, c.reloads, c.configInfo,
-		c.statusAnswers, c.statusRefreshes, c.rateAddresses, c.rateEvictions} {
+		c.statusAnswers, c.statusRefreshes, c.rateAddresses, c.rateEvictions,
+		c.clusterUp, c.clusterFallbacks, c.clusterRoundTrips, c.clusterSessions, c.clusterNetSessions, c.clusterNetProxies,
+		c.clusterConflicts, c.clusterKicks} {
 		ch <- d
 	}
 }
@@ -106,6 +128,25 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.configInfo, 1, c.p.ConfigHash())
 	gauge(c.rateAddresses, c.p.src.tracked())
 	counter(c.rateEvictions, c.p.src.evicted.Load())
+	if cl := c.p.cluster; cl != nil {
+		up := int64(0)
+		if cl.Up() {
+			up = 1
+		}
+		gauge(c.clusterUp, up)
+		fb := cl.Fallbacks()
+		for _, op := range cluster.Ops {
+			counter(c.clusterFallbacks, fb[op], op)
+		}
+		counter(c.clusterRoundTrips, cl.RoundTrips())
+		gauge(c.clusterSessions, int64(cl.Sessions()))
+		counter(c.clusterConflicts, cl.Conflicts())
+		counter(c.clusterKicks, cl.Kicks())
+		if n, ok := cl.Network(); ok {
+			gauge(c.clusterNetSessions, int64(n.Online))
+			gauge(c.clusterNetProxies, int64(n.Proxies))
+		}
+	}
 	for _, b := range c.p.BackendHealth() {
 		up := int64(0)
 		if b.Up {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tidegate/tidegate/reactor"
+	"github.com/tidegate/tidegate/session/cluster"
 
 	"github.com/rs/zerolog"
 )
@@ -39,7 +40,9 @@ type Proxy struct {
 
 	refresher statusRefresher // status cache refreshes (status.go)
 
-	handedOver, handedOverQueued atomic.Int64 // live upgrades (upgrade.go), see Stats
+	handedOver, handedOverQueued atomic.Int64    // live upgrades (upgrade.go), see Stats
+	cluster                      *cluster.Client // shared player state (cluster.go); nil when cluster.redis is off
+	clusterReset                 bool            // at Start, remove what a previous run left under the proxy's ID
 }
 
 // loopState is what the proxy keeps per loop: counters, random state,
@@ -68,6 +71,18 @@ func NewWithListeners(cfg *Config, log zerolog.Logger, listeners []net.Listener)
 		src:   newSourceLimiter(),
 	}
 	p.backendSide.p = p
+	var err error
+	if p.cluster, err = p.newClusterClient(cfg); err != nil {
+		return nil, err
+	}
+	// A process started with listeners handed over takes the sessions of
+	// the one before it, which stay published under the same ID.
+	p.clusterReset = true
+	for _, l := range listeners {
+		if l != nil {
+			p.clusterReset = false
+		}
+	}
 	addrs := make([]string, len(cfg.Listeners))
 	for i := range cfg.Listeners {
 		addrs[i] = "tcp://" + cfg.Listeners[i].Listen
@@ -89,6 +104,9 @@ func NewWithListeners(cfg *Config, log zerolog.Logger, listeners []net.Listener)
 		Logger:       log,
 	}, (*clientHandler)(p))
 	if err != nil {
+		if p.cluster != nil {
+			_ = p.cluster.Stop(context.Background())
+		}
 		return nil, fmt.Errorf("proxy: %w", err)
 	}
 	p.rs = rs
@@ -107,6 +125,9 @@ func (p *Proxy) Start() error {
 		return fmt.Errorf("proxy: %w", err)
 	}
 	p.startChecks()
+	if p.cluster != nil {
+		p.cluster.Start(p.clusterReset)
+	}
 	return nil
 }
 
@@ -119,7 +140,8 @@ func (p *Proxy) Reactor() *reactor.Server { return p.rs }
 // Stop stops the health checks, closes every connection and waits for the
 // checkers and the loops to exit.
 func (p *Proxy) Stop(ctx context.Context) error {
-	return errors.Join(p.stopChecks(ctx), p.refresher.stop(ctx), p.rs.Stop(ctx))
+	err := errors.Join(p.stopChecks(ctx), p.refresher.stop(ctx), p.rs.Stop(ctx))
+	return errors.Join(err, p.stopCluster(ctx))
 }
 
 // Shutdown drains the proxy: it stops accepting at once and lets open
@@ -131,7 +153,7 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 	err := p.rs.Shutdown(ctx)
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return errors.Join(err, p.stopChecks(sctx), p.refresher.stop(sctx))
+	return errors.Join(err, p.stopChecks(sctx), p.refresher.stop(sctx), p.stopCluster(sctx))
 }
 
 // Stats sums the counters of all loops.

@@ -727,10 +727,11 @@ func TestIdleTimeoutIsAnEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
-# HELP tidegate_proxy_session_ends_total Relaying sessions the proxy ended, by reason (idle_timeout, fin_timeout, shutdown at the drain deadline).
+# HELP tidegate_proxy_session_ends_total Relaying sessions the proxy ended, by reason (idle_timeout, fin_timeout, shutdown at the drain deadline, logged_in_elsewhere).
 # TYPE tidegate_proxy_session_ends_total counter
 tidegate_proxy_session_ends_total{reason="fin_timeout"} 0
 tidegate_proxy_session_ends_total{reason="idle_timeout"} 1
+tidegate_proxy_session_ends_total{reason="logged_in_elsewhere"} 0
 tidegate_proxy_session_ends_total{reason="shutdown"} 0
 `), "tidegate_proxy_session_ends_total"); err != nil {
 		t.Fatal(err)

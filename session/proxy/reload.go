@@ -202,6 +202,9 @@ func restartOnly(a, b *Config) []string {
 	if a.ReusePort != b.ReusePort {
 		out = append(out, "reuse_port changed (needs a restart)")
 	}
+	if a.Cluster != b.Cluster {
+		out = append(out, "cluster changed (the Redis connection, the proxy's ID and what it publishes need a restart)")
+	}
 	la, lb := a.Limits, b.Limits
 	for _, f := range []struct {
 		name string

@@ -8,6 +8,7 @@ import (
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/protocol/proxyproto"
 	"github.com/tidegate/tidegate/reactor"
+	"github.com/tidegate/tidegate/session/cluster"
 )
 
 // state is where a session is in its life.
@@ -24,6 +25,7 @@ const (
 	stAdopting                 // taken over from another process, waiting for its backend socket
 	stHandedOver               // given to another process
 	stProxyHeader              // waiting for the PROXY protocol header (proxyproto.go)
+	stClusterWait              // Login Start read: waiting, not read, for the network's verdict (cluster.go)
 )
 
 // session joins a client and its backend. Both connections' callbacks run
@@ -68,6 +70,10 @@ type session struct {
 	adopted  bool      // taken over from another process (upgrade.go)
 	adoptIn  [2][]byte // taken over: what the client and the backend sent that is not yet relayed
 	adoptOut [2][]byte // taken over: what was relayed to the client and the backend but not yet sent
+
+	ticket     *cluster.Ticket // in the network's state (cluster.go); nil without cluster or before login
+	clusterSeq uint32          // the login's verdict in flight; a later one is ignored
+	adoptTk    *handoverCluster
 }
 
 // clientHandler receives the events of client connections.
@@ -147,6 +153,8 @@ func (h *clientHandler) OnTraffic(c *reactor.Conn) {
 	case stRelay:
 		cnt := &s.p.loopOf(c).counters
 		s.relay(c, s.backend, &s.c2s, &cnt.bytesC2S, &cnt.framesC2S)
+	case stClusterWait:
+		c.PauseRead() // read once the network has answered
 	case stAdopting: // kept for the backend, which is being adopted
 	case stProxyHeader:
 		s.readProxyHeader()
@@ -171,8 +179,9 @@ func (h *clientHandler) OnClose(c *reactor.Conn, err error) {
 	s.leaveBackend()
 	s.dropProbe()
 	if errors.Is(err, reactor.ErrHandedOver) {
-		return // the backend socket goes to the other process too
+		return // the backend socket goes to the other process too, and the ticket with it
 	}
+	s.releaseTicket()
 	s.state = stDone
 	if b := s.backend; b != nil {
 		if b.Opened() && !b.Closing() {
@@ -518,6 +527,10 @@ func (s *session) readLoginStart() {
 		s.reject(r, nil)
 		return
 	}
+	if s.p.cluster != nil {
+		s.clusterLogin(buf[s.hsLen+hl : s.hsLen+n])
+		return
+	}
 	s.connect()
 }
 
@@ -667,6 +680,8 @@ func (s *session) onTimer() {
 		s.reject(reasonHandshakeTimeout, nil)
 	case stProxyHeader:
 		s.proxyHeaderTimeout()
+	case stClusterWait:
+		s.clusterWaitOver()
 	default:
 		s.reject(reasonHandshakeTimeout, nil)
 	}
@@ -719,6 +734,12 @@ func disconnectText(r reason) string {
 		return "Protocol error"
 	case reasonLoginRate:
 		return "Too many logins from your address, wait a moment and try again"
+	case reasonMaxSessionsPerSubnet:
+		return "Too many players from your network, try again later"
+	case reasonDuplicateLogin:
+		return "You are already logged in to this network"
+	case reasonLoggedInElsewhere:
+		return "You logged in from another location"
 	}
 	return ""
 }

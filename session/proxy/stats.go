@@ -32,6 +32,8 @@ const (
 	reasonConnectionRate
 	reasonLoginRate
 	reasonMaxSessionsPerSubnet
+	reasonDuplicateLogin
+	reasonLoggedInElsewhere
 	numReasons
 )
 
@@ -55,12 +57,14 @@ var reasonLabels = [numReasons]string{
 	reasonConnectionRate:         "connection_rate",
 	reasonLoginRate:              "login_rate",
 	reasonMaxSessionsPerSubnet:   "max_sessions_per_subnet",
+	reasonDuplicateLogin:         "duplicate_login",
+	reasonLoggedInElsewhere:      "logged_in_elsewhere",
 }
 
 func (r reason) String() string { return reasonLabels[r] }
 
 // endReasons are the reasons a relaying session is ended for.
-var endReasons = []reason{reasonIdleTimeout, reasonFinTimeout, reasonShutdown}
+var endReasons = []reason{reasonIdleTimeout, reasonFinTimeout, reasonShutdown, reasonLoggedInElsewhere}
 
 // onlyEnds reports whether r never refuses a session, only ends one.
 func (r reason) onlyEnds() bool { return r == reasonIdleTimeout || r == reasonFinTimeout }

@@ -119,6 +119,14 @@ func legacyText(text string) string {
 // backendReply builds the answer from a backend's status JSON. online, when
 // not negative, replaces players.online.
 func backendReply(js []byte, online int64, mode StatusProtocol) (*statusReply, error) {
+	return playersReply(js, &statusPlayers{online: online}, mode)
+}
+
+// playersReply is backendReply with the network's players (cluster.go):
+// pl.online, when not negative, replaces players.online and pl.sample, when
+// not nil, players.sample.
+func playersReply(js []byte, pl *statusPlayers, mode StatusProtocol) (*statusReply, error) {
+	online := pl.online
 	info, err := mc.ParseStatusJSON(js)
 	if err != nil {
 		return nil, err
@@ -135,11 +143,11 @@ func backendReply(js []byte, online int64, mode StatusProtocol) (*statusReply, e
 	if online >= 0 {
 		r.legacy.Online = online
 	}
-	if !r.client && online < 0 {
+	if !r.client && online < 0 && pl.sample == nil {
 		r.frame = mc.AppendStatusResponse(nil, js) // as the backend wrote it
 		return r, nil
 	}
-	if r.head, r.tail, err = mc.SplitStatusJSON(js, online); err != nil {
+	if r.head, r.tail, err = mc.SplitStatusJSONPlayers(js, online, pl.sample); err != nil {
 		return nil, err
 	}
 	if !r.client {
@@ -287,7 +295,7 @@ func (p *Proxy) startRefresh(gen *generation, g *group) {
 func (p *Proxy) refresh(ctx context.Context, gen *generation, g *group) statusEntry {
 	st := gen.cfg.Status
 	start := time.Now()
-	reply, err := fetchGroupStatus(ctx, st, g)
+	reply, err := fetchGroupStatus(ctx, st, g, p.networkPlayers(gen))
 	e := statusEntry{reply: reply, expires: gen.router.now() + int64(st.CacheTTL)}
 	if err != nil {
 		p.refresher.failed.Add(1)
@@ -322,7 +330,10 @@ func (p *Proxy) finishRefresh(g *group, e statusEntry) {
 // fetchGroupStatus asks the backends of g that are up for their status:
 // one, picked by weight (the others in turn if it fails), or with
 // st.SumOnline all of them at once, players.online becoming their sum.
-func fetchGroupStatus(ctx context.Context, st StatusConfig, g *group) (*statusReply, error) {
+//
+// With net (the network's players, cluster.go) those replace the backend's,
+// and one backend is asked even with st.SumOnline.
+func fetchGroupStatus(ctx context.Context, st StatusConfig, g *group, net *statusPlayers) (*statusReply, error) {
 	var up []*backend
 	total := 0
 	for _, b := range g.backends {
@@ -334,7 +345,11 @@ func fetchGroupStatus(ctx context.Context, st StatusConfig, g *group) (*statusRe
 	if len(up) == 0 {
 		return nil, fmt.Errorf("no backend of group %s is up", g.name)
 	}
-	if !st.SumOnline {
+	if !st.SumOnline || (net != nil && net.online >= 0) {
+		pl := net
+		if pl == nil {
+			pl = &statusPlayers{online: -1}
+		}
 		first, n := 0, rand.IntN(total)
 		for i, b := range up {
 			if n < b.weight {
@@ -349,7 +364,7 @@ func fetchGroupStatus(ctx context.Context, st StatusConfig, g *group) (*statusRe
 			js, err := fetchStatus(ctx, addr, st.Timeout)
 			if err == nil {
 				var r *statusReply
-				if r, err = backendReply(js, -1, st.Protocol); err == nil {
+				if r, err = playersReply(js, pl, st.Protocol); err == nil {
 					return r, nil
 				}
 				err = fmt.Errorf("status of %s: %w", addr, err)
@@ -401,7 +416,11 @@ func fetchGroupStatus(ctx context.Context, st StatusConfig, g *group) (*statusRe
 	if primary < 0 {
 		return nil, errors.Join(errs...)
 	}
-	return backendReply(res[primary].js, sum, st.Protocol)
+	pl := &statusPlayers{online: sum}
+	if net != nil {
+		pl.sample = net.sample
+	}
+	return playersReply(res[primary].js, pl, st.Protocol)
 }
 
 // fetchStatus does a status exchange with the backend at addr within timeout

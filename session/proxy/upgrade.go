@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tidegate/tidegate/reactor"
+	"github.com/tidegate/tidegate/session/cluster"
 )
 
 // A live upgrade moves every relaying session to a new process: both of its
@@ -47,12 +48,21 @@ type handoverState struct {
 	// process sends these before the input above.
 	ToClient  []byte `json:"to_client,omitempty"`
 	ToBackend []byte `json:"to_backend,omitempty"`
+	// Cluster is the session's place in the network's state, which the new
+	// process takes over under the same token (cluster.go).
+	Cluster *handoverCluster `json:"cluster,omitempty"`
 }
 
 // handoverAck is what the new process sends back: how many sessions it has
 // handled (adopted or lost) so far.
 type handoverAck struct {
 	Handled int64 `json:"handled"`
+}
+
+// handoverCluster is a session's cluster ticket as it travels.
+type handoverCluster struct {
+	Token  string `json:"token"`
+	Record string `json:"record"` // cluster.Session.Record, read back with cluster.ParseRecord
 }
 
 // scannerState is a frameScanner's position, for a hand-over.
@@ -112,6 +122,11 @@ func (p *Proxy) HandOver(ctx context.Context, hc *reactor.HandoverConn, opt Hand
 	stall := opt.Stall
 	if stall <= 0 {
 		stall = 30 * time.Second
+	}
+	if p.cluster != nil {
+		// The new process publishes the sessions under the same ID from now
+		// on: stopping here must not take them out of the network.
+		p.cluster.KeepKeysOnStop()
 	}
 	out := make(chan handed, handoverWindow)
 	sent := make(chan error, 1)
@@ -287,6 +302,9 @@ func (s *session) detach() (handed, bool) {
 	if s.pp != nil {
 		st.Remote = s.pp.src.String()
 	}
+	if s.ticket != nil {
+		st.Cluster = &handoverCluster{Token: s.ticket.Token(), Record: s.ticket.Session().Record()}
+	}
 	s.state = stHandedOver
 	cd, err := c.Detach()
 	if err != nil {
@@ -447,7 +465,8 @@ func (p *Proxy) adopt(data []byte, files []*os.File) error {
 	gen := p.cur()
 	s := &session{p: p, gen: gen, ip: st.IP, state: stAdopting, adopted: true, raw: st.Raw, host: st.Host, username: st.User,
 		opened: st.Opened, protocol: st.Protocol, c2s: st.C2S.scanner(), s2c: st.S2C.scanner(),
-		adoptIn: [2][]byte{st.ClientIn, st.BackendIn}, adoptOut: [2][]byte{st.ToClient, st.ToBackend}}
+		adoptIn: [2][]byte{st.ClientIn, st.BackendIn}, adoptOut: [2][]byte{st.ToClient, st.ToBackend},
+		adoptTk: st.Cluster}
 	s.timer.F = s.onTimer
 	if ap, err := netip.ParseAddrPort(st.Remote); err == nil {
 		s.pp = &proxied{src: ap}
@@ -474,6 +493,14 @@ func (s *session) adoptedClient(c *reactor.Conn) {
 	s.client = c
 	s.listener = s.gen.listenerOf(c)
 	s.p.admitAdopted(s.gen, s.ip)
+	if tk := s.adoptTk; tk != nil && s.p.cluster != nil {
+		if sess, err := cluster.ParseRecord(tk.Record); err == nil {
+			s.ticket = s.p.cluster.Adopt(tk.Token, sess, s)
+		} else {
+			s.p.log.Warn().Err(err).Str("remote", s.remoteAddr()).Msg("take-over: the session's cluster record is unreadable; it is not published")
+		}
+		s.adoptTk = nil
+	}
 	s.p.loopOf(c).counters.active.Add(1)
 	c.PauseRead()
 	switch {

@@ -1,0 +1,237 @@
+// Package clusterload measures what sharing player state in Redis costs a
+// login: it starts a redis-server, the fake Minecraft backend and, trial by
+// trial, a tidegate proxy with cluster: on and off (alternating which goes
+// first), storms it with logins (mcload.Handshake) and reports logins per
+// second, the proxy's CPU per login and the Redis round trips per login
+// (tidegate_cluster_redis_roundtrips_total, counted by a go-redis hook).
+package clusterload
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tidegate/tidegate/benchmarks/mcload"
+	"github.com/tidegate/tidegate/benchmarks/peers"
+	"github.com/tidegate/tidegate/benchmarks/procstat"
+	"github.com/tidegate/tidegate/benchmarks/spread"
+)
+
+// Config is a cluster benchmark.
+type Config struct {
+	// Tidegate is the tidegate binary (proxy and backend).
+	Tidegate string
+	// Redis is the redis-server program.
+	Redis string
+	// Count logins per trial, Parallel of them at once.
+	Count, Parallel int
+	// Repeats is the number of on/off pairs.
+	Repeats int
+	// ProxyCores is the proxy's loops.
+	ProxyCores int
+	// Sources are the local addresses the logins come from.
+	Sources []net.IP
+	// Log receives progress lines; nil discards them.
+	Log func(format string, args ...any)
+}
+
+// Trial is one storm against one proxy.
+type Trial struct {
+	Cluster        bool    `json:"cluster"`
+	Accepted       int     `json:"accepted"`
+	Failed         int     `json:"failed"`
+	Seconds        float64 `json:"seconds"`
+	LoginsPerSec   float64 `json:"logins_per_sec"`
+	CPUMicrosPer   float64 `json:"proxy_cpu_us_per_login"`
+	RoundTripsPer  float64 `json:"redis_roundtrips_per_login"`
+	Fallbacks      int64   `json:"cluster_fallbacks"`
+	P99Ms          float64 `json:"p99_ms"`
+	RejectedReason string  `json:"rejected,omitempty"`
+}
+
+// Summary is one mode's figures over the trials that had no failure.
+type Summary struct {
+	LoginsPerSec  spread.Spread `json:"logins_per_sec"`
+	CPUMicrosPer  spread.Spread `json:"proxy_cpu_us_per_login"`
+	RoundTripsPer spread.Spread `json:"redis_roundtrips_per_login"`
+	P99Ms         spread.Spread `json:"p99_ms"`
+}
+
+// Result is the whole run.
+type Result struct {
+	Count    int     `json:"count"`
+	Parallel int     `json:"parallel"`
+	Trials   []Trial `json:"trials"`
+	On       Summary `json:"cluster_on"`
+	Off      Summary `json:"cluster_off"`
+}
+
+// Run runs the benchmark.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if cfg.Log == nil {
+		cfg.Log = func(string, ...any) {}
+	}
+	if cfg.Repeats < 1 || cfg.Count < 1 || cfg.Parallel < 1 {
+		return nil, fmt.Errorf("cluster bench: repeats %d, count %d and parallel %d must be at least 1", cfg.Repeats, cfg.Count, cfg.Parallel)
+	}
+	redisAddr, err := peers.FreeAddr("127.0.0.1")
+	if err != nil {
+		return nil, err
+	}
+	_, rport, _ := net.SplitHostPort(redisAddr)
+	redis, err := peers.StartProgram(peers.ProgramSpec{Name: "redis", Listen: redisAddr,
+		Argv: []string{cfg.Redis, "--port", rport, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--loglevel", "warning"}})
+	if err != nil {
+		return nil, fmt.Errorf("starting %s: %w", cfg.Redis, err)
+	}
+	defer redis.Stop()
+	backendAddr, err := peers.FreeAddr("127.0.0.1")
+	if err != nil {
+		return nil, err
+	}
+	backend, err := peers.StartBackend(peers.BackendSpec{Listen: backendAddr, Loops: 1, Executable: cfg.Tidegate})
+	if err != nil {
+		return nil, err
+	}
+	defer backend.Stop()
+	res := &Result{Count: cfg.Count, Parallel: cfg.Parallel}
+	for r := range cfg.Repeats {
+		order := []bool{true, false}
+		if r%2 == 1 {
+			order = []bool{false, true}
+		}
+		for _, on := range order {
+			tr, err := trial(ctx, cfg, backendAddr, "redis://"+redisAddr+"/0", on)
+			if err != nil {
+				res.On, res.Off = summarize(res.Trials, true), summarize(res.Trials, false)
+				return res, err
+			}
+			cfg.Log("repeat %d cluster %v: %.0f logins/s, %.1f µs CPU/login, %.2f Redis round trips/login, %d failed",
+				r+1, on, tr.LoginsPerSec, tr.CPUMicrosPer, tr.RoundTripsPer, tr.Failed)
+			res.Trials = append(res.Trials, tr)
+		}
+	}
+	res.On, res.Off = summarize(res.Trials, true), summarize(res.Trials, false)
+	return res, nil
+}
+
+func summarize(ts []Trial, on bool) Summary {
+	var lps, cpu, rt, p99 []float64
+	for _, t := range ts {
+		if t.Cluster != on || t.Failed > 0 {
+			continue
+		}
+		lps, cpu, p99 = append(lps, t.LoginsPerSec), append(cpu, t.CPUMicrosPer), append(p99, t.P99Ms)
+		if on {
+			rt = append(rt, t.RoundTripsPer)
+		}
+	}
+	return Summary{LoginsPerSec: spread.Of(lps), CPUMicrosPer: spread.Of(cpu), RoundTripsPer: spread.Of(rt), P99Ms: spread.Of(p99)}
+}
+
+// proxyConfig is the proxy's configuration: peers.TidegateConfig (no
+// per-address limits), with the cluster on Redis when on.
+func proxyConfig(listen, backend, redisURL string, cores, sessions int, on bool) string {
+	y := peers.TidegateConfig(peers.RelayConfig{Listen: listen, Backend: backend, Cores: cores, Sessions: sessions}, false)
+	if on {
+		y += fmt.Sprintf("cluster: {redis: %q, id: bench-proxy, heartbeat: 5s, timeout: 1s, login_wait: 2s}\n", redisURL)
+	}
+	return y
+}
+
+// trial starts a proxy, storms it and stops it.
+func trial(ctx context.Context, cfg Config, backend, redisURL string, on bool) (Trial, error) {
+	listen, err := peers.FreeAddr("127.0.0.1")
+	if err != nil {
+		return Trial{}, err
+	}
+	metrics, err := peers.FreeAddr("127.0.0.1")
+	if err != nil {
+		return Trial{}, err
+	}
+	dir, err := os.MkdirTemp("", "tidegate-cluster-bench-")
+	if err != nil {
+		return Trial{}, err
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "proxy.yaml")
+	if err := os.WriteFile(path, []byte(proxyConfig(listen, backend, redisURL, cfg.ProxyCores, cfg.Parallel*2+64, on)), 0o600); err != nil {
+		return Trial{}, err
+	}
+	p, err := peers.StartProgram(peers.ProgramSpec{Name: "tidegate-proxy", Listen: listen, Dir: dir,
+		Argv: []string{cfg.Tidegate, "proxy", "--config", path, "--metrics-listen", metrics, "--log-level", "warn"}})
+	if err != nil {
+		return Trial{}, err
+	}
+	defer p.Stop()
+	pid := p.PIDs()[0]
+	rt0, _, err := scrape(metrics)
+	if err != nil {
+		return Trial{}, err
+	}
+	cpu0, err := procstat.CPU(pid)
+	if err != nil {
+		return Trial{}, err
+	}
+	hs, err := mcload.Handshake(ctx, mcload.HandshakeConfig{Addr: listen, Count: cfg.Count, Parallel: cfg.Parallel, Sources: cfg.Sources})
+	if err != nil {
+		return Trial{}, err
+	}
+	// The releases of the last sessions are counted too.
+	time.Sleep(200 * time.Millisecond)
+	cpu1, err := procstat.CPU(pid)
+	if err != nil {
+		return Trial{}, err
+	}
+	rt1, fb, err := scrape(metrics)
+	if err != nil {
+		return Trial{}, err
+	}
+	t := Trial{Cluster: on, Accepted: hs.Accepted, Failed: hs.Failed, Seconds: hs.Seconds, LoginsPerSec: hs.AcceptedPerSec, P99Ms: hs.P99Ms, Fallbacks: fb}
+	if hs.Accepted > 0 {
+		t.CPUMicrosPer = float64(cpu1-cpu0) / 1e3 / float64(hs.Accepted)
+		t.RoundTripsPer = float64(rt1-rt0) / float64(hs.Accepted)
+	}
+	for _, k := range hs.SortedRejections() {
+		t.RejectedReason = fmt.Sprintf("%s x%d", k, hs.Rejections[k])
+		break
+	}
+	return t, nil
+}
+
+// scrape reads the Redis round trips and the fallbacks from the proxy's
+// /metrics (0 without the cluster).
+func scrape(addr string) (roundTrips, fallbacks int64, err error) {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return 0, 0, fmt.Errorf("scraping the proxy: %w", err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		name, val, ok := strings.Cut(line, " ")
+		if !ok || strings.HasPrefix(line, "#") {
+			continue
+		}
+		v, err := strconv.ParseFloat(val, 64)
+		if err != nil {
+			continue
+		}
+		switch {
+		case name == "tidegate_cluster_redis_roundtrips_total":
+			roundTrips = int64(v)
+		case strings.HasPrefix(name, "tidegate_cluster_fallbacks_total{"):
+			fallbacks += int64(v)
+		}
+	}
+	return roundTrips, fallbacks, sc.Err()
+}

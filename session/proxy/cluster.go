@@ -1,0 +1,366 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/tidegate/tidegate/protocol/mc"
+	"github.com/tidegate/tidegate/session/cluster"
+)
+
+// Several proxies, one network (session/cluster does the Redis side). With
+// cluster.redis set, each proxy publishes its logged-in sessions and a
+// heartbeat in Redis, and a login waits, paused on its loop, for the
+// network's verdict before its backend is dialled: a second login of a name
+// or UUID held anywhere is refused (or, with duplicate_login: kick_old, the
+// older session is closed, on whichever proxy it is), and with
+// network_limits the login rate per address and the session cap per subnet
+// hold across proxies. The Redis calls run on the cluster client's few
+// goroutines; the verdict comes back to the session's loop through
+// Loop.Execute. When Redis does not answer within login_wait (or the
+// client's circuit breaker is open) the login goes on by this proxy's own
+// state: its local limits and the duplicates among its own sessions.
+
+// DuplicateLogin is what a login of a name or UUID held by a live session
+// gets.
+type DuplicateLogin string
+
+// Duplicate login modes.
+const (
+	DuplicateRefuse  DuplicateLogin = "refuse"   // the new login is refused
+	DuplicateKickOld DuplicateLogin = "kick_old" // the older session is closed
+)
+
+// ClusterConfig joins the proxy to a network of proxies that share player
+// state through Redis; off while Redis is "".
+type ClusterConfig struct {
+	// Redis is the server's URL, redis://[user:password@]host:port/db.
+	Redis string `yaml:"redis"`
+	// ID names this proxy in the network (letters, digits, . _ -); ""
+	// means the host name. Proxies need distinct IDs; a live upgrade keeps
+	// the ID and the sessions published under it.
+	ID string `yaml:"id"`
+	// Heartbeat is how often the proxy refreshes its keys; they expire
+	// cluster.TTLFactor (3) heartbeats after the last, so a proxy that dies
+	// leaves the network within 3 heartbeats.
+	Heartbeat time.Duration `yaml:"heartbeat"`
+	// Timeout bounds one Redis call.
+	Timeout time.Duration `yaml:"timeout"`
+	// LoginWait bounds how long a login waits for the network's verdict;
+	// then this proxy's own state decides.
+	LoginWait time.Duration `yaml:"login_wait"`
+	// DuplicateLogin is refuse or kick_old.
+	DuplicateLogin DuplicateLogin `yaml:"duplicate_login"`
+	// StatusOnline makes status answers report the network's player count
+	// (players.online) while Redis answers.
+	StatusOnline bool `yaml:"status_online"`
+	// StatusSample is how many names of the network (picked at random) a
+	// status answer lists in players.sample; 0 keeps the backend's.
+	StatusSample int `yaml:"status_sample"`
+	// NetworkLimits applies limits.login_rate and max_sessions_per_subnet
+	// across the network too (the subnet's logged-in sessions, checked at
+	// Login Start); the local limits apply as well, and alone while Redis
+	// is away.
+	NetworkLimits bool `yaml:"network_limits"`
+	// Workers is how many goroutines make the Redis calls, Queue how many
+	// calls may wait for them.
+	Workers int `yaml:"workers"`
+	Queue   int `yaml:"queue"`
+	// Failures is how many failed calls in a row make the proxy stop asking
+	// Redis (counted as fallbacks); it probes it every Retry.
+	Failures int           `yaml:"failures"`
+	Retry    time.Duration `yaml:"retry"`
+}
+
+// defaultClusterConfig is cluster: as a file that leaves it out gets it.
+func defaultClusterConfig() ClusterConfig {
+	return ClusterConfig{
+		Heartbeat: 5 * time.Second, Timeout: 200 * time.Millisecond, LoginWait: 250 * time.Millisecond,
+		DuplicateLogin: DuplicateRefuse, Workers: 4, Queue: 1024, Failures: 3, Retry: time.Second,
+	}
+}
+
+// checkCluster reports the problems of cluster:.
+func (c *Config) checkCluster(bad func(path, format string, args ...any)) {
+	cc := c.Cluster
+	if cc.Redis != "" {
+		if msg := cluster.CheckURL(cc.Redis); msg != "" {
+			bad("cluster.redis", "%s", msg)
+		}
+	}
+	if cc.ID != "" {
+		if msg := cluster.CheckID(cc.ID); msg != "" {
+			bad("cluster.id", "%s", msg)
+		}
+	}
+	for _, d := range []struct {
+		path string
+		v    time.Duration
+	}{
+		{"cluster.heartbeat", cc.Heartbeat}, {"cluster.timeout", cc.Timeout},
+		{"cluster.login_wait", cc.LoginWait}, {"cluster.retry", cc.Retry},
+	} {
+		if d.v <= 0 {
+			bad(d.path, "%v must be positive", d.v)
+		}
+	}
+	switch cc.DuplicateLogin {
+	case DuplicateRefuse, DuplicateKickOld:
+	default:
+		bad("cluster.duplicate_login", "%q: want refuse or kick_old", cc.DuplicateLogin)
+	}
+	if cc.StatusSample < 0 || cc.StatusSample > 12 {
+		bad("cluster.status_sample", "%d: want 0 to 12", cc.StatusSample)
+	}
+	if cc.Workers < 1 || cc.Workers > 64 {
+		bad("cluster.workers", "%d: want 1 to 64", cc.Workers)
+	}
+	if cc.Queue < 16 || cc.Queue > 1<<20 {
+		bad("cluster.queue", "%d: want 16 to 1048576", cc.Queue)
+	}
+	if cc.Failures < 1 || cc.Failures > 1000 {
+		bad("cluster.failures", "%d: want 1 to 1000", cc.Failures)
+	}
+}
+
+// clusterWarnings reports cluster settings that are valid but likely not
+// meant.
+func (c *Config) clusterWarnings(warn func(path, format string, args ...any)) {
+	cc := c.Cluster
+	if cc.Redis == "" {
+		return
+	}
+	if cc.LoginWait >= c.Limits.HandshakeTimeout {
+		warn("cluster.login_wait", "%v is not below limits.handshake_timeout %v: a login waiting for Redis times out first", cc.LoginWait, c.Limits.HandshakeTimeout)
+	}
+	if cc.Timeout > cc.Heartbeat {
+		warn("cluster.timeout", "%v is above the heartbeat %v: a slow heartbeat delays the next", cc.Timeout, cc.Heartbeat)
+	}
+}
+
+// newClusterClient builds the cluster client of cfg, or nil when it is off.
+func (p *Proxy) newClusterClient(cfg *Config) (*cluster.Client, error) {
+	cc := cfg.Cluster
+	if cc.Redis == "" {
+		return nil, nil
+	}
+	id := cc.ID
+	if id == "" {
+		id = cluster.HostID()
+	}
+	mode := cluster.Refuse
+	if cc.DuplicateLogin == DuplicateKickOld {
+		mode = cluster.KickOld
+	}
+	c, err := cluster.New(cluster.Config{
+		URL: cc.Redis, ID: id, Heartbeat: cc.Heartbeat, Timeout: cc.Timeout, LoginWait: cc.LoginWait, Mode: mode,
+		Sample: cc.StatusSample, Workers: cc.Workers, Queue: cc.Queue, Failures: cc.Failures, Retry: cc.Retry,
+		Log: p.log, OnKick: p.onKick,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("proxy: %w", err)
+	}
+	return c, nil
+}
+
+// stopCluster stops the cluster client, if any.
+func (p *Proxy) stopCluster(ctx context.Context) error {
+	if p.cluster == nil {
+		return nil
+	}
+	return p.cluster.Stop(ctx)
+}
+
+// Cluster returns the proxy's cluster client, nil when cluster.redis is off.
+func (p *Proxy) Cluster() *cluster.Client { return p.cluster }
+
+// onKick closes, on its loop, a session a newer login elsewhere displaced.
+func (p *Proxy) onKick(h any) {
+	if s, ok := h.(*session); ok {
+		_ = s.client.Loop().Execute(s.kicked)
+	}
+}
+
+// clusterWaitSlack is how much longer than cluster.login_wait a login
+// waits for the cluster client's answer (which comes within login_wait)
+// before going on without it.
+const clusterWaitSlack = 250 * time.Millisecond
+
+// clusterLogin asks the network about a login whose Login Start (body) was
+// read: the session waits, not read, for the verdict, and goes on in
+// clusterVerdict.
+func (s *session) clusterLogin(body []byte) {
+	cc := &s.gen.cfg.Cluster
+	sess := cluster.Session{Name: s.username, Host: s.host, Backend: s.group.name, Since: time.Now()}
+	if u, ok := mc.LoginStartUUID(body, s.protocol); ok {
+		sess.UUID = string(mc.AppendUUID(nil, u, false))
+	}
+	var lim cluster.Limits
+	if cc.NetworkLimits {
+		lim, sess.Subnet = networkLimits(&s.gen.cfg.Limits, s.ip)
+	}
+	c := s.client
+	l := c.Loop()
+	s.clusterSeq++
+	seq := s.clusterSeq
+	t, a, wait := s.p.cluster.Login(sess, lim, s, func(a cluster.Answer) {
+		_ = l.Execute(func() {
+			if s.state == stClusterWait && s.clusterSeq == seq {
+				s.clusterVerdict(a)
+			}
+		})
+	})
+	s.ticket = t
+	if !wait {
+		s.clusterVerdict(a)
+		return
+	}
+	s.state = stClusterWait
+	c.PauseRead()
+	d := cc.LoginWait + clusterWaitSlack
+	if left := time.Duration(s.handshakeDeadline() - l.Now()); left < d {
+		d = left
+	}
+	l.Schedule(&s.timer, d)
+}
+
+// clusterVerdict goes on with a login the network answered.
+func (s *session) clusterVerdict(a cluster.Answer) {
+	switch a.Verdict {
+	case cluster.Duplicate:
+		s.ticket = nil
+		s.reject(reasonDuplicateLogin, nil)
+		return
+	case cluster.LoginRate:
+		s.ticket = nil
+		s.reject(reasonLoginRate, nil)
+		return
+	case cluster.SubnetCap:
+		s.ticket = nil
+		s.reject(reasonMaxSessionsPerSubnet, nil)
+		return
+	}
+	if s.state == stClusterWait {
+		c := s.client
+		c.ResumeRead()
+		c.Loop().ScheduleAt(&s.timer, s.handshakeDeadline())
+	}
+	s.connect()
+}
+
+// clusterWaitOver runs when a login waited for the network's verdict past
+// login_wait: it goes on by the local state (or times out).
+func (s *session) clusterWaitOver() {
+	if s.client.Loop().Now() >= s.handshakeDeadline() {
+		s.reject(reasonHandshakeTimeout, nil)
+		return
+	}
+	s.clusterSeq++ // a late answer is ignored
+	s.p.log.Debug().Str("remote", s.remoteAddr()).Str("user", s.username).Msg("cluster: no verdict in time; the login goes on by local state")
+	s.clusterVerdict(cluster.Answer{Verdict: cluster.Local})
+}
+
+// releaseTicket takes the session out of the network's state.
+func (s *session) releaseTicket() {
+	if s.ticket != nil {
+		s.p.cluster.Release(s.ticket)
+		s.ticket = nil
+	}
+}
+
+// kicked closes a session a newer login of its name or UUID displaced: a
+// player still logging in reads why.
+func (s *session) kicked() {
+	c := s.client
+	switch s.state {
+	case stDone, stHandedOver, stAdopting:
+		return
+	}
+	if c.Closing() {
+		return
+	}
+	if s.state == stRelay {
+		s.p.loopOf(c).counters.ended[reasonLoggedInElsewhere].Add(1)
+	} else {
+		s.p.loopOf(c).counters.rejected[reasonLoggedInElsewhere].Add(1)
+		_ = c.Write(mc.AppendLoginDisconnect(nil, []byte(`{"text":"`+disconnectText(reasonLoggedInElsewhere)+`"}`)))
+	}
+	s.p.log.Info().Str("remote", s.remoteAddr()).Str("user", s.username).Msg("session closed: the player logged in again elsewhere")
+	s.state = stDone
+	c.Discard(-1)
+	c.Close()
+	if s.backend != nil {
+		s.backend.Close()
+	}
+}
+
+// networkLimits returns the network-wide limits of a login from ip under
+// lim, and the subnet it is counted in ("" when the cap is off).
+func networkLimits(lim *Limits, ip string) (cluster.Limits, string) {
+	var out cluster.Limits
+	a, ok := sourceAddr(ip)
+	if !ok {
+		return out, ""
+	}
+	if lim.LoginRate > 0 {
+		iv := interval(lim.LoginRate)
+		out.RateKey = netip.AddrFrom16(rateKey(a)).Unmap().String()
+		out.RateInterval = time.Duration(iv)
+		out.RateTolerance = time.Duration(int64(lim.LoginBurst-1) * iv)
+	}
+	subnet := ""
+	if lim.MaxSessionsPerSubnet > 0 {
+		bits := lim.SubnetPrefixIPv6
+		if a.Is4() {
+			bits = lim.SubnetPrefixIPv4
+		}
+		if pfx, err := a.Prefix(bits); err == nil {
+			subnet = pfx.String()
+			out.SubnetCap = lim.MaxSessionsPerSubnet
+		}
+	}
+	return out, subnet
+}
+
+// statusPlayers is what a status answer reports of the network's players,
+// when cluster.status_online or status_sample ask for it and Redis
+// answers; nil otherwise (the backend's players then stand).
+type statusPlayers struct {
+	online int64  // -1: keep the backend's
+	sample []byte // a JSON array; nil: keep the backend's
+}
+
+// networkPlayers returns the network's players for status answers under gen.
+func (p *Proxy) networkPlayers(gen *generation) *statusPlayers {
+	cc := gen.cfg.Cluster
+	if p.cluster == nil || (!cc.StatusOnline && cc.StatusSample == 0) {
+		return nil
+	}
+	n, ok := p.cluster.Network()
+	if !ok {
+		return nil
+	}
+	sp := &statusPlayers{online: -1}
+	if cc.StatusOnline {
+		sp.online = int64(n.Online)
+	}
+	if cc.StatusSample > 0 {
+		type entry struct {
+			Name string `json:"name"`
+			ID   string `json:"id"`
+		}
+		sample := make([]entry, 0, len(n.Sample))
+		for _, s := range n.Sample[:min(len(n.Sample), cc.StatusSample)] {
+			u, ok := mc.ParseUUID([]byte(s.UUID))
+			if !ok {
+				u = mc.OfflineUUID([]byte(s.Name))
+			}
+			sample = append(sample, entry{Name: s.Name, ID: string(mc.AppendUUID(nil, u, true))})
+		}
+		sp.sample, _ = json.Marshal(sample) // strings always marshal
+	}
+	return sp
+}
