@@ -3,6 +3,7 @@
 package procs
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -13,7 +14,12 @@ import (
 // runs and is neither found nor alive once it has exited and been reaped.
 func TestWithMarkerFindsAChild(t *testing.T) {
 	marker := filepath.Join(t.TempDir(), "marker")
-	cmd := exec.Command("sh", "-c", "sleep 30; :", marker) // $0 is the marker
+	if err := os.WriteFile(marker, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// One process with the marker in its command line: a shell would fork a
+	// child that has the marker too until it execs, and outlives the kill.
+	cmd := exec.Command("tail", "-f", marker)
 	if err := cmd.Start(); err != nil {
 		t.Skipf("starting sh: %v", err)
 	}
