@@ -1,20 +1,16 @@
 package acceptload
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 
-	"github.com/tidegate/tidegate/benchmarks/session"
+	"github.com/tidegate/tidegate/benchmarks/resultfile"
 )
 
 // Meta says where and how a comparison was made; the command fills it in.
 type Meta struct {
-	Command  string       `json:"command"`
-	Date     string       `json:"date"`
-	Host     session.Host `json:"host"`
-	Revision string       `json:"revision"`
+	resultfile.Meta
 	// The load's and the servers' settings, for the table's heading.
 	Conns      int `json:"conns"`
 	Parallel   int `json:"parallel"`
@@ -32,11 +28,7 @@ type Report struct {
 }
 
 // WriteJSON writes the report as indented JSON.
-func WriteJSON(w io.Writer, r Report) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
-}
+func WriteJSON(w io.Writer, r Report) error { return resultfile.WriteJSON(w, r) }
 
 func optional(v *float64, decimals int) string {
 	if v == nil {

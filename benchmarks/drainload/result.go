@@ -1,14 +1,11 @@
 package drainload
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 
-	"github.com/tidegate/tidegate/benchmarks/session"
+	"github.com/tidegate/tidegate/benchmarks/resultfile"
 	"github.com/tidegate/tidegate/benchmarks/spread"
 )
 
@@ -39,12 +36,7 @@ func paramsOf(c Config) Params {
 }
 
 // Meta says where and how a run was made; the command fills it in.
-type Meta struct {
-	Command  string       `json:"command"`
-	Date     string       `json:"date"`
-	Host     session.Host `json:"host"`
-	Revision string       `json:"revision"`
-}
+type Meta = resultfile.Meta
 
 // Trial is one server measured once.
 type Trial struct {
@@ -221,26 +213,11 @@ const Definitions = `- **CPU % of a core**: the server process's on-CPU time (su
 `
 
 // WriteJSON writes r as indented JSON.
-func WriteJSON(w io.Writer, r *Result) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
-}
+func WriteJSON(w io.Writer, r *Result) error { return resultfile.WriteJSON(w, r) }
 
 // WriteReport writes DATE-drain-cost[-LABEL].md and .json into dir and
 // returns the Markdown file's path.
 func WriteReport(dir, label string, r *Result) (string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("results directory %s: %w", dir, err)
-	}
-	name := r.Meta.Date
-	if len(name) > 10 {
-		name = name[:10]
-	}
-	name += "-drain-cost"
-	if label != "" {
-		name += "-" + label
-	}
 	var b strings.Builder
 	b.WriteString("# Drain detection: CPU of paused connections and resume latency\n\n")
 	verdict := "PASS: every connection stalled, was counted paused by the server, resumed and returned every byte in order."
@@ -248,11 +225,7 @@ func WriteReport(dir, label string, r *Result) (string, error) {
 		verdict = "FAIL (the tool exited non-zero): see Failures."
 	}
 	fmt.Fprintf(&b, "%s\n\n", verdict)
-	fmt.Fprintf(&b, "- date: %s\n", r.Meta.Date)
-	fmt.Fprintf(&b, "- command: `%s`\n", r.Meta.Command)
-	fmt.Fprintf(&b, "- revision of the tool: %s\n", r.Meta.Revision)
-	h := r.Meta.Host
-	fmt.Fprintf(&b, "- machine: %d cores (nproc), %s, kernel %s (uname -r), %s/%s, %s\n", h.NumCPU, h.CPU, h.Kernel, h.OS, h.Arch, h.GoVersion)
+	r.Meta.WriteHeader(&b, " (tool)", "")
 	for _, s := range r.Params.Servers {
 		fmt.Fprintf(&b, "- server %s: `%s` (%s)\n", s.Label, s.Binary, s.Version)
 	}
@@ -275,17 +248,5 @@ func WriteReport(dir, label string, r *Result) (string, error) {
 	}
 	b.WriteString("\n## What the columns mean\n\n")
 	b.WriteString(Definitions)
-	md := filepath.Join(dir, name+".md")
-	if err := os.WriteFile(md, []byte(b.String()), 0o644); err != nil {
-		return "", err
-	}
-	f, err := os.Create(filepath.Join(dir, name+".json"))
-	if err != nil {
-		return "", err
-	}
-	if err := WriteJSON(f, r); err != nil {
-		f.Close()
-		return "", err
-	}
-	return md, f.Close()
+	return resultfile.Write(dir, resultfile.Name(r.Meta.Date, "drain-cost", label), b.String(), r)
 }

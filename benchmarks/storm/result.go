@@ -1,15 +1,12 @@
 package storm
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/tidegate/tidegate/benchmarks/peers"
-	"github.com/tidegate/tidegate/benchmarks/session"
+	"github.com/tidegate/tidegate/benchmarks/resultfile"
 	"github.com/tidegate/tidegate/benchmarks/spread"
 )
 
@@ -44,12 +41,7 @@ func paramsOf(c Config) Params {
 }
 
 // Meta says where and how a run was made; the command fills it in.
-type Meta struct {
-	Command  string       `json:"command"`
-	Date     string       `json:"date"`
-	Host     session.Host `json:"host"`
-	Revision string       `json:"revision"`
-}
+type Meta = resultfile.Meta
 
 // Summary is one target's trials in figures over the repeats.
 type Summary struct {
@@ -225,14 +217,7 @@ func oneLine(s string) string {
 }
 
 // WriteJSON writes the result as indented JSON.
-func WriteJSON(w io.Writer, r *Result) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(r); err != nil {
-		return fmt.Errorf("writing the storm result as JSON: %w", err)
-	}
-	return nil
-}
+func WriteJSON(w io.Writer, r *Result) error { return resultfile.WriteJSON(w, r) }
 
 // Definitions explains the columns, for the results file.
 const Definitions = `- **held lost**: held sessions (opened and checked before the storm, each echoing a 64-byte
@@ -276,17 +261,6 @@ const Limits = `- **session limit** (--limit): tidegate ` + "`limits.max_session
 // DATE-storm-LABEL.md, with its JSON beside it; it returns the markdown
 // file's path.
 func WriteReport(dir, label string, r *Result) (string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("results directory %s: %w", dir, err)
-	}
-	name := r.Meta.Date
-	if len(name) > 10 {
-		name = name[:10]
-	}
-	name += "-storm"
-	if label != "" {
-		name += "-" + label
-	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Connection storm: held sessions and a storm past the session and descriptor limits\n\n")
 	verdict := "PASS: no held session lost, every proxy alive and serving after every storm."
@@ -294,11 +268,7 @@ func WriteReport(dir, label string, r *Result) (string, error) {
 		verdict = "FAIL (the tool exited non-zero): see Failures."
 	}
 	fmt.Fprintf(&b, "%s\n\n", verdict)
-	fmt.Fprintf(&b, "- date: %s\n", r.Meta.Date)
-	fmt.Fprintf(&b, "- command: `%s`\n", r.Meta.Command)
-	fmt.Fprintf(&b, "- revision: %s\n", r.Meta.Revision)
-	h := r.Meta.Host
-	fmt.Fprintf(&b, "- machine: %d cores (nproc), %s, kernel %s, %s/%s, %s\n", h.NumCPU, h.CPU, h.Kernel, h.OS, h.Arch, h.GoVersion)
+	r.Meta.WriteHeader(&b, "", "")
 	p := r.Params
 	fmt.Fprintf(&b, "- targets %s; %d repeats; %d held, %d storm (parallel %d: 0 is all at once), limit %d sessions, nofile %d, %d proxy core(s)\n",
 		strings.Join(p.Targets, ", "), p.Repeats, p.Held, p.Storm, p.StormParallel, p.Limit, p.NoFile, p.ProxyCores)
@@ -328,19 +298,7 @@ func WriteReport(dir, label string, r *Result) (string, error) {
 		b.WriteString("\n## Proxy output of the failed trials\n")
 		b.WriteString(logs.String())
 	}
-	path := filepath.Join(dir, name+".md")
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		return "", fmt.Errorf("writing %s: %w", path, err)
-	}
-	f, err := os.Create(filepath.Join(dir, name+".json"))
-	if err != nil {
-		return "", fmt.Errorf("writing the JSON beside %s: %w", path, err)
-	}
-	defer f.Close()
-	if err := WriteJSON(f, r); err != nil {
-		return "", err
-	}
-	return path, f.Close()
+	return resultfile.Write(dir, resultfile.Name(r.Meta.Date, "storm", label), b.String(), r)
 }
 
 // logExcerpt returns at most n lines of a proxy's output, each cut to 300

@@ -1,15 +1,12 @@
 package upgradeload
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
-	benchsession "github.com/tidegate/tidegate/benchmarks/session"
+	"github.com/tidegate/tidegate/benchmarks/resultfile"
 	"github.com/tidegate/tidegate/benchmarks/spread"
 )
 
@@ -42,10 +39,7 @@ func paramsOf(c Config) Params {
 
 // Meta says where and how a run was made; the command fills it in.
 type Meta struct {
-	Command  string            `json:"command"`
-	Date     string            `json:"date"`
-	Host     benchsession.Host `json:"host"`
-	Revision string            `json:"revision"`
+	resultfile.Meta
 	// ProxyVersion is what the tidegate binary's `version` printed.
 	ProxyVersion string `json:"proxy_version,omitempty"`
 }
@@ -321,26 +315,11 @@ const Definitions = `- **hand-over**: from just before SIGUSR2 is sent to the pr
 `
 
 // WriteJSON writes r as indented JSON.
-func WriteJSON(w io.Writer, r *Result) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
-}
+func WriteJSON(w io.Writer, r *Result) error { return resultfile.WriteJSON(w, r) }
 
 // WriteReport writes DATE-upgrade[-LABEL].md and .json into dir and returns
 // the Markdown file's path.
 func WriteReport(dir, label string, r *Result) (string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("results directory %s: %w", dir, err)
-	}
-	name := r.Meta.Date
-	if len(name) > 10 {
-		name = name[:10]
-	}
-	name += "-upgrade"
-	if label != "" {
-		name += "-" + label
-	}
 	var b strings.Builder
 	b.WriteString("# Live upgrade under load: hand-over time and the longest echo gap of every session\n\n")
 	if r.OK {
@@ -348,16 +327,11 @@ func WriteReport(dir, label string, r *Result) (string, error) {
 	} else {
 		b.WriteString("FAIL (the tool exited non-zero): see Failures.\n\n")
 	}
-	h := r.Meta.Host
-	fmt.Fprintf(&b, "- date: %s\n", r.Meta.Date)
-	fmt.Fprintf(&b, "- command: `%s`\n", r.Meta.Command)
-	fmt.Fprintf(&b, "- revision: %s (tool)", r.Meta.Revision)
+	proxy := " (tool)"
 	if r.Meta.ProxyVersion != "" {
-		fmt.Fprintf(&b, "; proxy binary: %s", r.Meta.ProxyVersion)
+		proxy += "; proxy binary: " + r.Meta.ProxyVersion
 	}
-	b.WriteString("\n")
-	fmt.Fprintf(&b, "- machine: %d cores (nproc), %s, kernel %s, %s/%s, %s; descriptor limit (RLIMIT_NOFILE) %d soft / %d hard, after raising the soft one\n",
-		h.NumCPU, h.CPU, h.Kernel, h.OS, h.Arch, h.GoVersion, r.FDLimit.Soft, r.FDLimit.Hard)
+	r.Meta.WriteHeader(&b, proxy, fmt.Sprintf("; descriptor limit (RLIMIT_NOFILE) %d soft / %d hard, after raising the soft one", r.FDLimit.Soft, r.FDLimit.Hard))
 	p := r.Params
 	fmt.Fprintf(&b, "- %d sessions, a 16-byte message every %g ms each; %d trials; warm-up %gs, baseline %gs, settle %gs; proxy: raw listener, %d loops, max_sessions 0, idle_timeout 0s, drain_timeout %gs, logs at info (JSON)\n",
 		p.Sessions, p.IntervalMs, p.Repeats, p.WarmupS, p.BaselineS, p.SettleS, p.Loops, p.DrainTimeoutS)
@@ -392,17 +366,5 @@ func WriteReport(dir, label string, r *Result) (string, error) {
 	for _, t := range r.Trials {
 		fmt.Fprintf(&b, "\nrepeat %d (%s):\n\n```\n%s\n```\n", t.Repeat, t.ProxyLog, strings.Join(t.LogLines, "\n"))
 	}
-	md := filepath.Join(dir, name+".md")
-	if err := os.WriteFile(md, []byte(b.String()), 0o644); err != nil {
-		return "", fmt.Errorf("writing %s: %w", md, err)
-	}
-	var j strings.Builder
-	if err := WriteJSON(&j, r); err != nil {
-		return "", err
-	}
-	js := filepath.Join(dir, name+".json")
-	if err := os.WriteFile(js, []byte(j.String()), 0o644); err != nil {
-		return "", fmt.Errorf("writing %s: %w", js, err)
-	}
-	return md, nil
+	return resultfile.Write(dir, resultfile.Name(r.Meta.Date, "upgrade", label), b.String(), r)
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/tidegate/tidegate/internal/logflags"
 
 	"github.com/tidegate/tidegate/benchmarks/acceptload"
-	"github.com/tidegate/tidegate/benchmarks/session"
 )
 
 // benchAcceptCommand measures the CPU a TLV server spends per accepted
@@ -102,7 +101,7 @@ func runBenchAccept(c *cli.Context) error {
 		return err
 	}
 	rep := acceptload.Report{Comparison: cmp, Meta: acceptload.Meta{
-		Command: commandLine(os.Args), Date: started.Format(time.RFC3339), Host: session.ThisHost(), Revision: toolRevision(),
+		Meta:  runMeta(started),
 		Conns: cfg.Load.Conns, Parallel: cfg.Load.Parallel, Body: cfg.Load.Body, Warmup: cfg.Warmup,
 		Repeats: cfg.Repeats, Loops: cfg.Loops, GoMaxProcs: cfg.GoMaxProcs,
 	}}

@@ -12,7 +12,6 @@ import (
 	"github.com/tidegate/tidegate/internal/logflags"
 
 	"github.com/tidegate/tidegate/benchmarks/drainload"
-	"github.com/tidegate/tidegate/benchmarks/session"
 )
 
 // benchDrainCommand measures what paused connections cost a server while
@@ -100,7 +99,7 @@ func runBenchDrain(c *cli.Context) error {
 	if res == nil {
 		return runErr
 	}
-	res.Meta = drainload.Meta{Command: commandLine(os.Args), Date: started.Format(time.RFC3339), Host: session.ThisHost(), Revision: toolRevision()}
+	res.Meta = runMeta(started)
 	if c.Bool("json") {
 		err = drainload.WriteJSON(os.Stdout, res)
 	} else {

@@ -15,7 +15,6 @@ import (
 
 	"github.com/tidegate/tidegate/benchmarks/mcload"
 	"github.com/tidegate/tidegate/benchmarks/peers"
-	"github.com/tidegate/tidegate/benchmarks/session"
 	"github.com/tidegate/tidegate/benchmarks/storm"
 )
 
@@ -148,7 +147,7 @@ func runBenchStorm(c *cli.Context) error {
 	} else {
 		runErr = errors.Join(runErr, fmt.Errorf("the echo backend exited during the run: %v\n%s", backend.ExitError(), backend.LogTail()))
 	}
-	res.Meta = storm.Meta{Command: commandLine(os.Args), Date: started.Format(time.RFC3339), Host: session.ThisHost(), Revision: toolRevision()}
+	res.Meta = runMeta(started)
 	if c.Bool("json") {
 		err = storm.WriteJSON(os.Stdout, res)
 	} else {

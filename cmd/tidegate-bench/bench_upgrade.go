@@ -11,7 +11,6 @@ import (
 
 	"github.com/tidegate/tidegate/internal/logflags"
 
-	"github.com/tidegate/tidegate/benchmarks/session"
 	"github.com/tidegate/tidegate/benchmarks/upgradeload"
 )
 
@@ -88,7 +87,7 @@ func runBenchUpgrade(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	res.Meta = upgradeload.Meta{Command: commandLine(os.Args), Date: started.Format(time.RFC3339), Host: session.ThisHost(), Revision: toolRevision()}
+	res.Meta = upgradeload.Meta{Meta: runMeta(started)}
 	if out, verr := exec.Command(exe, "version").Output(); verr == nil {
 		res.Meta.ProxyVersion = strings.TrimSpace(string(out))
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/tidegate/tidegate/internal/revision"
 
 	"github.com/tidegate/tidegate/benchmarks/mcload"
+	"github.com/tidegate/tidegate/benchmarks/resultfile"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -167,6 +168,12 @@ func serveListener(c *cli.Context, log zerolog.Logger, serve, shut func() error)
 		}
 		return err
 	})
+}
+
+// runMeta describes a run of this command started at started, for a
+// results file.
+func runMeta(started time.Time) resultfile.Meta {
+	return resultfile.NewMeta(commandLine(os.Args), started, toolRevision())
 }
 
 // commandLine writes argv as a shell command, quoting what needs it.
