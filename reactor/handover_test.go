@@ -149,3 +149,48 @@ func TestSendingAListenerKeepsItNonBlocking(t *testing.T) {
 		t.Fatal("the listener is in blocking mode after its descriptor was sent")
 	}
 }
+
+// TestHoldAccepting: a held server leaves new connections in the backlog
+// (another process would take them), takes them again once resumed, and
+// ReleaseListeners gives the backlog to whoever holds the socket too
+// instead of accepting it on the way out.
+func TestHoldAccepting(t *testing.T) {
+	s, addr := startServer(t, Config{Addrs: []string{"tcp://127.0.0.1:0"}, Loops: 1}, &echoHandler{})
+	s.HoldAccepting()
+	c := dial(t, addr) // completes in the kernel's backlog
+	time.Sleep(200 * time.Millisecond)
+	if n := s.Stats().Accepted; n != 0 {
+		t.Fatalf("held server accepted %d connections", n)
+	}
+	s.ResumeAccepting()
+	if err := echoOnce(c, 5*time.Second); err != nil {
+		t.Fatalf("after ResumeAccepting: %v", err)
+	}
+
+	files, err := s.ListenerFiles() // the other process's copy
+	if err != nil || len(files) != 1 {
+		t.Fatalf("ListenerFiles: %d, %v", len(files), err)
+	}
+	other, err := net.FileListener(files[0])
+	files[0].Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	s.HoldAccepting()
+	c2 := dial(t, addr)
+	s.ReleaseListeners()
+	if n := s.Stats().Accepted; n != 1 {
+		t.Fatalf("releasing server accepted %d connections in all, want the 1 from before", n)
+	}
+	_ = other.(*net.TCPListener).SetDeadline(time.Now().Add(5 * time.Second))
+	got, err := other.Accept()
+	if err != nil {
+		t.Fatalf("the backlog did not stay for the other listener: %v", err)
+	}
+	got.Close()
+	c2.Close()
+	if h := s.Health(); !h.Draining {
+		t.Fatal("a server that released its listeners does not report draining")
+	}
+}

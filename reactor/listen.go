@@ -43,9 +43,10 @@ const (
 	acceptAtFDBudget                    // paused: descriptors would pass the budget
 	acceptBackoff                       // paused for a moment after a resource error
 	acceptStopped                       // closed
+	acceptHeld                          // held: another process accepts on the same socket (HoldAccepting)
 )
 
-var acceptStateNames = [...]string{"accepting", "paused_max_conns", "paused_fd_budget", "backoff", "stopped"}
+var acceptStateNames = [...]string{"accepting", "paused_max_conns", "paused_fd_budget", "backoff", "stopped", "held"}
 
 func (a acceptState) String() string { return acceptStateNames[a] }
 
@@ -105,8 +106,13 @@ func (s *Server) newListener(index int, ln net.Listener) *listener {
 // holds and return, even from a blocked Accept or a wait at the limits.
 func (l *listener) stopAfterBacklog() {
 	l.takeBacklog.Store(true)
+	l.setDeadline(time.Now()) // ends a blocked Accept
+}
+
+// setDeadline sets the deadline of l's Accept and wakes its goroutine.
+func (l *listener) setDeadline(t time.Time) {
 	if d, ok := l.ln.(deadliner); ok {
-		_ = d.SetDeadline(time.Now()) // ends a blocked Accept
+		_ = d.SetDeadline(t)
 	}
 	select {
 	case l.wake <- struct{}{}:
@@ -189,6 +195,13 @@ func (l *listener) accept() {
 			l.acceptBacklog()
 			return
 		}
+		if s.held.Load() {
+			l.setState(acceptHeld)
+			if !l.wait(recheck, admissionRecheck) {
+				return
+			}
+			continue
+		}
 		if st := s.admission(); st != acceptRunning {
 			l.setState(st)
 			if !l.wait(recheck, admissionRecheck) {
@@ -210,6 +223,9 @@ func (l *listener) accept() {
 			if l.takeBacklog.Load() {
 				l.acceptBacklog()
 				return
+			}
+			if s.held.Load() {
+				continue // HoldAccepting's deadline ended the Accept
 			}
 			s.acceptErrors.count(err)
 			if !isTemporaryAcceptError(err) {

@@ -36,6 +36,7 @@ type Server struct {
 	lnMu           sync.Mutex    // serializes AddListener and RemoveListener
 	nextListener   int           // index of the next listener added
 	stopAccept     chan struct{} // closed when accepting ends for good
+	held           atomic.Bool   // HoldAccepting: another process accepts on the listeners
 	stopAcceptOnce sync.Once
 	pendingEnrolls chan (<-chan gnet.RegisteredResult)
 	acceptWG       sync.WaitGroup // accept goroutines

@@ -52,6 +52,39 @@ func (s *Server) StopAccepting() {
 	s.draining.Store(true)
 }
 
+// HoldAccepting stops accepting without closing the listeners, for while
+// another process accepts on the same sockets (a live upgrade's new one):
+// connections in the backlog are left to it. ResumeAccepting undoes it,
+// should that process go away; ReleaseListeners makes it final.
+func (s *Server) HoldAccepting() {
+	s.held.Store(true)
+	for _, l := range s.lnList() {
+		l.setDeadline(time.Now()) // ends a blocked Accept
+	}
+}
+
+// ResumeAccepting undoes HoldAccepting.
+func (s *Server) ResumeAccepting() {
+	s.held.Store(false)
+	for _, l := range s.lnList() {
+		l.setDeadline(time.Time{})
+	}
+}
+
+// ReleaseListeners closes this process's listening descriptors for good
+// without taking their backlog, which another process accepting on the
+// same sockets serves: unlike StopAccepting, no connection is taken on the
+// way out. Health then reports the server as draining.
+func (s *Server) ReleaseListeners() {
+	s.HoldAccepting()
+	s.stopAcceptOnce.Do(func() {
+		close(s.stopAccept)
+		s.acceptWG.Wait()
+		s.closeListeners()
+	})
+	s.draining.Store(true)
+}
+
 // OpenConns returns how many connections are open now, accepted and dialed.
 func (s *Server) OpenConns() int64 {
 	var n int64

@@ -251,28 +251,66 @@ func (u *upgrader) upgrade() (bool, error) {
 		return fail(fmt.Errorf("upgrade: the new process (pid %d) was not ready within %s", cmd.Process.Pid, upgradeReadyTimeout))
 	}
 	pid := cmd.Process.Pid
-	_ = cmd.Process.Release()
 	u.log.Info().Int("new_pid", pid).Msg("upgrade: the new process serves; handing over the sessions")
 	notifyState(u.log, fmt.Sprintf("MAINPID=%d\nSTATUS=upgraded: pid %d took over", pid, pid))
-	// The new process accepts on the same sockets: stop here, and let it
-	// answer health checks alone.
-	u.p.Reactor().StopAccepting()
-	sctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	_ = u.stopMetrics(sctx)
-	cancel()
+	// The new process accepts on the same sockets. Until every session has
+	// moved this one only holds its listeners (the backlog is the new
+	// one's), so that it can take up accepting again should the new process
+	// die meanwhile.
+	u.p.Reactor().HoldAccepting()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var childErr error
+	childGone := make(chan struct{})
+	go func() {
+		select {
+		case childErr = <-exited:
+			close(childGone)
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	// No deadline while sessions move: one cut at a deadline is what a live
 	// upgrade is there to avoid. Only a hand-over that stops moving ends.
 	start := time.Now()
-	n, err := u.p.HandOver(context.Background(), hc, proxy.HandOverOptions{Stall: u.handoverStall, Acked: r.Acks})
+	n, err := u.p.HandOver(ctx, hc, proxy.HandOverOptions{Stall: u.handoverStall, Acked: r.Acks})
+	st := u.p.Stats()
+	if err != nil {
+		// A new process that died shows first as the end of the hand-over
+		// socket, and only then to Wait.
+		select {
+		case <-childGone:
+		case <-time.After(childExitWait):
+		}
+	}
+	select {
+	case <-childGone:
+		u.p.Reactor().ResumeAccepting()
+		notifyState(u.log, fmt.Sprintf("MAINPID=%d\nSTATUS=upgrade failed: pid %d exited during the hand-over", os.Getpid(), pid))
+		u.log.Error().Err(err).Int("new_pid", pid).AnErr("exit", childErr).Int("sessions_sent", n).Int64("sessions_here", st.Active).
+			Msg("upgrade: the new process exited during the hand-over; this process accepts again and keeps the sessions it still has (those it had sent are lost)")
+		return false, fmt.Errorf("upgrade: the new process (pid %d) exited during the hand-over: %v", pid, childErr)
+	default:
+	}
+	cancel()
 	ev := u.log.Info()
 	if err != nil {
 		ev = u.log.Warn().Err(err)
 	}
-	st := u.p.Stats()
 	ev.Int("sessions", n).Dur("took", time.Since(start)).Int64("left", st.Active).
 		Int64("queued_bytes", st.HandedOverQueued).Msg("upgrade: sessions handed over")
+	// Every session that could go went: the sockets are the new process's,
+	// and so are the health checks.
+	u.p.Reactor().ReleaseListeners()
+	sctx, scancel := context.WithTimeout(context.Background(), time.Second)
+	_ = u.stopMetrics(sctx)
+	scancel()
 	return true, nil
 }
+
+// childExitWait is how long a hand-over that failed waits to learn whether
+// the new process exited.
+const childExitWait = 2 * time.Second
 
 // errNoUpgrade is what a command without a live upgrade says to SIGUSR2.
 var errNoUpgrade = errors.New("this command has no live upgrade; SIGUSR2 ignored")

@@ -279,3 +279,70 @@ func readFile(t *testing.T, path string) string {
 	}
 	return string(b)
 }
+
+// TestUpgradeWhoseNewProcessDiesMidHandOver: the new process is killed while
+// the old one is still handing over (a client that has not sent its
+// handshake keeps the hand-over waiting for it to relay). The old process
+// must notice, take up accepting on its listeners again and go on serving:
+// new raw sessions echo through it, a go-mc bot joins through it, and the
+// client that was waiting logs in there.
+func TestUpgradeWhoseNewProcessDiesMidHandOver(t *testing.T) {
+	listen, mcListen, metrics := freePort(t), freePort(t), freePort(t)
+	cfg := filepath.Join(t.TempDir(), "proxy.yaml")
+	yaml := fmt.Sprintf("listeners: [{listen: %q, mode: raw, group: main}, {listen: %q, mode: minecraft}]\n"+
+		"default_group: mc\ngroups: {main: {backends: [{addr: %q}]}, mc: {backends: [{addr: %q}]}}\n"+
+		"limits: {handshake_timeout: 60s}\nshutdown: {drain_timeout: 60s}\n", listen, mcListen, echoBackend(t), minecraftBackend(t))
+	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ch := startChild(t, 0, "proxy", "--config", cfg, "--metrics-listen", metrics, "--log-level", "info")
+	waitListening(t, ch, listen)
+	oldPID := healthPID(t, metrics)
+	waiting, err := net.DialTimeout("tcp", mcListen, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer waiting.Close()
+	if err := ch.cmd.Process.Signal(syscall.SIGUSR2); err != nil {
+		t.Fatal(err)
+	}
+	newPID := 0
+	for deadline := time.Now().Add(30 * time.Second); newPID == 0; {
+		if pid, ok := tryHealthPID(metrics); ok && pid != oldPID {
+			newPID = pid
+		} else if time.Now().After(deadline) {
+			t.Fatal("no new process answered /healthz after SIGUSR2")
+		} else {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if err := syscall.Kill(newPID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(readFile(t, ch.logPath), "exited during the hand-over"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the old process did not notice the new one's death within 30 s; its log:\n%s", readFile(t, ch.logPath))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !ch.running() {
+		t.Fatalf("the old process exited: %v", <-ch.done)
+	}
+	if got := healthPID(t, metrics); got != oldPID {
+		t.Fatalf("/healthz answers from pid %d, want the old process %d", got, oldPID)
+	}
+	for i := 0; i < 5; i++ { // each a new accept, which only the old process can make now
+		c, err := net.DialTimeout("tcp", listen, 5*time.Second)
+		if err != nil {
+			t.Fatalf("session %d after the new process died: %v", i, err)
+		}
+		err = echoFrame(c, []byte("still here"), 5*time.Second)
+		c.Close()
+		if err != nil {
+			t.Fatalf("session %d after the new process died: %v", i, err)
+		}
+	}
+	b := gomcbot.Join(t, mcListen, "Survivor", 30*time.Second)
+	b.Echo(t, []byte("through the old process"))
+	waiting.Close()
+}

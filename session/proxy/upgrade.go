@@ -212,6 +212,9 @@ func (p *Proxy) HandOver(ctx context.Context, hc *reactor.HandoverConn, opt Hand
 		case <-ctx.Done():
 			err = fmt.Errorf("proxy: hand-over: %w", ctx.Err())
 		case <-sendFailed:
+		case aerr := <-acksDone:
+			// The other side closed before this one was done: it is gone.
+			err = fmt.Errorf("proxy: hand-over: the new process stopped answering: %w", aerr)
 		case <-ackc:
 			last = time.Now()
 			continue
