@@ -1,9 +1,9 @@
 package delayq
 
 import (
-	"errors"
 	"fmt"
 	"os"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -16,8 +16,8 @@ import (
 // that is the size of the holds an emulated RTT of a few milliseconds
 // needs. One goroutine at a time may sleep on a Sleeper.
 type Sleeper struct {
-	fd  int
 	f   *os.File
+	rc  syscall.RawConn
 	buf [8]byte
 }
 
@@ -27,16 +27,25 @@ func NewSleeper() (*Sleeper, error) {
 	if err != nil {
 		return nil, fmt.Errorf("delayq: timerfd_create: %w", err)
 	}
-	return &Sleeper{fd: fd, f: os.NewFile(uintptr(fd), "delayq-timerfd")}, nil
+	f := os.NewFile(uintptr(fd), "delayq-timerfd")
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("delayq: timerfd %d: %w", fd, err)
+	}
+	return &Sleeper{f: f, rc: rc}, nil
 }
 
 func (s *Sleeper) sleep(d time.Duration) error {
 	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(int64(d))}
-	if err := unix.TimerfdSettime(s.fd, 0, &spec, nil); err != nil {
-		if errors.Is(err, unix.EBADF) {
-			return os.ErrClosed
-		}
-		return fmt.Errorf("delayq: timerfd_settime %v: %w", d, err)
+	var serr error
+	// Control holds the descriptor open while it runs, so a concurrent
+	// Close cannot hand its number to another file meanwhile.
+	if err := s.rc.Control(func(fd uintptr) { serr = unix.TimerfdSettime(int(fd), 0, &spec, nil) }); err != nil {
+		return fmt.Errorf("delayq: arming the timerfd for %v: %w", d, err)
+	}
+	if serr != nil {
+		return fmt.Errorf("delayq: timerfd_settime %v: %w", d, serr)
 	}
 	if _, err := s.f.Read(s.buf[:]); err != nil {
 		return fmt.Errorf("delayq: waiting %v on the timerfd: %w", d, err)
