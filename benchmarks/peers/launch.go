@@ -54,6 +54,9 @@ type BackendSpec struct {
 	Wrap       []string
 	// Dir receives its log; empty means a new temporary directory.
 	Dir string
+	// ReplyDelay, when positive, holds every play echo this long
+	// (tidegate backend --reply-delay).
+	ReplyDelay time.Duration
 }
 
 // Process is a started proxy or backend.
@@ -195,6 +198,9 @@ func StartBackend(s BackendSpec) (*Process, error) {
 	}
 	loops := max(s.Loops, 1)
 	argv := []string{exe, "backend", "--listen", s.Listen, "--loops", strconv.Itoa(loops), "--log-level", "warn"}
+	if s.ReplyDelay > 0 {
+		argv = append(argv, "--reply-delay", s.ReplyDelay.String())
+	}
 	return StartProgram(ProgramSpec{Name: "backend", Listen: s.Listen, Argv: argv, Wrap: s.Wrap, Dir: s.Dir})
 }
 

@@ -37,6 +37,9 @@ type client struct {
 	p    Params
 	base time.Time // clock origin for send times
 
+	// hold, when set, delays every burst by the emulated one-way time.
+	hold *holder
+
 	rbuf   []byte
 	rlen   int
 	wbuf   []byte
@@ -55,7 +58,7 @@ type client struct {
 	samples []string
 }
 
-func newClient(id uint32, nc net.Conn, k *codec, p Params, base time.Time, leftover []byte) *client {
+func newClient(id uint32, nc net.Conn, k *codec, p Params, base time.Time, leftover []byte, hold time.Duration) (*client, error) {
 	c := &client{
 		id: id, nc: nc, k: k, p: p, base: base,
 		rbuf:   make([]byte, max(256<<10, 4*k.frameLen)),
@@ -64,7 +67,22 @@ func newClient(id uint32, nc net.Conn, k *codec, p Params, base time.Time, lefto
 		hist:   newHistogram(),
 	}
 	c.rlen = copy(c.rbuf, leftover)
-	return c
+	if hold > 0 {
+		h, err := newHolder(nc, id, base, hold)
+		if err != nil {
+			return nil, err
+		}
+		c.hold = h
+	}
+	return c, nil
+}
+
+// close closes the connection and stops its writer, if it has one.
+func (c *client) close() {
+	c.nc.Close()
+	if c.hold != nil {
+		c.hold.close()
+	}
 }
 
 // fail counts one error and keeps its message if there is room.
@@ -96,8 +114,13 @@ func (c *client) run(from, to int, record bool) error {
 			for s := lo; s < hi; s++ {
 				c.wbuf = c.k.appendFrame(c.wbuf, c.id, uint32(s))
 			}
-			c.sendNs[sent%window] = c.now()
+			now := c.now()
+			c.sendNs[sent%window] = now
 			sent++
+			if c.hold != nil {
+				c.hold.push(now, c.wbuf)
+				continue
+			}
 			if _, err := c.nc.Write(c.wbuf); err != nil {
 				return fmt.Errorf("conn %d: writing burst %d: %w", c.id, sent-1, err)
 			}
@@ -148,6 +171,11 @@ func (c *client) run(from, to int, record bool) error {
 		n, err := c.nc.Read(c.rbuf[c.rlen:])
 		c.rlen += n
 		if err != nil && n == 0 {
+			if c.hold != nil {
+				if werr := c.hold.writeErr(); werr != nil {
+					return werr
+				}
+			}
 			return fmt.Errorf("conn %d: reading echo of seq %d: %w", c.id, recv, err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"github.com/tidegate/tidegate/benchmarks/peers"
 )
@@ -31,6 +32,9 @@ type LaunchOptions struct {
 	// CPUProfileDir, when set, makes each tidegate proxy write a Go CPU
 	// profile into this directory (named after its target and index).
 	CPUProfileDir string
+	// ReplyDelay makes the backend hold every play echo this long (half of
+	// Config.AppRTT).
+	ReplyDelay time.Duration
 	// Netns places backend and proxies in the namespaces of a layout made
 	// by scripts/netns.sh; nil runs everything on loopback.
 	Netns *NetnsLayout
@@ -55,7 +59,7 @@ func Launch(opts LaunchOptions) (*Environment, error) {
 	if err != nil {
 		return nil, err
 	}
-	bs := peers.BackendSpec{Listen: backendAddr, Loops: max(opts.BackendLoops, 1), Executable: opts.Executable}
+	bs := peers.BackendSpec{Listen: backendAddr, Loops: max(opts.BackendLoops, 1), Executable: opts.Executable, ReplyDelay: opts.ReplyDelay}
 	if opts.Netns != nil {
 		bs.Wrap = opts.Netns.Exec(opts.Netns.BackendNS)
 	}

@@ -29,16 +29,20 @@ type phaseRun struct {
 	hist       *hdrhistogram.Histogram
 	errors     int64
 	samples    []string
+	// holdLate is the mean time held bursts went out after their due time
+	// (with --app-rtt); zero without holds.
+	holdLate time.Duration
 }
 
 // errStalled is a phase that made no progress for the stall timeout.
 var errStalled = errors.New("no echo for the stall timeout")
 
 // runPhase connects p.Connections clients to addr, logs each in, warms up,
-// then times p.Messages roundtrips per connection. A connection that cannot
+// then times p.Messages roundtrips per connection. hold > 0 makes each
+// client hold every burst that long before writing it. A connection that cannot
 // log in or whose stream breaks ends the phase with an error; mismatched
 // echoes are counted in phaseRun.errors.
-func runPhase(ctx context.Context, addr string, p Params, stall time.Duration, hooks phaseHooks) (phaseRun, error) {
+func runPhase(ctx context.Context, addr string, p Params, hold, stall time.Duration, hooks phaseHooks) (phaseRun, error) {
 	if stall <= 0 {
 		stall = defaultStallTimeout
 	}
@@ -67,14 +71,20 @@ func runPhase(ctx context.Context, addr string, p Params, stall time.Duration, h
 				loginErrs[i] = fmt.Errorf("conn %d via %s: %w", i, addr, err)
 				return
 			}
-			clients[i] = newClient(uint32(i), nc, k, p, base, left)
+			c, err := newClient(uint32(i), nc, k, p, base, left, hold)
+			if err != nil {
+				nc.Close()
+				loginErrs[i] = err
+				return
+			}
+			clients[i] = c
 		}()
 	}
 	wg.Wait()
 	closeAll := func() {
 		for _, c := range clients {
 			if c != nil {
-				c.nc.Close()
+				c.close()
 			}
 		}
 	}
@@ -180,11 +190,19 @@ func runPhase(ctx context.Context, addr string, p Params, stall time.Duration, h
 		return phaseRun{}, hookErr
 	}
 	r := phaseRun{elapsed: elapsed, hist: newHistogram()}
+	var lateNs, writes int64
 	for _, c := range clients {
+		if c.hold != nil {
+			lateNs += c.hold.lateNs.Load()
+			writes += c.hold.writes.Load()
+		}
 		r.roundtrips += c.measured
 		r.hist.Merge(c.hist)
 		r.errors += c.errors
 		r.samples = append(r.samples, c.samples...)
+	}
+	if writes > 0 {
+		r.holdLate = time.Duration(lateNs / writes)
 	}
 	if len(r.samples) > maxErrorSamples {
 		r.samples = r.samples[:maxErrorSamples]

@@ -20,7 +20,11 @@ import (
 // WriteTable prints the summary: one row per target and phase kind, then
 // the proxy's figures, then every phase that had errors or failed.
 func WriteTable(w io.Writer, r *Result) error {
-	fmt.Fprintf(w, "workload %s: %s, %d repeat(s), proxy cores %d\n", workloadName(r.Workload), r.Params, r.Repeats, r.Setup.ProxyCores)
+	fmt.Fprintf(w, "workload %s: %s, %d repeat(s), proxy cores %d", workloadName(r.Workload), r.Params, r.Repeats, r.Setup.ProxyCores)
+	if r.Setup.AppRTT != "" {
+		fmt.Fprintf(w, ", app RTT %s", r.Setup.AppRTT)
+	}
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "target\tphase\troundtrips/s\tframes/s\tMiB/s\tp50 ms\tp95 ms\tp99 ms\terrors")
 	for _, s := range r.Summary {
@@ -145,6 +149,9 @@ func WriteReport(dir string, r *Result) error {
 		fmt.Fprintf(&b, "; client, proxy and backend in three network namespaces, RTT %s per link", orDash(r.Setup.RTT))
 	} else {
 		b.WriteString("; loopback")
+	}
+	if r.Setup.AppRTT != "" {
+		fmt.Fprintf(&b, "; RTT %s emulated in user space (client and backend each hold every frame for half of it)", r.Setup.AppRTT)
 	}
 	b.WriteString(".\n\n")
 	if r.OK() {

@@ -44,8 +44,12 @@ type Phase struct {
 	// (host-wide on loopback) per relayed frame.
 	SegmentsPerFrame *float64 `json:"segments_per_frame,omitempty"`
 	RSSMiB           *float64 `json:"rss_mib,omitempty"`
-	Threads          int      `json:"threads,omitempty"`
-	FDs              int      `json:"fds,omitempty"`
+	// HoldLateUs is, with --app-rtt, the mean time the clients' held bursts
+	// went out after their due time, in µs: what the emulated RTT overshot
+	// on the client side.
+	HoldLateUs *float64 `json:"hold_late_us,omitempty"`
+	Threads    int      `json:"threads,omitempty"`
+	FDs        int      `json:"fds,omitempty"`
 }
 
 // PhaseStats summarizes the phases of one kind of one target.
@@ -94,8 +98,11 @@ type Setup struct {
 	GoMaxProcs   int    `json:"goproxy_gomaxprocs,omitempty"`
 	BackendLoops int    `json:"backend_loops"`
 	RTT          string `json:"rtt,omitempty"`
-	Namespaces   bool   `json:"namespaces"`
-	Host         Host   `json:"host"`
+	// AppRTT is the round-trip time emulated by the client and backend
+	// holding every frame for half of it (--app-rtt); empty: none.
+	AppRTT     string `json:"app_rtt,omitempty"`
+	Namespaces bool   `json:"namespaces"`
+	Host       Host   `json:"host"`
 }
 
 // OK reports whether every phase completed with every echo correct.

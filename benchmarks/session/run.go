@@ -11,6 +11,7 @@ import (
 
 	"github.com/tidegate/tidegate/benchmarks/peers"
 	"github.com/tidegate/tidegate/benchmarks/procstat"
+	"github.com/tidegate/tidegate/benchmarks/spread"
 )
 
 // Target is a running proxy under test.
@@ -43,6 +44,11 @@ type Config struct {
 	StartCounted func(name string) (CountedTarget, error)
 	// SyscallPasses is the number of syscall passes per target.
 	SyscallPasses int
+	// AppRTT, when positive, is the round-trip time emulated in user space:
+	// the clients hold every burst for AppRTT/2 before writing it (the
+	// backend, started with the same --reply-delay, holds every echo as
+	// long), in the direct and the proxy phases alike.
+	AppRTT time.Duration
 	// StallTimeout ends a phase that made no progress this long; 0: 20 s.
 	StallTimeout time.Duration
 	// SegmentsPID is a process in the clients' network namespace, whose
@@ -146,7 +152,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if cfg.Progress != nil {
 			hooks.progress = cfg.Progress.Echoes
 		}
-		run, err := runPhase(ctx, addr, cfg.Params, cfg.StallTimeout, hooks)
+		run, err := runPhase(ctx, addr, cfg.Params, cfg.AppRTT/2, cfg.StallTimeout, hooks)
 		p := phaseOf(s.target.Name, s.kind, s.repeat, i, cfg.Params, run, err)
 		if err == nil {
 			if segAfter > segBefore {
@@ -182,6 +188,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Progress != nil {
 		cfg.Progress.Done()
 	}
+	if cfg.AppRTT > 0 {
+		res.noteHoldLate(cfg.AppRTT)
+	}
 	res.summarize()
 	return res, nil
 }
@@ -196,7 +205,7 @@ func (cfg *Config) syscallPass(ctx context.Context, name string, pass, order int
 	if cfg.Progress != nil {
 		hooks.progress = cfg.Progress.Echoes
 	}
-	run, err := runPhase(ctx, ct.Addr, cfg.Params, cfg.StallTimeout, hooks)
+	run, err := runPhase(ctx, ct.Addr, cfg.Params, cfg.AppRTT/2, cfg.StallTimeout, hooks)
 	stopErr := ct.Stop()
 	p := phaseOf(name, KindSyscalls, pass, order, cfg.Params, run, err)
 	if err == nil {
@@ -239,7 +248,23 @@ func phaseOf(target, kind string, repeat, order int, params Params, run phaseRun
 	p.MaxMs = float64(run.hist.Max()) / 1e6
 	p.Errors = run.errors
 	p.ErrorSamples = run.samples
+	if run.holdLate > 0 {
+		us := float64(run.holdLate) / 1e3
+		p.HoldLateUs = &us
+	}
 	return p
+}
+
+// noteHoldLate notes how late the clients' held bursts went out: the
+// emulated RTT is at least appRTT, by this much more on the client side.
+func (r *Result) noteHoldLate(appRTT time.Duration) {
+	late := spread.Of(ptrValues(validPhases(r.Phases), func(p Phase) *float64 { return p.HoldLateUs }))
+	if late.N == 0 {
+		return
+	}
+	r.note(fmt.Sprintf("app RTT %v: each client holds a burst %v before writing it, the backend each echo as long; "+
+		"the clients' held writes went out %s µs after their due time (mean per phase, median [min–max] over %d phases)",
+		appRTT, appRTT/2, late.Short(0), late.N))
 }
 
 func (r *Result) note(s string) {

@@ -24,7 +24,15 @@ import (
 // startBackend runs the fake Minecraft backend in-process.
 func startBackend(t *testing.T) string {
 	t.Helper()
-	be, err := mcbackend.New(mcbackend.Config{Reactor: reactor.Config{Addrs: []string{"tcp://127.0.0.1:0"}, Loops: 1, Logger: zerolog.Nop()}})
+	return startDelayedBackend(t, 0)
+}
+
+// startDelayedBackend runs the fake backend in-process holding every echo
+// for hold, as tidegate backend --reply-delay does (0: none).
+func startDelayedBackend(t *testing.T, hold time.Duration) string {
+	t.Helper()
+	be, err := mcbackend.New(mcbackend.Config{ReplyDelay: hold,
+		Reactor: reactor.Config{Addrs: []string{"tcp://127.0.0.1:0"}, Loops: 1, Logger: zerolog.Nop()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -391,5 +399,73 @@ func TestReportWritesTableJSONAndCharts(t *testing.T) {
 	}
 	if md, _ = os.ReadFile(filepath.Join(dir, "report.md")); !strings.Contains(string(md), "revision v1.2-3-gabc.") {
 		t.Errorf("report.md does not name revision v1.2-3-gabc:\n%s", md)
+	}
+}
+
+// TestAppRTTHoldsEveryRoundtrip runs a windowed workload with the RTT
+// emulated by client and backend: every echo is still checked and counted,
+// and no roundtrip is shorter than the RTT (lower bounds only: a loaded
+// machine is late, never early).
+func TestAppRTTHoldsEveryRoundtrip(t *testing.T) {
+	const rtt = 4 * time.Millisecond
+	backend := startDelayedBackend(t, rtt/2)
+	targets := []Target{{Name: "tidegate", Addr: startProxy(t, backend, false)}}
+	p := Params{Connections: 2, Messages: 200, Warmup: 20, Payload: 100, Window: 8, Burst: 2}
+	res, err := Run(context.Background(), Config{Params: p, Repeats: 1, Backend: backend, Targets: targets,
+		AppRTT: rtt, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.OK() {
+		t.Fatalf("errors %d, failed %d: %+v", res.Errors, res.Failed, res.Phases)
+	}
+	for _, ph := range res.Phases {
+		if ph.Roundtrips != int64(p.Connections*p.Messages) {
+			t.Errorf("%s %s: %d roundtrips, want %d", ph.Target, ph.Kind, ph.Roundtrips, p.Connections*p.Messages)
+		}
+		if ph.P50Ms < float64(rtt)/1e6 {
+			t.Errorf("%s %s: p50 %.3f ms, below the emulated RTT %v", ph.Target, ph.Kind, ph.P50Ms, rtt)
+		}
+		if ph.HoldLateUs == nil || *ph.HoldLateUs < 0 {
+			t.Errorf("%s %s: no hold lateness %v: the bursts were not held", ph.Target, ph.Kind, ph.HoldLateUs)
+		}
+		// Window 8 bursts over at least 4 ms: at most 2 connections × 8 × 2
+		// packets per 4 ms, however fast the machine.
+		if limit := float64(p.Connections*p.Window*p.Burst) / rtt.Seconds(); ph.RoundtripsPerSec > limit*1.01 {
+			t.Errorf("%s %s: %.0f roundtrips/s beats the window limit %.0f", ph.Target, ph.Kind, ph.RoundtripsPerSec, limit)
+		}
+	}
+	if len(res.Notes) == 0 || !strings.Contains(strings.Join(res.Notes, " "), "app RTT 4ms") {
+		t.Errorf("notes %q do not name the app RTT", res.Notes)
+	}
+}
+
+// TestNoAppRTTWritesDirectly checks that without --app-rtt a client has no
+// holder and a phase reports no hold: the path without the emulated RTT is
+// the one measured before it existed.
+func TestNoAppRTTWritesDirectly(t *testing.T) {
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	c, err := newClient(0, a, newCodec(tiny.Payload), tiny, time.Now(), nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.hold != nil {
+		t.Fatal("a client without a hold has a writer")
+	}
+	backend := startBackend(t)
+	res, err := Run(context.Background(), Config{Params: tiny, Repeats: 1, Backend: backend,
+		Targets: []Target{{Name: "tidegate", Addr: startProxy(t, backend, false)}}, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ph := range res.Phases {
+		if ph.HoldLateUs != nil {
+			t.Errorf("%s %s: hold lateness %v without --app-rtt", ph.Target, ph.Kind, *ph.HoldLateUs)
+		}
+	}
+	if res.Setup.AppRTT != "" || len(res.Notes) != 0 {
+		t.Errorf("setup %+v, notes %q without --app-rtt", res.Setup, res.Notes)
 	}
 }

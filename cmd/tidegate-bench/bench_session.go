@@ -27,7 +27,10 @@ func benchSessionCommand() *cli.Command {
 			"flags override them. Proxy figures come from the proxy's processes: CPU ns per relayed\n" +
 			"frame from /proc/PID/task/*/schedstat, RSS, and system calls per frame from perf in\n" +
 			"separate passes on a fresh proxy. --rtt runs client, proxy and backend in three\n" +
-			"network namespaces (scripts/netns.sh, needs root, iproute2 and sch_netem).",
+			"network namespaces (scripts/netns.sh, needs root, iproute2 and sch_netem).\n" +
+			"--app-rtt emulates a round-trip time without netem: every client holds each burst\n" +
+			"for half of it before writing it, and the backend (--reply-delay) each echo for the\n" +
+			"other half, in the direct and the proxy phases alike; the proxy itself is not delayed.",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "workload", Usage: "preset: " + strings.Join(session.PresetNames(), ", ")},
 			&cli.IntFlag{Name: "connections", Value: 4, Usage: "client connections"},
@@ -47,6 +50,7 @@ func benchSessionCommand() *cli.Command {
 			&cli.StringFlag{Name: "report", Usage: "write report.md, result.json and PNG charts into `DIR`"},
 			&cli.DurationFlag{Name: "stall-timeout", Value: 0, Usage: "fail a phase that makes no progress this long", DefaultText: "20s"},
 			&cli.DurationFlag{Name: "rtt", Usage: "round-trip time per link between client, proxy and backend namespaces (e.g. 2ms)"},
+			&cli.DurationFlag{Name: "app-rtt", Usage: "round-trip time emulated in user space: client and backend each hold every frame for half of it (e.g. 2ms; adds to --rtt)"},
 			&cli.BoolFlag{Name: "netns", Usage: "use the three namespaces even with --rtt 0"},
 			&cli.StringFlag{Name: "netns-script", Value: "scripts/netns.sh", Usage: "the namespace script"},
 			&cli.StringFlag{Name: "netns-prefix", Value: "tgbench", Usage: "prefix of the namespace names"},
@@ -95,7 +99,10 @@ func runBenchSession(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("--target: %w", err)
 	}
-	rtt := c.Duration("rtt")
+	rtt, appRTT := c.Duration("rtt"), c.Duration("app-rtt")
+	if rtt < 0 || appRTT < 0 {
+		return fmt.Errorf("--rtt %v, --app-rtt %v: want no negative time", rtt, appRTT)
+	}
 	inner := c.String("netns-inner")
 	if (rtt > 0 || c.Bool("netns")) && inner == "" {
 		// Build the namespaces and run this same command inside the client's.
@@ -118,9 +125,12 @@ func runBenchSession(c *cli.Context) error {
 		Kinds: kinds, ProxyCores: c.Int("proxy-cores"), GoMaxProcs: c.Int("goproxy-gomaxprocs"),
 		BackendLoops: c.Int("backend-loops"), Sessions: params.Connections,
 		HAProxy: c.String("haproxy-bin"), Nginx: c.String("nginx-bin"),
-		CPUProfileDir: c.String("tidegate-cpuprofile-dir"),
+		CPUProfileDir: c.String("tidegate-cpuprofile-dir"), ReplyDelay: appRTT / 2,
 	}
 	setup := session.Setup{ProxyCores: opts.ProxyCores, GoMaxProcs: opts.GoMaxProcs, BackendLoops: opts.BackendLoops, Host: session.ThisHost()}
+	if appRTT > 0 {
+		setup.AppRTT = appRTT.String()
+	}
 	if setup.GoMaxProcs == 0 {
 		setup.GoMaxProcs = opts.ProxyCores
 	}
@@ -137,6 +147,7 @@ func runBenchSession(c *cli.Context) error {
 	cfg := session.Config{
 		Workload: c.String("workload"), Params: params, Repeats: c.Int("repeats"), Backend: env.Backend(),
 		Targets: env.Targets(), StallTimeout: c.Duration("stall-timeout"), Setup: setup, Log: log,
+		AppRTT: appRTT,
 	}
 	var notes []string
 	n := c.Int("syscall-passes")

@@ -22,13 +22,17 @@ func backendCommand() *cli.Command {
 			"faster than the client drains the echo.\n\n" +
 			"--slow-sink slow consumes at most --slow-rate bytes per second once play begins;\n" +
 			"--slow-sink stall stops reading for good once play begins (to test a proxy's\n" +
-			"backpressure). It runs until interrupted (SIGINT or SIGTERM) and then logs its counters.",
+			"backpressure). --reply-delay holds every play echo that long before writing it,\n" +
+			"in order (the session benchmark's --app-rtt: a round-trip time emulated in user\n" +
+			"space where the kernel has no netem). It runs until interrupted (SIGINT or SIGTERM)\n" +
+			"and then logs its counters.",
 		Flags: append(append([]cli.Flag{
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:25565", Usage: "listen address(es), comma-separated"},
 			&cli.IntFlag{Name: "compression-threshold", Value: -1,
 				Usage: "send Set Compression with this threshold in bytes during login (protocol 47+); -1 turns compression off"},
 			&cli.StringFlag{Name: "slow-sink", Value: "none", Usage: "play input reading: none, slow (at most --slow-rate) or stall (never)"},
 			&cli.StringFlag{Name: "slow-rate", Value: "64KiB", Usage: "bytes per second read in --slow-sink slow mode (suffixes KiB, MiB)"},
+			&cli.DurationFlag{Name: "reply-delay", Usage: "hold every play echo this long before writing it (0: echo at once)"},
 			&cli.StringFlag{Name: "max-frame", Value: "2097151", Usage: "largest play frame body accepted, in bytes (suffixes KiB, MiB)"},
 			&cli.DurationFlag{Name: "login-timeout", Value: mcbackend.DefaultLoginTimeout,
 				Usage: "close connections that have not reached play (or finished a status ping) within this time"},
@@ -72,6 +76,7 @@ func runBackend(c *cli.Context) error {
 		MaxFrameLength:       sizes[1],
 		LoginTimeout:         c.Duration("login-timeout"),
 		SkipJoinGame:         c.Bool("skip-join-game"),
+		ReplyDelay:           c.Duration("reply-delay"),
 	}
 	if threshold < -1 {
 		return configError(fmt.Errorf("--compression-threshold %d: want -1 (off) or a threshold of 0 or more", threshold))
@@ -90,7 +95,7 @@ func runBackend(c *cli.Context) error {
 	}
 	norm := srv.Config()
 	log.Info().Strs("listen", boundAddrs(srv.Reactor())).Int("loops", norm.Reactor.Loops).Int("compression_threshold", threshold).
-		Str("slow_sink", mode.String()).Int("slow_rate", norm.SlowRate).Dur("login_timeout", norm.LoginTimeout).
+		Str("slow_sink", mode.String()).Int("slow_rate", norm.SlowRate).Dur("reply_delay", norm.ReplyDelay).Dur("login_timeout", norm.LoginTimeout).
 		Msg("fake Minecraft backend listening")
 	h := newHealthRegistry()
 	h.addServer("backend", srv.Reactor())
@@ -104,7 +109,7 @@ func runBackend(c *cli.Context) error {
 		st := srv.Stats()
 		log.Info().Int64("accepted", st.Reactor.Accepted).Int64("status_requests", st.StatusRequests).
 			Int64("play_started", st.PlayStarted).Int64("echo_frames", st.EchoFrames).Int64("echo_bytes", st.EchoBytes).
-			Int64("slow_pauses", st.SlowPauses).Int64("timeouts", st.Timeouts).Int64("rejected", st.Rejected()).
+			Int64("slow_pauses", st.SlowPauses).Int64("held_writes", st.HeldWrites).Int64("held_late_ns", st.HeldLateNs).Int64("timeouts", st.Timeouts).Int64("rejected", st.Rejected()).
 			Msg("backend stopped")
 		return err
 	}, stopMetrics))

@@ -113,6 +113,13 @@ type Config struct {
 	// SlowRate is the most bytes per second consumed in SlowSinkSlow mode.
 	SlowRate int
 
+	// ReplyDelay, when positive, holds every play echo this long before
+	// writing it, in order, as a link with that one-way delay would: the
+	// user-space stand-in for netem that the session benchmark's --app-rtt
+	// uses. Login and status replies are not held. It requires SlowSink
+	// none.
+	ReplyDelay time.Duration
+
 	// MaxFrameLength bounds the body of one play frame (1..mc.MaxFrameLength).
 	MaxFrameLength int
 	// MaxLoginFrameLength bounds the body of a frame, and the inflated size of
@@ -158,6 +165,12 @@ func (c *Config) normalize() error {
 	}
 	if c.SlowSink > SlowSinkStall {
 		errs = append(errs, fmt.Errorf("slow-sink mode %d is unknown", c.SlowSink))
+	}
+	if c.ReplyDelay < 0 {
+		errs = append(errs, fmt.Errorf("reply delay %v is negative", c.ReplyDelay))
+	}
+	if c.ReplyDelay > 0 && c.SlowSink != SlowSinkNone {
+		errs = append(errs, fmt.Errorf("reply delay %v with slow-sink mode %s: a held echo needs slow-sink none", c.ReplyDelay, c.SlowSink))
 	}
 	if c.SlowRate < 0 {
 		errs = append(errs, fmt.Errorf("slow rate %d bytes/s is negative", c.SlowRate))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/tidegate/tidegate/internal/delayq"
 	"github.com/tidegate/tidegate/reactor"
 )
 
@@ -36,6 +37,7 @@ type loopState struct {
 	counters loopCounters
 	codec    codec
 	sessions []*session // open connections, for Buffered
+	delay    *delayer   // with ReplyDelay, made at the loop's first play
 }
 
 // New validates cfg and returns a backend that is not yet listening.
@@ -174,6 +176,9 @@ type session struct {
 	deadline reactor.Timer // login timeout
 	resume   reactor.Timer // slow-sink: read again
 	readyAt  int64         // slow-sink: loop time at which the bytes read so far are paid for
+
+	held      *delayq.Queue // ReplyDelay: echo not yet due
+	heldPause bool          // ReplyDelay: reading stopped while too much is held
 }
 
 // handler runs the backend's sessions on the loops.
@@ -213,7 +218,11 @@ func (h *handler) OnTraffic(c *reactor.Conn) {
 	}
 	if err == nil && s.m.phase == phasePlay && !c.Paused() && consumed < len(in) {
 		var n, frames int
-		n, frames, err = s.m.echo(in[consumed:], s.readBudget(), out)
+		var eo emitter = out
+		if d := s.ls.delay; d != nil {
+			eo = holdEmitter{d: d, s: s}
+		}
+		n, frames, err = s.m.echo(in[consumed:], s.readBudget(), eo)
 		consumed += n
 		s.ls.counters.echoFrames.Add(int64(frames))
 		s.ls.counters.echoBytes.Add(int64(n))
@@ -266,6 +275,16 @@ func (s *session) startPlay() {
 		c.PauseRead()
 	case SlowSinkSlow:
 		s.readyAt = l.Now()
+	}
+	if d := s.srv.cfg.ReplyDelay; d > 0 && s.ls.delay == nil {
+		dl, err := newDelayer(l, d, &s.ls.counters, s.srv.rs.Done())
+		if err != nil {
+			// Echoing without the hold would measure something else.
+			s.srv.log.Error().Err(err).Msg("closing connection: reply delay unavailable")
+			c.Close()
+			return
+		}
+		s.ls.delay = dl
 	}
 }
 

@@ -523,6 +523,8 @@ func TestConfigValidation(t *testing.T) {
 		{Reactor: base, MaxFrameLength: mc.MaxFrameLength + 1},
 		{Reactor: base, MaxLoginFrameLength: -1},
 		{Reactor: base, LoginTimeout: -time.Second},
+		{Reactor: base, ReplyDelay: -time.Millisecond},
+		{Reactor: base, ReplyDelay: time.Millisecond, SlowSink: SlowSinkSlow},
 		{Reactor: reactor.Config{}},
 	} {
 		if _, err := New(cfg); err == nil {

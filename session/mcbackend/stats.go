@@ -21,6 +21,10 @@ type Stats struct {
 	SlowPauses     int64 // times slow-sink mode stopped reading to keep to its rate
 	Stalled        int64 // connections stall mode stopped reading for good
 	Timeouts       int64 // connections closed because login did not finish in time
+	// HeldWrites counts the writes of held echo under Config.ReplyDelay;
+	// HeldLateNs sums how long after its due time each went out.
+	HeldWrites int64
+	HeldLateNs int64
 
 	// Rejected counts connections closed on bad input, by reason.
 	BadFrame         int64
@@ -51,6 +55,8 @@ type loopCounters struct {
 	slowPauses     atomic.Int64
 	stalled        atomic.Int64
 	timeouts       atomic.Int64
+	heldWrites     atomic.Int64
+	heldLateNs     atomic.Int64
 	rejected       [numReasons]atomic.Int64
 }
 
@@ -65,6 +71,8 @@ func (s *Stats) add(c *loopCounters) {
 	s.SlowPauses += c.slowPauses.Load()
 	s.Stalled += c.stalled.Load()
 	s.Timeouts += c.timeouts.Load()
+	s.HeldWrites += c.heldWrites.Load()
+	s.HeldLateNs += c.heldLateNs.Load()
 	s.BadFrame += c.rejected[ReasonBadFrame].Load()
 	s.BadHandshake += c.rejected[ReasonBadHandshake].Load()
 	s.BadStatus += c.rejected[ReasonBadStatus].Load()
