@@ -135,8 +135,10 @@ func Start(s Spec) (*Process, error) {
 			return nil, err
 		}
 		argv = []string{exe, "proxy", "--config", cfg, "--log-level", "warn"}
-		// The same core count as the peers: as many Ps as loops.
-		env = []string{"GOMAXPROCS=" + strconv.Itoa(max(r.Cores, 1))}
+		// As many loops as the peers have threads or workers, and one P
+		// more, which is what tidegate runs with unless told otherwise
+		// (cmd/tidegate's spareP); its CPU is counted whole either way.
+		env = []string{"GOMAXPROCS=" + strconv.Itoa(max(r.Cores, 1)+1)}
 		if s.CPUProfile != "" {
 			argv = append(argv, "--cpuprofile", s.CPUProfile)
 		}

@@ -86,7 +86,7 @@ func runPush(c *cli.Context, cfg push.Config, log zerolog.Logger) error {
 	if loops == 0 {
 		loops = runtime.NumCPU()
 	}
-	startEvent(log, c).Int("loops", loops).Int("publish_loops", cfg.PublishLoops).Int("max_topics", cfg.MaxTopics).
+	startEvent(log, c).Int("loops", loops).Int("publish_loops", cfg.PublishLoops).Int("gomaxprocs", spareP(loops+cfg.PublishLoops)).Int("max_topics", cfg.MaxTopics).
 		Int("high_watermark", cfg.HighWatermark).Int("buffer_budget", cfg.BufferBudget).Dur("window", cfg.Window).
 		Msg(startMessage)
 	if err := srv.Start(); err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"runtime"
 	"strings"
 	"time"
 
@@ -47,7 +48,11 @@ func runServe(c *cli.Context) error {
 	if err != nil {
 		return configError(err)
 	}
-	startEvent(log, c).Int("loops", rc.Loops).Int("max_conns", rc.MaxConns).Int("max_body", f.MaxBody).
+	loops := rc.Loops
+	if loops == 0 {
+		loops = runtime.NumCPU()
+	}
+	startEvent(log, c).Int("loops", rc.Loops).Int("gomaxprocs", spareP(loops)).Int("max_conns", rc.MaxConns).Int("max_body", f.MaxBody).
 		Dur("idle_timeout", c.Duration("idle-timeout")).Dur("drain_timeout", c.Duration("drain-timeout")).Msg(startMessage)
 	if err := srv.Start(); err != nil {
 		return startError(err)
