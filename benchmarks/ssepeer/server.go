@@ -15,7 +15,9 @@
 //     default, and a subscriber whose channel is full is disconnected (the
 //     hub of gorilla/websocket's chat example does the same), counted in
 //     Stats.SlowClosed; the subscriber sees its stream end rather than a
-//     silent gap;
+//     silent gap. A handler blocked in a write to a subscriber that stopped
+//     reading is freed by a write deadline set to now when it is told to go
+//     (http.ResponseController), so no deadline is set per write;
 //   - the response sets "Transfer-Encoding: identity", which net/http
 //     documents as the setup for SSE: no chunk framing, the body ends when
 //     the connection closes (as tidegate's does), so the same client reads
@@ -80,6 +82,16 @@ type subscriber struct {
 	ch   chan []byte
 	slow chan struct{} // closed (once) when ch was found full
 	once sync.Once
+	rc   *http.ResponseController
+}
+
+// kick tells the subscriber's handler to go, and ends a write it may be
+// blocked in.
+func (sub *subscriber) kick() {
+	sub.once.Do(func() {
+		close(sub.slow)
+		_ = sub.rc.SetWriteDeadline(time.Now())
+	})
 }
 
 // Server is the net/http SSE push peer.
@@ -96,6 +108,9 @@ type Server struct {
 	closed   bool
 	wg       sync.WaitGroup
 
+	// conns counts the subscribe connections net/http holds, so that Stop
+	// returns once they are all closed.
+	conns                                  atomic.Int64
 	published, subs, slowClosed, badFrames atomic.Int64
 }
 
@@ -119,7 +134,14 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, pubLn: pl, subLn: sl, topics: map[string]map[*subscriber]struct{}{}, pubConns: map[net.Conn]struct{}{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+pushproto.EventsPath, s.serveEvents)
-	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: nil}
+	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ConnState: func(_ net.Conn, st http.ConnState) {
+		switch st {
+		case http.StateNew:
+			s.conns.Add(1)
+		case http.StateClosed, http.StateHijacked:
+			s.conns.Add(-1)
+		}
+	}}
 	return s, nil
 }
 
@@ -144,8 +166,9 @@ func (s *Server) Start() {
 	}()
 }
 
-// Stop closes the listeners and every connection and waits for their
-// goroutines, at most until ctx ends.
+// Stop closes the listeners and every connection and waits until their
+// goroutines have ended and net/http has closed every subscribe connection,
+// at most until ctx ends.
 func (s *Server) Stop(ctx context.Context) error {
 	_ = s.pubLn.Close()
 	s.pubMu.Lock()
@@ -163,6 +186,13 @@ func (s *Server) Stop(ctx context.Context) error {
 	case <-done:
 	case <-ctx.Done():
 		return fmt.Errorf("ssepeer: stopping: %w", ctx.Err())
+	}
+	for s.conns.Load() > 0 {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("ssepeer: stopping: %d subscribe connections still open: %w", s.conns.Load(), ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("ssepeer: closing the HTTP server: %w", err)
@@ -190,7 +220,7 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("Transfer-Encoding", "identity") // no chunking: the stream ends with the connection
-	sub := &subscriber{ch: make(chan []byte, s.cfg.Buffer), slow: make(chan struct{})}
+	sub := &subscriber{ch: make(chan []byte, s.cfg.Buffer), slow: make(chan struct{}), rc: http.NewResponseController(w)}
 	s.add(topic, sub)
 	defer s.remove(topic, sub)
 	w.WriteHeader(http.StatusOK)
@@ -206,6 +236,7 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 		select {
 		case ev := <-sub.ch:
 			if _, err := w.Write(ev); err != nil {
+				s.kicked(sub)
 				return
 			}
 			fl.Flush()
@@ -215,11 +246,20 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 			}
 			fl.Flush()
 		case <-sub.slow:
-			s.slowClosed.Add(1)
+			s.kicked(sub)
 			return
 		case <-r.Context().Done():
 			return
 		}
+	}
+}
+
+// kicked counts a subscriber whose handler ends because it was told to go.
+func (s *Server) kicked(sub *subscriber) {
+	select {
+	case <-sub.slow:
+		s.slowClosed.Add(1)
+	default:
 	}
 }
 
@@ -254,7 +294,7 @@ func (s *Server) fanOut(topic []byte, ev []byte) {
 		select {
 		case sub.ch <- ev:
 		default:
-			sub.once.Do(func() { close(sub.slow) })
+			sub.kick()
 		}
 	}
 	s.mu.RUnlock()
