@@ -111,18 +111,59 @@ func (r Result) String() string {
 // subscriber is one client connection's state; only its loop touches it
 // except the atomic counters.
 type subscriber struct {
-	next      uint64 // expected sequence number
-	started   bool
-	delivered atomic.Int64
-	breaks    atomic.Int64
-	frames    atomic.Int64
-	ready     atomic.Bool
+	next    uint64 // expected sequence number
+	started bool
+	counts
+}
+
+// counts are one subscriber's counters, added to by its loop and read by
+// the run.
+type counts struct {
+	delivered, breaks, frames atomic.Int64
+	ready                     atomic.Bool
+}
+
+// sumCounts adds up the counters of subs.
+func sumCounts(subs []*counts) (delivered, breaks, frames int64) {
+	for _, s := range subs {
+		delivered += s.delivered.Load()
+		breaks += s.breaks.Load()
+		frames += s.frames.Load()
+	}
+	return delivered, breaks, frames
+}
+
+// waitReady polls until every one of subs is ready, failed returns an error
+// (nil failed: never), or 30 seconds have passed; it returns how many were
+// ready and, if not all, why.
+func waitReady(subs []*counts, failed func() error) (int, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ready := 0
+		for _, s := range subs {
+			if s.ready.Load() {
+				ready++
+			}
+		}
+		if ready == len(subs) {
+			return ready, nil
+		}
+		if failed != nil {
+			if err := failed(); err != nil {
+				return ready, err
+			}
+		}
+		if time.Now().After(deadline) {
+			return ready, fmt.Errorf("pushload: %d of %d subscribers ready after 30s", ready, len(subs))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 type client struct {
 	gnet.BuiltinEventEngine
 	topic []byte
-	subs  []*subscriber
+	subs  []*counts
 	err   atomic.Pointer[error]
 }
 
@@ -367,7 +408,7 @@ func startReaders(cfg Config) (*readers, error) {
 			rd.close()
 			return nil, fmt.Errorf("pushload: subscriber %d: enroll: %w", i, err)
 		}
-		cl.subs = append(cl.subs, s)
+		cl.subs = append(cl.subs, &s.counts)
 		conns = append(conns, c)
 	}
 	// Keep the subscribers alive past the server's read idle limit.
@@ -385,33 +426,16 @@ func startReaders(cfg Config) (*readers, error) {
 			}
 		}
 	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for ready := 0; ready < cfg.Subscribers; {
-		ready = 0
-		for _, s := range cl.subs {
-			if s.ready.Load() {
-				ready++
-			}
-		}
-		if time.Now().After(deadline) {
-			rd.close()
-			return nil, fmt.Errorf("pushload: only %d of %d subscribers acknowledged", ready, cfg.Subscribers)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if _, err := waitReady(cl.subs, nil); err != nil {
+		rd.close()
+		return nil, fmt.Errorf("%w: not acknowledged", err)
 	}
 	cfg.Logger.Info().Int("subscribers", cfg.Subscribers).Msg("subscribed")
 	return rd, nil
 }
 
 // sum adds up the readers' counters.
-func (rd *readers) sum() (delivered, breaks, frames int64) {
-	for _, s := range rd.cl.subs {
-		delivered += s.delivered.Load()
-		breaks += s.breaks.Load()
-		frames += s.frames.Load()
-	}
-	return
-}
+func (rd *readers) sum() (delivered, breaks, frames int64) { return sumCounts(rd.cl.subs) }
 
 // drain waits up to d for the readers to have received want events, or for
 // their deliveries to stop growing.

@@ -73,8 +73,9 @@ type sseSub struct {
 	started bool
 	gapOK   bool // a drop report came: the next event may skip ahead
 
-	delivered, breaks, reported atomic.Int64
-	ready, closed               atomic.Bool
+	counts
+	reported atomic.Int64
+	closed   atomic.Bool
 }
 
 // sseClient reads the SSE streams of every subscriber on one gnet client.
@@ -82,6 +83,7 @@ type sseClient struct {
 	gnet.BuiltinEventEngine
 	request []byte
 	subs    []*sseSub
+	counts  []*counts // of subs
 	err     atomic.Pointer[error]
 	closing atomic.Bool
 
@@ -232,39 +234,17 @@ func startSSEReaders(cfg Config) (*sseReaders, error) {
 			return nil, fmt.Errorf("pushload: SSE subscriber %d: enroll: %w", i, err)
 		}
 		cl.subs = append(cl.subs, s)
+		cl.counts = append(cl.counts, &s.counts)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		ready := 0
-		for _, s := range cl.subs {
-			if s.ready.Load() {
-				ready++
-			}
-		}
-		if ready == cfg.Subscribers {
-			break
-		}
-		if err := rd.err(); err != nil {
-			rd.close()
-			return nil, err
-		}
-		if time.Now().After(deadline) {
-			rd.close()
-			return nil, fmt.Errorf("pushload: only %d of %d SSE subscribers got their response within 30s", ready, cfg.Subscribers)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if _, err := waitReady(cl.counts, rd.err); err != nil {
+		rd.close()
+		return nil, fmt.Errorf("%w: no SSE response", err)
 	}
 	cfg.Logger.Info().Int("subscribers", cfg.Subscribers).Msg("SSE subscribers connected")
 	return rd, nil
 }
 
-func (rd *sseReaders) sum() (delivered, breaks, frames int64) {
-	for _, s := range rd.cl.subs {
-		delivered += s.delivered.Load()
-		breaks += s.breaks.Load()
-	}
-	return delivered, breaks, 0
-}
+func (rd *sseReaders) sum() (delivered, breaks, frames int64) { return sumCounts(rd.cl.counts) }
 
 // window sets the publish times whose latency is recorded.
 func (rd *sseReaders) window(from, to int64) {
