@@ -51,7 +51,20 @@ type Config struct {
 	ServerPID int
 	// ClientLoops is the subscribers' event loops.
 	ClientLoops int
-	Logger      zerolog.Logger
+	// SSE makes the subscribers SSE streams (GET /events?topic=) instead of
+	// TCP ones; their events carry the sequence number and the publish time
+	// as text (PayloadSize at least MinSSEPayload), and the run measures
+	// publish-to-delivery latency.
+	SSE bool
+	// AllowDrops accepts events the server dropped or subscribers it
+	// disconnected (SSE only: what a drop report announced, or what a
+	// subscriber closed by the server missed); they are counted either way.
+	AllowDrops bool
+	// OnConnected runs once every subscriber is connected, before the
+	// first publish; OnMeasured at the end of the measurement, still
+	// publishing. An error from either ends the run.
+	OnConnected, OnMeasured func() error
+	Logger                  zerolog.Logger
 }
 
 // Result is the outcome of a run.
@@ -69,33 +82,88 @@ type Result struct {
 	// when the server runs elsewhere).
 	ClientCPU time.Duration
 	// Over the whole run, after the drain: events published, events every
-	// subscriber should have got, events received, sequence breaks, frames.
+	// subscriber should have got, events received, sequence breaks, frames
+	// (TCP subscribers only).
 	TotalPublished, TotalExpected, TotalDelivered, OutOfOrder, Frames int64
+	// SSE only: subscribers the server closed during the run, events it
+	// dropped (reported, or missed by those it closed), and whether drops
+	// were allowed.
+	Closed, Dropped int64
+	DropsAllowed    bool
+	// SSE only: publish-to-delivery latency of the events published in the
+	// measurement window, over LatencySamples deliveries.
+	P50, P99, MaxLatency time.Duration
+	LatencySamples       int64
 }
 
 // String formats the result as one line.
 func (r Result) String() string {
+	sse := ""
+	if r.LatencySamples > 0 || r.Closed > 0 || r.Dropped > 0 {
+		sse = fmt.Sprintf(" p50=%v p99=%v max=%v closed=%d dropped=%d", r.P50, r.P99, r.MaxLatency, r.Closed, r.Dropped)
+	}
 	return fmt.Sprintf("subscribers=%d measured=%v published=%d delivered=%d delivered/s=%.0f server_cpu=%v cpu/event=%dns client_cpu=%v total_expected=%d total_delivered=%d lost=%d out_of_order=%d frames=%d",
 		r.Subscribers, r.Measured.Round(time.Millisecond), r.Published, r.Delivered, r.DeliveredPerSec, r.ServerCPU.Round(time.Millisecond),
 		r.CPUPerEvent.Nanoseconds(), r.ClientCPU.Round(time.Millisecond), r.TotalExpected, r.TotalDelivered,
-		r.TotalExpected-r.TotalDelivered, r.OutOfOrder, r.Frames)
+		r.TotalExpected-r.TotalDelivered-r.Dropped, r.OutOfOrder, r.Frames) + sse
 }
 
 // subscriber is one client connection's state; only its loop touches it
 // except the atomic counters.
 type subscriber struct {
-	next      uint64 // expected sequence number
-	started   bool
-	delivered atomic.Int64
-	breaks    atomic.Int64
-	frames    atomic.Int64
-	ready     atomic.Bool
+	next    uint64 // expected sequence number
+	started bool
+	counts
+}
+
+// counts are one subscriber's counters, added to by its loop and read by
+// the run.
+type counts struct {
+	delivered, breaks, frames atomic.Int64
+	ready                     atomic.Bool
+}
+
+// sumCounts adds up the counters of subs.
+func sumCounts(subs []*counts) (delivered, breaks, frames int64) {
+	for _, s := range subs {
+		delivered += s.delivered.Load()
+		breaks += s.breaks.Load()
+		frames += s.frames.Load()
+	}
+	return delivered, breaks, frames
+}
+
+// waitReady polls until every one of subs is ready, failed returns an error
+// (nil failed: never), or 30 seconds have passed; it returns how many were
+// ready and, if not all, why.
+func waitReady(subs []*counts, failed func() error) (int, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ready := 0
+		for _, s := range subs {
+			if s.ready.Load() {
+				ready++
+			}
+		}
+		if ready == len(subs) {
+			return ready, nil
+		}
+		if failed != nil {
+			if err := failed(); err != nil {
+				return ready, err
+			}
+		}
+		if time.Now().After(deadline) {
+			return ready, fmt.Errorf("pushload: %d of %d subscribers ready after 30s", ready, len(subs))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 type client struct {
 	gnet.BuiltinEventEngine
 	topic []byte
-	subs  []*subscriber
+	subs  []*counts
 	err   atomic.Pointer[error]
 }
 
@@ -153,21 +221,48 @@ func (cl *client) OnTraffic(c gnet.Conn) gnet.Action {
 	return gnet.None
 }
 
+// loadReaders are the counting subscribers of a run, TCP or SSE.
+type loadReaders interface {
+	sum() (delivered, breaks, frames int64)
+	drain(want int64, d time.Duration)
+	err() error
+	close()
+}
+
 // Run performs one load run. It returns an error, with the result, when any
 // subscriber lost, got twice or got out of order an event (every subscriber
-// must get every event published, in order), and an error without a result
-// when the run could not be made or measured, or ctx ended before it did: a
-// run cut short is no measurement.
+// must get every event published, in order; with AllowDrops, events the
+// server reported dropped or a subscriber it closed missed are counted
+// apart and accepted), and an error without a result when the run could
+// not be made or measured, or ctx ended before it did: a run cut short is
+// no measurement.
 func Run(ctx context.Context, cfg Config) (Result, error) {
-	if cfg.Subscribers < 1 || cfg.Rate < 1 || cfg.EventsPerFrame < 1 || cfg.PayloadSize < 8 || cfg.Duration <= 0 {
-		return Result{}, fmt.Errorf("pushload: subscribers %d, rate %d, events per frame %d, payload %d, duration %v: all must be positive, payload >= 8",
-			cfg.Subscribers, cfg.Rate, cfg.EventsPerFrame, cfg.PayloadSize, cfg.Duration)
+	minPayload := 8
+	if cfg.SSE {
+		minPayload = MinSSEPayload
 	}
-	rd, err := startReaders(cfg)
+	if cfg.Subscribers < 1 || cfg.Rate < 1 || cfg.EventsPerFrame < 1 || cfg.PayloadSize < minPayload || cfg.Duration <= 0 {
+		return Result{}, fmt.Errorf("pushload: subscribers %d, rate %d, events per frame %d, payload %d, duration %v: all must be positive, payload >= %d",
+			cfg.Subscribers, cfg.Rate, cfg.EventsPerFrame, cfg.PayloadSize, cfg.Duration, minPayload)
+	}
+	var rd loadReaders
+	var sse *sseReaders
+	var err error
+	if cfg.SSE {
+		sse, err = startSSEReaders(cfg)
+		rd = sse
+	} else {
+		rd, err = startReaders(cfg)
+	}
 	if err != nil {
 		return Result{}, err
 	}
 	defer rd.close()
+	if cfg.OnConnected != nil {
+		if err := cfg.OnConnected(); err != nil {
+			return Result{}, err
+		}
+	}
 
 	pc, err := net.DialTimeout("tcp", cfg.PublishAddr, 5*time.Second)
 	if err != nil {
@@ -199,6 +294,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return Result{}, fmt.Errorf("pushload: interrupted during the warmup: %w", err)
 	}
 	p0, d0, t0 := published.Load(), first(sum()), time.Now()
+	if sse != nil {
+		sse.window(t0.UnixNano(), 1<<63-1)
+	}
 	s0, c0, err := cpuTimes(cfg.ServerPID)
 	if err != nil {
 		return Result{}, err
@@ -210,6 +308,14 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	s1, c1, err := cpuTimes(cfg.ServerPID)
 	if err != nil {
 		return Result{}, err
+	}
+	if sse != nil {
+		sse.window(t0.UnixNano(), t1.UnixNano())
+	}
+	if cfg.OnMeasured != nil {
+		if err := cfg.OnMeasured(); err != nil {
+			return Result{}, err
+		}
 	}
 	if err := stopPublishing(false); err != nil {
 		return Result{}, err
@@ -227,7 +333,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		Published: p1 - p0, Delivered: d1 - d0,
 		ServerCPU: s1 - s0, ClientCPU: c1 - c0,
 		TotalPublished: published.Load(), TotalExpected: published.Load() * int64(cfg.Subscribers),
-		TotalDelivered: td, OutOfOrder: tb, Frames: tf,
+		TotalDelivered: td, OutOfOrder: tb, Frames: tf, DropsAllowed: cfg.AllowDrops,
+	}
+	if sse != nil {
+		r.Closed, r.Dropped = sse.drops(r.TotalPublished)
+		r.P50, r.P99, r.MaxLatency, r.LatencySamples = sse.latency()
 	}
 	r.DeliveredPerSec = float64(r.Delivered) / r.Measured.Seconds()
 	if r.Delivered > 0 {
@@ -238,19 +348,24 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 
 // Failure returns why the run does not count, or nil: subscribers that got
 // fewer events than published (lost), more (duplicated), or a sequence
-// break (reordered, or lost or duplicated in the middle).
+// break (reordered, or lost or duplicated in the middle); events the server
+// dropped (Dropped) unless DropsAllowed.
 func (r Result) Failure() error {
-	if r.TotalDelivered == r.TotalExpected && r.OutOfOrder == 0 {
+	unexplained := r.TotalExpected - r.TotalDelivered - r.Dropped
+	if unexplained == 0 && r.OutOfOrder == 0 && (r.Dropped == 0 || r.DropsAllowed) {
 		return nil
 	}
 	var what []string
-	if d := r.TotalExpected - r.TotalDelivered; d > 0 {
-		what = append(what, fmt.Sprintf("%d lost", d))
-	} else if d < 0 {
-		what = append(what, fmt.Sprintf("%d duplicated", -d))
+	if unexplained > 0 {
+		what = append(what, fmt.Sprintf("%d lost", unexplained))
+	} else if unexplained < 0 {
+		what = append(what, fmt.Sprintf("%d duplicated", -unexplained))
 	}
 	if r.OutOfOrder > 0 {
 		what = append(what, fmt.Sprintf("%d sequence breaks", r.OutOfOrder))
+	}
+	if r.Dropped > 0 && !r.DropsAllowed {
+		what = append(what, fmt.Sprintf("%d dropped by the server (%d subscribers closed by it), and no drops were allowed", r.Dropped, r.Closed))
 	}
 	return fmt.Errorf("pushload: subscribers got %d of %d events: %s", r.TotalDelivered, r.TotalExpected, strings.Join(what, ", "))
 }
@@ -293,7 +408,7 @@ func startReaders(cfg Config) (*readers, error) {
 			rd.close()
 			return nil, fmt.Errorf("pushload: subscriber %d: enroll: %w", i, err)
 		}
-		cl.subs = append(cl.subs, s)
+		cl.subs = append(cl.subs, &s.counts)
 		conns = append(conns, c)
 	}
 	// Keep the subscribers alive past the server's read idle limit.
@@ -311,43 +426,37 @@ func startReaders(cfg Config) (*readers, error) {
 			}
 		}
 	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for ready := 0; ready < cfg.Subscribers; {
-		ready = 0
-		for _, s := range cl.subs {
-			if s.ready.Load() {
-				ready++
-			}
-		}
-		if time.Now().After(deadline) {
-			rd.close()
-			return nil, fmt.Errorf("pushload: only %d of %d subscribers acknowledged", ready, cfg.Subscribers)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if _, err := waitReady(cl.subs, nil); err != nil {
+		rd.close()
+		return nil, fmt.Errorf("%w: not acknowledged", err)
 	}
 	cfg.Logger.Info().Int("subscribers", cfg.Subscribers).Msg("subscribed")
 	return rd, nil
 }
 
 // sum adds up the readers' counters.
-func (rd *readers) sum() (delivered, breaks, frames int64) {
-	for _, s := range rd.cl.subs {
-		delivered += s.delivered.Load()
-		breaks += s.breaks.Load()
-		frames += s.frames.Load()
-	}
-	return
-}
+func (rd *readers) sum() (delivered, breaks, frames int64) { return sumCounts(rd.cl.subs) }
 
 // drain waits up to d for the readers to have received want events, or for
 // their deliveries to stop growing.
-func (rd *readers) drain(want int64, d time.Duration) {
-	last, _, _ := rd.sum()
+func (rd *readers) drain(want int64, d time.Duration) { drainCounts(rd.sum, want, d) }
+
+// drainCounts waits up to d for sum's deliveries to reach want and stop
+// growing, or to stop growing below want for a second (a subscriber was
+// closed, or lost events).
+func drainCounts(sum func() (int64, int64, int64), want int64, d time.Duration) {
+	last, _, _ := sum()
+	still := 0
 	for end := time.Now().Add(d); time.Now().Before(end); {
 		time.Sleep(100 * time.Millisecond)
-		cur, _, _ := rd.sum()
-		if cur == last && cur >= want {
-			return
+		cur, _, _ := sum()
+		if cur == last {
+			still++
+			if cur >= want || still >= 10 {
+				return
+			}
+		} else {
+			still = 0
 		}
 		last = cur
 	}
@@ -383,6 +492,10 @@ func publish(c net.Conn, cfg Config, published *atomic.Int64, stop <-chan struct
 	var buf, body []byte
 	var seq uint64
 	start := time.Now()
+	put := func(p []byte, seq uint64, _ int64) { binary.BigEndian.PutUint64(p, seq) }
+	if cfg.SSE {
+		put = putTextEvent
+	}
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	for {
@@ -391,13 +504,14 @@ func publish(c net.Conn, cfg Config, published *atomic.Int64, stop <-chan struct
 			return nil
 		case <-t.C:
 		}
-		due := uint64(time.Since(start).Seconds() * float64(cfg.Rate))
+		now := time.Now()
+		due := uint64(now.Sub(start).Seconds() * float64(cfg.Rate))
 		buf = buf[:0]
 		for seq < due {
 			events = events[:0]
 			for len(events) < cfg.EventsPerFrame && seq < due {
 				p := scratch[len(events)]
-				binary.BigEndian.PutUint64(p, seq)
+				put(p, seq, now.UnixNano())
 				events = append(events, p)
 				seq++
 			}

@@ -36,6 +36,18 @@ func TestRunDeliversEverything(t *testing.T) {
 // address and hands each whole server frame to edit, which returns what the
 // subscriber gets instead.
 func frameRelay(t *testing.T, server string, edit func(conn, frame int, raw []byte) []byte) string {
+	return unitRelay(t, server, func(buf []byte) int {
+		_, size, err := pushproto.DecodeFrame(buf, pushproto.DefaultMaxFrame)
+		if err != nil {
+			return 0
+		}
+		return size
+	}, edit)
+}
+
+// unitRelay is frameRelay for any stream cut into units by split, which
+// returns the size of the whole unit at the start of buf, or 0.
+func unitRelay(t *testing.T, server string, split func([]byte) int, edit func(conn, unit int, raw []byte) []byte) string {
 	t.Helper()
 	var ids atomic.Int64
 	return testserver.Conns(t, func(c net.Conn) {
@@ -47,6 +59,7 @@ func frameRelay(t *testing.T, server string, edit func(conn, frame int, raw []by
 		up := make(chan struct{})
 		go func() { // not io.Copy: its splice keeps pipes that the descriptor check counts
 			defer close(up)
+			defer s.Close() // the subscriber left: so does the relay, even from a server with nothing to send
 			b := make([]byte, 4096)
 			for {
 				k, err := c.Read(b)
@@ -62,8 +75,8 @@ func frameRelay(t *testing.T, server string, edit func(conn, frame int, raw []by
 			k, err := s.Read(tmp)
 			buf = append(buf, tmp[:k]...)
 			for {
-				_, size, ferr := pushproto.DecodeFrame(buf, pushproto.DefaultMaxFrame)
-				if ferr != nil {
+				size := split(buf)
+				if size == 0 {
 					break
 				}
 				if _, werr := c.Write(edit(id, n, buf[:size])); werr != nil {

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -28,7 +30,17 @@ func benchPushCommand() *cli.Command {
 			"server drops at least 90% of what it owes them (at most --fill-timeout), then for\n" +
 			"--duration more, then memory is read. It exits non-zero too if the stuck subscribers did\n" +
 			"not saturate or were closed before the reading, or a figure per stuck subscriber passed\n" +
-			"--max-bytes-per-stuck.",
+			"--max-bytes-per-stuck.\n\n" +
+			"With --compare, it starts the servers itself, each a child process for every trial: `tidegate\n" +
+			"push` (--tidegate-bin, --window) and the net/http SSE peer (`tidegate-bench peer push-nethttp`,\n" +
+			"--peer-buffer), for each of --subscribers-list, --repeats times, the order of the two servers\n" +
+			"swapped every repeat. Subscribers are SSE streams; events carry their publish time, for the\n" +
+			"publish-to-delivery latency. Prints every trial and the medians [min–max] with the ratios\n" +
+			"tidegate/nethttp as Markdown: deliveries/s, server CPU ns per delivered event, deliveries per\n" +
+			"server CPU-second, RSS per subscriber (connected, and at the end of the measurement while\n" +
+			"publishing, less the RSS before any subscriber), p50/p99 latency, and the events each server\n" +
+			"dropped or lost. It exits non-zero if any trial lost, duplicated or reordered an event, or a\n" +
+			"server dropped some (reported, or a subscriber it closed) without --allow-drops.",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "publish", Value: "127.0.0.1:7301", Usage: "the server's publish address"},
 			&cli.StringFlag{Name: "subscribe", Value: "127.0.0.1:7302", Usage: "the server's subscribe address"},
@@ -48,6 +60,13 @@ func benchPushCommand() *cli.Command {
 			&cli.StringFlag{Name: "server-metrics", Usage: "the server's --metrics-listen `URL` (http://host:port), read for memory and counters with --stuck"},
 			&cli.DurationFlag{Name: "fill-timeout", Value: time.Minute, Usage: "with --stuck, the longest wait until the stuck subscribers drop what they are sent"},
 			&cli.Int64Flag{Name: "max-bytes-per-stuck", Usage: "with --stuck, fail if live heap, RSS or peak RSS grew by more than `BYTES` per stuck subscriber (0: no gate)"},
+			&cli.BoolFlag{Name: "sse", Usage: "SSE subscribers (GET /events) instead of TCP ones; events carry their publish time and the run reports latency"},
+			&cli.BoolFlag{Name: "allow-drops", Usage: "with SSE subscribers, accept events the server dropped or missed by subscribers it closed (still counted)"},
+			&cli.BoolFlag{Name: "compare", Usage: "start tidegate push and the net/http SSE peer per trial and compare them (see above)"},
+			&cli.IntSliceFlag{Name: "subscribers-list", Value: cli.NewIntSlice(1000, 5000, 9000), Usage: "with --compare, the subscriber counts"},
+			&cli.DurationFlag{Name: "window", Value: 200 * time.Millisecond, Usage: "with --compare, tidegate push's --window"},
+			&cli.IntFlag{Name: "peer-buffer", Usage: "with --compare, the peer's --buffer (events per subscriber channel; 0: its default)"},
+			tidegateBinFlag(),
 		}, logflags.Flags()...),
 		Action: func(c *cli.Context) error {
 			log, err := logflags.New(c)
@@ -60,9 +79,13 @@ func benchPushCommand() *cli.Command {
 				EventsPerFrame: c.Int("events-per-frame"), PayloadSize: c.Int("payload"),
 				Warmup: c.Duration("warmup"), Duration: c.Duration("duration"), Drain: c.Duration("drain"),
 				ServerPID: c.Int("server-pid"), ClientLoops: c.Int("client-loops"), Logger: log,
+				SSE: c.Bool("sse"), AllowDrops: c.Bool("allow-drops"),
 			}
 			ctx, stop := sessionContext(c)
 			defer stop()
+			if c.Bool("compare") {
+				return benchPushCompare(ctx, c, cfg)
+			}
 			for i := 0; i < c.Int("repeats"); i++ {
 				if c.Int("stuck") > 0 {
 					r, err := pushload.Stuck(ctx, pushload.StuckConfig{
@@ -87,4 +110,41 @@ func benchPushCommand() *cli.Command {
 			return nil
 		},
 	}
+}
+
+// benchPushCompare runs --compare: tidegate push against the net/http peer.
+func benchPushCompare(ctx context.Context, c *cli.Context, load pushload.Config) error {
+	tg, err := tidegateBinary(c)
+	if err != nil {
+		return err
+	}
+	self, err := thisProgram("the net/http SSE peer")
+	if err != nil {
+		return err
+	}
+	cfg := pushload.CompareConfig{
+		Load: load, Subscribers: c.IntSlice("subscribers-list"), Repeats: c.Int("repeats"),
+		Servers: []pushload.Server{pushload.Tidegate, pushload.NetHTTP}, TidegateBin: tg, PeerBin: self,
+		Window: c.Duration("window"), PeerBuffer: c.Int("peer-buffer"),
+	}
+	w := c.App.Writer
+	fmt.Fprintf(w, "command: `%s`\nrevision: %s\n\n", commandLine(os.Args), toolRevision())
+	trials, err := pushload.Compare(ctx, cfg)
+	if len(trials) > 0 {
+		if werr := pushload.WriteSummary(w, pushload.Summarize(trials, cfg.Subscribers, cfg.Servers)); werr != nil {
+			return werr
+		}
+		fmt.Fprintln(w, "\nEvery trial:")
+		fmt.Fprintln(w)
+		if werr := pushload.WriteTrials(w, trials); werr != nil {
+			return werr
+		}
+	}
+	if err != nil {
+		return cli.Exit(fmt.Sprintf("bench push --compare FAILED: %v", err), 1)
+	}
+	if err := pushload.Failed(trials); err != nil {
+		return cli.Exit(fmt.Sprintf("bench push --compare FAILED: %v", err), 1)
+	}
+	return nil
 }

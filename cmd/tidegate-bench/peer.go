@@ -19,6 +19,7 @@ func peerCommand() *cli.Command {
 		Subcommands: []*cli.Command{
 			peerTLVGoroutineCommand(),
 			peerGoproxyCommand(),
+			peerPushNetHTTPCommand(),
 		},
 	}
 }

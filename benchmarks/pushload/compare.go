@@ -1,0 +1,337 @@
+package pushload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tidegate/tidegate/benchmarks/peers"
+	"github.com/tidegate/tidegate/benchmarks/procstat"
+	"github.com/tidegate/tidegate/benchmarks/spread"
+)
+
+// Server names a push server under test.
+type Server string
+
+const (
+	// Tidegate is `tidegate push` (session/push).
+	Tidegate Server = "tidegate"
+	// NetHTTP is `tidegate-bench peer push-nethttp` (benchmarks/ssepeer).
+	NetHTTP Server = "nethttp"
+)
+
+// CompareConfig describes a comparison of push servers, each started as a
+// child process for every trial so that its CPU and memory are its own.
+type CompareConfig struct {
+	// Load is the load of every trial; its addresses, ServerPID, SSE,
+	// Subscribers and hooks are set per trial.
+	Load Config
+	// Subscribers are the subscriber counts, each run Repeats times for
+	// every server, the order of the servers swapped from one repeat to
+	// the next.
+	Subscribers []int
+	Repeats     int
+	Servers     []Server
+	// TidegateBin is the tidegate binary; PeerBin the tidegate-bench one.
+	TidegateBin, PeerBin string
+	// Window is tidegate's --window; PeerBuffer the peer's --buffer (events
+	// per subscriber channel, 0 for its default).
+	Window     time.Duration
+	PeerBuffer int
+}
+
+// Trial is one run against a fresh server.
+type Trial struct {
+	Server      Server `json:"server"`
+	Subscribers int    `json:"subscribers"`
+	Repeat      int    `json:"repeat"`
+	Position    int    `json:"position"`
+	Result      Result `json:"result"`
+	// RSS of the server before any subscriber, with every subscriber
+	// connected (before the first publish), and at the end of the
+	// measurement (still publishing).
+	RSSBefore, RSSConnected, RSSActive int64
+	// KiBPerSubIdle and KiBPerSubActive are (RSSConnected or RSSActive -
+	// RSSBefore) / Subscribers / 1024.
+	KiBPerSubIdle, KiBPerSubActive float64
+	// DeliveriesPerCPUSec is Delivered over the server's CPU seconds.
+	DeliveriesPerCPUSec float64
+	// Failure says why the trial does not count (lost, duplicated or
+	// reordered events, drops not allowed); it stays out of the medians.
+	Failure string `json:"failure,omitempty"`
+}
+
+// Summary is one server at one subscriber count over the repeats.
+type Summary struct {
+	Server                Server
+	Subscribers           int
+	Trials, Failed        int
+	DeliveredPerSec       spread.Spread
+	CPUNsPerEvent         spread.Spread
+	DeliveriesPerCPUSec   spread.Spread
+	KiBPerSubIdle         spread.Spread
+	KiBPerSubActive       spread.Spread
+	P50Ms, P99Ms, MaxMs   spread.Spread
+	Dropped, Closed, Lost int64
+}
+
+// Compare runs the trials. A trial whose events were lost, duplicated,
+// reordered or dropped against the rules is kept with its Failure and the
+// others go on (see Failed); an error is a trial that could not be made
+// or measured.
+func Compare(ctx context.Context, cfg CompareConfig) ([]Trial, error) {
+	if cfg.Repeats < 1 || len(cfg.Subscribers) == 0 || len(cfg.Servers) == 0 {
+		return nil, fmt.Errorf("pushload: repeats %d, subscriber counts %v, servers %v: want at least one of each", cfg.Repeats, cfg.Subscribers, cfg.Servers)
+	}
+	var out []Trial
+	for _, n := range cfg.Subscribers {
+		for rep := 1; rep <= cfg.Repeats; rep++ {
+			order := cfg.Servers
+			if rep%2 == 0 {
+				order = make([]Server, len(cfg.Servers))
+				for i, s := range cfg.Servers {
+					order[len(order)-1-i] = s
+				}
+			}
+			for pos, srv := range order {
+				t, err := runTrial(ctx, cfg, srv, n)
+				if err != nil {
+					return out, fmt.Errorf("pushload: %s, %d subscribers, repeat %d: %w", srv, n, rep, err)
+				}
+				t.Repeat, t.Position = rep, pos
+				if t.Failure != "" {
+					cfg.Load.Logger.Error().Str("server", string(srv)).Int("subscribers", n).Int("repeat", rep).
+						Str("failure", t.Failure).Msg("trial failed: left out of the medians")
+				}
+				cfg.Load.Logger.Info().Str("server", string(srv)).Int("repeat", rep).Msg(t.Result.String())
+				out = append(out, t)
+			}
+		}
+	}
+	return out, nil
+}
+
+// serverArgv is the command line that starts srv on the two addresses.
+func serverArgv(cfg CompareConfig, srv Server, pub, sub string) ([]string, error) {
+	switch srv {
+	case Tidegate:
+		return []string{cfg.TidegateBin, "push", "--publish-listen", pub, "--subscribe-listen", sub,
+			"--window", cfg.Window.String(), "--stats-interval", "0", "--log-level", "warn"}, nil
+	case NetHTTP:
+		argv := []string{cfg.PeerBin, "peer", "push-nethttp", "--publish-listen", pub, "--subscribe-listen", sub, "--log-level", "warn"}
+		if cfg.PeerBuffer > 0 {
+			argv = append(argv, "--buffer", strconv.Itoa(cfg.PeerBuffer))
+		}
+		return argv, nil
+	}
+	return nil, fmt.Errorf("server %q: want %q or %q", srv, Tidegate, NetHTTP)
+}
+
+func runTrial(ctx context.Context, cfg CompareConfig, srv Server, n int) (t Trial, err error) {
+	t = Trial{Server: srv, Subscribers: n}
+	pub, err := peers.FreeAddr("127.0.0.1")
+	if err != nil {
+		return t, err
+	}
+	sub, err := peers.FreeAddr("127.0.0.1")
+	if err != nil {
+		return t, err
+	}
+	argv, err := serverArgv(cfg, srv, pub, sub)
+	if err != nil {
+		return t, err
+	}
+	p, err := peers.StartProgram(peers.ProgramSpec{Name: "push-" + string(srv), Listen: sub, Argv: argv})
+	if err != nil {
+		return t, err
+	}
+	defer func() {
+		if serr := p.Stop(); serr != nil {
+			err = errors.Join(err, fmt.Errorf("stopping %s: %w", srv, serr))
+		}
+	}()
+	pid := p.PIDs()[0]
+	time.Sleep(200 * time.Millisecond) // let its start-up settle
+	if t.RSSBefore, err = procstat.RSS(pid); err != nil {
+		return t, err
+	}
+	load := cfg.Load
+	load.PublishAddr, load.SubscribeAddr, load.ServerPID, load.SSE, load.Subscribers = pub, sub, pid, true, n
+	load.OnConnected = func() (err error) {
+		time.Sleep(200 * time.Millisecond) // the last requests handled
+		t.RSSConnected, err = procstat.RSS(pid)
+		return err
+	}
+	load.OnMeasured = func() (err error) {
+		t.RSSActive, err = procstat.RSS(pid)
+		return err
+	}
+	r, err := Run(ctx, load)
+	if r.TotalPublished == 0 && err != nil {
+		if !p.Running() {
+			err = fmt.Errorf("%w (the server exited: %v; log: %s)", err, p.ExitError(), p.LogTail())
+		}
+		return t, err
+	}
+	t.Result = r
+	if err != nil {
+		t.Failure = err.Error()
+	}
+	t.KiBPerSubIdle = float64(t.RSSConnected-t.RSSBefore) / float64(n) / 1024
+	t.KiBPerSubActive = float64(t.RSSActive-t.RSSBefore) / float64(n) / 1024
+	if r.ServerCPU > 0 {
+		t.DeliveriesPerCPUSec = float64(r.Delivered) / r.ServerCPU.Seconds()
+	}
+	return t, nil
+}
+
+// Failed returns an error naming every failed trial, or nil.
+func Failed(ts []Trial) error {
+	var errs []error
+	for _, t := range ts {
+		if t.Failure != "" {
+			errs = append(errs, fmt.Errorf("%s, %d subscribers, repeat %d: %s", t.Server, t.Subscribers, t.Repeat, t.Failure))
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("pushload: %d of %d trials failed: %w", len(errs), len(ts), errors.Join(errs...))
+}
+
+// Summarize groups the trials by subscriber count and server, in the order
+// of cfg.
+func Summarize(ts []Trial, counts []int, servers []Server) []Summary {
+	var out []Summary
+	for _, n := range counts {
+		for _, srv := range servers {
+			s := Summary{Server: srv, Subscribers: n}
+			var dps, cpu, dpc, idle, active, p50, p99, mx []float64
+			for _, t := range ts {
+				if t.Server != srv || t.Subscribers != n {
+					continue
+				}
+				r := t.Result
+				s.Trials++
+				s.Dropped += r.Dropped
+				s.Closed += r.Closed
+				s.Lost += r.TotalExpected - r.TotalDelivered - r.Dropped
+				if t.Failure != "" {
+					s.Failed++
+					continue
+				}
+				dps = append(dps, r.DeliveredPerSec)
+				cpu = append(cpu, float64(r.CPUPerEvent.Nanoseconds()))
+				dpc = append(dpc, t.DeliveriesPerCPUSec)
+				idle = append(idle, t.KiBPerSubIdle)
+				active = append(active, t.KiBPerSubActive)
+				p50 = append(p50, ms(r.P50))
+				p99 = append(p99, ms(r.P99))
+				mx = append(mx, ms(r.MaxLatency))
+			}
+			s.DeliveredPerSec, s.CPUNsPerEvent, s.DeliveriesPerCPUSec = spread.Of(dps), spread.Of(cpu), spread.Of(dpc)
+			s.KiBPerSubIdle, s.KiBPerSubActive = spread.Of(idle), spread.Of(active)
+			s.P50Ms, s.P99Ms, s.MaxMs = spread.Of(p50), spread.Of(p99), spread.Of(mx)
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// WriteTrials writes every trial as a Markdown table.
+func WriteTrials(w io.Writer, ts []Trial) error {
+	rows := make([][]string, 0, len(ts))
+	for _, t := range ts {
+		r := t.Result
+		rows = append(rows, []string{
+			strconv.Itoa(t.Subscribers), strconv.Itoa(t.Repeat), strconv.Itoa(t.Position), string(t.Server),
+			f0(r.DeliveredPerSec), strconv.FormatInt(r.CPUPerEvent.Nanoseconds(), 10), f0(t.DeliveriesPerCPUSec),
+			f1(t.KiBPerSubIdle), f1(t.KiBPerSubActive),
+			f1(ms(r.P50)), f1(ms(r.P99)), f1(ms(r.MaxLatency)), f1(r.ClientCPU.Seconds()),
+			strconv.FormatInt(r.TotalDelivered, 10), strconv.FormatInt(r.Dropped, 10), strconv.FormatInt(r.Closed, 10),
+			strconv.FormatInt(r.TotalExpected-r.TotalDelivered-r.Dropped, 10), strconv.FormatInt(r.OutOfOrder, 10),
+			orDash(strings.ReplaceAll(t.Failure, "|", "/")),
+		})
+	}
+	return writeMarkdown(w, []string{"subscribers", "repeat", "#", "server", "deliveries/s", "server CPU ns/event",
+		"deliveries per CPU-s", "KiB/sub connected", "KiB/sub publishing", "p50 ms", "p99 ms", "max ms", "client CPU s",
+		"delivered", "dropped", "closed by server", "lost", "order breaks", "failure"}, "rrrlrrrrrrrrrrrrrrl", rows)
+}
+
+// WriteSummary writes the medians [min–max] per subscriber count and
+// server, and the ratios of the first server to the second.
+func WriteSummary(w io.Writer, ss []Summary) error {
+	rows := make([][]string, 0, len(ss))
+	for _, s := range ss {
+		rows = append(rows, []string{strconv.Itoa(s.Subscribers), string(s.Server), s.DeliveredPerSec.Format(0),
+			s.CPUNsPerEvent.Format(0), s.DeliveriesPerCPUSec.Format(0), s.KiBPerSubIdle.Format(1), s.KiBPerSubActive.Format(1),
+			s.P50Ms.Format(1), s.P99Ms.Format(1), strconv.FormatInt(s.Dropped, 10), strconv.FormatInt(s.Closed, 10),
+			strconv.FormatInt(s.Lost, 10), fmt.Sprintf("%d of %d", s.Failed, s.Trials)})
+	}
+	if err := writeMarkdown(w, []string{"subscribers", "server", "deliveries/s", "server CPU ns/event", "deliveries per CPU-s",
+		"KiB/sub connected", "KiB/sub publishing", "p50 ms", "p99 ms", "dropped", "closed by server", "lost", "failed"},
+		"rlrrrrrrrrrrr", rows); err != nil {
+		return err
+	}
+	var ratios [][]string
+	for i := 0; i+1 < len(ss); i += 2 {
+		a, b := ss[i], ss[i+1]
+		if a.Subscribers != b.Subscribers {
+			continue
+		}
+		ratios = append(ratios, []string{strconv.Itoa(a.Subscribers), string(a.Server) + " / " + string(b.Server),
+			ratio(a.DeliveredPerSec, b.DeliveredPerSec), ratio(a.DeliveriesPerCPUSec, b.DeliveriesPerCPUSec),
+			ratio(a.KiBPerSubIdle, b.KiBPerSubIdle), ratio(a.KiBPerSubActive, b.KiBPerSubActive),
+			ratio(a.P50Ms, b.P50Ms), ratio(a.P99Ms, b.P99Ms)})
+	}
+	if len(ratios) == 0 {
+		return nil
+	}
+	if _, err := io.WriteString(w, "\nRatios of the medians:\n\n"); err != nil {
+		return err
+	}
+	return writeMarkdown(w, []string{"subscribers", "ratio", "deliveries/s", "deliveries per CPU-s", "KiB/sub connected",
+		"KiB/sub publishing", "p50", "p99"}, "rlrrrrrr", ratios)
+}
+
+func ratio(a, b spread.Spread) string {
+	if a.N == 0 || b.N == 0 || b.Median == 0 {
+		return "–"
+	}
+	return strconv.FormatFloat(a.Median/b.Median, 'f', 2, 64) + "×"
+}
+
+func f0(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) }
+func f1(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
+
+func orDash(s string) string {
+	if s == "" {
+		return "–"
+	}
+	return s
+}
+
+// writeMarkdown writes a Markdown table; align has an 'l' or 'r' per column.
+func writeMarkdown(w io.Writer, header []string, align string, rows [][]string) error {
+	var b strings.Builder
+	b.WriteString("| " + strings.Join(header, " | ") + " |\n|")
+	for i := range header {
+		if i < len(align) && align[i] == 'r' {
+			b.WriteString("--:|")
+		} else {
+			b.WriteString("---|")
+		}
+	}
+	b.WriteString("\n")
+	for _, r := range rows {
+		b.WriteString("| " + strings.Join(r, " | ") + " |\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
