@@ -755,3 +755,77 @@ func TestShutdownFlushesPendingBatches(t *testing.T) {
 		t.Fatal("a subscriber was accepted after Shutdown")
 	}
 }
+
+func TestWindowEnd(t *testing.T) {
+	const w = int64(200)
+	for _, tc := range []struct{ now, phase, want int64 }{
+		{now: 0, phase: 0, want: 200},   // on a boundary: the next one, a whole window later
+		{now: 1, phase: 0, want: 200},   // just after one
+		{now: 199, phase: 0, want: 200}, // just before one
+		{now: 1000, phase: 50, want: 1050},
+		{now: 1049, phase: 50, want: 1050},
+		{now: 1050, phase: 50, want: 1250},
+		{now: 10, phase: 150, want: 150}, // now before the first phase point
+		{now: -30, phase: 20, want: 20},  // a loop clock below zero still works
+	} {
+		got := windowEnd(tc.now, tc.phase, w)
+		if got != tc.want {
+			t.Errorf("windowEnd(%d, %d, %d) = %d, want %d", tc.now, tc.phase, w, got, tc.want)
+		}
+		if got <= tc.now || got > tc.now+w || ((got-tc.phase)%w+w)%w != 0 {
+			t.Errorf("windowEnd(%d, %d, %d) = %d: not in (now, now+window] on the phase", tc.now, tc.phase, w, got)
+		}
+	}
+}
+
+// TestWindowsAreSpread: subscribers of one topic on one loop get an event at
+// the same moment but write it at different moments within the window, so
+// that a fan-out does not become one burst of writes at the window's end.
+func TestWindowsAreSpread(t *testing.T) {
+	const subscribers, window = 8, 400 * time.Millisecond
+	_, pub, sub := startServer(t, func(c *Config) { c.Window = window; c.Loops = 1; c.Heartbeat = 0 })
+	var readers []*legacyReader
+	for i := 0; i < subscribers; i++ {
+		_, lr := subscribeTCP(t, sub, "spread")
+		readers = append(readers, lr)
+	}
+	p := dial(t, pub)
+	if _, err := p.Write(publishFrame(t, "spread", []byte("now"))); err != nil {
+		t.Fatal(err)
+	}
+	arrived := make(chan time.Time, subscribers)
+	for i, lr := range readers {
+		go func() {
+			for {
+				evs, err := lr.next()
+				if err != nil {
+					t.Errorf("subscriber %d: %v", i, err)
+					arrived <- time.Time{}
+					return
+				}
+				for _, e := range evs {
+					if e.op == pushproto.OpNext {
+						arrived <- time.Now()
+						return
+					}
+				}
+			}
+		}()
+	}
+	var first, last time.Time
+	for range subscribers {
+		at := <-arrived
+		if at.IsZero() {
+			t.FailNow()
+		}
+		if first.IsZero() || at.Before(first) {
+			first = at
+		}
+		if at.After(last) {
+			last = at
+		}
+	}
+	if spread := last.Sub(first); spread < window/4 {
+		t.Fatalf("the %d batches arrived within %s of each other, want them spread over the %s window", subscribers, spread, window)
+	}
+}

@@ -46,6 +46,7 @@ type subscriber struct {
 	rounding    int
 
 	flushAt          int64 // loop clock; 0 when nothing is pending or the window is 0
+	phase            int64 // where in each window this subscriber's batches are due (windowEnd)
 	lastWrite        int64
 	lastRead         int64
 	notWritableSince int64 // 0 while writable: see markNotWritable
@@ -59,6 +60,13 @@ type subscribeHandler struct{ srv *Server }
 func (h subscribeHandler) OnOpen(c *reactor.Conn) {
 	sl := h.srv.subLoopOf(c.Loop())
 	s := &subscriber{srv: h.srv, c: c, sl: sl}
+	if w := uint64(h.srv.cfg.Window); w > 0 {
+		// Spread evenly over the window (the golden ratio's sequence), so
+		// that subscribers of one topic, who all get an event at the same
+		// moment, do not all write their batches at the same moment too.
+		sl.phases++
+		s.phase = int64((sl.phases * 0x9e3779b97f4a7c15) % w)
+	}
 	s.timer.F = s.onTimer
 	now := c.Loop().Now()
 	s.lastRead, s.lastWrite = now, now
@@ -210,9 +218,22 @@ func (s *subscriber) enqueue(d *delivery, immediate bool) {
 		return
 	}
 	if s.flushAt == 0 {
-		s.flushAt = s.c.Loop().Now() + int64(cfg.Window)
+		s.flushAt = windowEnd(s.c.Loop().Now(), s.phase, int64(cfg.Window))
 		s.armBy(s.flushAt)
 	}
+}
+
+// windowEnd returns when a batch started at now is due: the next moment
+// after now, and at most window after it, that is phase past a multiple of
+// window. A subscriber's batches are thus a window apart while events flow,
+// no event waits longer than the window, and subscribers with different
+// phases write at different moments.
+func windowEnd(now, phase, window int64) int64 {
+	off := (now - phase) % window
+	if off < 0 {
+		off += window
+	}
+	return now + window - off
 }
 
 // flush writes the pending events as one batch, or as many of them, oldest
