@@ -41,6 +41,8 @@ func pushCommand() *cli.Command {
 				"or output still queued when a heartbeat is due) and count it; 0 disables"},
 			&cli.IntFlag{Name: "buffer-budget", Value: def.BufferBudget, Usage: "most output `BYTES` queued for all subscribers together: a subscriber with output queued may hold " +
 				"at most 1/16 of what is left, so near it the batches of those holding the most are dropped first (counted as budget drops); 0 disables"},
+			&cli.IntFlag{Name: "window-phases", Value: def.WindowPhases, Usage: "spread the batches of a loop's subscribers over N moments of the window: a large fan-out then " +
+				"does not write every batch at the window's end (lower tail latency) but each moment costs wake-ups (more CPU); 0 or 1 writes them together"},
 			&cli.IntFlag{Name: "max-topics", Value: def.MaxTopics, Usage: "most topics at once (a topic lives while it has subscribers); subscriptions to new topics past it are refused"},
 			&cli.IntFlag{Name: "loops", Value: 0, Usage: "event loops for subscribers; 0 means one per core"},
 			&cli.IntFlag{Name: "publish-loops", Value: def.PublishLoops, Usage: "event loops for publishers"},
@@ -59,6 +61,7 @@ func pushCommand() *cli.Command {
 			cfg.PublishAddr = c.String("publish-listen")
 			cfg.SubscribeAddr = c.String("subscribe-listen")
 			cfg.Window = c.Duration("window")
+			cfg.WindowPhases = c.Int("window-phases")
 			cfg.Heartbeat = c.Duration("heartbeat")
 			cfg.ReadIdle = c.Duration("read-idle")
 			cfg.HighWatermark = c.Int("high-watermark")

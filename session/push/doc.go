@@ -54,10 +54,11 @@
 // Each subscriber writes its pending events once per Config.Window (0
 // writes each hand-off at once), or earlier when they reach MaxBatchEvents or
 // MaxBatchBytes, as one reactor.Batch. A batch is due at the subscriber's
-// next phase point (windowEnd): each subscriber of a loop has its own phase
-// in the window, so that a fan-out, which reaches every subscriber of a topic
-// at the same moment, is written over the window instead of in one burst at
-// its end, while no event waits longer than the window. In a batch, small
+// next phase point (windowEnd), so no event waits longer than the window.
+// With Config.WindowPhases the subscribers of a loop get different phases, so
+// that a fan-out, which reaches every subscriber of a topic at the same
+// moment, is written at that many moments of the window instead of in one
+// burst at its end (less tail latency, more wake-ups). In a batch, small
 // pieces are copied into the loop's scratch buffer and events of at least
 // reactor.DefaultCrossover bytes are referenced, so the kernel gathers them
 // straight from the shared array.

@@ -44,7 +44,7 @@ type subLoop struct {
 	topics map[*topic]*localTopic
 	dirty  []*localTopic
 	pieces [][]byte // scratch of subscriber.writeBehind
-	phases uint64   // subscribers given a window phase so far (subscriber.phase)
+	phases int64    // subscribers given a window phase so far (subscriber.phase)
 	counters
 }
 

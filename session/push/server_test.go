@@ -778,12 +778,13 @@ func TestWindowEnd(t *testing.T) {
 	}
 }
 
-// TestWindowsAreSpread: subscribers of one topic on one loop get an event at
-// the same moment but write it at different moments within the window, so
-// that a fan-out does not become one burst of writes at the window's end.
+// TestWindowsAreSpread: with WindowPhases, subscribers of one topic on one
+// loop get an event at the same moment but write it at different moments
+// within the window, so that a fan-out does not become one burst of writes at
+// the window's end.
 func TestWindowsAreSpread(t *testing.T) {
 	const subscribers, window = 8, 400 * time.Millisecond
-	_, pub, sub := startServer(t, func(c *Config) { c.Window = window; c.Loops = 1; c.Heartbeat = 0 })
+	_, pub, sub := startServer(t, func(c *Config) { c.Window = window; c.WindowPhases = subscribers; c.Loops = 1; c.Heartbeat = 0 })
 	var readers []*legacyReader
 	for i := 0; i < subscribers; i++ {
 		_, lr := subscribeTCP(t, sub, "spread")

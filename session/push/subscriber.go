@@ -60,12 +60,9 @@ type subscribeHandler struct{ srv *Server }
 func (h subscribeHandler) OnOpen(c *reactor.Conn) {
 	sl := h.srv.subLoopOf(c.Loop())
 	s := &subscriber{srv: h.srv, c: c, sl: sl}
-	if w := uint64(h.srv.cfg.Window); w > 0 {
-		// Spread evenly over the window (the golden ratio's sequence), so
-		// that subscribers of one topic, who all get an event at the same
-		// moment, do not all write their batches at the same moment too.
+	if w, n := int64(h.srv.cfg.Window), int64(h.srv.cfg.WindowPhases); w > 0 && n > 1 {
+		s.phase = sl.phases % n * w / n // see Config.WindowPhases
 		sl.phases++
-		s.phase = int64((sl.phases * 0x9e3779b97f4a7c15) % w)
 	}
 	s.timer.F = s.onTimer
 	now := c.Loop().Now()
