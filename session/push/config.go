@@ -26,11 +26,14 @@ type Config struct {
 	// written as one batch; 0 writes them at once.
 	Window time.Duration
 	// WindowPhases spreads the batches of a loop's subscribers over this
-	// many moments of the window (0 and 1: all at the same moment). A
-	// fan-out reaches every subscriber of a topic at once; written at one
-	// moment, the last of a large fan-out waits for all the others' writes
-	// past the window's end, while every separate moment costs wake-ups
-	// (here, on loopback, 1.3x the CPU per event at 1,000 subscribers with 8).
+	// many moments of a fixed grid of windows (0 and 1: a window starts
+	// with a batch's first event, and the subscribers of a topic write at
+	// the same moment). A fan-out reaches every subscriber of a topic at
+	// once; written at one moment, the last of a large fan-out waits for all
+	// the others' writes past the window's end. Spread, no event waits
+	// longer than the window, but every separate moment costs wake-ups and
+	// a grid takes fewer events per batch (see
+	// benchmarks/results/2026-12-01-push-vs-nethttp.md).
 	WindowPhases int
 	// Heartbeat is the write idleness after which a heartbeat is sent; 0 disables.
 	Heartbeat time.Duration
