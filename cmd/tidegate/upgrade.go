@@ -286,6 +286,7 @@ func (u *upgrader) upgrade() (bool, error) {
 	select {
 	case <-childGone:
 		u.p.Reactor().ResumeAccepting()
+		u.p.HandOverLost()
 		notifyState(u.log, fmt.Sprintf("MAINPID=%d\nSTATUS=upgrade failed: pid %d exited during the hand-over", os.Getpid(), pid))
 		u.log.Error().Err(err).Int("new_pid", pid).AnErr("exit", childErr).Int("sessions_sent", n).Int64("sessions_here", st.Active).
 			Msg("upgrade: the new process exited during the hand-over; this process accepts again and keeps the sessions it still has (those it had sent are lost)")

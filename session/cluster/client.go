@@ -331,9 +331,10 @@ func (c *Client) Start(reset bool) {
 	go c.heartbeat()
 }
 
-// KeepKeysOnStop makes Stop leave this proxy's keys in Redis, for the
-// process a live upgrade hands the sessions to.
-func (c *Client) KeepKeysOnStop() { c.keepKeys.Store(true) }
+// KeepKeysOnStop makes Stop leave this proxy's keys in Redis (keep true),
+// for the process a live upgrade hands the sessions to, or remove them again
+// (false, the default), when that process went away.
+func (c *Client) KeepKeysOnStop(keep bool) { c.keepKeys.Store(keep) }
 
 // Stop stops the client: the queued calls are made (releases of the
 // sessions that ended), then, unless KeepKeysOnStop was called, the proxy's

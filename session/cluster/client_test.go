@@ -181,7 +181,7 @@ func TestDeadProxyExpires(t *testing.T) {
 	login(t, a, "Steve", "")
 	login(t, a, "Alex", "")
 	waitFor(t, "network count 2", func() bool { return online(b) == 2 })
-	a.KeepKeysOnStop() // as if killed: nothing is removed
+	a.KeepKeysOnStop(true) // as if killed: nothing is removed
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := a.Stop(ctx); err != nil {

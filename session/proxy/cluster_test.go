@@ -229,7 +229,7 @@ func TestClusterProxyDies(t *testing.T) {
 	rawLogin(t, addrs[1], "Alex")
 	waitForNetwork(t, 2, ps...)
 	// Killing in process: the heartbeat stops and nothing is removed.
-	ps[0].Cluster().KeepKeysOnStop()
+	ps[0].Cluster().KeepKeysOnStop(true)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := ps[0].Stop(ctx); err != nil {
@@ -344,4 +344,34 @@ func TestReloadRefusesClusterChanges(t *testing.T) {
 	if ps := restartOnly(a, &b); len(ps) != 1 || !strings.Contains(ps[0], "cluster changed") {
 		t.Fatalf("restartOnly = %q", ps)
 	}
+}
+
+// TestClusterHandOverLost: a live upgrade's new process takes a player's
+// session and dies without taking it over. The old process's heartbeat
+// would keep the player published and refuse them as a duplicate for good;
+// HandOverLost releases what was sent, so the player can log in again.
+func TestClusterHandOverLost(t *testing.T) {
+	_, _, ps, addrs := startCluster(t, 1, "")
+	p := ps[0]
+	alex := joinGoMCBot(t, addrs[0], "Alex")
+	waitForNetwork(t, 1, p)
+	send, recv := handoverPair(t)
+	t.Cleanup(func() { send.Close() })
+	go func() { // a new process that reads the session and dies
+		if _, files, err := recv.Recv(); err == nil {
+			for _, f := range files {
+				f.Close()
+			}
+		}
+		recv.Close()
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := p.HandOver(ctx, send, HandOverOptions{Stall: 10 * time.Second, Acked: true}); err == nil {
+		t.Fatal("HandOver to a receiver that died: no error")
+	}
+	_ = alex.Client.Close()
+	p.HandOverLost()
+	waitForNetwork(t, 0, p)
+	joinGoMCBot(t, addrs[0], "alex") // not refused as a duplicate
 }

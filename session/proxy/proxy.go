@@ -43,6 +43,9 @@ type Proxy struct {
 	handedOver, handedOverQueued atomic.Int64    // live upgrades (upgrade.go), see Stats
 	cluster                      *cluster.Client // shared player state (cluster.go); nil when cluster.redis is off
 	clusterReset                 bool            // at Start, remove what a previous run left under the proxy's ID
+
+	sentMu      sync.Mutex
+	sentTickets []*cluster.Ticket // of the sessions a hand-over sent (HandOverLost)
 }
 
 // loopState is what the proxy keeps per loop: counters, random state,

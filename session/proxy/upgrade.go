@@ -110,6 +110,7 @@ type HandOverOptions struct {
 type handed struct {
 	state           []byte
 	client, backend *os.File
+	ticket          *cluster.Ticket // its place in the network's state, or nil
 }
 
 // HandOver moves the proxy's sessions to the process at the other end of
@@ -126,7 +127,7 @@ func (p *Proxy) HandOver(ctx context.Context, hc *reactor.HandoverConn, opt Hand
 	if p.cluster != nil {
 		// The new process publishes the sessions under the same ID from now
 		// on: stopping here must not take them out of the network.
-		p.cluster.KeepKeysOnStop()
+		p.cluster.KeepKeysOnStop(true)
 	}
 	out := make(chan handed, handoverWindow)
 	sent := make(chan error, 1)
@@ -150,6 +151,11 @@ func (p *Proxy) HandOver(ctx context.Context, hc *reactor.HandoverConn, opt Hand
 					takenBack.Add(1)
 				}
 				continue
+			}
+			if h.ticket != nil {
+				p.sentMu.Lock()
+				p.sentTickets = append(p.sentTickets, h.ticket)
+				p.sentMu.Unlock()
 			}
 			h.client.Close()
 			h.backend.Close()
@@ -334,7 +340,29 @@ func (s *session) detach() (handed, bool) {
 		bd.File.Close()
 		return handed{}, false
 	}
-	return handed{state: data, client: cd.File, backend: bd.File}, true
+	return handed{state: data, client: cd.File, backend: bd.File, ticket: s.ticket}, true
+}
+
+// HandOverLost is for when the process a hand-over sent sessions to went
+// away: those sessions are gone with it, so with cluster on their tickets
+// are released here (this process's heartbeat would otherwise keep them
+// published, and their players would be refused as duplicates), and the
+// proxy's keys are removed again when it stops.
+func (p *Proxy) HandOverLost() {
+	if p.cluster == nil {
+		return
+	}
+	p.cluster.KeepKeysOnStop(false)
+	p.sentMu.Lock()
+	ts := p.sentTickets
+	p.sentTickets = nil
+	p.sentMu.Unlock()
+	for _, t := range ts {
+		p.cluster.Release(t)
+	}
+	if len(ts) > 0 {
+		p.log.Warn().Int("sessions", len(ts)).Msg("hand-over: the sessions sent to the new process are gone with it; released from the network's state")
+	}
 }
 
 // logLeftBehind logs, for a hand-over that ran out of time, why each
