@@ -328,6 +328,12 @@ func (c *Client) Start(reset bool) {
 			c.kicked(m.Payload)
 		}
 	}()
+	// The first heartbeat (with the reset) runs before Start returns, so
+	// before the proxy takes a login: a reset that ran after a login was
+	// let in removed that login's name for a moment, and another proxy's
+	// login of the same name got in too (seen in TestDuplicateLoginRace).
+	// It is bounded by Config.Timeout; with Redis away the breaker decides.
+	c.tick()
 	go c.heartbeat()
 }
 
@@ -650,7 +656,6 @@ func (c *Client) result(opName string, err error) {
 // Retry while the breaker is open) until Stop.
 func (c *Client) heartbeat() {
 	defer c.wg.Done()
-	c.tick()
 	t := time.NewTimer(c.cfg.Heartbeat)
 	defer t.Stop()
 	for {

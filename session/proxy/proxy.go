@@ -124,13 +124,18 @@ func NewWithListeners(cfg *Config, log zerolog.Logger, listeners []net.Listener)
 // Start listens and serves in the background, and starts the active
 // health checks if configured.
 func (p *Proxy) Start() error {
+	if p.cluster != nil {
+		// Before the listeners: its first heartbeat must be done before the
+		// first login (cluster.Client.Start).
+		p.cluster.Start(p.clusterReset)
+	}
 	if err := p.rs.Start(); err != nil {
+		if p.cluster != nil {
+			_ = p.cluster.Stop(context.Background())
+		}
 		return fmt.Errorf("proxy: %w", err)
 	}
 	p.startChecks()
-	if p.cluster != nil {
-		p.cluster.Start(p.clusterReset)
-	}
 	return nil
 }
 
