@@ -36,16 +36,7 @@ func TestDetachAndAdoptMoveAConnection(t *testing.T) {
 	if err := echoOnce(c, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	send, other, err := NewHandoverPair()
-	if err != nil {
-		t.Fatal(err)
-	}
-	recv, err := HandoverFromFile(other)
-	other.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { send.Close(); recv.Close() })
+	send, recv := handoverPair(t)
 
 	// Pause it, let the client send meanwhile, then detach.
 	paused := make(chan struct{})
@@ -120,16 +111,7 @@ func TestSendingAListenerKeepsItNonBlocking(t *testing.T) {
 	if err != nil || len(files) != 1 {
 		t.Fatalf("ListenerFiles: %d files, %v", len(files), err)
 	}
-	send, other, err := NewHandoverPair()
-	if err != nil {
-		t.Fatal(err)
-	}
-	recv, err := HandoverFromFile(other)
-	other.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { send.Close(); recv.Close() })
+	send, recv := handoverPair(t)
 	go func() {
 		if _, fs, err := recv.Recv(); err == nil {
 			closeFiles(fs)
@@ -193,4 +175,22 @@ func TestHoldAccepting(t *testing.T) {
 	if h := s.Health(); !h.Draining {
 		t.Fatal("a server that released its listeners does not report draining")
 	}
+}
+
+// handoverPair returns the two ends of a hand-over socket, closed when the
+// test ends.
+func handoverPair(t *testing.T) (send, recv *HandoverConn) {
+	t.Helper()
+	send, other, err := NewHandoverPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	recv, err = HandoverFromFile(other)
+	other.Close()
+	if err != nil {
+		send.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { send.Close(); recv.Close() })
+	return send, recv
 }

@@ -10,6 +10,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -118,18 +120,7 @@ func TestLiveUpgradeKeepsEverySession(t *testing.T) {
 	if err := ch.cmd.Process.Signal(syscall.SIGUSR2); err != nil {
 		t.Fatal(err)
 	}
-	var newPID int
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if pid, ok := tryHealthPID(metrics); ok && pid != oldPID {
-			newPID = pid
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no new process answered /healthz after SIGUSR2")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	newPID := newHealthPID(t, metrics, oldPID)
 	t.Cleanup(func() { _ = syscall.Kill(newPID, syscall.SIGKILL) })
 	wg.Wait()
 	close(errs)
@@ -186,6 +177,21 @@ func healthPID(t *testing.T, addr string) int {
 			t.Fatalf("no pid from http://%s/healthz", addr)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// newHealthPID waits for /healthz to answer from a process other than old
+// (the metrics socket is shared during an upgrade: either may answer).
+func newHealthPID(t *testing.T, addr string, old int) int {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if pid, ok := tryHealthPID(addr); ok && pid != old {
+			return pid
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no new process answered /healthz after SIGUSR2")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -283,10 +289,11 @@ func readFile(t *testing.T, path string) string {
 // TestUpgradeWhoseNewProcessDiesMidHandOver: the new process is killed while
 // the old one is still handing over (a client that has not sent its
 // handshake keeps the hand-over waiting for it to relay). The old process
-// must notice, take up accepting on its listeners again and go on serving:
-// new raw sessions echo through it, a go-mc bot joins through it, and the
-// client that was waiting logs in there.
+// must notice, take up accepting on its listeners again, tell the service
+// manager it is the main process again, and go on serving: new raw sessions
+// echo through it, a go-mc bot joins through it.
 func TestUpgradeWhoseNewProcessDiesMidHandOver(t *testing.T) {
+	sock := notifyListener(t, filepath.Join(t.TempDir(), "notify"))
 	listen, mcListen, metrics := freePort(t), freePort(t), freePort(t)
 	cfg := filepath.Join(t.TempDir(), "proxy.yaml")
 	yaml := fmt.Sprintf("listeners: [{listen: %q, mode: raw, group: main}, {listen: %q, mode: minecraft}]\n"+
@@ -306,16 +313,7 @@ func TestUpgradeWhoseNewProcessDiesMidHandOver(t *testing.T) {
 	if err := ch.cmd.Process.Signal(syscall.SIGUSR2); err != nil {
 		t.Fatal(err)
 	}
-	newPID := 0
-	for deadline := time.Now().Add(30 * time.Second); newPID == 0; {
-		if pid, ok := tryHealthPID(metrics); ok && pid != oldPID {
-			newPID = pid
-		} else if time.Now().After(deadline) {
-			t.Fatal("no new process answered /healthz after SIGUSR2")
-		} else {
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
+	newPID := newHealthPID(t, metrics, oldPID)
 	if err := syscall.Kill(newPID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -331,6 +329,11 @@ func TestUpgradeWhoseNewProcessDiesMidHandOver(t *testing.T) {
 	if got := healthPID(t, metrics); got != oldPID {
 		t.Fatalf("/healthz answers from pid %d, want the old process %d", got, oldPID)
 	}
+	// MAINPID went to the new process at "ready", and must come back.
+	mainPIDs := mainPIDNotifications(t, sock)
+	if want := []int{newPID, oldPID}; !slices.Equal(mainPIDs, want) {
+		t.Fatalf("MAINPID notifications %v, want %v (to the new process, then back)", mainPIDs, want)
+	}
 	for i := 0; i < 5; i++ { // each a new accept, which only the old process can make now
 		c, err := net.DialTimeout("tcp", listen, 5*time.Second)
 		if err != nil {
@@ -345,4 +348,28 @@ func TestUpgradeWhoseNewProcessDiesMidHandOver(t *testing.T) {
 	b := gomcbot.Join(t, mcListen, "Survivor", 30*time.Second)
 	b.Echo(t, []byte("through the old process"))
 	waiting.Close()
+}
+
+// mainPIDNotifications returns the MAINPID= values among the notifications
+// waiting on sock, in order.
+func mainPIDNotifications(t *testing.T, sock *net.UnixConn) []int {
+	t.Helper()
+	var pids []int
+	buf := make([]byte, 4096)
+	for {
+		_ = sock.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+		n, err := sock.Read(buf)
+		if err != nil {
+			return pids
+		}
+		for _, line := range strings.Split(string(buf[:n]), "\n") {
+			if v, ok := strings.CutPrefix(line, "MAINPID="); ok {
+				pid, err := strconv.Atoi(v)
+				if err != nil {
+					t.Fatalf("notification %q: %v", buf[:n], err)
+				}
+				pids = append(pids, pid)
+			}
+		}
+	}
 }

@@ -357,14 +357,7 @@ func TestClusterHandOverLost(t *testing.T) {
 	waitForNetwork(t, 1, p)
 	send, recv := handoverPair(t)
 	t.Cleanup(func() { send.Close() })
-	go func() { // a new process that reads the session and dies
-		if _, files, err := recv.Recv(); err == nil {
-			for _, f := range files {
-				f.Close()
-			}
-		}
-		recv.Close()
-	}()
+	go dieAfterOne(recv)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if _, err := p.HandOver(ctx, send, HandOverOptions{Stall: 10 * time.Second, Acked: true}); err == nil {

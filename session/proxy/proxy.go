@@ -194,6 +194,16 @@ func (p *Proxy) Stats() Stats {
 	return st
 }
 
+// activeSessions is Stats().Active without the rest of Stats (maps and the
+// reactor's counters), for a hand-over that reads it every few milliseconds.
+func (p *Proxy) activeSessions() int64 {
+	var n int64
+	for i := range p.loops {
+		n += p.loops[i].counters.active.Load()
+	}
+	return n
+}
+
 func (p *Proxy) loopOf(c *reactor.Conn) *loopState {
 	return &p.loops[c.Loop().Index()%len(p.loops)]
 }

@@ -171,7 +171,7 @@ func (p *Proxy) HandOver(ctx context.Context, hc *reactor.HandoverConn, opt Hand
 	loops := p.rs.Loops()
 	done := make(chan int, len(loops))
 	n := 0
-	active, last := p.Stats().Active, time.Now()
+	active, last := p.activeSessions(), time.Now()
 	t := time.NewTicker(handoverPoll)
 	defer t.Stop()
 	var err error
@@ -207,7 +207,7 @@ func (p *Proxy) HandOver(ctx context.Context, hc *reactor.HandoverConn, opt Hand
 				last = time.Now()
 			}
 		}
-		if a := p.Stats().Active; a != active {
+		if a := p.activeSessions(); a != active {
 			active, last = a, time.Now()
 		}
 		if time.Since(last) > stall {
@@ -234,7 +234,7 @@ func (p *Proxy) HandOver(ctx context.Context, hc *reactor.HandoverConn, opt Hand
 	if err != nil {
 		p.logLeftBehind()
 		n -= int(takenBack.Load())
-		return n, fmt.Errorf("%w (%d sessions still here, %d of them taken back)", err, p.Stats().Active, takenBack.Load())
+		return n, fmt.Errorf("%w (%d sessions still here, %d of them taken back)", err, p.activeSessions(), takenBack.Load())
 	}
 	if opt.Acked {
 		// Everything is sent: the other side sees the end, handles what it

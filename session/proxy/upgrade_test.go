@@ -214,14 +214,7 @@ func TestHandOverTakesBackWhatItCannotSend(t *testing.T) {
 	oldP, conns, data := stalledStreams(t, sessions, size, 9)
 	send, recv := handoverPair(t)
 	t.Cleanup(func() { send.Close() })
-	go func() { // a new process that dies after one session
-		if _, files, err := recv.Recv(); err == nil {
-			for _, f := range files {
-				f.Close()
-			}
-		}
-		recv.Close()
-	}()
+	go dieAfterOne(recv) // a new process that dies after one session
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	n, err := oldP.HandOver(ctx, send, HandOverOptions{Stall: 10 * time.Second, Acked: true})
@@ -290,4 +283,15 @@ func handoverPair(t *testing.T) (send, recv *reactor.HandoverConn) {
 		t.Fatal(err)
 	}
 	return send, recv
+}
+
+// dieAfterOne is a new process that receives one session, drops it and
+// dies without acknowledging it.
+func dieAfterOne(recv *reactor.HandoverConn) {
+	if _, files, err := recv.Recv(); err == nil {
+		for _, f := range files {
+			f.Close()
+		}
+	}
+	recv.Close()
 }
