@@ -215,6 +215,7 @@ func (l *listener) accept() {
 			case <-s.stopAccept:
 			}
 		}
+		l.setState(acceptRunning) // HoldAccepting waits for this to become acceptHeld
 		nc, err := l.ln.Accept()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
@@ -245,7 +246,6 @@ func (l *listener) accept() {
 			continue
 		}
 		backoff = 0
-		l.setState(acceptRunning)
 		l.enroll(nc)
 	}
 }

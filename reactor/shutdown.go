@@ -54,12 +54,27 @@ func (s *Server) StopAccepting() {
 
 // HoldAccepting stops accepting without closing the listeners, for while
 // another process accepts on the same sockets (a live upgrade's new one):
-// connections in the backlog are left to it. ResumeAccepting undoes it,
-// should that process go away; ReleaseListeners makes it final.
+// connections in the backlog are left to it. It returns once every accept
+// goroutine is parked (or a second has passed): a connection an Accept under
+// way took meanwhile is served here, one that arrives after is not.
+// ResumeAccepting undoes it, should that process go away; ReleaseListeners
+// makes it final.
 func (s *Server) HoldAccepting() {
 	s.held.Store(true)
-	for _, l := range s.lnList() {
+	lns := s.lnList()
+	for _, l := range lns {
 		l.setDeadline(time.Now()) // ends a blocked Accept
+	}
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		parked := true
+		for _, l := range lns {
+			if l.alive.Load() && acceptState(l.state.Load()) != acceptHeld {
+				parked = false
+			}
+		}
+		if parked {
+			return
+		}
 	}
 }
 
