@@ -185,7 +185,11 @@ func (p *dialPool) close(ctx context.Context) error {
 // waiting for gnet's registration when stop closes (the loop may be gone).
 func (j dialJob) run(stop <-chan struct{}) {
 	l, c, addr := j.l, j.c, j.addr
-	d := net.Dialer{Timeout: j.timeout}
+	// KeepAlive -1: Go would otherwise set four keep-alive options, four
+	// system calls on every backend connect (HAProxy's default, no
+	// srvtcpka, sets none either); a dead backend ends its sessions through
+	// the proxy's own timeouts.
+	d := net.Dialer{Timeout: j.timeout, KeepAlive: -1}
 	nc, err := d.Dial("tcp", addr)
 	if err != nil {
 		_ = l.Execute(func() { l.dialFailed(c, &DialError{Addr: addr, Local: isLocalDialError(err), Err: err}) })

@@ -54,12 +54,11 @@ func (l *Loop) becomeTail(c *Conn) bool {
 	// is about to close: it moves to the copy.
 	waiting := c.waitIdx != 0
 	l.unwatch(c)
-	nfd, err := unix.Dup(fd)
+	nfd, err := dupCloseOnExec(fd)
 	if err != nil {
 		l.srv.log.Warn().Err(err).Msg("half-close: cannot keep the socket (dup); closing instead")
 		return false
 	}
-	unix.CloseOnExec(nfd)
 	l.forgetFD(fd)
 	c.tail = &tail{fd: nfd, local: gc.LocalAddr(), remote: gc.RemoteAddr()}
 	if c.pause.flowControl() {
@@ -183,6 +182,12 @@ func (c *Conn) shutWrite() {
 	if fd >= 0 {
 		_ = unix.Shutdown(fd, unix.SHUT_WR)
 	}
+}
+
+// dupCloseOnExec duplicates fd with close-on-exec set, in one system call
+// (dup then FD_CLOEXEC is two, on every half-closed connection).
+func dupCloseOnExec(fd int) (int, error) {
+	return unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
 }
 
 // sockFD is c's socket: its tail's once gnet has let it go.

@@ -86,11 +86,10 @@ func (c *Conn) Detach() (Detached, error) {
 			d.Queued = append(d.Queued, b...)
 		}
 	}
-	fd, err := unix.Dup(c.gc.Fd())
+	fd, err := dupCloseOnExec(c.gc.Fd())
 	if err != nil {
 		return Detached{}, fmt.Errorf("reactor: detach: dup: %w", err)
 	}
-	unix.CloseOnExec(fd)
 	d.File = os.NewFile(uintptr(fd), "handover")
 	_, _ = c.gc.Discard(-1)
 	if c.ownsQueue() {

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -10,28 +13,34 @@ import (
 
 	"github.com/tidegate/tidegate/benchmarks/mcload"
 	"github.com/tidegate/tidegate/benchmarks/peers"
+	"github.com/tidegate/tidegate/benchmarks/procstat"
 	"github.com/tidegate/tidegate/benchmarks/session"
+	"github.com/tidegate/tidegate/benchmarks/spread"
 )
 
 // benchHandshakeCommand is a login storm.
 func benchHandshakeCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "handshake",
-		Usage: "a storm of Minecraft handshakes and Login Starts: accepted rate, refusals by reason, p99 time to play",
+		Usage: "a storm of Minecraft handshakes and Login Starts: accepted rate, proxy CPU per login, refusals by reason, p99 time to play",
 		Description: "Each attempt connects, sends Handshake and Login Start (offline, protocol 5), waits for\n" +
 			"Login Success (accepted) or a refusal (a login Disconnect, labelled with its text, or a\n" +
-			"close, reset or timeout) and closes. Without --addr it starts the fake backend and the\n" +
-			"--target proxy itself. --max-failed and --max-p99-ms turn the figures into a pass/fail exit.",
+			"close, reset or timeout) and closes. Without --addr it starts the fake backend and every\n" +
+			"--target proxy itself, and runs --repeats storms per target, rotating the order of the\n" +
+			"targets each repeat; it then prints median [min–max] of the rate, p50, p99 and the proxy's\n" +
+			"CPU per accepted login (its threads' schedstat), and the ratios of the first target to the\n" +
+			"others. --max-failed and --max-p99-ms turn the figures into a pass/fail exit.",
 		Flags: append([]cli.Flag{
-			&cli.IntFlag{Name: "count", Value: 5000, Usage: "logins"},
+			&cli.IntFlag{Name: "count", Value: 5000, Usage: "logins per storm"},
 			&cli.IntFlag{Name: "parallel", Value: 64, Usage: "logins in progress at once"},
 			sourcesFlag(),
-			&cli.StringFlag{Name: "target", Value: "tidegate", Usage: "proxy to start: tidegate, tidegate-raw, goproxy, haproxy, haproxy-splice or nginx"},
+			&cli.StringFlag{Name: "target", Value: "tidegate", Usage: "proxies to start, comma-separated: tidegate, tidegate-raw, goproxy, haproxy, haproxy-splice or nginx"},
+			&cli.IntFlag{Name: "repeats", Value: 1, Usage: "storms per target (with several targets, in rotated order)"},
 			&cli.StringFlag{Name: "addr", Usage: "storm an already running proxy or server at this address instead"},
 			&cli.IntFlag{Name: "proxy-cores", Value: 1, Usage: "threads/loops/workers of the proxy"},
 			&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "bound on each attempt"},
-			&cli.IntFlag{Name: "max-failed", Value: 0, Usage: "fail if more attempts than this did not reach play (-1: no gate)"},
-			&cli.Float64Flag{Name: "max-p99-ms", Usage: "fail if the p99 time to reach play exceeds this (0: no gate)"},
+			&cli.IntFlag{Name: "max-failed", Value: 0, Usage: "fail if more attempts than this (in any storm) did not reach play (-1: no gate)"},
+			&cli.Float64Flag{Name: "max-p99-ms", Usage: "fail if the p99 time to reach play of any storm exceeds this (0: no gate)"},
 			&cli.BoolFlag{Name: "json", Usage: "print the result as JSON"},
 			&cli.StringFlag{Name: "haproxy-bin", Value: "haproxy", Usage: "HAProxy program"},
 			&cli.StringFlag{Name: "nginx-bin", Value: "nginx", Usage: "nginx program"},
@@ -41,6 +50,26 @@ func benchHandshakeCommand() *cli.Command {
 	}
 }
 
+// handshakeTrial is one storm against one target.
+type handshakeTrial struct {
+	Target string `json:"target"`
+	Repeat int    `json:"repeat"`
+	*mcload.HandshakeResult
+	// ProxyCPUUsPerLogin is the proxy's CPU time over the storm divided by
+	// the accepted logins; 0 when the proxy's process is not known (--addr).
+	ProxyCPUUsPerLogin float64 `json:"proxy_cpu_us_per_login,omitempty"`
+	Error              string  `json:"error,omitempty"`
+}
+
+// handshakeSummary is one target's figures over its storms.
+type handshakeSummary struct {
+	Target      string        `json:"target"`
+	PerSec      spread.Spread `json:"accepted_per_sec"`
+	P50Ms       spread.Spread `json:"p50_ms"`
+	P99Ms       spread.Spread `json:"p99_ms"`
+	CPUUsPerLog spread.Spread `json:"proxy_cpu_us_per_login"`
+}
+
 func runBenchHandshake(c *cli.Context) error {
 	log, sources, err := stormSetup(c)
 	if err != nil {
@@ -48,11 +77,22 @@ func runBenchHandshake(c *cli.Context) error {
 	}
 	ctx, stop := sessionContext(c)
 	defer stop()
-	addr, target := c.String("addr"), c.String("target")
-	if addr == "" {
-		kinds, err := peers.ParseKinds(target)
-		if err != nil || len(kinds) != 1 {
-			return fmt.Errorf("--target %q: want exactly one proxy (%v)", target, err)
+	cfg := mcload.HandshakeConfig{Count: c.Int("count"), Parallel: c.Int("parallel"), Sources: sources, Timeout: c.Duration("timeout")}
+	repeats := c.Int("repeats")
+	if repeats < 1 {
+		return fmt.Errorf("--repeats %d: want at least 1", repeats)
+	}
+	type target struct {
+		name, addr string
+		pids       []int
+	}
+	var targets []target
+	if addr := c.String("addr"); addr != "" {
+		targets = []target{{name: addr, addr: addr}}
+	} else {
+		kinds, err := peers.ParseKinds(c.String("target"))
+		if err != nil {
+			return fmt.Errorf("--target %q: %w", c.String("target"), err)
 		}
 		exe, err := tidegateBinary(c)
 		if err != nil {
@@ -64,41 +104,145 @@ func runBenchHandshake(c *cli.Context) error {
 			return err
 		}
 		defer env.Close()
-		addr = env.Targets()[0].Addr
-	} else {
-		target = addr
+		for _, t := range env.Targets() {
+			targets = append(targets, target{name: t.Name, addr: t.Addr, pids: t.PIDs})
+		}
 	}
-	log.Info().Str("target", target).Str("addr", addr).Int("count", c.Int("count")).Int("parallel", c.Int("parallel")).
-		Msg("handshake storm starting")
-	res, err := mcload.Handshake(ctx, mcload.HandshakeConfig{Addr: addr, Count: c.Int("count"), Parallel: c.Int("parallel"),
-		Sources: sources, Timeout: c.Duration("timeout")})
-	if res == nil {
-		return err
+	var trials []handshakeTrial
+	var runErr error
+	for r := 0; r < repeats && runErr == nil; r++ {
+		for i := range targets {
+			t := targets[(i+r)%len(targets)]
+			log.Info().Str("target", t.name).Str("addr", t.addr).Int("repeat", r).Int("count", cfg.Count).Int("parallel", cfg.Parallel).
+				Msg("handshake storm starting")
+			tr, err := handshakeStorm(ctx, cfg, t.addr, t.pids)
+			tr.Target, tr.Repeat = t.name, r
+			if err != nil {
+				tr.Error = err.Error()
+			}
+			if tr.HandshakeResult != nil {
+				trials = append(trials, tr)
+			}
+			if err != nil {
+				runErr = fmt.Errorf("%s, repeat %d: %w", t.name, r, err)
+				break
+			}
+		}
 	}
+	names := make([]string, len(targets))
+	for i, t := range targets {
+		names[i] = t.name
+	}
+	sums := summarizeHandshakes(names, trials)
 	if c.Bool("json") {
-		if err := writeJSON(c, res); err != nil {
+		if err := writeJSON(c, map[string]any{"trials": trials, "summary": sums}); err != nil {
 			return err
 		}
 	} else {
-		fmt.Printf("handshake %s: %d attempts, %d in parallel, in %.2fs\n", target, res.Count, res.Parallel, res.Seconds)
-		fmt.Printf("accepted %d (%.0f/s), failed %d; time to play p50 %.3f ms, p99 %.3f ms, max %.3f ms\n",
-			res.Accepted, res.AcceptedPerSec, res.Failed, res.P50Ms, res.P99Ms, res.MaxMs)
-		for _, k := range res.SortedRejections() {
-			fmt.Printf("refused: %s x%d\n", k, res.Rejections[k])
-		}
+		printHandshakes(trials, sums)
 	}
-	if err != nil {
-		return err
+	if runErr != nil {
+		return runErr
 	}
 	var fails []string
-	if m := c.Int("max-failed"); m >= 0 && res.Failed > m {
-		fails = append(fails, fmt.Sprintf("%d attempts failed, at most %d allowed", res.Failed, m))
-	}
-	if m := c.Float64("max-p99-ms"); m > 0 && res.P99Ms > m {
-		fails = append(fails, fmt.Sprintf("p99 time to play %.3f ms exceeds %.3f ms", res.P99Ms, m))
+	for _, tr := range trials {
+		if m := c.Int("max-failed"); m >= 0 && tr.Failed > m {
+			fails = append(fails, fmt.Sprintf("%s repeat %d: %d attempts failed, at most %d allowed", tr.Target, tr.Repeat, tr.Failed, m))
+		}
+		if m := c.Float64("max-p99-ms"); m > 0 && tr.P99Ms > m {
+			fails = append(fails, fmt.Sprintf("%s repeat %d: p99 time to play %.3f ms exceeds %.3f ms", tr.Target, tr.Repeat, tr.P99Ms, m))
+		}
 	}
 	if len(fails) > 0 {
 		return cli.Exit(fmt.Sprintf("handshake storm FAILED: %v", fails), 1)
 	}
 	return nil
+}
+
+// handshakeStorm runs one storm at addr and measures the CPU of pids over it.
+func handshakeStorm(ctx context.Context, cfg mcload.HandshakeConfig, addr string, pids []int) (handshakeTrial, error) {
+	cfg.Addr = addr
+	var before procstat.Sample
+	if len(pids) > 0 {
+		s, err := procstat.Read(pids)
+		if err != nil {
+			return handshakeTrial{}, fmt.Errorf("reading the proxy's CPU: %w", err)
+		}
+		before = s
+	}
+	res, err := mcload.Handshake(ctx, cfg)
+	tr := handshakeTrial{HandshakeResult: res}
+	if res == nil || len(pids) == 0 {
+		return tr, err
+	}
+	after, serr := procstat.Read(pids)
+	if serr != nil {
+		return tr, errors.Join(err, fmt.Errorf("reading the proxy's CPU: %w", serr))
+	}
+	if res.Accepted > 0 {
+		tr.ProxyCPUUsPerLogin = float64(after.CPUNs-before.CPUNs) / 1e3 / float64(res.Accepted)
+	}
+	return tr, err
+}
+
+func summarizeHandshakes(names []string, trials []handshakeTrial) []handshakeSummary {
+	out := make([]handshakeSummary, 0, len(names))
+	for _, n := range names {
+		var rate, p50, p99, cpu []float64
+		for _, tr := range trials {
+			if tr.Target != n || tr.Error != "" {
+				continue
+			}
+			rate, p50, p99 = append(rate, tr.AcceptedPerSec), append(p50, tr.P50Ms), append(p99, tr.P99Ms)
+			if tr.ProxyCPUUsPerLogin > 0 {
+				cpu = append(cpu, tr.ProxyCPUUsPerLogin)
+			}
+		}
+		out = append(out, handshakeSummary{Target: n, PerSec: spread.Of(rate), P50Ms: spread.Of(p50), P99Ms: spread.Of(p99), CPUUsPerLog: spread.Of(cpu)})
+	}
+	return out
+}
+
+func printHandshakes(trials []handshakeTrial, sums []handshakeSummary) {
+	for _, tr := range trials {
+		fmt.Printf("handshake %s (repeat %d): %d attempts, %d in parallel, in %.2fs\n", tr.Target, tr.Repeat, tr.Count, tr.Parallel, tr.Seconds)
+		cpu := ""
+		if tr.ProxyCPUUsPerLogin > 0 {
+			cpu = fmt.Sprintf("; proxy CPU %.1f µs/login", tr.ProxyCPUUsPerLogin)
+		}
+		fmt.Printf("  accepted %d (%.0f/s), failed %d; time to play p50 %.3f ms, p99 %.3f ms, max %.3f ms%s\n",
+			tr.Accepted, tr.AcceptedPerSec, tr.Failed, tr.P50Ms, tr.P99Ms, tr.MaxMs, cpu)
+		for _, k := range tr.SortedRejections() {
+			fmt.Printf("  refused: %s x%d\n", k, tr.Rejections[k])
+		}
+		if tr.Error != "" {
+			fmt.Printf("  error: %s\n", tr.Error)
+		}
+	}
+	if len(sums) == 0 || (len(sums) == 1 && sums[0].PerSec.N <= 1) {
+		return
+	}
+	fmt.Println()
+	fmt.Println("| target | accepted/s | p50 ms | p99 ms | proxy CPU µs/login |")
+	fmt.Println("|---|--:|--:|--:|--:|")
+	for _, s := range sums {
+		fmt.Printf("| %s | %s | %s | %s | %s |\n", s.Target, s.PerSec.Format(0), s.P50Ms.Format(2), s.P99Ms.Format(1), s.CPUUsPerLog.Format(1))
+	}
+	if len(sums) < 2 || sums[0].PerSec.N == 0 {
+		return
+	}
+	first := sums[0]
+	var ratios []string
+	for _, s := range sums[1:] {
+		if s.PerSec.N == 0 {
+			continue
+		}
+		r := fmt.Sprintf("%s/%s: rate %.2f×", first.Target, s.Target, first.PerSec.Median/s.PerSec.Median)
+		if first.CPUUsPerLog.N > 0 && s.CPUUsPerLog.N > 0 {
+			r += fmt.Sprintf(", CPU per login %.2f×", first.CPUUsPerLog.Median/s.CPUUsPerLog.Median)
+		}
+		ratios = append(ratios, r)
+	}
+	fmt.Println()
+	fmt.Println(strings.Join(ratios, "; "))
 }

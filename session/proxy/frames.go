@@ -17,7 +17,8 @@ func (f *frameScanner) scan(b []byte) (frames int) {
 	if f.broken {
 		return 0
 	}
-	for len(b) > 0 {
+	// Finish what the last read cut: a frame body or a length prefix.
+	for len(b) > 0 && (f.remaining > 0 || f.shift > 0) {
 		if f.remaining > 0 {
 			k := min(f.remaining, len(b))
 			f.remaining -= k
@@ -27,22 +28,69 @@ func (f *frameScanner) scan(b []byte) (frames int) {
 			}
 			continue
 		}
-		c := b[0]
+		if !f.lengthByte(b[0]) {
+			return frames
+		}
 		b = b[1:]
-		f.length |= uint32(c&0x7f) << f.shift
-		f.shift += 7
-		if c&0x80 != 0 {
-			if f.shift >= 21 { // a frame length has at most 3 bytes
-				f.broken = true
-				return frames
-			}
+		if f.shift == 0 && f.remaining == 0 {
+			frames++ // a zero-length frame
+		}
+	}
+	// Whole prefixes, with the position in a local: this loop runs once per
+	// frame of a burst of small frames, the proxy's commonest read.
+	i, n := 0, len(b)
+	for i < n {
+		c := b[i]
+		if c < 0x80 {
+			i += 1 + int(c)
+			frames++
 			continue
 		}
-		f.remaining = int(f.length)
-		f.length, f.shift = 0, 0
-		if f.remaining == 0 {
+		if i+2 >= n {
+			break // the prefix may go on in the next read
+		}
+		c1 := b[i+1]
+		if c1 < 0x80 {
+			i += 2 + (int(c&0x7f) | int(c1)<<7)
+			frames++
+			continue
+		}
+		c2 := b[i+2]
+		if c2 >= 0x80 {
+			f.broken = true // a frame length has at most 3 bytes
+			return frames
+		}
+		i += 3 + (int(c&0x7f) | int(c1&0x7f)<<7 | int(c2)<<14)
+		frames++
+	}
+	if i > n { // the last frame's body goes on in the next read
+		f.remaining = i - n
+		return frames - 1
+	}
+	for _, c := range b[i:] { // a prefix cut by the end of b
+		if !f.lengthByte(c) {
+			return frames
+		}
+		if f.shift == 0 && f.remaining == 0 {
 			frames++
 		}
 	}
 	return frames
+}
+
+// lengthByte takes one byte of a length prefix; it reports false, with
+// broken set, for a prefix longer than 3 bytes.
+func (f *frameScanner) lengthByte(c byte) bool {
+	f.length |= uint32(c&0x7f) << f.shift
+	f.shift += 7
+	if c&0x80 != 0 {
+		if f.shift >= 21 {
+			f.broken = true
+			return false
+		}
+		return true
+	}
+	f.remaining = int(f.length)
+	f.length, f.shift = 0, 0
+	return true
 }

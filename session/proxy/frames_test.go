@@ -19,7 +19,10 @@ func TestFrameScanner(t *testing.T) {
 		{"one", frame(5), 1, false},
 		{"zero length frames count", append(frame(0), frame(0)...), 2, false},
 		{"two-byte length", append(frame(300), frame(1)...), 2, false},
+		{"two-byte lengths with every low bit", append(append(frame(255), frame(254)...), frame(16383)...), 3, false},
 		{"three-byte length", frame(70000), 1, false},
+		{"three-byte lengths with every low bit", append(frame(2097151), frame(16384)...), 2, false},
+		{"small frames after a large one", append(append(frame(40000), frame(3)...), frame(0)...), 3, false},
 		{"partial body", frame(10)[:5], 0, false},
 		{"four-byte length breaks", []byte{0x80, 0x80, 0x80, 0x01}, 0, true},
 	}
@@ -45,6 +48,7 @@ func FuzzFrameScanner(f *testing.F) {
 	f.Add([]byte{0x01, 0x00, 0x00, 0x02, 0xaa, 0xbb}, uint8(3))
 	f.Add([]byte{0xff, 0xff, 0xff, 0x7f}, uint8(1))
 	f.Add(append(mc.AppendVarInt(nil, 300), make([]byte, 300)...), uint8(200))
+	f.Add(append(append(mc.AppendVarInt(nil, 255), make([]byte, 255)...), 0x00, 0x01), uint8(0))
 	f.Fuzz(func(t *testing.T, stream []byte, cut uint8) {
 		var fs frameScanner
 		k := min(int(cut), len(stream))
