@@ -36,6 +36,7 @@ func benchHandshakeCommand() *cli.Command {
 			sourcesFlag(),
 			&cli.StringFlag{Name: "target", Value: "tidegate", Usage: "proxies to start, comma-separated: tidegate, tidegate-raw, goproxy, haproxy, haproxy-splice or nginx"},
 			&cli.IntFlag{Name: "repeats", Value: 1, Usage: "storms per target (with several targets, in rotated order)"},
+			&cli.BoolFlag{Name: "syscalls", Usage: "after the storms, one more storm per target on a fresh copy under perf: system calls per accepted login"},
 			&cli.StringFlag{Name: "addr", Usage: "storm an already running proxy or server at this address instead"},
 			&cli.IntFlag{Name: "proxy-cores", Value: 1, Usage: "threads/loops/workers of the proxy"},
 			&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "bound on each attempt"},
@@ -68,6 +69,9 @@ type handshakeSummary struct {
 	P50Ms       spread.Spread `json:"p50_ms"`
 	P99Ms       spread.Spread `json:"p99_ms"`
 	CPUUsPerLog spread.Spread `json:"proxy_cpu_us_per_login"`
+	// SyscallsPerLogin is from the --syscalls storm (a copy under perf, not
+	// used for CPU); 0 without one.
+	SyscallsPerLogin float64 `json:"syscalls_per_login,omitempty"`
 }
 
 func runBenchHandshake(c *cli.Context) error {
@@ -87,7 +91,11 @@ func runBenchHandshake(c *cli.Context) error {
 		pids       []int
 	}
 	var targets []target
+	var env *session.Environment
 	if addr := c.String("addr"); addr != "" {
+		if c.Bool("syscalls") {
+			return fmt.Errorf("--syscalls needs a proxy this command starts, not --addr")
+		}
 		targets = []target{{name: addr, addr: addr}}
 	} else {
 		kinds, err := peers.ParseKinds(c.String("target"))
@@ -98,7 +106,12 @@ func runBenchHandshake(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		env, err := session.Launch(session.LaunchOptions{Kinds: kinds, ProxyCores: c.Int("proxy-cores"), BackendLoops: 1, Executable: exe,
+		if c.Bool("syscalls") {
+			if err := peers.PerfAvailable(); err != nil {
+				return fmt.Errorf("--syscalls: %w", err)
+			}
+		}
+		env, err = session.Launch(session.LaunchOptions{Kinds: kinds, ProxyCores: c.Int("proxy-cores"), BackendLoops: 1, Executable: exe,
 			Sessions: c.Int("parallel"), HAProxy: c.String("haproxy-bin"), Nginx: c.String("nginx-bin")})
 		if err != nil {
 			return err
@@ -134,6 +147,16 @@ func runBenchHandshake(c *cli.Context) error {
 		names[i] = t.name
 	}
 	sums := summarizeHandshakes(names, trials)
+	if c.Bool("syscalls") && runErr == nil {
+		for i := range sums {
+			n, err := countLoginSyscalls(ctx, env, sums[i].Target, cfg)
+			if err != nil {
+				runErr = fmt.Errorf("%s, syscall storm: %w", sums[i].Target, err)
+				break
+			}
+			sums[i].SyscallsPerLogin = n
+		}
+	}
 	if c.Bool("json") {
 		if err := writeJSON(c, map[string]any{"trials": trials, "summary": sums}); err != nil {
 			return err
@@ -185,6 +208,32 @@ func handshakeStorm(ctx context.Context, cfg mcload.HandshakeConfig, addr string
 	return tr, err
 }
 
+// countLoginSyscalls runs one storm on a fresh copy of the named target
+// under perf and returns its system calls per accepted login.
+func countLoginSyscalls(ctx context.Context, env *session.Environment, name string, cfg mcload.HandshakeConfig) (float64, error) {
+	ct, err := env.StartCounted(name)
+	if err != nil {
+		return 0, err
+	}
+	cfg.Addr = ct.Addr
+	if err := ct.Counter.Enable(); err != nil {
+		return 0, errors.Join(err, ct.Stop())
+	}
+	res, err := mcload.Handshake(ctx, cfg)
+	err = errors.Join(err, ct.Counter.Disable(), ct.Stop())
+	if err != nil {
+		return 0, err
+	}
+	if res.Failed > 0 || res.Accepted == 0 {
+		return 0, fmt.Errorf("%d of %d logins failed under perf", res.Failed, res.Count)
+	}
+	n, err := ct.Counter.Count()
+	if err != nil {
+		return 0, err
+	}
+	return float64(n) / float64(res.Accepted), nil
+}
+
 func summarizeHandshakes(names []string, trials []handshakeTrial) []handshakeSummary {
 	out := make([]handshakeSummary, 0, len(names))
 	for _, n := range names {
@@ -219,14 +268,18 @@ func printHandshakes(trials []handshakeTrial, sums []handshakeSummary) {
 			fmt.Printf("  error: %s\n", tr.Error)
 		}
 	}
-	if len(sums) == 0 || (len(sums) == 1 && sums[0].PerSec.N <= 1) {
+	if len(sums) == 0 || (len(sums) == 1 && sums[0].PerSec.N <= 1 && sums[0].SyscallsPerLogin == 0) {
 		return
 	}
 	fmt.Println()
-	fmt.Println("| target | accepted/s | p50 ms | p99 ms | proxy CPU µs/login |")
-	fmt.Println("|---|--:|--:|--:|--:|")
+	fmt.Println("| target | accepted/s | p50 ms | p99 ms | proxy CPU µs/login | syscalls/login |")
+	fmt.Println("|---|--:|--:|--:|--:|--:|")
 	for _, s := range sums {
-		fmt.Printf("| %s | %s | %s | %s | %s |\n", s.Target, s.PerSec.Format(0), s.P50Ms.Format(2), s.P99Ms.Format(1), s.CPUUsPerLog.Format(1))
+		sys := "–"
+		if s.SyscallsPerLogin > 0 {
+			sys = fmt.Sprintf("%.1f", s.SyscallsPerLogin)
+		}
+		fmt.Printf("| %s | %s | %s | %s | %s | %s |\n", s.Target, s.PerSec.Format(0), s.P50Ms.Format(2), s.P99Ms.Format(1), s.CPUUsPerLog.Format(1), sys)
 	}
 	if len(sums) < 2 || sums[0].PerSec.N == 0 {
 		return
