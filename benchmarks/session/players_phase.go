@@ -25,8 +25,8 @@ const (
 	// latencyShards is the number of latency histograms the readers share
 	// (one per session would take 5,000 × ~200 KiB).
 	latencyShards = 16
-	// smallReadBuffer holds a few small frames; a reader borrows a large
-	// buffer from largeBuffers only while a chunk is in it.
+	// smallReadBuffer holds a few small frames; a session's reader
+	// borrows a large buffer from largeBuffers only while a chunk is in it.
 	smallReadBuffer = 1024
 )
 
@@ -41,7 +41,8 @@ type player struct {
 	sent, recv atomic.Uint32
 	// sentBytes and recvBytes count the bytes written and read.
 	sentBytes, recvBytes atomic.Int64
-	leftover             []byte
+	// leftover is what came after Login Success, the start of the replies.
+	leftover []byte
 	// broken is set when the connection failed or its framing was lost:
 	// nothing more is sent to it, and its missing replies are not counted
 	// again as unanswered.
@@ -162,13 +163,10 @@ func runPlayersPhase(ctx context.Context, addr string, p PlayersParams, stall ti
 		return playersRun{}, err
 	}
 	run := playersRun{login: time.Since(started)}
-	var readers sync.WaitGroup
-	for _, pl := range ph.players {
-		readers.Add(1)
-		go func() {
-			defer readers.Done()
-			ph.read(pl)
-		}()
+	readers, err := ph.startReaders()
+	if err != nil {
+		ph.closeAll()
+		return run, err
 	}
 	ph.period = int64(time.Second) / int64(p.Rate)
 	ph.sendFrom = ph.now() + int64(10*time.Millisecond)
@@ -230,8 +228,8 @@ func runPlayersPhase(ctx context.Context, addr string, p PlayersParams, stall ti
 	ph.closing.Store(true)
 	ph.fail(errPhaseOver)
 	<-watchdogDone
+	readers.stop()
 	ph.closeAll()
-	readers.Wait()
 	if err := *ph.why.Load(); err != errPhaseOver {
 		return run, err
 	}
@@ -410,61 +408,78 @@ func (ph *playersPhase) drain() {
 	}
 }
 
-// read reads and checks session pl's replies until its connection ends.
-func (ph *playersPhase) read(pl *player) {
-	small := make([]byte, smallReadBuffer)
-	buf := small
-	var large *[]byte
-	n := copy(buf, pl.leftover)
-	pl.leftover = nil
-	var scratch []byte
-	maxBody := ph.p.maxReplyBody()
-	for {
-		now := ph.now()
-		pos := 0
-		for {
-			frameLen, headerLen, err := mc.SplitFrame(buf[pos:n], maxBody)
-			if err != nil {
-				ph.breakFraming(pl, fmt.Errorf("session %d, reply to frame %d: %w: %w", pl.id, pl.recv.Load(), errFramingLost, err))
-				return
-			}
-			if frameLen == 0 {
-				break
-			}
-			scratch = ph.check(pl, buf[pos+headerLen:pos+frameLen], now, scratch)
-			pos += frameLen
-		}
-		n = copy(buf, buf[pos:n])
-		// A frame longer than the small buffer is read into a large one,
-		// which goes back to the pool once it holds no more than fits.
-		if v, h, _ := mc.ReadVarInt(buf[:n]); h > 0 && h+int(v) > len(buf) {
-			large = ph.largeBuffers.Get().(*[]byte)
-			n = copy(*large, buf[:n])
-			buf = *large
-		} else if large != nil && n <= len(small) {
-			n = copy(small, buf[:n])
-			buf = small
-			ph.largeBuffers.Put(large)
-			large = nil
-		}
-		m, err := pl.nc.Read(buf[n:])
-		n += m
-		pl.recvBytes.Add(int64(m))
-		if err != nil && m == 0 {
-			if !ph.closing.Load() {
-				pl.broken.Store(true)
-				ph.fail(fmt.Errorf("session %d: reading the reply to frame %d: %w", pl.id, pl.recv.Load(), err))
-			}
-			return
-		}
-	}
+// replyBuffer holds the reply bytes of one session not yet checked. Only
+// the goroutine reading the session uses it.
+type replyBuffer struct {
+	small, buf []byte
+	large      *[]byte // buf, while a frame longer than small is read
+	n          int     // bytes in buf
+	scratch    []byte  // the expected frame of a check
 }
 
-// breakFraming ends the phase for a stream that cannot be split into
-// frames any more.
-func (ph *playersPhase) breakFraming(pl *player, err error) {
+// newReplyBuffer returns the buffer of a session whose replies start with
+// leftover: the first consume takes start bytes, which are in it.
+func newReplyBuffer(leftover []byte) (rb *replyBuffer, start int) {
+	rb = &replyBuffer{small: make([]byte, max(smallReadBuffer, len(leftover)))}
+	rb.buf = rb.small
+	return rb, copy(rb.buf, leftover)
+}
+
+// replyReaders read the sessions' replies (players_read_*.go).
+type replyReaders interface {
+	// stop ends reading and waits until no reader runs.
+	stop()
+}
+
+// space returns where the next read goes: after the bytes held, in a large
+// buffer from the pool while a frame longer than the small one is read, in
+// the small one again once the large one holds no more than fits there.
+func (ph *playersPhase) space(rb *replyBuffer) []byte {
+	if v, h, _ := mc.ReadVarInt(rb.buf[:rb.n]); h > 0 && h+int(v) > len(rb.buf) {
+		rb.large = ph.largeBuffers.Get().(*[]byte)
+		rb.n = copy(*rb.large, rb.buf[:rb.n])
+		rb.buf = *rb.large
+	} else if rb.large != nil && rb.n <= len(rb.small) {
+		rb.n = copy(rb.small, rb.buf[:rb.n])
+		rb.buf = rb.small
+		ph.largeBuffers.Put(rb.large)
+		rb.large = nil
+	}
+	return rb.buf[rb.n:]
+}
+
+// consume checks the whole frames among the m bytes just read into
+// space(rb) at now, and keeps the rest. It returns false when the stream
+// cannot be split into frames any more, which fails the phase.
+func (ph *playersPhase) consume(pl *player, rb *replyBuffer, m int, now int64) bool {
+	pl.recvBytes.Add(int64(m))
+	rb.n += m
+	pos := 0
+	for {
+		frameLen, headerLen, err := mc.SplitFrame(rb.buf[pos:rb.n], ph.p.maxReplyBody())
+		if err != nil {
+			pl.broken.Store(true)
+			ph.fail(fmt.Errorf("session %d, reply to frame %d: %w: %w", pl.id, pl.recv.Load(), errFramingLost, err))
+			return false
+		}
+		if frameLen == 0 {
+			break
+		}
+		rb.scratch = ph.check(pl, rb.buf[pos+headerLen:pos+frameLen], now, rb.scratch)
+		pos += frameLen
+	}
+	rb.n = copy(rb.buf, rb.buf[pos:rb.n])
+	return true
+}
+
+// readFailed ends the phase for a connection that ended or failed while
+// replies were due (at the phase's end that is expected).
+func (ph *playersPhase) readFailed(pl *player, err error) {
+	if ph.closing.Load() {
+		return
+	}
 	pl.broken.Store(true)
-	ph.fail(err)
+	ph.fail(fmt.Errorf("session %d: reading the reply to frame %d: %w", pl.id, pl.recv.Load(), err))
 }
 
 // check checks one reply of pl, received at now, and records its round
