@@ -75,10 +75,7 @@ func (k *codec) check(f []byte, conn, seq uint32) error {
 		return fmt.Errorf("conn %d seq %d: sequence number %d", conn, seq, s)
 	}
 	if want := k.filler(conn, seq); !bytes.Equal(b[MinPayload:], want) {
-		i := 0
-		for i < len(want) && b[MinPayload+i] == want[i] {
-			i++
-		}
+		i := firstDifference(b[MinPayload:], want)
 		return fmt.Errorf("conn %d seq %d: payload byte %d is 0x%02x, want 0x%02x", conn, seq, i, b[MinPayload+i], want[i])
 	}
 	return nil

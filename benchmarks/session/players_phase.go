@@ -11,6 +11,7 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/tidegate/tidegate/benchmarks/parallel"
 	"github.com/tidegate/tidegate/benchmarks/procstat"
 	"github.com/tidegate/tidegate/internal/delayq"
 	"github.com/tidegate/tidegate/protocol/mc"
@@ -270,39 +271,20 @@ var errPhaseOver = errors.New("phase over")
 // login connects and logs in every session, playersLoginParallel at a time.
 func (ph *playersPhase) login(ctx context.Context, addr, host string, port uint16) error {
 	ph.players = make([]*player, ph.p.Sessions)
-	sem := make(chan struct{}, playersLoginParallel)
-	var wg sync.WaitGroup
-	var first atomic.Pointer[error]
 	d := net.Dialer{Timeout: 5 * time.Second}
-	for i := range ph.players {
-		if first.Load() != nil || ctx.Err() != nil {
-			break
+	return parallel.Each(ctx, len(ph.players), playersLoginParallel, func(i int) error {
+		nc, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return fmt.Errorf("session %d: connecting to %s: %w", i, addr, err)
 		}
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			nc, err := d.DialContext(ctx, "tcp", addr)
-			if err != nil {
-				err = fmt.Errorf("session %d: connecting to %s: %w", i, addr, err)
-				first.CompareAndSwap(nil, &err)
-				return
-			}
-			left, err := Login(nc, host, port, fmt.Sprintf("player%d", i), nil, time.Now().Add(10*time.Second))
-			if err != nil {
-				nc.Close()
-				err = fmt.Errorf("session %d via %s: %w", i, addr, err)
-				first.CompareAndSwap(nil, &err)
-				return
-			}
-			ph.players[i] = &player{id: uint32(i), nc: nc, leftover: append([]byte(nil), left...)}
-		}()
-	}
-	wg.Wait()
-	if e := first.Load(); e != nil {
-		return *e
-	}
-	return ctx.Err()
+		left, err := Login(nc, host, port, fmt.Sprintf("player%d", i), nil, time.Now().Add(10*time.Second))
+		if err != nil {
+			nc.Close()
+			return fmt.Errorf("session %d via %s: %w", i, addr, err)
+		}
+		ph.players[i] = &player{id: uint32(i), nc: nc, leftover: append([]byte(nil), left...)}
+		return nil
+	})
 }
 
 // closeAll closes every connection with a reset: thousands of sessions
