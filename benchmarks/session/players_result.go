@@ -1,6 +1,7 @@
 package session
 
 import (
+	"fmt"
 	"math"
 	"strings"
 
@@ -152,9 +153,27 @@ func playersPhaseOf(target, kind string, repeat, order int, params PlayersParams
 	return p
 }
 
-// summarizePlayers adds the players figures to r.Summary and r.Goals.
+// summarizePlayers adds the players figures to r.Summary and r.Goals, and
+// a note when the load generator fell behind its schedule.
 func (r *Result) summarizePlayers() {
 	r.Goals = nil
+	tickMs := float64(r.Players.SendTick) / 1e6
+	periodMs := 1e3 / float64(r.Players.Rate)
+	behind, phases := 0, 0
+	for _, p := range validPhases(r.Phases) {
+		if p.Players == nil {
+			continue
+		}
+		phases++
+		if p.Players.SendLateMeanMs > tickMs || p.Players.SendLateMaxMs >= periodMs {
+			behind++
+		}
+	}
+	if behind > 0 {
+		r.note(fmt.Sprintf("the load generator fell behind its schedule in %d of %d phases (sends late by more than the %v send tick "+
+			"on average, or one a whole %.0f ms period late): their latency figures measure the generator and the machine as well as the proxy",
+			behind, phases, r.Players.SendTick, periodMs))
+	}
 	for i := range r.Summary {
 		s := &r.Summary[i]
 		var direct, proxy []Phase

@@ -324,6 +324,14 @@ func TestPlayersSummaryAndReport(t *testing.T) {
 	if g.CPUPeer != "nginx" || !g.CPUMet || g.LatencyPeer != "haproxy" || g.LatencyMet {
 		t.Fatalf("goal %+v: want CPU met against nginx, latency missed against haproxy", g)
 	}
+	if len(r.Notes) != 0 {
+		t.Fatalf("notes %q: the generator kept its schedule", r.Notes)
+	}
+	r.Phases[0].Players.SendLateMeanMs = 1.5 // over the 1 ms tick
+	r.summarize()
+	if len(r.Notes) != 1 || !strings.Contains(r.Notes[0], "fell behind its schedule in 1 of 12 phases") {
+		t.Fatalf("notes %q", r.Notes)
+	}
 	var table strings.Builder
 	WriteTable(&table, r)
 	for _, want := range []string{"p99.9 ms", "0.78× nginx", "RSS KiB/session", "goal tidegate: CPU/frame 700 ns, 0.78× nginx's 900 (goal at most 0.8×: met); " +
