@@ -57,6 +57,9 @@ type BackendSpec struct {
 	// ReplyDelay, when positive, holds every play echo this long
 	// (tidegate backend --reply-delay).
 	ReplyDelay time.Duration
+	// ChunkReplies answers chunk requests with large frames (tidegate
+	// backend --chunk-replies).
+	ChunkReplies bool
 }
 
 // Process is a started proxy or backend.
@@ -202,6 +205,9 @@ func StartBackend(s BackendSpec) (*Process, error) {
 	argv := []string{exe, "backend", "--listen", s.Listen, "--loops", strconv.Itoa(loops), "--log-level", "warn"}
 	if s.ReplyDelay > 0 {
 		argv = append(argv, "--reply-delay", s.ReplyDelay.String())
+	}
+	if s.ChunkReplies {
+		argv = append(argv, "--chunk-replies")
 	}
 	return StartProgram(ProgramSpec{Name: "backend", Listen: s.Listen, Argv: argv, Wrap: s.Wrap, Dir: s.Dir})
 }

@@ -30,12 +30,18 @@ func newCodec(payload int) *codec {
 	k := &codec{payload: payload}
 	k.header = mc.AppendVarInt(nil, int32(payload))
 	k.frameLen = len(k.header) + payload
-	filler := payload - MinPayload
-	k.pattern = make([]byte, patternPeriod+filler)
-	for i := range k.pattern {
-		k.pattern[i] = byte((i%patternPeriod)*97 + 13)
-	}
+	k.pattern = fillerPattern(payload - MinPayload)
 	return k
+}
+
+// fillerPattern returns the filler pattern for fillers of up to n bytes:
+// patternPeriod + n bytes, any n of them from an offset below the period.
+func fillerPattern(n int) []byte {
+	pattern := make([]byte, patternPeriod+n)
+	for i := range pattern {
+		pattern[i] = byte((i%patternPeriod)*97 + 13)
+	}
+	return pattern
 }
 
 func (k *codec) filler(conn, seq uint32) []byte {
@@ -69,10 +75,7 @@ func (k *codec) check(f []byte, conn, seq uint32) error {
 		return fmt.Errorf("conn %d seq %d: sequence number %d", conn, seq, s)
 	}
 	if want := k.filler(conn, seq); !bytes.Equal(b[MinPayload:], want) {
-		i := 0
-		for i < len(want) && b[MinPayload+i] == want[i] {
-			i++
-		}
+		i := firstDifference(b[MinPayload:], want)
 		return fmt.Errorf("conn %d seq %d: payload byte %d is 0x%02x, want 0x%02x", conn, seq, i, b[MinPayload+i], want[i])
 	}
 	return nil

@@ -35,6 +35,9 @@ type LaunchOptions struct {
 	// ReplyDelay makes the backend hold every play echo this long (half of
 	// Config.AppRTT).
 	ReplyDelay time.Duration
+	// ChunkReplies makes the backend answer chunk requests (the players
+	// workload).
+	ChunkReplies bool
 	// Netns places backend and proxies in the namespaces of a layout made
 	// by scripts/netns.sh; nil runs everything on loopback.
 	Netns *NetnsLayout
@@ -59,7 +62,8 @@ func Launch(opts LaunchOptions) (*Environment, error) {
 	if err != nil {
 		return nil, err
 	}
-	bs := peers.BackendSpec{Listen: backendAddr, Loops: max(opts.BackendLoops, 1), Executable: opts.Executable, ReplyDelay: opts.ReplyDelay}
+	bs := peers.BackendSpec{Listen: backendAddr, Loops: max(opts.BackendLoops, 1), Executable: opts.Executable, ReplyDelay: opts.ReplyDelay,
+		ChunkReplies: opts.ChunkReplies}
 	if opts.Netns != nil {
 		bs.Wrap = opts.Netns.Exec(opts.Netns.BackendNS)
 	}

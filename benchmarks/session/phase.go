@@ -15,6 +15,9 @@ import (
 // phaseHooks are called around the measured interval of a phase, after
 // every connection has logged in and warmed up, and after the last echo.
 type phaseHooks struct {
+	// start, if set, runs before the first connection is made (players
+	// workload only: the proxy's memory before the sessions).
+	start  func()
 	before func() error
 	after  func() error
 	// progress is called about every 100 ms with the echoes received so far

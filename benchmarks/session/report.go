@@ -20,11 +20,61 @@ import (
 // WriteTable prints the summary: one row per target and phase kind, then
 // the proxy's figures, then every phase that had errors or failed.
 func WriteTable(w io.Writer, r *Result) error {
-	fmt.Fprintf(w, "workload %s: %s, %d repeat(s), proxy cores %d", workloadName(r.Workload), r.Params, r.Repeats, r.Setup.ProxyCores)
+	fmt.Fprintf(w, "workload %s: %s, %d repeat(s), proxy cores %d", workloadName(r.Workload), r.workloadFlags(), r.Repeats, r.Setup.ProxyCores)
 	if r.Setup.AppRTT != "" {
 		fmt.Fprintf(w, ", app RTT %s", r.Setup.AppRTT)
 	}
 	fmt.Fprintln(w)
+	if r.Players != nil {
+		writePlayersTables(w, r)
+	} else {
+		writeEchoTables(w, r)
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+	for _, p := range r.Phases {
+		if p.Failure != "" {
+			fmt.Fprintf(w, "FAILED %s %s repeat %d: %s\n", p.Target, p.Kind, p.Repeat+1, p.Failure)
+		} else if p.Errors > 0 {
+			fmt.Fprintf(w, "ERRORS %s %s repeat %d: %s, e.g. %s\n", p.Target, p.Kind, p.Repeat+1, p.errorCounts(),
+				strings.Join(p.ErrorSamples, "; "))
+		}
+	}
+	if !r.OK() {
+		fmt.Fprintf(w, "\n*** RUN IS INVALID: %d %s, %d failed phases ***\n", r.Errors, r.ErrorsLabel(), r.Failed)
+	}
+	return nil
+}
+
+// workloadFlags formats the run's workload as the flags that select it.
+func (r *Result) workloadFlags() string {
+	if r.Players != nil {
+		return r.Players.String()
+	}
+	return r.Params.String()
+}
+
+// ErrorsLabel names what a run's errors count: wrong echoes, or wrong or
+// missing replies.
+func (r *Result) ErrorsLabel() string {
+	if r.Players != nil {
+		return "wrong or missing replies"
+	}
+	return "wrong echoes"
+}
+
+// errorCounts says how many of a phase's echoes or replies were wrong, and how.
+func (p Phase) errorCounts() string {
+	if pl := p.Players; pl != nil {
+		return fmt.Sprintf("%d wrong or missing replies (lost %d, duplicated %d, corrupted %d, unanswered %d)",
+			p.Errors, pl.Lost, pl.Duplicated, pl.Corrupted, pl.Unanswered)
+	}
+	return fmt.Sprintf("%d wrong echoes", p.Errors)
+}
+
+// writeEchoTables prints the echo workloads' summary tables.
+func writeEchoTables(w io.Writer, r *Result) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "target\tphase\troundtrips/s\tframes/s\tMiB/s\tp50 ms\tp95 ms\tp99 ms\terrors")
 	for _, s := range r.Summary {
@@ -47,21 +97,6 @@ func WriteTable(w io.Writer, r *Result) error {
 			s.RSSMiB.Short(1))
 	}
 	tw.Flush()
-	for _, n := range r.Notes {
-		fmt.Fprintf(w, "note: %s\n", n)
-	}
-	for _, p := range r.Phases {
-		if p.Failure != "" {
-			fmt.Fprintf(w, "FAILED %s %s repeat %d: %s\n", p.Target, p.Kind, p.Repeat+1, p.Failure)
-		} else if p.Errors > 0 {
-			fmt.Fprintf(w, "ERRORS %s %s repeat %d: %d wrong echoes, e.g. %s\n", p.Target, p.Kind, p.Repeat+1, p.Errors,
-				strings.Join(p.ErrorSamples, "; "))
-		}
-	}
-	if !r.OK() {
-		fmt.Fprintf(w, "\n*** RUN IS INVALID: %d wrong echoes, %d failed phases ***\n", r.Errors, r.Failed)
-	}
-	return nil
 }
 
 // orDash is s, or "–" for a figure the host did not tell.
@@ -141,7 +176,7 @@ func WriteReport(dir string, r *Result) error {
 	fmt.Fprintf(&b, "Host: %s/%s, kernel %s, %s (%d cores), poller %s, %s, revision %s.\n\n",
 		h.OS, h.Arch, orDash(h.Kernel), orDash(h.CPU), h.NumCPU, h.Poller, h.GoVersion, revisionOf(h))
 	fmt.Fprintf(&b, "Workload: `%s`, %d repeat(s). Targets: %s. Proxy cores: %d; backend loops: %d",
-		r.Params, r.Repeats, strings.Join(r.Targets, ", "), r.Setup.ProxyCores, r.Setup.BackendLoops)
+		r.workloadFlags(), r.Repeats, strings.Join(r.Targets, ", "), r.Setup.ProxyCores, r.Setup.BackendLoops)
 	if r.Setup.GoMaxProcs > 0 {
 		fmt.Fprintf(&b, "; goproxy GOMAXPROCS %d", r.Setup.GoMaxProcs)
 	}
@@ -154,35 +189,29 @@ func WriteReport(dir string, r *Result) error {
 		fmt.Fprintf(&b, "; RTT %s emulated in user space (client and backend each hold every frame for half of it)", r.Setup.AppRTT)
 	}
 	b.WriteString(".\n\n")
-	if r.OK() {
+	switch {
+	case !r.OK():
+		fmt.Fprintf(&b, "**INVALID RUN: %d %s, %d failed phases.** See the phase list below.\n\n", r.Errors, r.ErrorsLabel(), r.Failed)
+	case r.Players != nil:
+		fmt.Fprintf(&b, "All %d phases completed; every reply came, once, in order and correct (errors=0).\n\n", len(r.Phases))
+	default:
 		fmt.Fprintf(&b, "All %d phases completed; every echo was correct (errors=0).\n\n", len(r.Phases))
-	} else {
-		fmt.Fprintf(&b, "**INVALID RUN: %d wrong echoes, %d failed phases.** See the phase list below.\n\n", r.Errors, r.Failed)
 	}
 	b.WriteString("Values are median [min–max] over phases.\n\n")
-	b.WriteString("| Target | Phase | Roundtrips/s | MiB/s | p50 ms | p95 ms | p99 ms | Errors |\n|---|---|--:|--:|--:|--:|--:|--:|\n")
-	for _, s := range r.Summary {
-		for _, row := range []struct {
-			kind string
-			ps   PhaseStats
-		}{{KindDirect, s.Direct}, {KindProxy, s.Proxy}} {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %d |\n", s.Target, row.kind, row.ps.RoundtripsPerSec.Short(0),
-				row.ps.MiBPerSec.Short(1), row.ps.P50Ms.Short(3), row.ps.P95Ms.Short(3),
-				row.ps.P99Ms.Short(3), row.ps.Errors)
-		}
+	if r.Players != nil {
+		writePlayersMarkdown(&b, r)
+	} else {
+		writeEchoMarkdown(&b, r)
 	}
-	b.WriteString("\n| Target | Proxy/direct | CPU ns/frame | Syscalls/frame | Segments/frame (proxy phase) | Segments/frame (direct phase) | RSS MiB |\n|---|--:|--:|--:|--:|--:|--:|\n")
-	for _, s := range r.Summary {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", s.Target, s.Ratio.Short(3), s.CPUNsPerFrame.Short(0),
-			s.SyscallsPerFrame.Short(3), s.Proxy.SegmentsPerFrame.Short(3), s.Direct.SegmentsPerFrame.Short(3),
-			s.RSSMiB.Short(1))
-	}
-	b.WriteString("\n")
 	for _, c := range charts {
 		fmt.Fprintf(&b, "![%s](%s)\n\n", c.title, c.file)
 	}
 	b.WriteString("## Method\n\n")
-	for _, n := range MethodNotes {
+	notes := MethodNotes
+	if r.Players != nil {
+		notes = PlayersMethodNotes
+	}
+	for _, n := range notes {
 		fmt.Fprintf(&b, "- %s\n", n)
 	}
 	for _, n := range r.Notes {
@@ -206,7 +235,35 @@ func WriteReport(dir string, r *Result) error {
 	return nil
 }
 
+// writeEchoMarkdown writes the echo workloads' summary tables.
+func writeEchoMarkdown(b *strings.Builder, r *Result) {
+	b.WriteString("| Target | Phase | Roundtrips/s | MiB/s | p50 ms | p95 ms | p99 ms | Errors |\n|---|---|--:|--:|--:|--:|--:|--:|\n")
+	for _, s := range r.Summary {
+		for _, row := range []struct {
+			kind string
+			ps   PhaseStats
+		}{{KindDirect, s.Direct}, {KindProxy, s.Proxy}} {
+			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %d |\n", s.Target, row.kind, row.ps.RoundtripsPerSec.Short(0),
+				row.ps.MiBPerSec.Short(1), row.ps.P50Ms.Short(3), row.ps.P95Ms.Short(3),
+				row.ps.P99Ms.Short(3), row.ps.Errors)
+		}
+	}
+	b.WriteString("\n| Target | Proxy/direct | CPU ns/frame | Syscalls/frame | Segments/frame (proxy phase) | Segments/frame (direct phase) | RSS MiB |\n|---|--:|--:|--:|--:|--:|--:|\n")
+	for _, s := range r.Summary {
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s |\n", s.Target, s.Ratio.Short(3), s.CPUNsPerFrame.Short(0),
+			s.SyscallsPerFrame.Short(3), s.Proxy.SegmentsPerFrame.Short(3), s.Direct.SegmentsPerFrame.Short(3),
+			s.RSSMiB.Short(1))
+	}
+	b.WriteString("\n")
+}
+
 type chartFile struct{ title, file string }
+
+// chartSpec is one chart: its file, title, y axis and bars.
+type chartSpec struct {
+	file, title, ylabel string
+	series              []series
+}
 
 // series is one set of bars: a value per target.
 type series struct {
@@ -224,22 +281,40 @@ func writeCharts(dir string, r *Result) ([]chartFile, error) {
 		}
 		return out
 	}
-	specs := []struct {
-		file, title, ylabel string
-		series              []series
-	}{
-		{"cpu_ns_per_frame.png", "Proxy CPU per relayed frame", "ns/frame",
-			[]series{{"proxy", pick(func(s Summary) spread.Spread { return s.CPUNsPerFrame })}}},
+	cpu := chartSpec{"cpu_ns_per_frame.png", "Proxy CPU per relayed frame", "ns/frame",
+		[]series{{"proxy", pick(func(s Summary) spread.Spread { return s.CPUNsPerFrame })}}}
+	p99 := chartSpec{"latency_p99.png", "p99 latency", "ms", []series{
+		{"direct", pick(func(s Summary) spread.Spread { return s.Direct.P99Ms })},
+		{"proxy", pick(func(s Summary) spread.Spread { return s.Proxy.P99Ms })}}}
+	syscalls := chartSpec{"syscalls_per_frame.png", "Proxy system calls per relayed frame", "syscalls/frame",
+		[]series{{"proxy", pick(func(s Summary) spread.Spread { return s.SyscallsPerFrame })}}}
+	specs := []chartSpec{cpu,
 		{"roundtrips.png", "Roundtrips per second", "roundtrips/s", []series{
 			{"direct", pick(func(s Summary) spread.Spread { return s.Direct.RoundtripsPerSec })},
 			{"proxy", pick(func(s Summary) spread.Spread { return s.Proxy.RoundtripsPerSec })}}},
-		{"latency_p99.png", "p99 latency", "ms", []series{
-			{"direct", pick(func(s Summary) spread.Spread { return s.Direct.P99Ms })},
-			{"proxy", pick(func(s Summary) spread.Spread { return s.Proxy.P99Ms })}}},
+		p99,
 		{"ratio.png", "Proxy/direct frames per second (paired)", "ratio",
 			[]series{{"proxy/direct", pick(func(s Summary) spread.Spread { return s.Ratio })}}},
-		{"syscalls_per_frame.png", "Proxy system calls per relayed frame", "syscalls/frame",
-			[]series{{"proxy", pick(func(s Summary) spread.Spread { return s.SyscallsPerFrame })}}},
+		syscalls,
+	}
+	if r.Players != nil {
+		players := func(f func(*PlayersSummary) spread.Spread) []spread.Spread {
+			return pick(func(s Summary) spread.Spread {
+				if s.Players == nil {
+					return spread.Spread{}
+				}
+				return f(s.Players)
+			})
+		}
+		specs = []chartSpec{cpu, p99,
+			{"added_latency.png", "Latency added by the proxy (proxy less direct, paired)", "ms", []series{
+				{"p50", players(func(s *PlayersSummary) spread.Spread { return s.AddedP50Ms })},
+				{"p99", players(func(s *PlayersSummary) spread.Spread { return s.AddedP99Ms })},
+				{"p99.9", players(func(s *PlayersSummary) spread.Spread { return s.AddedP999Ms })}}},
+			{"rss_per_session.png", "Proxy RSS per session", "KiB",
+				[]series{{"proxy", players(func(s *PlayersSummary) spread.Spread { return s.RSSPerSessionKiB })}}},
+			syscalls,
+		}
 	}
 	var out []chartFile
 	for _, sp := range specs {

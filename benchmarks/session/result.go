@@ -30,6 +30,7 @@ type Phase struct {
 	P50Ms     float64 `json:"p50_ms"`
 	P95Ms     float64 `json:"p95_ms"`
 	P99Ms     float64 `json:"p99_ms"`
+	P999Ms    float64 `json:"p999_ms"`
 	MaxMs     float64 `json:"max_ms"`
 	Errors    int64   `json:"errors"`
 	// Failure is why the phase did not complete, if it did not.
@@ -50,6 +51,9 @@ type Phase struct {
 	HoldLateUs *float64 `json:"hold_late_us,omitempty"`
 	Threads    int      `json:"threads,omitempty"`
 	FDs        int      `json:"fds,omitempty"`
+	// Players holds the players workload's own figures; nil in the echo
+	// workloads.
+	Players *PlayersPhase `json:"players,omitempty"`
 }
 
 // PhaseStats summarizes the phases of one kind of one target.
@@ -63,6 +67,7 @@ type PhaseStats struct {
 	P50Ms            spread.Spread `json:"p50_ms"`
 	P95Ms            spread.Spread `json:"p95_ms"`
 	P99Ms            spread.Spread `json:"p99_ms"`
+	P999Ms           spread.Spread `json:"p999_ms"`
 	SegmentsPerFrame spread.Spread `json:"segments_per_frame"`
 }
 
@@ -76,20 +81,26 @@ type Summary struct {
 	CPUNsPerFrame    spread.Spread `json:"cpu_ns_per_frame"`
 	SyscallsPerFrame spread.Spread `json:"syscalls_per_frame"`
 	RSSMiB           spread.Spread `json:"rss_mib"`
+	// Players holds the players workload's own figures.
+	Players *PlayersSummary `json:"players,omitempty"`
 }
 
 // Result is a whole run.
 type Result struct {
-	Workload string    `json:"workload,omitempty"`
-	Params   Params    `json:"params"`
-	Repeats  int       `json:"repeats"`
-	Targets  []string  `json:"targets"`
-	Setup    Setup     `json:"setup"`
-	Phases   []Phase   `json:"phases"`
-	Summary  []Summary `json:"summary"`
-	Errors   int64     `json:"errors"`
-	Failed   int       `json:"failed_phases"`
-	Notes    []string  `json:"notes,omitempty"`
+	Workload string `json:"workload,omitempty"`
+	Params   Params `json:"params"`
+	// Players is the players workload, which Params then does not describe.
+	Players *PlayersParams `json:"players,omitempty"`
+	Repeats int            `json:"repeats"`
+	Targets []string       `json:"targets"`
+	Setup   Setup          `json:"setup"`
+	Phases  []Phase        `json:"phases"`
+	Summary []Summary      `json:"summary"`
+	Errors  int64          `json:"errors"`
+	Failed  int            `json:"failed_phases"`
+	Notes   []string       `json:"notes,omitempty"`
+	// Goals compares each tidegate target with the peers (players workload).
+	Goals []PlayersGoal `json:"goals,omitempty"`
 }
 
 // Setup describes how the run was set up, for the report.
@@ -156,6 +167,7 @@ func phaseStats(ps []Phase) PhaseStats {
 	s.P50Ms = get(func(p Phase) float64 { return p.P50Ms })
 	s.P95Ms = get(func(p Phase) float64 { return p.P95Ms })
 	s.P99Ms = get(func(p Phase) float64 { return p.P99Ms })
+	s.P999Ms = get(func(p Phase) float64 { return p.P999Ms })
 	s.SegmentsPerFrame = spread.Of(ptrValues(ok, func(p Phase) *float64 { return p.SegmentsPerFrame }))
 	return s
 }
@@ -209,5 +221,8 @@ func (r *Result) summarize() {
 			SyscallsPerFrame: spread.Of(ptrValues(validPhases(sys), func(p Phase) *float64 { return p.SyscallsPerFrame })),
 			RSSMiB:           spread.Of(ptrValues(validPhases(proxy), func(p Phase) *float64 { return p.RSSMiB })),
 		})
+	}
+	if r.Players != nil {
+		r.summarizePlayers()
 	}
 }

@@ -51,6 +51,9 @@ type Config struct {
 	AppRTT time.Duration
 	// StallTimeout ends a phase that made no progress this long; 0: 20 s.
 	StallTimeout time.Duration
+	// Players, when set, runs the players workload instead of the echo
+	// workload Params describes.
+	Players *PlayersParams
 	// SegmentsPID is a process in the clients' network namespace, whose
 	// TCP OutSegs the direct phases read; 0 means this process.
 	SegmentsPID int
@@ -76,7 +79,14 @@ type Progress interface {
 // phase that fails is recorded with its failure and the run goes on; the
 // returned error is for a run that could not be made at all.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
-	if err := cfg.Params.Validate(); err != nil {
+	if cfg.Players != nil {
+		if err := cfg.Players.Validate(); err != nil {
+			return nil, err
+		}
+		if cfg.AppRTT > 0 {
+			return nil, fmt.Errorf("app RTT %v: the players workload does not emulate one", cfg.AppRTT)
+		}
+	} else if err := cfg.Params.Validate(); err != nil {
 		return nil, err
 	}
 	if cfg.Repeats < 1 {
@@ -85,7 +95,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if len(cfg.Targets) == 0 {
 		return nil, errors.New("no target to measure")
 	}
-	res := &Result{Workload: cfg.Workload, Params: cfg.Params, Repeats: cfg.Repeats, Setup: cfg.Setup}
+	res := &Result{Workload: cfg.Workload, Params: cfg.Params, Players: cfg.Players, Repeats: cfg.Repeats, Setup: cfg.Setup}
 	for _, t := range cfg.Targets {
 		res.Targets = append(res.Targets, t.Name)
 	}
@@ -115,7 +125,6 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if segPID == 0 {
 		segPID = os.Getpid()
 	}
-	frames := func(p *Phase) float64 { return float64(2 * p.Roundtrips) }
 	for i, s := range steps {
 		if err := ctx.Err(); err != nil {
 			return res, err
@@ -130,9 +139,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 				seg = pids[0]
 			}
 		}
-		var before, after procstat.Sample
+		var start, before, after procstat.Sample
 		var segBefore, segAfter int64
-		var probeErr error
+		var probeErr, startErr error
 		hooks := phaseHooks{
 			before: func() error {
 				if len(pids) > 0 {
@@ -149,24 +158,30 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 				return nil
 			},
 		}
+		if len(pids) > 0 && cfg.Players != nil {
+			hooks.start = func() { start, startErr = procstat.Read(pids) }
+		}
 		if cfg.Progress != nil {
 			hooks.progress = cfg.Progress.Echoes
 		}
-		run, err := runPhase(ctx, addr, cfg.Params, cfg.AppRTT/2, cfg.StallTimeout, hooks)
-		p := phaseOf(s.target.Name, s.kind, s.repeat, i, cfg.Params, run, err)
-		if err == nil {
+		p := cfg.measure(ctx, s.target.Name, s.kind, s.repeat, i, addr, hooks)
+		if p.Failure == "" {
 			if segAfter > segBefore {
-				v := float64(segAfter-segBefore) / frames(&p)
+				v := float64(segAfter-segBefore) / p.relayedFrames()
 				p.SegmentsPerFrame = &v
 			}
 			if len(pids) > 0 {
 				if probeErr != nil {
 					res.note(fmt.Sprintf("%s: process figures unavailable: %v", s.target.Name, probeErr))
 				} else {
-					cpu := float64(after.CPUNs-before.CPUNs) / frames(&p)
+					cpu := float64(after.CPUNs-before.CPUNs) / p.relayedFrames()
 					rss := float64(after.RSSBytes) / (1 << 20)
 					p.CPUNsPerFrame, p.RSSMiB = &cpu, &rss
 					p.Threads, p.FDs = after.Threads, after.FDs
+				}
+				if p.Players != nil && probeErr == nil && startErr == nil {
+					kib := float64(after.RSSBytes-start.RSSBytes) / 1024 / float64(p.Players.Sessions)
+					p.Players.RSSPerSessionKiB = &kib
 				}
 			}
 		}
@@ -195,25 +210,38 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	return res, nil
 }
 
+// measure runs one phase of the workload against addr.
+func (cfg *Config) measure(ctx context.Context, target, kind string, repeat, order int, addr string, hooks phaseHooks) Phase {
+	if cfg.Players != nil {
+		run, err := runPlayersPhase(ctx, addr, *cfg.Players, cfg.StallTimeout, hooks)
+		return playersPhaseOf(target, kind, repeat, order, *cfg.Players, run, err)
+	}
+	run, err := runPhase(ctx, addr, cfg.Params, cfg.AppRTT/2, cfg.StallTimeout, hooks)
+	return phaseOf(target, kind, repeat, order, cfg.Params, run, err)
+}
+
 // syscallPass runs one proxy phase on a fresh copy of the target under perf.
 func (cfg *Config) syscallPass(ctx context.Context, name string, pass, order int) Phase {
 	ct, err := cfg.StartCounted(name)
 	if err != nil {
-		return phaseOf(name, KindSyscalls, pass, order, cfg.Params, phaseRun{}, fmt.Errorf("starting under perf: %w", err))
+		err = fmt.Errorf("starting under perf: %w", err)
+		if cfg.Players != nil {
+			return playersPhaseOf(name, KindSyscalls, pass, order, *cfg.Players, playersRun{}, err)
+		}
+		return phaseOf(name, KindSyscalls, pass, order, cfg.Params, phaseRun{}, err)
 	}
 	hooks := phaseHooks{before: ct.Counter.Enable, after: ct.Counter.Disable}
 	if cfg.Progress != nil {
 		hooks.progress = cfg.Progress.Echoes
 	}
-	run, err := runPhase(ctx, ct.Addr, cfg.Params, cfg.AppRTT/2, cfg.StallTimeout, hooks)
+	p := cfg.measure(ctx, name, KindSyscalls, pass, order, ct.Addr, hooks)
 	stopErr := ct.Stop()
-	p := phaseOf(name, KindSyscalls, pass, order, cfg.Params, run, err)
-	if err == nil {
+	if p.Failure == "" {
 		n, cerr := ct.Counter.Count()
 		if cerr != nil {
 			p.Failure = fmt.Sprintf("counting system calls: %v (stop: %v)", cerr, stopErr)
 		} else {
-			v := float64(n) / float64(2*p.Roundtrips)
+			v := float64(n) / p.relayedFrames()
 			p.SyscallsPerFrame = &v
 		}
 	}
@@ -244,7 +272,7 @@ func phaseOf(target, kind string, repeat, order int, params Params, run phaseRun
 	p.FramesPerSec = 2 * p.RoundtripsPerSec
 	p.MiBPerSec = float64(run.roundtrips) * float64(params.FrameLen()) / secs / (1 << 20)
 	ms := func(q float64) float64 { return float64(run.hist.ValueAtQuantile(q)) / 1e6 }
-	p.P50Ms, p.P95Ms, p.P99Ms = ms(50), ms(95), ms(99)
+	p.P50Ms, p.P95Ms, p.P99Ms, p.P999Ms = ms(50), ms(95), ms(99), ms(99.9)
 	p.MaxMs = float64(run.hist.Max()) / 1e6
 	p.Errors = run.errors
 	p.ErrorSamples = run.samples

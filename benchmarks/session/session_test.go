@@ -31,8 +31,21 @@ func startBackend(t *testing.T) string {
 // for hold, as tidegate backend --reply-delay does (0: none).
 func startDelayedBackend(t *testing.T, hold time.Duration) string {
 	t.Helper()
-	be, err := mcbackend.New(mcbackend.Config{ReplyDelay: hold,
-		Reactor: reactor.Config{Addrs: []string{"tcp://127.0.0.1:0"}, Loops: 1, Logger: zerolog.Nop()}})
+	return startBackendWith(t, mcbackend.Config{ReplyDelay: hold})
+}
+
+// startChunkBackend runs the fake backend in-process answering chunk
+// requests, as the players workload starts it.
+func startChunkBackend(t *testing.T) string {
+	t.Helper()
+	return startBackendWith(t, mcbackend.Config{ChunkReplies: true})
+}
+
+// startBackendWith runs the fake backend in-process with cfg on one loop.
+func startBackendWith(t *testing.T, cfg mcbackend.Config) string {
+	t.Helper()
+	cfg.Reactor = reactor.Config{Addrs: []string{"tcp://127.0.0.1:0"}, Loops: 1, Logger: zerolog.Nop()}
+	be, err := mcbackend.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,6 +96,24 @@ func startProxy(t *testing.T, backend string, raw bool) string {
 // offset flipAt of each connection's stream (after login): a corrupting proxy.
 func flipRelay(t *testing.T, backend string, flipAt int) string {
 	t.Helper()
+	return filterRelay(t, backend, func(int) func([]byte) []byte {
+		off := 0
+		return func(p []byte) []byte {
+			if i := flipAt - off; i >= 0 && i < len(p) {
+				p[i] ^= 0x40
+			}
+			off += len(p)
+			return p
+		}
+	})
+}
+
+// filterRelay relays to backend, passing what the backend sends on the
+// conn-th accepted connection (from 0) through the filter newFilter(conn)
+// returns: it gets each read's bytes (which it may change) and returns the
+// bytes to write to the client.
+func filterRelay(t *testing.T, backend string, newFilter func(conn int) func([]byte) []byte) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +133,7 @@ func flipRelay(t *testing.T, backend string, flipAt int) string {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		for {
+		for n := 0; ; n++ {
 			c, err := ln.Accept()
 			if err != nil {
 				return
@@ -115,21 +146,17 @@ func flipRelay(t *testing.T, backend string, flipAt int) string {
 			mu.Lock()
 			conns = append(conns, c, b)
 			mu.Unlock()
+			filter := newFilter(n)
 			wg.Add(2)
 			go func() { defer wg.Done(); io.Copy(b, c); b.Close() }()
 			go func() {
 				defer wg.Done()
 				defer c.Close()
 				buf := make([]byte, 4096)
-				off := 0
 				for {
 					n, err := b.Read(buf)
 					if n > 0 {
-						if i := flipAt - off; i >= 0 && i < n {
-							buf[i] ^= 0x40
-						}
-						off += n
-						if _, werr := c.Write(buf[:n]); werr != nil {
+						if _, werr := c.Write(filter(buf[:n])); werr != nil {
 							return
 						}
 					}

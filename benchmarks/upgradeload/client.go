@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tidegate/tidegate/benchmarks/parallel"
 )
 
 // msgLen is the size of one message and of its echo: session id (u32),
@@ -179,45 +181,27 @@ func newClients(n int, interval time.Duration, fails *failureLog) *clients {
 // now is the time since the clients' base, in ns (monotonic).
 func (cs *clients) now() int64 { return int64(time.Since(cs.base)) }
 
-// connect dials every session through the proxy at addr, parallel at a
+// connect dials every session through the proxy at addr, limit at a
 // time, and starts its reader once the echo of its first message came
 // back: a session counts as open only when the proxy relays it both ways,
-// and no more than parallel sessions are being set up at once (the proxy
+// and no more than limit sessions are being set up at once (the proxy
 // dials the backend for each, which a burst of dials would overflow).
-func (cs *clients) connect(ctx context.Context, addr string, parallel int) error {
-	sem := make(chan struct{}, parallel)
-	var wg sync.WaitGroup
-	var first atomic.Pointer[error]
+func (cs *clients) connect(ctx context.Context, addr string, limit int) error {
 	d := net.Dialer{Timeout: 10 * time.Second}
-	for _, s := range cs.sess {
-		if first.Load() != nil || ctx.Err() != nil {
-			break
+	return parallel.Each(ctx, len(cs.sess), limit, func(i int) error {
+		s := cs.sess[i]
+		c, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return fmt.Errorf("session %d: connecting to the proxy at %s: %w", s.id, addr, err)
 		}
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			c, err := d.DialContext(ctx, "tcp", addr)
-			if err != nil {
-				err = fmt.Errorf("session %d: connecting to the proxy at %s: %w", s.id, addr, err)
-				first.CompareAndSwap(nil, &err)
-				return
-			}
-			s.conn = c.(*net.TCPConn)
-			if err := cs.first(s); err != nil {
-				err = fmt.Errorf("session %d: through the proxy at %s: %w", s.id, addr, err)
-				first.CompareAndSwap(nil, &err)
-				return
-			}
-			cs.readers.Add(1)
-			go cs.read(s)
-		}()
-	}
-	wg.Wait()
-	if p := first.Load(); p != nil {
-		return *p
-	}
-	return ctx.Err()
+		s.conn = c.(*net.TCPConn)
+		if err := cs.first(s); err != nil {
+			return fmt.Errorf("session %d: through the proxy at %s: %w", s.id, addr, err)
+		}
+		cs.readers.Add(1)
+		go cs.read(s)
+		return nil
+	})
 }
 
 // firstEchoTimeout bounds the echo of a session's first message.

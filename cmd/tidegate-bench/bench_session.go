@@ -3,7 +3,9 @@ package main
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/mattn/go-isatty"
 	"github.com/urfave/cli/v2"
@@ -30,15 +32,40 @@ func benchSessionCommand() *cli.Command {
 			"network namespaces (scripts/netns.sh, needs root, iproute2 and sch_netem).\n" +
 			"--app-rtt emulates a round-trip time without netem: every client holds each burst\n" +
 			"for half of it before writing it, and the backend (--reply-delay) each echo for the\n" +
-			"other half, in the direct and the proxy phases alike; the proxy itself is not delayed.",
+			"other half, in the direct and the proxy phases alike; the proxy itself is not delayed.\n\n" +
+			"--workload players is open loop instead: --sessions sessions log in and each sends --rate\n" +
+			"PLAY frames a second (bodies of --frame-min to --frame-max bytes, sizes from --seed), spread\n" +
+			"evenly over each second, whether or not the replies came. The backend, started with\n" +
+			"--chunk-replies, echoes each frame, except that one in --chunk-every of a session's frames\n" +
+			"asks for a frame of --chunk-min to --chunk-max bytes instead, as chunk data is. After\n" +
+			"--warmup the sends of --duration are measured; every reply is checked, and one lost,\n" +
+			"duplicated, corrupted or still missing --drain after the last send invalidates the run. It\n" +
+			"reports the relayed frames both ways, proxy CPU ns per relayed frame and its ratio to the best\n" +
+			"peer, round trips p50/p99/p99.9 direct and through each proxy and the latency the proxy added,\n" +
+			"proxy RSS per session, how late the load generator's sends went out, and the issue #14 goals\n" +
+			"(tidegate's CPU/frame at most 0.8x the best peer's, its added p99 no worse). A proxy holds two\n" +
+			"descriptors per session: a --sessions that cannot fit in the descriptor limit is refused.",
 		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "workload", Usage: "preset: " + strings.Join(session.PresetNames(), ", ")},
+			&cli.StringFlag{Name: "workload", Usage: "preset: " + strings.Join(session.PresetNames(), ", ") + ", or " + session.WorkloadPlayers},
 			&cli.IntFlag{Name: "connections", Value: 4, Usage: "client connections"},
 			&cli.IntFlag{Name: "messages", Value: 5000, Usage: "measured roundtrips per connection"},
-			&cli.IntFlag{Name: "warmup", Value: 500, Usage: "untimed roundtrips per connection before measuring"},
+			&cli.StringFlag{Name: "warmup", Usage: "untimed roundtrips per connection before measuring (echo workloads), " +
+				"or the untimed sending before measuring (players, a duration)", DefaultText: "500; players: " + session.DefaultPlayers.Warmup.String()},
 			&cli.IntFlag{Name: "payload", Value: 1024, Usage: "PLAY packet body bytes (packet id, connection, sequence, filler)"},
 			&cli.IntFlag{Name: "window", Value: 1, Usage: "bursts in flight per connection"},
 			&cli.IntFlag{Name: "burst", Value: 1, Usage: "packets written back to back per burst"},
+			&cli.IntFlag{Name: "sessions", Value: session.DefaultPlayers.Sessions, Usage: "players: sessions, each on its own connection"},
+			&cli.IntFlag{Name: "rate", Value: session.DefaultPlayers.Rate, Usage: "players: frames a second each session sends (and gets back)"},
+			&cli.DurationFlag{Name: "duration", Value: session.DefaultPlayers.Duration, Usage: "players: the measured sending time"},
+			&cli.DurationFlag{Name: "drain", Value: session.DefaultPlayers.Drain, Usage: "players: how long after the last send every reply may take"},
+			&cli.IntFlag{Name: "frame-min", Value: session.DefaultPlayers.FrameMin, Usage: "players: smallest frame body sent, bytes"},
+			&cli.IntFlag{Name: "frame-max", Value: session.DefaultPlayers.FrameMax, Usage: "players: largest frame body sent, bytes"},
+			&cli.IntFlag{Name: "chunk-every", Value: session.DefaultPlayers.ChunkEvery, Usage: "players: one frame in this many of a session asks for a chunk-sized reply (0: none)"},
+			&cli.IntFlag{Name: "chunk-min", Value: session.DefaultPlayers.ChunkMin, Usage: "players: smallest chunk reply body, bytes"},
+			&cli.IntFlag{Name: "chunk-max", Value: session.DefaultPlayers.ChunkMax, Usage: "players: largest chunk reply body, bytes"},
+			&cli.Uint64Flag{Name: "seed", Value: session.DefaultPlayers.Seed, Usage: "players: seed of the frame and chunk sizes"},
+			&cli.IntFlag{Name: "senders", Value: session.DefaultPlayers.Senders, Usage: "players: goroutines writing the sessions' frames"},
+			&cli.DurationFlag{Name: "send-tick", Value: session.DefaultPlayers.SendTick, Usage: "players: a sender wakes at most this often and writes every frame then due"},
 			&cli.IntFlag{Name: "repeats", Value: 3, Usage: "direct/proxy pairs per target"},
 			&cli.StringFlag{Name: "target", Value: "tidegate", Usage: "proxies to measure, comma-separated: " +
 				"tidegate, tidegate-raw, goproxy, haproxy, haproxy-splice, nginx"},
@@ -64,26 +91,93 @@ func benchSessionCommand() *cli.Command {
 	}
 }
 
-// sessionParams reads the workload: a preset, then explicit flags over it.
-func sessionParams(c *cli.Context) (session.Params, error) {
+// Flags that belong to one kind of workload.
+var (
+	echoFlags    = []string{"connections", "messages", "payload", "window", "burst"}
+	playersFlags = []string{"sessions", "rate", "duration", "drain", "frame-min", "frame-max", "chunk-every", "chunk-min", "chunk-max", "seed", "senders", "send-tick"}
+)
+
+// sessionParams reads the workload: a preset, then explicit flags over it;
+// for --workload players, the players workload instead (nil otherwise).
+func sessionParams(c *cli.Context) (session.Params, *session.PlayersParams, error) {
+	name := strings.ToLower(strings.TrimSpace(c.String("workload")))
+	players := name == session.WorkloadPlayers
+	own, other := echoFlags, playersFlags
+	if players {
+		own, other = playersFlags, echoFlags
+	}
+	for _, f := range other {
+		if c.IsSet(f) {
+			return session.Params{}, nil, fmt.Errorf("--%s does not apply to --workload %s (its flags: --%s, --warmup)",
+				f, workloadLabel(name), strings.Join(own, ", --"))
+		}
+	}
+	if players {
+		p, err := playersParams(c)
+		return session.Params{}, &p, err
+	}
+	warmup := 500
+	if c.IsSet("warmup") {
+		n, err := strconv.Atoi(c.String("warmup"))
+		if err != nil {
+			return session.Params{}, nil, fmt.Errorf("--warmup %q: want a number of roundtrips (a duration is for --workload players)", c.String("warmup"))
+		}
+		warmup = n
+	}
 	p := session.Params{
-		Connections: c.Int("connections"), Messages: c.Int("messages"), Warmup: c.Int("warmup"),
+		Connections: c.Int("connections"), Messages: c.Int("messages"), Warmup: warmup,
 		Payload: c.Int("payload"), Window: c.Int("window"), Burst: c.Int("burst"),
 	}
-	if name := c.String("workload"); name != "" {
+	if name != "" {
 		preset, err := session.Preset(name)
 		if err != nil {
-			return p, fmt.Errorf("--workload: %w", err)
+			return p, nil, fmt.Errorf("--workload: %w", err)
 		}
 		for flag, dst := range map[string]*int{"connections": &preset.Connections, "messages": &preset.Messages,
-			"warmup": &preset.Warmup, "payload": &preset.Payload, "window": &preset.Window, "burst": &preset.Burst} {
+			"payload": &preset.Payload, "window": &preset.Window, "burst": &preset.Burst} {
 			if c.IsSet(flag) {
 				*dst = c.Int(flag)
 			}
 		}
+		if c.IsSet("warmup") {
+			preset.Warmup = warmup
+		}
 		p = preset
 	}
-	return p, p.Validate()
+	return p, nil, p.Validate()
+}
+
+// workloadLabel names a --workload value for messages.
+func workloadLabel(name string) string {
+	if name == "" {
+		return "(echo, custom)"
+	}
+	return name
+}
+
+// playersParams reads the players workload's flags.
+func playersParams(c *cli.Context) (session.PlayersParams, error) {
+	p := session.PlayersParams{
+		Sessions: c.Int("sessions"), Rate: c.Int("rate"), Warmup: session.DefaultPlayers.Warmup, Duration: c.Duration("duration"),
+		Drain: c.Duration("drain"), FrameMin: c.Int("frame-min"), FrameMax: c.Int("frame-max"), ChunkEvery: c.Int("chunk-every"),
+		ChunkMin: c.Int("chunk-min"), ChunkMax: c.Int("chunk-max"), Seed: c.Uint64("seed"), Senders: c.Int("senders"),
+		SendTick: c.Duration("send-tick"),
+	}
+	if c.IsSet("warmup") {
+		d, err := time.ParseDuration(c.String("warmup"))
+		if err != nil {
+			return p, fmt.Errorf("--warmup %q: want a duration such as 5s for --workload players: %w", c.String("warmup"), err)
+		}
+		p.Warmup = d
+	}
+	if err := p.Validate(); err != nil {
+		return p, err
+	}
+	limit, err := session.DescriptorLimit()
+	if err != nil {
+		return p, err
+	}
+	return p, session.CheckPlayersDescriptors(p.Sessions, limit)
 }
 
 func runBenchSession(c *cli.Context) error {
@@ -91,7 +185,7 @@ func runBenchSession(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	params, err := sessionParams(c)
+	params, players, err := sessionParams(c)
 	if err != nil {
 		return err
 	}
@@ -102,6 +196,13 @@ func runBenchSession(c *cli.Context) error {
 	rtt, appRTT := c.Duration("rtt"), c.Duration("app-rtt")
 	if rtt < 0 || appRTT < 0 {
 		return fmt.Errorf("--rtt %v, --app-rtt %v: want no negative time", rtt, appRTT)
+	}
+	if players != nil && appRTT > 0 {
+		return fmt.Errorf("--app-rtt %v: the players workload does not emulate a round-trip time (--rtt does, with netem)", appRTT)
+	}
+	sessions := params.Connections
+	if players != nil {
+		sessions = players.Sessions
 	}
 	inner := c.String("netns-inner")
 	if (rtt > 0 || c.Bool("netns")) && inner == "" {
@@ -123,7 +224,7 @@ func runBenchSession(c *cli.Context) error {
 	}
 	opts := session.LaunchOptions{Executable: tg,
 		Kinds: kinds, ProxyCores: c.Int("proxy-cores"), GoMaxProcs: c.Int("goproxy-gomaxprocs"),
-		BackendLoops: c.Int("backend-loops"), Sessions: params.Connections,
+		BackendLoops: c.Int("backend-loops"), Sessions: sessions, ChunkReplies: players != nil,
 		HAProxy: c.String("haproxy-bin"), Nginx: c.String("nginx-bin"),
 		CPUProfileDir: c.String("tidegate-cpuprofile-dir"), ReplyDelay: appRTT / 2,
 	}
@@ -145,7 +246,7 @@ func runBenchSession(c *cli.Context) error {
 	}
 	defer env.Close()
 	cfg := session.Config{
-		Workload: c.String("workload"), Params: params, Repeats: c.Int("repeats"), Backend: env.Backend(),
+		Workload: c.String("workload"), Params: params, Players: players, Repeats: c.Int("repeats"), Backend: env.Backend(),
 		Targets: env.Targets(), StallTimeout: c.Duration("stall-timeout"), Setup: setup, Log: log,
 		AppRTT: appRTT,
 	}
@@ -164,7 +265,11 @@ func runBenchSession(c *cli.Context) error {
 	if isatty.IsTerminal(os.Stdout.Fd()) && !c.Bool("json") {
 		cfg.Progress = session.NewBar(os.Stdout)
 	}
-	log.Info().Str("workload", params.String()).Strs("targets", strings.Split(c.String("target"), ",")).
+	flags := params.String()
+	if players != nil {
+		flags = players.String()
+	}
+	log.Info().Str("workload", flags).Strs("targets", strings.Split(c.String("target"), ",")).
 		Str("backend", env.Backend()).Int("repeats", cfg.Repeats).Msg("session benchmark starting")
 	res, err := session.Run(ctx, cfg)
 	if res == nil {
@@ -189,7 +294,7 @@ func runBenchSession(c *cli.Context) error {
 		log.Info().Str("dir", dir).Msg("report written")
 	}
 	if !res.OK() {
-		return cli.Exit(fmt.Sprintf("session benchmark INVALID: %d wrong echoes, %d failed phases", res.Errors, res.Failed), 1)
+		return cli.Exit(fmt.Sprintf("session benchmark INVALID: %d %s, %d failed phases", res.Errors, res.ErrorsLabel(), res.Failed), 1)
 	}
 	return ctx.Err()
 }

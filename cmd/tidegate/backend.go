@@ -24,8 +24,14 @@ func backendCommand() *cli.Command {
 			"--slow-sink stall stops reading for good once play begins (to test a proxy's\n" +
 			"backpressure). --reply-delay holds every play echo that long before writing it,\n" +
 			"in order (the session benchmark's --app-rtt: a round-trip time emulated in user\n" +
-			"space where the kernel has no netem). It runs until interrupted (SIGINT or SIGTERM)\n" +
-			"and then logs its counters.",
+			"space where the kernel has no netem). --chunk-replies answers a chunk request with a\n" +
+			"large frame instead of its echo, as a server sends chunk data (the session benchmark's\n" +
+			"players workload): a play frame whose body is packet ID 0x7F, the 4 bytes \"tgck\", a\n" +
+			"big-endian uint32 reply size S (the request's own body length to 1 MiB) and anything\n" +
+			"else gets one frame of S body bytes: the request's body, then filler whose byte at body\n" +
+			"offset i is j*131 + j/256 + 17 (mod 256), j = i mod 65521. Other frames, and every frame\n" +
+			"of a compressed connection, are echoed unchanged.\n\n" +
+			"It runs until interrupted (SIGINT or SIGTERM) and then logs its counters.",
 		Flags: append(append([]cli.Flag{
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:25565", Usage: "listen address(es), comma-separated"},
 			&cli.IntFlag{Name: "compression-threshold", Value: -1,
@@ -36,6 +42,7 @@ func backendCommand() *cli.Command {
 			&cli.StringFlag{Name: "max-frame", Value: "2097151", Usage: "largest play frame body accepted, in bytes (suffixes KiB, MiB)"},
 			&cli.DurationFlag{Name: "login-timeout", Value: mcbackend.DefaultLoginTimeout,
 				Usage: "close connections that have not reached play (or finished a status ping) within this time"},
+			&cli.BoolFlag{Name: "chunk-replies", Usage: "answer chunk requests (packet 0x7F \"tgck\" + uint32 size) with a frame of that size instead of the echo"},
 			&cli.BoolFlag{Name: "skip-join-game", Usage: "do not send Login (play) to 1.20.2-1.20.4 clients when play begins"},
 			metricsFlag(),
 		}, reactorFlags()...), logFlags()...),
@@ -77,6 +84,7 @@ func runBackend(c *cli.Context) error {
 		LoginTimeout:         c.Duration("login-timeout"),
 		SkipJoinGame:         c.Bool("skip-join-game"),
 		ReplyDelay:           c.Duration("reply-delay"),
+		ChunkReplies:         c.Bool("chunk-replies"),
 	}
 	if threshold < -1 {
 		return configError(fmt.Errorf("--compression-threshold %d: want -1 (off) or a threshold of 0 or more", threshold))
@@ -95,7 +103,7 @@ func runBackend(c *cli.Context) error {
 	}
 	norm := srv.Config()
 	log.Info().Strs("listen", boundAddrs(srv.Reactor())).Int("loops", norm.Reactor.Loops).Int("compression_threshold", threshold).
-		Str("slow_sink", mode.String()).Int("slow_rate", norm.SlowRate).Dur("reply_delay", norm.ReplyDelay).Dur("login_timeout", norm.LoginTimeout).
+		Str("slow_sink", mode.String()).Int("slow_rate", norm.SlowRate).Dur("reply_delay", norm.ReplyDelay).Bool("chunk_replies", norm.ChunkReplies).Dur("login_timeout", norm.LoginTimeout).
 		Msg("fake Minecraft backend listening")
 	h := newHealthRegistry()
 	h.addServer("backend", srv.Reactor())
@@ -108,7 +116,7 @@ func runBackend(c *cli.Context) error {
 		err := srv.Stop(ctx)
 		st := srv.Stats()
 		log.Info().Int64("accepted", st.Reactor.Accepted).Int64("status_requests", st.StatusRequests).
-			Int64("play_started", st.PlayStarted).Int64("echo_frames", st.EchoFrames).Int64("echo_bytes", st.EchoBytes).
+			Int64("play_started", st.PlayStarted).Int64("echo_frames", st.EchoFrames).Int64("echo_bytes", st.EchoBytes).Int64("chunk_replies", st.ChunkReplies).
 			Int64("slow_pauses", st.SlowPauses).Int64("held_writes", st.HeldWrites).Int64("held_late_ns", st.HeldLateNs).Int64("timeouts", st.Timeouts).Int64("rejected", st.Rejected()).
 			Msg("backend stopped")
 		return err

@@ -120,6 +120,13 @@ type Config struct {
 	// none.
 	ReplyDelay time.Duration
 
+	// ChunkReplies answers a chunk request (a play frame of packet ID
+	// ChunkRequestPacketID, see AppendChunkRequest) with one frame of the
+	// size it asks for instead of its echo, as a server sends chunk data:
+	// the session benchmark's players workload. Only connections without
+	// compression are answered so; every other frame is echoed as without it.
+	ChunkReplies bool
+
 	// MaxFrameLength bounds the body of one play frame (1..mc.MaxFrameLength).
 	MaxFrameLength int
 	// MaxLoginFrameLength bounds the body of a frame, and the inflated size of

@@ -63,6 +63,12 @@
 // frames of one read in one write. The connection is its own sink, so it is
 // not read while its echo output is past the reactor's high watermark: a
 // client that does not read cannot grow the backend's memory.
+// With Config.ChunkReplies a chunk request, a play frame whose body is
+// packet ID 0x7F, "tgck", a big-endian uint32 reply size and anything else,
+// is answered by one frame of that size instead: the request's body, then
+// filler (AppendChunkFiller). Frames around it are echoed as before, in
+// order; a size below the request's own or over MaxChunkReply closes the
+// connection (bad_chunk_request). Compressed connections are echoed only.
 // Config.SlowSink changes how play input is read: SlowSinkSlow consumes at
 // most SlowRate bytes per second (pausing the connection with a loop timer),
 // SlowSinkStall stops reading for good once play begins.

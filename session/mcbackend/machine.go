@@ -54,6 +54,7 @@ const (
 	ReasonUnexpectedPacket               // a packet that has no place in the connection's state
 	ReasonBadCompression                 // a compressed frame was malformed
 	ReasonLegacyPing                     // a pre-1.7 server list ping (0xFE), which this backend does not answer
+	ReasonBadChunkRequest                // a chunk request (Config.ChunkReplies) asked for a reply size out of range
 	numReasons
 )
 
@@ -65,6 +66,7 @@ var reasonNames = [numReasons]string{
 	ReasonUnexpectedPacket: "unexpected_packet",
 	ReasonBadCompression:   "bad_compression",
 	ReasonLegacyPing:       "legacy_ping",
+	ReasonBadChunkRequest:  "bad_chunk_request",
 }
 
 // String returns the reason's label, such as "bad_handshake".
@@ -110,6 +112,9 @@ type machineConfig struct {
 	maxFrame     int
 	maxLoginSize int
 	skipJoinGame bool
+	// chunkReplies answers chunk requests (see chunk.go) on connections
+	// with plain framing.
+	chunkReplies bool
 	online       func() int64 // players in play, for the status JSON
 	// statusProtocol is the protocol number of the status JSON; 0 for
 	// the client's own.
@@ -336,29 +341,43 @@ func (m *machine) emit(out emitter, body []byte) {
 
 // echo consumes whole play frames from in, as long as fewer than limit bytes
 // have been consumed, and emits them back unchanged (compressed frames are
-// checked, not inflated). It returns the bytes and frames consumed.
+// checked, not inflated), all in one piece. A chunk request, when the
+// backend answers them, is replaced by its reply, and the frames around it
+// are emitted in the pieces it cuts. It returns the bytes and frames
+// consumed.
 func (m *machine) echo(in []byte, limit int, out emitter) (consumed, frames int, err error) {
 	threshold := m.threshold()
+	chunks := m.cfg.chunkReplies && threshold < 0
+	echoed := 0 // in[echoed:consumed] is echo not yet emitted
 	for consumed < limit {
 		rest := in[consumed:]
 		frameLen, headerLen, ok, err := m.nextFrame(rest, m.cfg.maxFrame)
 		if err != nil || !ok {
-			out.Add(in[:consumed])
+			out.Add(in[echoed:consumed])
 			return consumed, frames, err
 		}
-		if body := rest[headerLen:frameLen]; threshold >= 0 && len(body) > 0 {
+		body := rest[headerLen:frameLen]
+		if threshold >= 0 && len(body) > 0 {
 			dataLength, _, err := mc.ParseCompressedHeader(body)
 			if err == nil && dataLength != 0 && int(dataLength) < threshold {
 				err = fmt.Errorf("compressed packet of %d bytes is below the threshold %d", dataLength, threshold)
 			}
 			if err != nil {
-				out.Add(in[:consumed])
+				out.Add(in[echoed:consumed])
 				return consumed, frames, badInput(ReasonBadCompression, fmt.Errorf("play frame: %w", err))
 			}
+		}
+		if chunks && isChunkRequest(body) {
+			out.Add(in[echoed:consumed])
+			echoed = consumed
+			if err := m.emitChunkReply(out, body); err != nil {
+				return consumed, frames, err
+			}
+			echoed += frameLen
 		}
 		consumed += frameLen
 		frames++
 	}
-	out.Add(in[:consumed])
+	out.Add(in[echoed:consumed])
 	return consumed, frames, nil
 }

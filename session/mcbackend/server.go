@@ -55,6 +55,7 @@ func New(cfg Config) (*Server, error) {
 		maxFrame:     cfg.MaxFrameLength,
 		maxLoginSize: cfg.MaxLoginFrameLength,
 		skipJoinGame: cfg.SkipJoinGame,
+		chunkReplies: cfg.ChunkReplies,
 		online:       s.playing,
 
 		statusProtocol: cfg.StatusProtocol,

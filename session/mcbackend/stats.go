@@ -25,6 +25,11 @@ type Stats struct {
 	// HeldLateNs sums how long after its due time each went out.
 	HeldWrites int64
 	HeldLateNs int64
+	// ChunkReplies counts the chunk requests answered (Config.ChunkReplies)
+	// and ChunkReplyBytes the bytes of their replies, length prefixes
+	// included; each request is also in EchoFrames and EchoBytes.
+	ChunkReplies    int64
+	ChunkReplyBytes int64
 
 	// Rejected counts connections closed on bad input, by reason.
 	BadFrame         int64
@@ -34,30 +39,33 @@ type Stats struct {
 	UnexpectedPacket int64
 	BadCompression   int64
 	LegacyPing       int64
+	BadChunkRequest  int64
 }
 
 // Rejected returns the number of connections closed on bad input, all
 // reasons together.
 func (s Stats) Rejected() int64 {
 	return s.BadFrame + s.BadHandshake + s.BadStatus + s.BadLoginStart + s.UnexpectedPacket +
-		s.BadCompression + s.LegacyPing
+		s.BadCompression + s.LegacyPing + s.BadChunkRequest
 }
 
 // loopCounters are one loop's counters, written only on that loop.
 type loopCounters struct {
-	statusRequests atomic.Int64
-	pings          atomic.Int64
-	loginStarts    atomic.Int64
-	playStarted    atomic.Int64
-	playing        atomic.Int64
-	echoFrames     atomic.Int64
-	echoBytes      atomic.Int64
-	slowPauses     atomic.Int64
-	stalled        atomic.Int64
-	timeouts       atomic.Int64
-	heldWrites     atomic.Int64
-	heldLateNs     atomic.Int64
-	rejected       [numReasons]atomic.Int64
+	statusRequests  atomic.Int64
+	pings           atomic.Int64
+	loginStarts     atomic.Int64
+	playStarted     atomic.Int64
+	playing         atomic.Int64
+	echoFrames      atomic.Int64
+	echoBytes       atomic.Int64
+	slowPauses      atomic.Int64
+	stalled         atomic.Int64
+	timeouts        atomic.Int64
+	heldWrites      atomic.Int64
+	heldLateNs      atomic.Int64
+	chunkReplies    atomic.Int64
+	chunkReplyBytes atomic.Int64
+	rejected        [numReasons]atomic.Int64
 }
 
 func (s *Stats) add(c *loopCounters) {
@@ -80,4 +88,7 @@ func (s *Stats) add(c *loopCounters) {
 	s.UnexpectedPacket += c.rejected[ReasonUnexpectedPacket].Load()
 	s.BadCompression += c.rejected[ReasonBadCompression].Load()
 	s.LegacyPing += c.rejected[ReasonLegacyPing].Load()
+	s.BadChunkRequest += c.rejected[ReasonBadChunkRequest].Load()
+	s.ChunkReplies += c.chunkReplies.Load()
+	s.ChunkReplyBytes += c.chunkReplyBytes.Load()
 }

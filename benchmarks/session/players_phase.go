@@ -1,0 +1,580 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/tidegate/tidegate/benchmarks/parallel"
+	"github.com/tidegate/tidegate/benchmarks/procstat"
+	"github.com/tidegate/tidegate/internal/delayq"
+	"github.com/tidegate/tidegate/protocol/mc"
+)
+
+// Tuning of the players load generator.
+const (
+	// playersLoginParallel is how many sessions log in at once: the proxy
+	// dials the backend for each, and a burst of thousands of dials would
+	// overflow the listen backlogs.
+	playersLoginParallel = 64
+	// latencyShards is the number of latency histograms the readers share
+	// (one per session would take 5,000 × ~200 KiB).
+	latencyShards = 16
+	// smallReadBuffer holds a few small frames; a session's reader
+	// borrows a large buffer from largeBuffers only while a chunk is in it.
+	smallReadBuffer = 1024
+)
+
+// player is one session of the players workload. Its sender writes it,
+// its reader goroutine reads it.
+type player struct {
+	id uint32
+	nc net.Conn
+	// sent is the number of frames handed to the connection (the next
+	// sequence number), set before each write so that no reply can come
+	// before it counts; recv is the next sequence number a reply is due for.
+	sent, recv atomic.Uint32
+	// sentBytes and recvBytes count the bytes written and read.
+	sentBytes, recvBytes atomic.Int64
+	// leftover is what came after Login Success, the start of the replies.
+	leftover []byte
+	// broken is set when the connection failed or its framing was lost:
+	// nothing more is sent to it, and its missing replies are not counted
+	// again as unanswered.
+	broken atomic.Bool
+}
+
+// latencyShard is one of the histograms the readers share.
+type latencyShard struct {
+	mu     sync.Mutex
+	hist   *hdrhistogram.Histogram
+	chunks int64 // chunk replies among the recorded round trips
+}
+
+// playersRun is what runPlayersPhase measured.
+type playersRun struct {
+	login   time.Duration
+	elapsed time.Duration // the measured interval
+	// generatorCPU is this process's CPU time in the measured interval.
+	generatorCPU time.Duration
+	// Frames and bytes sent and received in the measured interval.
+	sent, received           int64
+	sentBytes, receivedBytes int64
+	// hist holds the round trips of the frames sent in the measured
+	// interval, chunks how many of them were chunk replies.
+	hist   *hdrhistogram.Histogram
+	chunks int64
+	// late holds how long after its due time each send of the measured
+	// interval was written.
+	late                                    *hdrhistogram.Histogram
+	lost, duplicated, corrupted, unanswered int64
+	samples                                 []string
+}
+
+func (r *playersRun) errors() int64 { return r.lost + r.duplicated + r.corrupted + r.unanswered }
+
+// playersPhase is the state of one players phase.
+type playersPhase struct {
+	p       PlayersParams
+	k       *playersCodec
+	base    time.Time
+	players []*player
+	// measureFrom and measureTo bound the measured interval, in ns since
+	// base; sends are due from sendFrom and none at measureTo or later.
+	sendFrom, measureFrom, measureTo int64
+	period                           int64 // between two frames of a session, ns
+	shards                           [latencyShards]latencyShard
+	largeBuffers                     sync.Pool
+
+	closing atomic.Bool // the phase is over: connection errors are expected
+	abort   chan struct{}
+	once    sync.Once
+	why     atomic.Pointer[error] // the first failure
+
+	mu                                      sync.Mutex
+	lost, duplicated, corrupted, unanswered int64
+	samples                                 []string
+}
+
+func (ph *playersPhase) now() int64 { return int64(time.Since(ph.base)) }
+
+// due returns when frame seq of session is due (ns since base): sessions
+// send a frame every period, each at its own offset, so that their sends
+// are spread evenly over the period.
+func (ph *playersPhase) due(session, seq uint32) int64 {
+	return ph.sendFrom + int64(seq)*ph.period + int64(session)*ph.period/int64(len(ph.players))
+}
+
+// measured reports whether frame seq of session is one of the measured
+// interval's: due in it (whenever it went out).
+func (ph *playersPhase) measured(session, seq uint32) bool {
+	due := ph.due(session, seq)
+	return due >= ph.measureFrom && due < ph.measureTo
+}
+
+// fail ends the phase with err (the first failure is kept).
+func (ph *playersPhase) fail(err error) {
+	ph.why.CompareAndSwap(nil, &err)
+	ph.once.Do(func() { close(ph.abort) })
+}
+
+// count counts one wrong reply in *n and keeps its message if there is room.
+func (ph *playersPhase) count(n *int64, by int64, err error) {
+	ph.mu.Lock()
+	*n += by
+	if len(ph.samples) < maxErrorSamples {
+		ph.samples = append(ph.samples, err.Error())
+	}
+	ph.mu.Unlock()
+}
+
+// runPlayersPhase logs p.Sessions sessions in at addr, sends their frames
+// on schedule for p.Warmup and p.Duration, checks every reply and waits up
+// to p.Drain for the last ones. hooks.start runs before the first session
+// connects, before and after around the measured interval. A session that
+// cannot log in, a connection that breaks and a stream whose framing is
+// lost end the phase with an error; lost, duplicated, corrupted and
+// unanswered replies are counted.
+func runPlayersPhase(ctx context.Context, addr string, p PlayersParams, stall time.Duration, hooks phaseHooks) (playersRun, error) {
+	if stall <= 0 {
+		stall = defaultStallTimeout
+	}
+	host, port, err := SplitHostPort(addr)
+	if err != nil {
+		return playersRun{}, err
+	}
+	ph := &playersPhase{p: p, k: newPlayersCodec(p), base: time.Now(), abort: make(chan struct{})}
+	bufLen := mc.MaxFrameHeaderLen + p.maxReplyBody()
+	ph.largeBuffers.New = func() any { b := make([]byte, bufLen); return &b }
+	for i := range latencyShards {
+		ph.shards[i].hist = newHistogram()
+	}
+	if hooks.start != nil {
+		hooks.start()
+	}
+	started := time.Now()
+	if err := ph.login(ctx, addr, host, port); err != nil {
+		ph.closeAll()
+		return playersRun{}, err
+	}
+	run := playersRun{login: time.Since(started)}
+	readers, err := ph.startReaders()
+	if err != nil {
+		ph.closeAll()
+		return run, err
+	}
+	ph.period = int64(time.Second) / int64(p.Rate)
+	ph.sendFrom = ph.now() + int64(10*time.Millisecond)
+	ph.measureFrom = ph.sendFrom + int64(p.Warmup)
+	ph.measureTo = ph.measureFrom + int64(p.Duration)
+	senders := make([]*sender, min(p.Senders, len(ph.players)))
+	var sending sync.WaitGroup
+	for s := range senders {
+		sn, err := ph.newSender(s, len(senders))
+		if err != nil {
+			ph.fail(err)
+			break
+		}
+		senders[s] = sn
+		sending.Add(1)
+		go func() {
+			defer sending.Done()
+			sn.run()
+		}()
+	}
+	watchdogDone := make(chan struct{})
+	go func() {
+		defer close(watchdogDone)
+		ph.watch(ctx, stall, hooks.progress)
+	}()
+
+	var hookErr error
+	var before, after [2]int64 // frames sent and received
+	var beforeBytes, afterBytes [2]int64
+	if ph.sleepUntil(ph.measureFrom) {
+		if hooks.before != nil {
+			hookErr = hooks.before()
+		}
+		before, beforeBytes = ph.totals()
+		from := ph.now()
+		cpuFrom, cpuErr := procstat.SelfCPU()
+		if ph.sleepUntil(ph.measureTo) {
+			after, afterBytes = ph.totals()
+			run.elapsed = time.Duration(ph.now() - from)
+			if cpuTo, err := procstat.SelfCPU(); err == nil && cpuErr == nil {
+				run.generatorCPU = cpuTo - cpuFrom
+			}
+			if hooks.after != nil {
+				hookErr = errors.Join(hookErr, hooks.after())
+			}
+		}
+	}
+	select {
+	case <-ph.abort:
+		// Wake senders sleeping towards a send that will not come.
+		closeSleepers(senders)
+	default:
+	}
+	sending.Wait()
+	closeSleepers(senders)
+	if ph.why.Load() == nil {
+		ph.drain()
+	}
+	ph.closing.Store(true)
+	ph.fail(errPhaseOver)
+	<-watchdogDone
+	readers.stop()
+	ph.closeAll()
+	if err := *ph.why.Load(); err != errPhaseOver {
+		return run, err
+	}
+	if hookErr != nil {
+		return run, hookErr
+	}
+	run.sent, run.received = after[0]-before[0], after[1]-before[1]
+	run.sentBytes, run.receivedBytes = afterBytes[0]-beforeBytes[0], afterBytes[1]-beforeBytes[1]
+	run.hist = newHistogram()
+	for i := range ph.shards {
+		run.hist.Merge(ph.shards[i].hist)
+		run.chunks += ph.shards[i].chunks
+	}
+	run.late = newHistogram()
+	for _, sn := range senders {
+		run.late.Merge(sn.late) // every sender was made: a failure to make one fails the phase
+	}
+	run.lost, run.duplicated, run.corrupted, run.unanswered = ph.lost, ph.duplicated, ph.corrupted, ph.unanswered
+	run.samples = ph.samples
+	if hooks.progress != nil {
+		hooks.progress(1, 1)
+	}
+	return run, nil
+}
+
+// closeSleepers closes the senders' sleepers, waking any that sleeps.
+func closeSleepers(senders []*sender) {
+	for _, sn := range senders {
+		if sn != nil {
+			_ = sn.sleeper.Close()
+		}
+	}
+}
+
+// errPhaseOver ends a phase that went to its end; any other reason is a failure.
+var errPhaseOver = errors.New("phase over")
+
+// login connects and logs in every session, playersLoginParallel at a time.
+func (ph *playersPhase) login(ctx context.Context, addr, host string, port uint16) error {
+	ph.players = make([]*player, ph.p.Sessions)
+	d := net.Dialer{Timeout: 5 * time.Second}
+	return parallel.Each(ctx, len(ph.players), playersLoginParallel, func(i int) error {
+		nc, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return fmt.Errorf("session %d: connecting to %s: %w", i, addr, err)
+		}
+		left, err := Login(nc, host, port, fmt.Sprintf("player%d", i), nil, time.Now().Add(10*time.Second))
+		if err != nil {
+			nc.Close()
+			return fmt.Errorf("session %d via %s: %w", i, addr, err)
+		}
+		ph.players[i] = &player{id: uint32(i), nc: nc, leftover: append([]byte(nil), left...)}
+		return nil
+	})
+}
+
+// closeAll closes every connection with a reset: thousands of sessions
+// closed with a FIN would leave as many ports in TIME_WAIT for a minute, and
+// a few phases would use up the ephemeral ports.
+func (ph *playersPhase) closeAll() {
+	for _, pl := range ph.players {
+		if pl == nil {
+			continue
+		}
+		if tc, ok := pl.nc.(*net.TCPConn); ok {
+			_ = tc.SetLinger(0)
+		}
+		pl.nc.Close()
+	}
+}
+
+// sleepUntil waits until t (ns since base); false when the phase was
+// aborted first.
+func (ph *playersPhase) sleepUntil(t int64) bool {
+	timer := time.NewTimer(time.Duration(t - ph.now()))
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-ph.abort:
+		return false
+	}
+}
+
+// totals returns the frames sent and received so far, and their bytes.
+func (ph *playersPhase) totals() (frames, bytes [2]int64) {
+	for _, pl := range ph.players {
+		frames[0] += int64(pl.sent.Load())
+		frames[1] += int64(pl.recv.Load())
+		bytes[0] += pl.sentBytes.Load()
+		bytes[1] += pl.recvBytes.Load()
+	}
+	return frames, bytes
+}
+
+// watch reports progress, and aborts the phase when ctx ends or replies
+// are due but none came for stall.
+func (ph *playersPhase) watch(ctx context.Context, stall time.Duration, progress func(done, total int64)) {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	var last int64 = -1
+	lastMove := time.Now()
+	total := ph.measureTo - ph.sendFrom
+	for {
+		select {
+		case <-ph.abort:
+			return
+		case <-ctx.Done():
+			ph.fail(ctx.Err())
+			return
+		case now := <-t.C:
+			if progress != nil {
+				progress(min(max(ph.now()-ph.sendFrom, 0), total), total)
+			}
+			f, _ := ph.totals()
+			if f[1] != last || f[0] == f[1] {
+				last, lastMove = f[1], now
+			} else if now.Sub(lastMove) > stall {
+				ph.fail(fmt.Errorf("%w: %d frames sent, %d replies", errStalled, f[0], f[1]))
+				return
+			}
+		}
+	}
+}
+
+// drain waits until every frame sent has its reply, or p.Drain has passed;
+// the replies still missing then are counted as unanswered.
+func (ph *playersPhase) drain() {
+	deadline := time.Now().Add(ph.p.Drain)
+	for {
+		var missing int64
+		var first *player
+		for _, pl := range ph.players {
+			if pl.broken.Load() {
+				continue
+			}
+			if n := int64(pl.sent.Load()) - int64(pl.recv.Load()); n > 0 {
+				missing += n
+				if first == nil {
+					first = pl
+				}
+			}
+		}
+		if missing == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			ph.count(&ph.unanswered, missing, fmt.Errorf("%d replies missing %v after the last send (session %d waits for frame %d of %d, among others)",
+				missing, ph.p.Drain, first.id, first.recv.Load(), first.sent.Load()))
+			return
+		}
+		select {
+		case <-ph.abort:
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// replyBuffer holds the reply bytes of one session not yet checked. Only
+// the goroutine reading the session uses it.
+type replyBuffer struct {
+	small, buf []byte
+	large      *[]byte // buf, while a frame longer than small is read
+	n          int     // bytes in buf
+	scratch    []byte  // the expected frame of a check
+}
+
+// newReplyBuffer returns the buffer of a session whose replies start with
+// leftover: the first consume takes start bytes, which are in it.
+func newReplyBuffer(leftover []byte) (rb *replyBuffer, start int) {
+	rb = &replyBuffer{small: make([]byte, max(smallReadBuffer, len(leftover)))}
+	rb.buf = rb.small
+	return rb, copy(rb.buf, leftover)
+}
+
+// replyReaders read the sessions' replies (players_read_*.go).
+type replyReaders interface {
+	// stop ends reading and waits until no reader runs.
+	stop()
+}
+
+// space returns where the next read goes: after the bytes held, in a large
+// buffer from the pool while a frame longer than the small one is read, in
+// the small one again once the large one holds no more than fits there.
+func (ph *playersPhase) space(rb *replyBuffer) []byte {
+	if v, h, _ := mc.ReadVarInt(rb.buf[:rb.n]); h > 0 && h+int(v) > len(rb.buf) {
+		rb.large = ph.largeBuffers.Get().(*[]byte)
+		rb.n = copy(*rb.large, rb.buf[:rb.n])
+		rb.buf = *rb.large
+	} else if rb.large != nil && rb.n <= len(rb.small) {
+		rb.n = copy(rb.small, rb.buf[:rb.n])
+		rb.buf = rb.small
+		ph.largeBuffers.Put(rb.large)
+		rb.large = nil
+	}
+	return rb.buf[rb.n:]
+}
+
+// consume checks the whole frames among the m bytes just read into
+// space(rb) at now, and keeps the rest. It returns false when the stream
+// cannot be split into frames any more, which fails the phase.
+func (ph *playersPhase) consume(pl *player, rb *replyBuffer, m int, now int64) bool {
+	pl.recvBytes.Add(int64(m))
+	rb.n += m
+	pos := 0
+	for {
+		frameLen, headerLen, err := mc.SplitFrame(rb.buf[pos:rb.n], ph.p.maxReplyBody())
+		if err != nil {
+			pl.broken.Store(true)
+			ph.fail(fmt.Errorf("session %d, reply to frame %d: %w: %w", pl.id, pl.recv.Load(), errFramingLost, err))
+			return false
+		}
+		if frameLen == 0 {
+			break
+		}
+		rb.scratch = ph.check(pl, rb.buf[pos+headerLen:pos+frameLen], now, rb.scratch)
+		pos += frameLen
+	}
+	rb.n = copy(rb.buf, rb.buf[pos:rb.n])
+	return true
+}
+
+// readFailed ends the phase for a connection that ended or failed while
+// replies were due (at the phase's end that is expected).
+func (ph *playersPhase) readFailed(pl *player, err error) {
+	if ph.closing.Load() {
+		return
+	}
+	pl.broken.Store(true)
+	ph.fail(fmt.Errorf("session %d: reading the reply to frame %d: %w", pl.id, pl.recv.Load(), err))
+}
+
+// check checks one reply of pl, received at now, and records its round
+// trip when its frame was sent in the measured interval.
+func (ph *playersPhase) check(pl *player, body []byte, now int64, scratch []byte) []byte {
+	want := pl.recv.Load()
+	session, seq, sent, ok := replyFields(body)
+	switch {
+	case !ok || session != pl.id:
+		ph.count(&ph.corrupted, 1, fmt.Errorf("session %d, reply to frame %d: not a reply of this session (%d bytes, session field %d)",
+			pl.id, want, len(body), session))
+		pl.recv.Store(want + 1)
+		return scratch
+	case seq < want:
+		ph.count(&ph.duplicated, 1, fmt.Errorf("session %d: reply to frame %d again, after that to frame %d", pl.id, seq, want-1))
+		return scratch
+	case seq >= pl.sent.Load():
+		ph.count(&ph.corrupted, 1, fmt.Errorf("session %d: reply to frame %d, which was not sent (%d sent)", pl.id, seq, pl.sent.Load()))
+		pl.recv.Store(want + 1)
+		return scratch
+	case seq > want:
+		ph.count(&ph.lost, int64(seq-want), fmt.Errorf("session %d: reply to frame %d where frame %d's was due (%d missing)",
+			pl.id, seq, want, seq-want))
+	}
+	pl.recv.Store(seq + 1)
+	chunk, scratch, err := ph.k.verify(body, session, seq, sent, scratch)
+	if err != nil {
+		ph.count(&ph.corrupted, 1, err)
+		return scratch
+	}
+	if ph.measured(session, seq) {
+		sh := &ph.shards[pl.id%latencyShards]
+		sh.mu.Lock()
+		_ = sh.hist.RecordValue(max(now-sent, histLowest))
+		if chunk {
+			sh.chunks++
+		}
+		sh.mu.Unlock()
+	}
+	return scratch
+}
+
+// sender writes the frames of every senders-th session, from session
+// index on, when they are due (playersPhase.due).
+type sender struct {
+	ph      *playersPhase
+	players []*player
+	sleeper *delayq.Sleeper
+	late    *hdrhistogram.Histogram
+}
+
+func (ph *playersPhase) newSender(index, senders int) (*sender, error) {
+	sl, err := delayq.NewSleeper()
+	if err != nil {
+		return nil, fmt.Errorf("sender %d: %w", index, err)
+	}
+	s := &sender{ph: ph, sleeper: sl, late: newHistogram()}
+	for i := index; i < len(ph.players); i += senders {
+		s.players = append(s.players, ph.players[i])
+	}
+	return s, nil
+}
+
+// run sends until the measured interval ends or the phase is aborted. Its
+// sessions are in the order of their offsets, so it goes round them.
+func (s *sender) run() {
+	ph := s.ph
+	buf := make([]byte, 0, mc.MaxFrameHeaderLen+ph.p.FrameMax)
+	i, round := 0, uint32(0)
+	woke := int64(0)
+	for {
+		next := ph.due(s.players[i].id, round)
+		if next >= ph.measureTo {
+			return
+		}
+		if now := ph.now(); now < next {
+			if s.sleeper.SleepUntil(ph.base.Add(time.Duration(max(next, woke+int64(ph.p.SendTick))))) != nil {
+				return
+			}
+			woke = ph.now()
+			continue
+		}
+		select {
+		case <-ph.abort:
+			return
+		default:
+		}
+		for now := ph.now(); next <= now && next < ph.measureTo; next = ph.due(s.players[i].id, round) {
+			if pl := s.players[i]; !pl.broken.Load() {
+				s.send(pl, round, next, buf)
+			}
+			if i++; i == len(s.players) {
+				i, round = 0, round+1
+			}
+		}
+	}
+}
+
+// send writes frame seq of pl, due at due.
+func (s *sender) send(pl *player, seq uint32, due int64, buf []byte) {
+	ph := s.ph
+	now := ph.now()
+	buf = ph.k.appendFrame(buf[:0], pl.id, seq, now)
+	pl.sent.Store(seq + 1)
+	if _, err := pl.nc.Write(buf); err != nil {
+		pl.broken.Store(true)
+		if !ph.closing.Load() {
+			ph.fail(fmt.Errorf("session %d: writing frame %d: %w", pl.id, seq, err))
+		}
+		return
+	}
+	pl.sentBytes.Add(int64(len(buf)))
+	if ph.measured(pl.id, seq) {
+		_ = s.late.RecordValue(max(now-due, histLowest))
+	}
+}

@@ -1,0 +1,45 @@
+//go:build !linux
+
+package session
+
+import "sync"
+
+// goroutineReaders read every session's replies on a goroutine of its
+// own, blocking in Go's netpoller: the reader outside Linux.
+type goroutineReaders struct {
+	ph *playersPhase
+	wg sync.WaitGroup
+}
+
+// startReaders starts reading every session's replies.
+func (ph *playersPhase) startReaders() (replyReaders, error) {
+	r := &goroutineReaders{ph: ph}
+	for _, pl := range ph.players {
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			rb, start := newReplyBuffer(pl.leftover)
+			pl.leftover = nil
+			if !ph.consume(pl, rb, start, ph.now()) {
+				return
+			}
+			for {
+				m, err := pl.nc.Read(ph.space(rb))
+				if m > 0 && !ph.consume(pl, rb, m, ph.now()) {
+					return
+				}
+				if err != nil && m == 0 {
+					ph.readFailed(pl, err)
+					return
+				}
+			}
+		}()
+	}
+	return r, nil
+}
+
+// stop closes the connections, which ends the readers, and waits for them.
+func (r *goroutineReaders) stop() {
+	r.ph.closeAll()
+	r.wg.Wait()
+}
