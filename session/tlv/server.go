@@ -176,34 +176,8 @@ func (s *Server) OnTraffic(c *reactor.Conn) {
 	ss := c.Value.(*session)
 	ss.lastActive = c.Loop().Now()
 	buf, _ := c.Peek(-1)
-	f := s.cfg.Format
-	hl := f.HeaderLen()
 	batch := c.Loop().Batch()
-	consumed, requests := 0, int64(0)
-	closeAfter := false
-	var bad error
-	for consumed < len(buf) {
-		h, n, err := f.Decode(buf[consumed:])
-		if err == nil {
-			err = f.CheckRequest(h)
-		}
-		if err != nil {
-			bad = err
-			break
-		}
-		if n == 0 || consumed+n > len(buf) {
-			break // the rest of the frame has not arrived
-		}
-		typ, resp := s.cfg.Handler.Serve(h.Type, buf[consumed+hl:consumed+n])
-		f.PutHeader(batch.Reserve(hl), ptlv.Header{Type: typ, KeepAlive: h.KeepAlive, Length: len(resp)})
-		batch.Add(resp)
-		consumed += n
-		requests++
-		if !h.KeepAlive {
-			closeAfter = true
-			break
-		}
-	}
+	consumed, requests, closeAfter, bad := s.answer(buf, batch)
 	if bad != nil {
 		s.rejectFrame(c, batch, bad)
 	}
@@ -228,6 +202,36 @@ func (s *Server) OnTraffic(c *reactor.Conn) {
 		c.Discard(consumed)
 		c.Backpressure()
 	}
+}
+
+// answer adds to batch the responses to the whole requests at the start of
+// buf, in order. It stops at a partial frame, after a request without the
+// keep-alive bit (closeAfter), or at a bad frame (bad, not answered);
+// consumed is the bytes of the requests answered.
+func (s *Server) answer(buf []byte, batch *reactor.Batch) (consumed int, requests int64, closeAfter bool, bad error) {
+	f := s.cfg.Format
+	hl := f.HeaderLen()
+	for consumed < len(buf) {
+		h, n, err := f.Decode(buf[consumed:])
+		if err == nil {
+			err = f.CheckRequest(h)
+		}
+		if err != nil {
+			return consumed, requests, false, err
+		}
+		if n == 0 || consumed+n > len(buf) {
+			break // the rest of the frame has not arrived
+		}
+		typ, resp := s.cfg.Handler.Serve(h.Type, buf[consumed+hl:consumed+n])
+		f.PutHeader(batch.Reserve(hl), ptlv.Header{Type: typ, KeepAlive: h.KeepAlive, Length: len(resp)})
+		batch.Add(resp)
+		consumed += n
+		requests++
+		if !h.KeepAlive {
+			return consumed, requests, true, nil
+		}
+	}
+	return consumed, requests, false, nil
 }
 
 // rejectFrame appends an error frame for a bad request to the batch, after
