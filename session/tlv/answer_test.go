@@ -98,8 +98,8 @@ func TestAnswer(t *testing.T) {
 		},
 		{
 			name: "own responses between echoed ones", f: f, h: upper,
-			in:  cat(frame(f, 1, true, "ab"), frame(f, 2, true, ""), frame(f, 3, false, big)),
-			out: cat(frame(f, 1, true, "AB"), frame(f, 2, true, ""), frame(f, 3, false, string(bytes.ToUpper([]byte(big))))),
+			in:       cat(frame(f, 1, true, "ab"), frame(f, 2, true, ""), frame(f, 3, false, big)),
+			out:      cat(frame(f, 1, true, "AB"), frame(f, 2, true, ""), frame(f, 3, false, string(bytes.ToUpper([]byte(big))))),
 			consumed: 17 + 5000, requests: 3, closeAfter: true,
 		},
 		{
