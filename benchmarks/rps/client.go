@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -175,7 +176,6 @@ type loopState struct {
 	index   int
 	loop    gnet.EventLoop
 	clients []*clientState // the clients whose connection is on this loop
-	scratch []byte         // requests written in one callback
 }
 
 // loopOf returns the state of c's loop, creating it on first sight.
@@ -248,9 +248,14 @@ type clientState struct {
 	nextSeq   int     // next request to send
 	completed int     // requests finished: succeeded, failed or timed out
 	sendTimes []int64 // ring of send times of the requests in flight
-	head      int     // ring index of the oldest request in flight
-	inflight  int
-	timedOut  bool // the connection is being closed for a timeout
+	// win[winOff:] are the frames of the requests in flight, oldest first:
+	// a correct response is byte for byte its request's frame, so whole
+	// responses are checked by comparing them with these bytes.
+	win      []byte
+	winOff   int
+	head     int // ring index of the oldest request in flight
+	inflight int
+	timedOut bool // the connection is being closed for a timeout
 
 	successes  int64
 	errors     int64
@@ -277,7 +282,10 @@ func (g *generator) runOnce(ctx context.Context, measured bool) (Result, error) 
 	r.base = time.Now()
 	r.clients = make([]*clientState, cfg.Clients)
 	for i := range r.clients {
-		r.clients[i] = &clientState{r: r, id: i, p: newPayloads(cfg.Format, i, cfg.PayloadSize), sendTimes: make([]int64, cfg.Pipeline)}
+		p := newPayloads(cfg.Format, i, cfg.PayloadSize)
+		r.clients[i] = &clientState{r: r, id: i, p: p, sendTimes: make([]int64, cfg.Pipeline),
+			win: make([]byte, 0, 2*cfg.Pipeline*p.frameSize)} // room to append a window before moving one
+
 	}
 	defer r.teardown()
 	for _, cs := range r.clients {
@@ -425,25 +433,88 @@ func (r *run) teardown() {
 
 // sendWindow fills cs's pipeline and writes the requests.
 func (r *run) sendWindow(cs *clientState, now int64) {
-	ls := cs.loop
-	ls.scratch = cs.appendRequests(ls.scratch[:0], r.g.cfg.Pipeline-cs.inflight, now)
-	if len(ls.scratch) > 0 {
-		if _, err := cs.conn.Write(ls.scratch); err != nil {
+	if out := cs.addRequests(r.g.cfg.Pipeline-cs.inflight, now); len(out) > 0 {
+		if _, err := cs.conn.Write(out); err != nil {
 			r.g.log.Debug().Err(err).Int("client", cs.id).Msg("writing requests")
 		}
 	}
 }
 
-// appendRequests appends up to n more requests of cs to dst, sent at now.
-func (cs *clientState) appendRequests(dst []byte, n int, now int64) []byte {
+// addRequests makes up to n more requests of cs, sent at now, and returns
+// their frames, valid until the next call (gnet's Write copies what the
+// kernel does not take).
+func (cs *clientState) addRequests(n int, now int64) []byte {
+	n = min(n, cs.r.g.cfg.Payloads-cs.nextSeq)
+	if n <= 0 {
+		return nil
+	}
+	need := n * cs.p.frameSize
+	if cap(cs.win)-len(cs.win) < need {
+		k := copy(cs.win, cs.win[cs.winOff:]) // at most a window, moved at most once a window
+		cs.win, cs.winOff = slices.Grow(cs.win[:k], need), 0
+	}
+	start := len(cs.win)
 	pipe := len(cs.sendTimes)
-	for ; n > 0 && cs.nextSeq < cs.r.g.cfg.Payloads; n-- {
-		dst = cs.p.appendRequest(dst, cs.nextSeq)
-		cs.sendTimes[(cs.head+cs.inflight)%pipe] = now
+	slot := cs.head + cs.inflight // the ring index of the first new request
+	if slot >= pipe {
+		slot -= pipe
+	}
+	for ; n > 0; n-- {
+		cs.win = cs.p.appendRequest(cs.win, cs.nextSeq)
+		cs.sendTimes[slot] = now
+		if slot++; slot == pipe {
+			slot = 0
+		}
 		cs.inflight++
 		cs.nextSeq++
 	}
-	return dst
+	return cs.win[start:]
+}
+
+// settle ends the oldest request in flight; its response has been read.
+func (cs *clientState) settle() (sent int64) {
+	sent = cs.sendTimes[cs.head]
+	if cs.head++; cs.head == len(cs.sendTimes) {
+		cs.head = 0
+	}
+	cs.inflight--
+	cs.completed++
+	if cs.winOff += cs.p.frameSize; cs.winOff == len(cs.win) {
+		cs.win, cs.winOff = cs.win[:0], 0
+	}
+	return sent
+}
+
+// dropInFlight forgets the requests in flight: their connection is gone.
+func (cs *clientState) dropInFlight() {
+	cs.completed += cs.inflight
+	cs.inflight, cs.head = 0, 0
+	cs.win, cs.winOff = cs.win[:0], 0
+}
+
+// latencies records the latencies of the responses of one read: requests
+// sent in one write share their send time, so each run of equal send times
+// is one histogram update instead of one per response.
+type latencies struct {
+	hist *hdrhistogram.Histogram
+	now  int64
+	sent int64 // send time of the current run
+	n    int64 // responses in it
+}
+
+func (l *latencies) add(sent int64) {
+	if sent != l.sent && l.n > 0 {
+		l.flush()
+	}
+	l.sent = sent
+	l.n++
+}
+
+func (l *latencies) flush() {
+	if l.n > 0 {
+		_ = l.hist.RecordValues(min((l.now-l.sent)/1000, maxLatencyMicros), l.n)
+		l.n = 0
+	}
 }
 
 // finish marks cs as done with all its requests.
@@ -474,8 +545,7 @@ func (g *generator) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	if !r.started.Load() {
 		return nil, gnet.None
 	}
-	out := cs.appendRequests(nil, g.cfg.Pipeline, r.now())
-	return out, gnet.None
+	return cs.addRequests(g.cfg.Pipeline, r.now()), gnet.None
 }
 
 // OnClose implements gnet.EventHandler: requests still in flight fail
@@ -501,8 +571,7 @@ func (g *generator) OnClose(c gnet.Conn, err error) gnet.Action {
 			cs.errors += int64(cs.inflight)
 			g.log.Debug().Err(err).Int("client", cs.id).Int("in_flight", cs.inflight).Msg("connection closed with requests in flight")
 		}
-		cs.completed += cs.inflight
-		cs.inflight, cs.head = 0, 0
+		cs.dropInFlight()
 	}
 	if cs.completed >= g.cfg.Payloads {
 		cs.finish(r.now())
@@ -515,17 +584,34 @@ func (g *generator) OnClose(c gnet.Conn, err error) gnet.Action {
 // OnTraffic implements gnet.EventHandler: it checks every whole response
 // against its request, records its latency, and sends the next request for
 // each, in one write.
+//
+// A correct response is byte for byte its request's frame, so the whole
+// responses are compared with the frames of the requests in flight, all at
+// once; from the first that differs, and for a partial frame, responses are
+// decoded and classified one by one (payloads.check).
 func (g *generator) OnTraffic(c gnet.Conn) gnet.Action {
 	cs := c.Context().(*clientState)
 	r := cs.r
-	f := g.cfg.Format
-	hl := f.HeaderLen()
 	buf, _ := c.Peek(-1)
 	now := r.now()
-	hist := r.hists[cs.loop.index]
-	pipe := len(cs.sendTimes)
-	out := cs.loop.scratch[:0]
-	consumed := 0
+	lat := latencies{hist: r.hists[cs.loop.index], now: now}
+	fs := cs.p.frameSize
+	whole := min(len(buf)/fs, cs.inflight)
+	matched := whole
+	if string(buf[:whole*fs]) != string(cs.win[cs.winOff:cs.winOff+whole*fs]) {
+		matched = 0
+		for matched < whole && string(buf[matched*fs:(matched+1)*fs]) == string(cs.win[cs.winOff+matched*fs:cs.winOff+(matched+1)*fs]) {
+			matched++
+		}
+	}
+	for range matched {
+		lat.add(cs.settle())
+	}
+	lat.flush()
+	cs.successes += int64(matched)
+	consumed, answered := matched*fs, matched
+	f := g.cfg.Format
+	hl := f.HeaderLen()
 	broken := false
 	for consumed < len(buf) {
 		h, n, err := f.Decode(buf[consumed:])
@@ -545,14 +631,11 @@ func (g *generator) OnTraffic(c gnet.Conn) gnet.Action {
 		seq := cs.nextSeq - cs.inflight
 		v := cs.p.check(h, buf[consumed+hl:consumed+n], seq)
 		consumed += n
-		lat := now - cs.sendTimes[cs.head]
-		cs.head = (cs.head + 1) % pipe
-		cs.inflight--
-		cs.completed++
+		sent := cs.settle()
 		switch v {
 		case responseOK:
 			cs.successes++
-			_ = hist.RecordValue(min(lat/1000, maxLatencyMicros))
+			_ = lat.hist.RecordValue(min((now-sent)/1000, maxLatencyMicros))
 		case responseBadBody:
 			cs.errors++
 		case responseBadHeader:
@@ -563,17 +646,18 @@ func (g *generator) OnTraffic(c gnet.Conn) gnet.Action {
 			g.log.Debug().Int("client", cs.id).Int("seq", seq).Uint16("type", h.Type).Int("length", h.Length).Msg("response does not match its request")
 			break
 		}
-		out = cs.appendRequests(out, 1, now)
+		answered++
 	}
 	if consumed > 0 {
 		_, _ = c.Discard(consumed) // gnet's Discard(0) would drop everything
 	}
-	if len(out) > 0 {
+	// One new request for each response answered but a broken one, written
+	// even when the connection closes next (they count as errors then).
+	if out := cs.addRequests(answered, now); len(out) > 0 {
 		if _, err := c.Write(out); err != nil {
 			g.log.Debug().Err(err).Int("client", cs.id).Msg("writing requests")
 		}
 	}
-	cs.loop.scratch = out[:0]
 	if broken {
 		return gnet.Close
 	}

@@ -2,6 +2,7 @@ package rps
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -309,6 +310,87 @@ func TestPayloadsCatchEveryChangedByte(t *testing.T) {
 			t.Fatalf("size %d: another client's request accepted", size)
 		}
 	}
+}
+
+// TestOwnFrameIsCheck checks that comparing a whole response with its
+// request's frame, as OnTraffic does, accepts exactly what decoding and
+// check accept: the request's own frame, and no frame with any one byte
+// changed or of another request.
+func TestOwnFrameIsCheck(t *testing.T) {
+	for _, f := range []ptlv.Format{ptlv.DefaultFormat, {TypeWidth: 2, LengthWidth: 2, MaxBody: 1000}} {
+		for _, size := range []int{1, 7, 8, 9, 16, 300} {
+			p := newPayloads(f, 3, size)
+			verdict := func(frame []byte, seq int) verdict {
+				h, n, err := f.Decode(frame)
+				if err != nil || n != len(frame) {
+					return responseBadHeader
+				}
+				return p.check(h, frame[f.HeaderLen():], seq)
+			}
+			for _, seq := range []int{0, 1, 126, 127, 250, 251, 31877, 100000} {
+				frame := p.appendRequest(nil, seq)
+				if len(frame) != p.frameSize {
+					t.Fatalf("%+v size %d: frame of %d bytes, want %d", f, size, len(frame), p.frameSize)
+				}
+				matches := func(frame []byte, seq int) bool { return bytes.Equal(frame, p.appendRequest(nil, seq)) }
+				if !matches(frame, seq) || verdict(frame, seq) != responseOK {
+					t.Fatalf("%+v size %d seq %d: own request not accepted", f, size, seq)
+				}
+				if matches(frame, seq+1) || matches(frame, seq+127*251) {
+					t.Fatalf("%+v size %d seq %d: accepted as another request", f, size, seq)
+				}
+				for i := range frame {
+					for _, bit := range []byte{0x01, 0x80} {
+						frame[i] ^= bit
+						if matches(frame, seq) || verdict(frame, seq) == responseOK {
+							t.Fatalf("%+v size %d seq %d: byte %d ^ %#x accepted (matches %v)", f, size, seq, i, bit, matches(frame, seq))
+						}
+						frame[i] ^= bit
+					}
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkVerify is the generator's work per response at pipeline 64 with
+// 16-byte bodies: checking it and making the next request. "window"
+// compares the read with the requests' frames at once, as OnTraffic does;
+// "decode+check" is the per-frame path, taken from the first response that
+// differs.
+func BenchmarkVerify(b *testing.B) {
+	f := ptlv.DefaultFormat
+	p := newPayloads(f, 1, 16)
+	const pipeline = 64
+	var in []byte
+	for seq := range pipeline {
+		in = p.appendRequest(in, seq)
+	}
+	sent := bytes.Clone(in) // the window: the same bytes elsewhere
+	win := make([]byte, 0, 2*len(in))
+	run := func(b *testing.B, ok func(seq int) bool) {
+		b.ReportAllocs()
+		for b.Loop() {
+			win = win[:0]
+			for seq := range pipeline {
+				if !ok(seq) {
+					b.Fatal("response rejected")
+				}
+				win = p.appendRequest(win, seq)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*pipeline), "ns/request")
+	}
+	b.Run("window", func(b *testing.B) {
+		run(b, func(seq int) bool { return seq != 0 || string(in) == string(sent) })
+	})
+	b.Run("decode+check", func(b *testing.B) {
+		run(b, func(seq int) bool {
+			frame := in[seq*p.frameSize : (seq+1)*p.frameSize]
+			h, _, _ := f.Decode(frame)
+			return p.check(h, frame[f.HeaderLen():], seq) == responseOK
+		})
+	})
 }
 
 func TestResultFailure(t *testing.T) {

@@ -41,9 +41,18 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("fuzzFormat(%d) = %+v: %v", sel, tf, err)
 		}
 		hl := tf.HeaderLen()
+		dec, err := tf.Decoder()
+		if err != nil {
+			t.Fatalf("Decoder of %+v: %v", tf, err)
+		}
 		// Walk the input as a stream of frames while bodies are complete.
 		for rest := data; ; {
 			h, n, err := tf.Decode(rest)
+			dh, dn, derr := dec.Decode(rest)
+			sameResult(t, "Decoder.Decode", rest, dh, dn, derr, h, n, err)
+			wh, wn, werr := decodeRequest(tf, rest)
+			dh, dn, derr = dec.DecodeRequest(rest)
+			sameResult(t, "Decoder.DecodeRequest", rest, dh, dn, derr, wh, wn, werr)
 			if n != 0 && n < hl {
 				t.Fatalf("n = %d, want 0 or >= %d", n, hl)
 			}

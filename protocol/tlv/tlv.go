@@ -17,7 +17,9 @@
 // A [Format] fixes the field widths and the largest body accepted.
 // [Format.Decode] parses a header from bytes received so far without
 // copying or allocating, which makes it suitable for event-loop servers
-// that inspect an inbound buffer and wait until a whole frame is present.
+// that inspect an inbound buffer and wait until a whole frame is present;
+// a [Decoder] gives the same results with the Format checked once, for a
+// loop over the many frames of one read.
 package tlv
 
 import (
