@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -83,21 +84,43 @@ func taggingBackend(t *testing.T, tag string) string {
 // TestListenersKeyedByWholeAddress: two raw listeners on the same port of
 // two loopback addresses relay to their own groups.
 func TestListenersKeyedByWholeAddress(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	a, b := fmt.Sprintf("127.0.0.1:%d", port), fmt.Sprintf("127.0.0.2:%d", port)
-	startProxy(t, fmt.Sprintf(`
+	backendA, backendB := taggingBackend(t, "group-a"), taggingBackend(t, "group-b")
+	// The port is free on both addresses when chosen, but another test's
+	// socket may take it on either before the proxy binds: choose again.
+	var a, b string
+	for attempt := 1; ; attempt++ {
+		port := freePortOnBoth(t, "127.0.0.1", "127.0.0.2")
+		a, b = fmt.Sprintf("127.0.0.1:%d", port), fmt.Sprintf("127.0.0.2:%d", port)
+		cfg, err := testParseConfig(t, fmt.Sprintf(`
 listeners:
   - {listen: %q, mode: raw, group: a}
   - {listen: %q, mode: raw, group: b}
 groups:
   a: {backends: [{addr: %q}]}
   b: {backends: [{addr: %q}]}
-`, a, b, taggingBackend(t, "group-a"), taggingBackend(t, "group-b")))
+`, a, b, backendA, backendB))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := New(cfg, testLogger(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = p.Start()
+		if err == nil {
+			t.Cleanup(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				if err := p.Stop(ctx); err != nil {
+					t.Errorf("stopping proxy: %v", err)
+				}
+			})
+			break
+		}
+		if !errors.Is(err, syscall.EADDRINUSE) || attempt == 5 {
+			t.Fatalf("starting the proxy on %s and %s (attempt %d): %v", a, b, attempt, err)
+		}
+	}
 	for addr, want := range map[string]string{a: "group-a", b: "group-b"} {
 		c := dial(t, addr)
 		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
@@ -107,6 +130,26 @@ groups:
 			t.Errorf("through %s: got %q (%v), want %q", addr, got, err, want)
 		}
 	}
+}
+
+// freePortOnBoth returns a TCP port that was free on both hosts.
+func freePortOnBoth(t *testing.T, hostA, hostB string) int {
+	t.Helper()
+	for range 20 {
+		la, err := net.Listen("tcp", hostA+":0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := la.Addr().(*net.TCPAddr).Port
+		lb, err := net.Listen("tcp", fmt.Sprintf("%s:%d", hostB, port))
+		la.Close()
+		if err == nil {
+			lb.Close()
+			return port
+		}
+	}
+	t.Fatalf("no port free on both %s and %s in 20 tries", hostA, hostB)
+	return 0
 }
 
 // TestShutdownDeadlineDisconnectsLogins: a player still logging in when the

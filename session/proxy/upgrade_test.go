@@ -58,6 +58,13 @@ func TestHandOverKeepsStreamsWhole(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, sessions)
 	quarter := make(chan struct{}, sessions)
+	// No stream may end before the hand-over: on a loaded machine one that
+	// ended first is not handed over, and the count below would not say
+	// whether the hand-over works.
+	handedOver := make(chan struct{})
+	var gate sync.Once
+	openGate := func() { gate.Do(func() { close(handedOver) }) }
+	t.Cleanup(openGate) // a failed hand-over leaves no writer blocked
 	for i := 0; i < sessions; i++ {
 		wg.Add(1)
 		go func(i int) {
@@ -80,6 +87,9 @@ func TestHandOverKeepsStreamsWhole(t *testing.T) {
 					if off == size/4 {
 						quarter <- struct{}{}
 					}
+					if off == size/2 {
+						<-handedOver
+					}
 					if _, err := c.Write(data[off : off+piece]); err != nil {
 						return
 					}
@@ -101,6 +111,7 @@ func TestHandOverKeepsStreamsWhole(t *testing.T) {
 	}
 	waitFor(t, func() bool { return oldP.Stats().Active == sessions })
 	n := handOver(t, oldP, newP)
+	openGate()
 	wg.Wait()
 	close(errs)
 	for err := range errs {
