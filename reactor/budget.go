@@ -31,7 +31,10 @@ func (l *Loop) account(c *Conn) { l.accountQueued(c, c.OutboundBuffered()) }
 func (l *Loop) accountQueued(c *Conn, queued int) {
 	q := int64(queued)
 	if c.ownsQueue() {
-		q = int64(c.out.held()) // the memory, whole chunks
+		q = 0 // the memory, whole chunks
+		if c.aux != nil {
+			q = int64(c.aux.out.held())
+		}
 	}
 	if d := q - c.accounted; d != 0 {
 		n := processQueued.Add(d)
@@ -42,7 +45,7 @@ func (l *Loop) accountQueued(c *Conn, queued int) {
 	}
 	if q > 0 && c.backlogIdx == 0 {
 		l.backlogged = append(l.backlogged, c)
-		c.backlogIdx = len(l.backlogged)
+		c.backlogIdx = int32(len(l.backlogged))
 		if !l.budgetTimer.Armed() {
 			l.Schedule(&l.budgetTimer, l.srv.cfg.Tick)
 		}
@@ -62,10 +65,10 @@ func (l *Loop) dropBacklogged(c *Conn) {
 	if c.backlogIdx == 0 {
 		return
 	}
-	i, last := c.backlogIdx-1, len(l.backlogged)-1
+	i, last := int(c.backlogIdx)-1, len(l.backlogged)-1
 	if i != last {
 		l.backlogged[i] = l.backlogged[last]
-		l.backlogged[i].backlogIdx = i + 1
+		l.backlogged[i].backlogIdx = int32(i + 1)
 	}
 	l.backlogged[last] = nil
 	l.backlogged = l.backlogged[:last]

@@ -59,6 +59,11 @@ const (
 )
 
 // Conn is one connection on a loop. Its methods must be called on its loop.
+//
+// A Conn is held for as long as its connection lives, so it keeps only what
+// every open connection needs (112 bytes, one size class); what a
+// connection needs for part of its life hangs off aux, which an idle open
+// connection does not have.
 type Conn struct {
 	gc      gnet.Conn
 	loop    *Loop
@@ -67,31 +72,110 @@ type Conn struct {
 	// Value is the handler's per-connection state.
 	Value any
 
-	pause    pauseReason
-	state    connState
-	sink     *Conn // where the bytes read from this connection are written
-	producer *Conn // the connection whose input is written into this one
-	waitIdx  int   // 1 + position in loop.waiters; 0 when not waiting
-	deferIdx int   // 1 + position in loop.deferred; 0 when not queued
-	connIdx  int   // 1 + position in loop.conns; 0 when not open
+	sink      *Conn    // where the bytes read from this connection are written
+	producer  *Conn    // the connection whose input is written into this one
+	accounted int64    // queued output counted in the process's total
+	aux       *connAux // nil unless dialing, queuing, half-closed, closing or in OnReadEOF
 
-	accounted  int64 // queued output counted in the process's total
-	backlogIdx int   // 1 + position in loop.backlogged; 0 when not there
+	// Positions in the loop's lists: int32, as no loop holds 2^31 connections.
+	waitIdx    int32 // 1 + position in loop.waiters; 0 when not waiting
+	deferIdx   int32 // 1 + position in loop.deferred; 0 when not queued
+	connIdx    int32 // 1 + position in loop.conns; 0 when not open
+	backlogIdx int32 // 1 + position in loop.backlogged; 0 when not there
+	listener   int32 // index of the listen address that accepted it; -1 for a dial
 
-	lingerUntil int64
-	dialTimer   Timer
-	listener    int // index of the listen address that accepted it; -1 for a dial
+	pause     pauseReason
+	state     connState
+	halfClose bool // the handler is a HalfCloseHandler: it relays half-closes, and the reactor queues c's output
+}
 
-	halfCloser HalfCloseHandler // the handler, when it relays half-closes
-	out        outQueue         // for halfCloser: the output the kernel has not taken (outqueue.go)
-	tail       *tail            // set once the peer half-closed: the socket, outside gnet
-	eofInput   gnet.Conn        // during OnReadEOF: gnet's connection, for its unread input
-	eofRest    []byte           // during OnClose/OnReadEOF of a paused connection: all its unread input
-	closeErr   error            // why the reactor closed it (a write error)
+// connAux is the state a connection holds only for part of its life. It is
+// made on demand (Conn.more) and dropped again (Conn.tidy) when nothing in
+// it is in use, so that a relayed connection at rest holds none of it.
+type connAux struct {
+	dialTimer   Timer     // outbound: the connect's deadline, until it opens
+	lingerUntil int64     // closing: when the linger ends
+	out         outQueue  // halfClose: the output the kernel has not taken (outqueue.go)
+	tail        *tail     // set once the peer half-closed: the socket, outside gnet
+	eofInput    gnet.Conn // during OnReadEOF: gnet's connection, for its unread input
+	eofRest     []byte    // during OnClose/OnReadEOF of a paused connection: all its unread input
+	closeErr    error     // why the reactor closed it (a write error)
+}
+
+// more returns c's aux, making it if c has none.
+func (c *Conn) more() *connAux {
+	if c.aux == nil {
+		c.aux = &connAux{}
+	}
+	return c.aux
+}
+
+// tidy drops c's aux once nothing in it is in use.
+func (c *Conn) tidy() {
+	a := c.aux
+	if a == nil || a.dialTimer.Armed() || a.lingerUntil != 0 || a.out.n != 0 || a.tail != nil ||
+		a.eofInput != nil || a.eofRest != nil || a.closeErr != nil {
+		return
+	}
+	c.aux = nil
 }
 
 // ownsQueue reports whether the reactor, not gnet, queues c's output.
-func (c *Conn) ownsQueue() bool { return c.halfCloser != nil }
+func (c *Conn) ownsQueue() bool { return c.halfClose }
+
+// queued returns the output the reactor holds queued for c.
+func (c *Conn) queued() int {
+	if c.aux == nil {
+		return 0
+	}
+	return c.aux.out.n
+}
+
+// releaseQueue drops the output the reactor holds queued for c.
+func (c *Conn) releaseQueue() {
+	if c.aux != nil {
+		c.aux.out.release()
+	}
+}
+
+// tailSock returns c's socket once gnet has let it go (halfclose.go), or nil.
+func (c *Conn) tailSock() *tail {
+	if c.aux == nil {
+		return nil
+	}
+	return c.aux.tail
+}
+
+// eofRest returns the unread input gathered while gnet closes c, or nil.
+func (c *Conn) eofRest() []byte {
+	if c.aux == nil {
+		return nil
+	}
+	return c.aux.eofRest
+}
+
+// lingerDeadline returns when a closing c's linger ends (0: none set).
+func (c *Conn) lingerDeadline() int64 {
+	if c.aux == nil {
+		return 0
+	}
+	return c.aux.lingerUntil
+}
+
+// closeErr returns the error the reactor closed c for, or nil.
+func (c *Conn) closeErr() error {
+	if c.aux == nil {
+		return nil
+	}
+	return c.aux.closeErr
+}
+
+// stopDial disarms c's connect deadline.
+func (c *Conn) stopDial() {
+	if c.aux != nil {
+		c.loop.timers.stop(&c.aux.dialTimer)
+	}
+}
 
 func newConn(l *Loop, h Handler) *Conn {
 	c := &Conn{loop: l, handler: h, listener: -1}
@@ -104,10 +188,10 @@ func (c *Conn) Loop() *Loop { return c.loop }
 
 // Listener returns the index, in Config.Addrs, of the listen address that
 // accepted c, or -1 for an outbound connection.
-func (c *Conn) Listener() int { return c.listener }
+func (c *Conn) Listener() int { return int(c.listener) }
 
 // Opened reports whether the socket exists: false while an outbound dial is pending.
-func (c *Conn) Opened() bool { return (c.gc != nil || c.tail != nil) && c.state&stateClosed == 0 }
+func (c *Conn) Opened() bool { return (c.gc != nil || c.tailSock() != nil) && c.state&stateClosed == 0 }
 
 // Closing reports whether Close or Abort was called or the connection has closed.
 func (c *Conn) Closing() bool {
@@ -119,8 +203,8 @@ func (c *Conn) Paused() bool { return c.pause != 0 }
 
 // RemoteAddr returns the peer's address, or nil before the socket exists.
 func (c *Conn) RemoteAddr() net.Addr {
-	if c.tail != nil {
-		return c.tail.remote
+	if t := c.tailSock(); t != nil {
+		return t.remote
 	}
 	if c.gc == nil {
 		return nil
@@ -130,8 +214,8 @@ func (c *Conn) RemoteAddr() net.Addr {
 
 // LocalAddr returns the local address, or nil before the socket exists.
 func (c *Conn) LocalAddr() net.Addr {
-	if c.tail != nil {
-		return c.tail.local
+	if t := c.tailSock(); t != nil {
+		return t.local
 	}
 	if c.gc == nil {
 		return nil
@@ -143,11 +227,11 @@ func (c *Conn) LocalAddr() net.Addr {
 // n <= 0 returns all of them. The slice is valid until Discard or the end of
 // the callback. A connection whose peer half-closed has no input.
 func (c *Conn) Peek(n int) ([]byte, error) {
-	if c.eofRest != nil {
-		if n <= 0 || n > len(c.eofRest) {
-			return c.eofRest, nil
+	if rest := c.eofRest(); rest != nil {
+		if n <= 0 || n > len(rest) {
+			return rest, nil
 		}
-		return c.eofRest[:n], nil
+		return rest[:n], nil
 	}
 	in := c.input()
 	if in == nil {
@@ -162,17 +246,20 @@ func (c *Conn) input() gnet.Conn {
 	if c.gc != nil {
 		return c.gc
 	}
-	return c.eofInput
+	if c.aux == nil {
+		return nil
+	}
+	return c.aux.eofInput
 }
 
 // Discard consumes n inbound bytes; a negative n consumes all of them and 0
 // consumes none (unlike gnet's Discard, for which 0 means all).
 func (c *Conn) Discard(n int) {
-	if c.eofRest != nil {
-		if n < 0 || n > len(c.eofRest) {
-			n = len(c.eofRest)
+	if rest := c.eofRest(); rest != nil {
+		if n < 0 || n > len(rest) {
+			n = len(rest)
 		}
-		c.eofRest = c.eofRest[n:]
+		c.aux.eofRest = rest[n:]
 		return
 	}
 	if in := c.input(); n != 0 && in != nil {
@@ -182,8 +269,8 @@ func (c *Conn) Discard(n int) {
 
 // InboundBuffered returns the number of inbound bytes not yet consumed.
 func (c *Conn) InboundBuffered() int {
-	if c.eofRest != nil {
-		return len(c.eofRest)
+	if rest := c.eofRest(); rest != nil {
+		return len(rest)
 	}
 	in := c.input()
 	if in == nil || c.state&stateClosed != 0 {
@@ -198,7 +285,7 @@ func (c *Conn) OutboundBuffered() int {
 		if c.state&stateClosed != 0 {
 			return 0
 		}
-		return c.out.n
+		return c.queued()
 	}
 	if c.gc == nil || c.state&stateClosed != 0 {
 		return 0
@@ -213,7 +300,7 @@ func (c *Conn) Write(p []byte) error {
 	if c.state&(stateCloseQueued|stateClosed|stateWriteShut) != 0 {
 		return ErrClosed
 	}
-	if c.gc == nil && c.tail == nil {
+	if c.gc == nil && c.tailSock() == nil {
 		return ErrClosed
 	}
 	if c.ownsQueue() {
@@ -231,7 +318,7 @@ func (c *Conn) Writev(bs [][]byte) error {
 	if c.state&(stateCloseQueued|stateClosed|stateWriteShut) != 0 {
 		return ErrClosed
 	}
-	if c.gc == nil && c.tail == nil {
+	if c.gc == nil && c.tailSock() == nil {
 		return ErrClosed
 	}
 	if c.ownsQueue() {
@@ -325,9 +412,9 @@ func (c *Conn) Close() {
 		return
 	}
 	c.state |= stateClosing
-	if c.gc == nil && c.tail == nil { // dial pending: OnOpen will close it
+	if c.gc == nil && c.tailSock() == nil { // dial pending: OnOpen will close it
 		c.state |= stateCanceled
-		c.loop.timers.stop(&c.dialTimer)
+		c.stopDial()
 		return
 	}
 	c.pauseFor(pauseClosing)
@@ -335,7 +422,7 @@ func (c *Conn) Close() {
 		c.closeNow()
 		return
 	}
-	c.lingerUntil = c.loop.Now() + int64(c.loop.srv.cfg.Linger)
+	c.more().lingerUntil = c.loop.Now() + int64(c.loop.srv.cfg.Linger)
 	c.loop.watch(c)
 }
 
@@ -348,13 +435,13 @@ func (c *Conn) Abort() {
 		return
 	}
 	c.state |= stateClosing
-	if c.gc == nil && c.tail == nil {
+	if c.gc == nil && c.tailSock() == nil {
 		c.state |= stateCanceled
-		c.loop.timers.stop(&c.dialTimer)
+		c.stopDial()
 		return
 	}
 	l := c.loop
-	if c.ownsQueue() && c.out.n > 0 {
+	if c.queued() > 0 {
 		l.flushQueue(c)
 		if c.state&(stateCloseQueued|stateClosed) != 0 {
 			return // the write failed: it is closing already
@@ -374,7 +461,7 @@ func (c *Conn) closeNow() {
 	if c.state&(stateCloseQueued|stateClosed) != 0 {
 		return
 	}
-	if c.tail != nil {
+	if c.tailSock() != nil {
 		c.loop.closeTail(c)
 		return
 	}

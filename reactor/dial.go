@@ -55,8 +55,10 @@ func (l *Loop) Dial(addr string, timeout time.Duration, h Handler, value any) *C
 	c := newConn(l, h)
 	c.state |= stateOutbound
 	c.Value = value
-	c.dialTimer.F = func() { l.dialFailed(c, &DialError{Addr: addr, Timeout: true}) }
-	l.Schedule(&c.dialTimer, timeout)
+	// The deadline lives in c's aux, which goes once the connection opens.
+	a := c.more()
+	a.dialTimer.F = func() { l.dialFailed(c, &DialError{Addr: addr, Timeout: true}) }
+	l.Schedule(&a.dialTimer, timeout)
 	if !l.srv.dialer.submit(dialJob{l: l, c: c, addr: addr, timeout: timeout}) {
 		// Not from here: the caller is still setting up around the Conn.
 		_ = l.Execute(func() { l.dialFailed(c, &DialError{Addr: addr, Local: true, Err: errDialQueueFull}) })
@@ -230,7 +232,7 @@ func (l *Loop) dialFailed(c *Conn, err *DialError) {
 	if c.gc != nil || c.state&(stateClosed|stateCanceled) != 0 {
 		return
 	}
-	l.timers.stop(&c.dialTimer)
+	c.stopDial()
 	c.state |= stateClosed | stateCanceled
 	l.stats.DialFailed.Add(1)
 	c.handler.OnClose(c, err)

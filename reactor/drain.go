@@ -136,8 +136,7 @@ func (l *Loop) recheck(w *Conn) {
 	if l.pollAll {
 		return
 	}
-	i := w.waitIdx - 1
-	info := &l.waitInfo[i]
+	info := &l.waitInfo[w.waitIdx-1]
 	if !info.watched {
 		return // registering failed: polled for good
 	}
@@ -189,8 +188,8 @@ func (l *Loop) onLingerTimer() {
 			l.unwatch(w)
 			continue
 		}
-		if next == 0 || w.lingerUntil < next {
-			next = w.lingerUntil
+		if u := w.lingerDeadline(); next == 0 || u < next {
+			next = u
 		}
 		i++
 	}

@@ -31,7 +31,7 @@ type HalfCloseHandler interface {
 
 // tail is the socket of a connection whose peer has half-closed, once
 // gnet has let it go. What the kernel has not taken yet stays in the
-// connection's own queue (Conn.out).
+// connection's own queue (connAux.out).
 type tail struct {
 	fd            int
 	local, remote net.Addr
@@ -60,15 +60,15 @@ func (l *Loop) becomeTail(c *Conn) bool {
 		return false
 	}
 	l.forgetFD(fd)
-	c.tail = &tail{fd: nfd, local: gc.LocalAddr(), remote: gc.RemoteAddr()}
+	c.more().tail = &tail{fd: nfd, local: gc.LocalAddr(), remote: gc.RemoteAddr()}
 	if c.pause.flowControl() {
 		l.stats.Paused.Add(-1)
 	}
 	c.pause = 0 // nothing is read from a tail
 	c.gc = nil
 	l.stats.HalfClosed.Add(1)
-	l.stats.HalfCloseKept.Add(int64(c.out.n))
-	if c.out.n > 0 {
+	l.stats.HalfCloseKept.Add(int64(c.queued()))
+	if c.queued() > 0 {
 		l.flushQueue(c)
 	}
 	if waiting && c.state&(stateCloseQueued|stateClosed) == 0 {
@@ -92,12 +92,13 @@ func (l *Loop) finishTails() {
 		c := l.closed[i]
 		l.closed[i] = nil
 		l.unwatch(c) // before its descriptor closes and its number is reused
-		if c.out.n > 0 {
-			_ = unix.SetsockoptLinger(c.tail.fd, unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1, Linger: 0})
+		fd := c.aux.tail.fd
+		if c.queued() > 0 {
+			_ = unix.SetsockoptLinger(fd, unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1, Linger: 0})
 		}
-		_ = unix.Close(c.tail.fd)
-		c.out.release()
-		l.finishClose(c, c.closeErr)
+		_ = unix.Close(fd)
+		c.releaseQueue()
+		l.finishClose(c, c.closeErr())
 	}
 	l.closed = l.closed[:0]
 }
@@ -111,7 +112,7 @@ func (s *Server) closeTails() {
 	for _, l := range s.Loops() {
 		if l.Execute(func() {
 			for _, c := range append([]*Conn(nil), l.conns...) {
-				if c.tail != nil && c.state&(stateCloseQueued|stateClosed) == 0 {
+				if c.tailSock() != nil && c.state&(stateCloseQueued|stateClosed) == 0 {
 					c.Abort()
 				}
 			}
@@ -150,7 +151,7 @@ func (l *Loop) readRest(c *Conn, gc gnet.Conn) {
 		}
 		rest = rest[:len(rest)+n]
 	}
-	c.eofRest = rest
+	c.more().eofRest = rest
 }
 
 // CloseWrite shuts down c's write side (a FIN to the peer) once its queued
@@ -160,7 +161,7 @@ func (c *Conn) CloseWrite() {
 		return
 	}
 	c.state |= stateWantShutWrite
-	if c.gc == nil && c.tail == nil { // dial pending: done once it opens
+	if c.gc == nil && c.tailSock() == nil { // dial pending: done once it opens
 		return
 	}
 	if c.OutboundBuffered() == 0 {
@@ -174,8 +175,8 @@ func (c *Conn) shutWrite() {
 	c.state = c.state&^stateWantShutWrite | stateWriteShut
 	fd := -1
 	switch {
-	case c.tail != nil:
-		fd = c.tail.fd
+	case c.tailSock() != nil:
+		fd = c.aux.tail.fd
 	case c.gc != nil:
 		fd = c.gc.Fd()
 	}
@@ -192,11 +193,11 @@ func dupCloseOnExec(fd int) (int, error) {
 
 // sockFD is c's socket: its tail's once gnet has let it go.
 func (c *Conn) sockFD() int {
-	if c.tail != nil {
-		return c.tail.fd
+	if t := c.tailSock(); t != nil {
+		return t.fd
 	}
 	return c.gc.Fd()
 }
 
 // ReadClosed reports whether the peer has shut down its write side.
-func (c *Conn) ReadClosed() bool { return c.tail != nil }
+func (c *Conn) ReadClosed() bool { return c.tailSock() != nil }

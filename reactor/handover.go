@@ -71,7 +71,7 @@ type Detached struct {
 // nothing), and its handler's OnClose gets ErrHandedOver.
 func (c *Conn) Detach() (Detached, error) {
 	switch {
-	case c.gc == nil || c.tail != nil || c.Closing():
+	case c.gc == nil || c.tailSock() != nil || c.Closing():
 		return Detached{}, errors.New("reactor: detach: the connection is not open both ways")
 	case c.pause&pauseUser == 0:
 		return Detached{}, errors.New("reactor: detach: the connection is still being read (PauseRead first)")
@@ -80,9 +80,10 @@ func (c *Conn) Detach() (Detached, error) {
 	}
 	in, _ := c.gc.Peek(-1)
 	d := Detached{Unread: append([]byte(nil), in...)}
-	if c.ownsQueue() && c.out.n > 0 {
-		d.Queued = make([]byte, 0, c.out.n)
-		for _, b := range c.out.appendBufs(nil, len(c.out.chunks)) {
+	if n := c.queued(); n > 0 {
+		q := &c.aux.out
+		d.Queued = make([]byte, 0, n)
+		for _, b := range q.appendBufs(nil, len(q.chunks)) {
 			d.Queued = append(d.Queued, b...)
 		}
 	}
@@ -93,11 +94,11 @@ func (c *Conn) Detach() (Detached, error) {
 	d.File = os.NewFile(uintptr(fd), "handover")
 	_, _ = c.gc.Discard(-1)
 	if c.ownsQueue() {
-		c.out.release()
+		c.releaseQueue()
 		c.loop.account(c)
 	}
 	c.loop.unwatch(c)
-	c.closeErr = ErrHandedOver
+	c.more().closeErr = ErrHandedOver
 	c.state |= stateClosing
 	c.closeNow()
 	return d, nil
@@ -160,7 +161,7 @@ func (l *Loop) AdoptPair(a, b net.Conn, ha, hb Handler, value any, listenerA, li
 func (l *Loop) enrollAdopted(nc net.Conn, h Handler, value any, listener int) (*Conn, <-chan gnet.RegisteredResult, error) {
 	c := newConn(l, h)
 	c.Value = value
-	c.listener = listener
+	c.listener = int32(listener)
 	c.state |= stateAdopted
 	if listener < 0 {
 		c.state |= stateOutbound

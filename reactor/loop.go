@@ -161,8 +161,8 @@ func (l *Loop) onTick() {
 // watch adds c to the connections whose output drain is awaited. A closing
 // connection's linger deadline is armed even if it already waits as a sink.
 func (l *Loop) watch(c *Conn) {
-	if c.state&stateClosing != 0 && (!l.lingerTimer.Armed() || c.lingerUntil < l.lingerTimer.When()) {
-		l.ScheduleAt(&l.lingerTimer, c.lingerUntil)
+	if u := c.lingerDeadline(); c.state&stateClosing != 0 && (!l.lingerTimer.Armed() || u < l.lingerTimer.When()) {
+		l.ScheduleAt(&l.lingerTimer, u)
 	}
 	if c.waitIdx != 0 {
 		return
@@ -170,7 +170,7 @@ func (l *Loop) watch(c *Conn) {
 	fd := c.sockFD()
 	l.waiters = append(l.waiters, c)
 	l.waitInfo = append(l.waitInfo, waitInfo{fd: fd, lastOut: c.OutboundBuffered()})
-	c.waitIdx = len(l.waiters)
+	c.waitIdx = int32(len(l.waiters))
 	if l.pollAll {
 		return
 	}
@@ -189,7 +189,7 @@ func (l *Loop) unwatch(c *Conn) {
 	if c.waitIdx == 0 {
 		return
 	}
-	i, last := c.waitIdx-1, len(l.waiters)-1
+	i, last := int(c.waitIdx)-1, len(l.waiters)-1
 	info := l.waitInfo[i]
 	if info.polled {
 		l.polled--
@@ -201,7 +201,7 @@ func (l *Loop) unwatch(c *Conn) {
 	if i != last {
 		l.waiters[i] = l.waiters[last]
 		l.waitInfo[i] = l.waitInfo[last]
-		l.waiters[i].waitIdx = i + 1
+		l.waiters[i].waitIdx = int32(i + 1)
 	}
 	l.waiters[last] = nil
 	l.waiters = l.waiters[:last]
@@ -215,7 +215,7 @@ func (l *Loop) checkDrain(w *Conn, now int64) bool {
 	if w.state&(stateClosed|stateCloseQueued) != 0 {
 		return true
 	}
-	if w.ownsQueue() && w.out.n > 0 {
+	if w.queued() > 0 {
 		l.flushQueue(w)
 		if w.state&(stateClosed|stateCloseQueued) != 0 {
 			return true
@@ -230,7 +230,7 @@ func (l *Loop) checkDrain(w *Conn, now int64) bool {
 			w.closeNow()
 			return true
 		}
-		if now >= w.lingerUntil {
+		if now >= w.lingerDeadline() {
 			l.lingerExpired(w, out)
 			return true
 		}
@@ -258,7 +258,7 @@ func (l *Loop) deferTraffic(c *Conn) {
 		return
 	}
 	l.deferred = append(l.deferred, c)
-	c.deferIdx = len(l.deferred)
+	c.deferIdx = int32(len(l.deferred))
 }
 
 // afterCallback runs at the end of every callback on the loop: it offers

@@ -116,7 +116,7 @@ func (q *outQueue) release() {
 // queueWrite writes ps to c's socket itself, at once if nothing is queued
 // before them, and queues what the kernel does not take.
 func (l *Loop) queueWrite(c *Conn, ps ...[]byte) error {
-	if c.out.n == 0 {
+	if c.queued() == 0 {
 		n, err := l.writeBufs(c.sockFD(), ps)
 		if err != nil && !errors.Is(err, unix.EAGAIN) {
 			l.breakWrite(c, err)
@@ -127,15 +127,15 @@ func (l *Loop) queueWrite(c *Conn, ps ...[]byte) error {
 				n -= len(p)
 				continue
 			}
-			c.out.push(p[n:])
+			c.more().out.push(p[n:])
 			n = 0
 		}
 	} else {
 		for _, p := range ps {
-			c.out.push(p)
+			c.aux.out.push(p)
 		}
 	}
-	if c.out.n > 0 {
+	if c.queued() > 0 {
 		l.watch(c)
 	}
 	l.account(c)
@@ -145,13 +145,14 @@ func (l *Loop) queueWrite(c *Conn, ps ...[]byte) error {
 // flushQueue writes what c has queued, as far as the kernel takes it.
 func (l *Loop) flushQueue(c *Conn) {
 	fd := c.sockFD()
-	for c.out.n > 0 {
-		bufs := c.out.appendBufs(l.bufs[:0], MaxIovecs)
+	for c.queued() > 0 {
+		q := &c.aux.out
+		bufs := q.appendBufs(l.bufs[:0], MaxIovecs)
 		n, err := l.writeBufs(fd, bufs)
 		clear(bufs)
 		l.bufs = bufs[:0]
 		if n > 0 {
-			c.out.consume(n)
+			q.consume(n)
 		}
 		if err != nil {
 			if !errors.Is(err, unix.EAGAIN) {
@@ -164,17 +165,18 @@ func (l *Loop) flushQueue(c *Conn) {
 			break
 		}
 	}
-	if c.out.n > 0 {
+	if c.queued() > 0 {
 		l.watch(c)
 	}
 	l.account(c)
+	c.tidy() // a drained queue leaves nothing behind
 }
 
 // breakWrite records a write error on c: the peer is gone, so the
 // connection closes with that error and its queued output is dropped.
 func (l *Loop) breakWrite(c *Conn, err error) {
-	c.out.release()
-	c.closeErr = err
+	c.releaseQueue()
+	c.more().closeErr = err
 	c.state |= stateClosing
 	c.closeNow()
 }

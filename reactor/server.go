@@ -391,7 +391,8 @@ func (e *engineHandler) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 		if c.state&stateCanceled != 0 {
 			return nil, gnet.Close
 		}
-		l.timers.stop(&c.dialTimer)
+		c.stopDial()
+		c.tidy() // the dial's state goes with its deadline
 		switch {
 		case c.state&stateAdopted == 0:
 			l.stats.Dialed.Add(1)
@@ -400,14 +401,14 @@ func (e *engineHandler) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 		}
 	case *listener:
 		c = newConn(l, e.s.handler)
-		c.listener = v.index
+		c.listener = int32(v.index)
 		e.s.acceptedOpen.Add(1)
 		l.stats.Accepted.Add(1)
 	case *adoption: // Server.Adopt, which did the accounting
 		c = newConn(l, v.h)
 		v.c = c
 		c.Value = v.value
-		c.listener = v.listener
+		c.listener = int32(v.listener)
 		c.state |= stateAdopted
 		if c.listener < 0 {
 			c.state |= stateOutbound
@@ -420,7 +421,7 @@ func (e *engineHandler) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 	}
 	c.gc = gc
 	gc.SetContext(c)
-	c.halfCloser, _ = c.handler.(HalfCloseHandler)
+	_, c.halfClose = c.handler.(HalfCloseHandler)
 	l.stats.Active.Add(1)
 	l.track(c)
 	if c.pause != 0 {
@@ -469,19 +470,20 @@ func (e *engineHandler) OnClose(gc gnet.Conn, err error) gnet.Action {
 		// closed both ways (EPOLLHUP without EPOLLIN); what the peer sent
 		// before is still in the socket, and goes to the handler.
 		l.readRest(c, gc)
-		defer func() { c.eofRest = nil }()
+		defer func() { c.aux.eofRest = nil }()
 	}
 	// A peer's FIN: a handler that relays half-closes keeps the socket for
 	// writing (an EOF during our own close is just the end).
-	if c.halfCloser != nil && errors.Is(err, io.EOF) && c.state&(stateClosing|stateCloseQueued) == 0 && l.becomeTail(c) {
-		c.eofInput = gc
-		c.halfCloser.OnReadEOF(c)
-		c.eofInput = nil
+	if c.halfClose && errors.Is(err, io.EOF) && c.state&(stateClosing|stateCloseQueued) == 0 && l.becomeTail(c) {
+		a := c.aux // becomeTail made it
+		a.eofInput = gc
+		c.handler.(HalfCloseHandler).OnReadEOF(c)
+		a.eofInput = nil
 		l.afterCallback()
 		return gnet.None
 	}
 	if err == nil {
-		err = c.closeErr // a write error the reactor closed it for
+		err = c.closeErr() // a write error the reactor closed it for
 	}
 	l.finishClose(c, err)
 	l.afterCallback()
@@ -505,8 +507,8 @@ func (l *Loop) finishClose(c *Conn, err error) {
 	l.unwatch(c)
 	l.untrack(c)
 	l.unaccount(c)
-	c.out.release()
-	l.timers.stop(&c.dialTimer)
+	c.releaseQueue()
+	c.stopDial()
 	c.handler.OnClose(c, err)
 	// A producer held back by this connection would otherwise wait forever.
 	if p := c.producer; p != c && p.sink == c {

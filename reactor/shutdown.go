@@ -152,7 +152,7 @@ func (l *Loop) closeAll() {
 // track adds c to the loop's open connections.
 func (l *Loop) track(c *Conn) {
 	l.conns = append(l.conns, c)
-	c.connIdx = len(l.conns)
+	c.connIdx = int32(len(l.conns))
 }
 
 // untrack removes c from the loop's open connections.
@@ -160,10 +160,10 @@ func (l *Loop) untrack(c *Conn) {
 	if c.connIdx == 0 {
 		return
 	}
-	i, last := c.connIdx-1, len(l.conns)-1
+	i, last := int(c.connIdx)-1, len(l.conns)-1
 	if i != last {
 		l.conns[i] = l.conns[last]
-		l.conns[i].connIdx = i + 1
+		l.conns[i].connIdx = int32(i + 1)
 	}
 	l.conns[last] = nil
 	l.conns = l.conns[:last]
