@@ -380,7 +380,7 @@ func scanSessions(l *reactor.Loop, f *SessionFilter) loopSessions {
 		}
 		out.byState[s.state]++
 		if len(out.rows) < f.Limit {
-			out.rows = append(out.rows, sessionRow{remote: s.remoteAddrPort(), listener: s.listener, host: s.host, user: s.username,
+			out.rows = append(out.rows, sessionRow{remote: s.remoteAddrPort(), listener: s.listenerCfg(), host: s.host, user: s.username,
 				group: group, backend: backend, protocol: s.protocol, state: s.state, opened: s.opened})
 		}
 	})

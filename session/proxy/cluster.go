@@ -204,11 +204,12 @@ func (s *session) clusterLogin(body []byte) {
 	}
 	c := s.client
 	l := c.Loop()
-	s.clusterSeq++
-	seq := s.clusterSeq
+	s.pre.clusterSeq++
+	seq := s.pre.clusterSeq
 	t, a, wait := s.p.cluster.Login(sess, lim, s, func(a cluster.Answer) {
 		_ = l.Execute(func() {
-			if s.state == stClusterWait && s.clusterSeq == seq {
+			// The state first: a session no longer waiting may be relaying, without pre.
+			if s.state == stClusterWait && s.pre.clusterSeq == seq {
 				s.clusterVerdict(a)
 			}
 		})
@@ -258,7 +259,7 @@ func (s *session) clusterWaitOver() {
 		s.reject(reasonHandshakeTimeout, nil)
 		return
 	}
-	s.clusterSeq++ // a late answer is ignored
+	s.pre.clusterSeq++ // a late answer is ignored
 	s.p.log.Debug().Str("remote", s.remoteAddr()).Str("user", s.username).Msg("cluster: no verdict in time; the login goes on by local state")
 	s.clusterVerdict(cluster.Answer{Verdict: cluster.Local})
 }

@@ -5,11 +5,13 @@ package proxy
 // Compression keeps the outer length prefix, so it still works after Set
 // Compression; an encrypted stream (online mode) breaks the framing, and
 // the scanner then stops (broken is set) instead of guessing.
+//
+// Every session holds two, so the state is 8 bytes: a body and a length
+// prefix are never read at once, so n is the one or the other.
 type frameScanner struct {
-	remaining int    // body bytes of the current frame still to come
-	length    uint32 // length prefix being read
-	shift     uint8  // bits of length read so far
-	broken    bool
+	n      uint32 // shift 0: body bytes of the current frame still to come; else the length prefix so far
+	shift  uint8  // bits of the length prefix read so far; 0 outside a prefix
+	broken bool
 }
 
 // scan consumes b and returns the number of frames that ended in it.
@@ -18,12 +20,12 @@ func (f *frameScanner) scan(b []byte) (frames int) {
 		return 0
 	}
 	// Finish what the last read cut: a frame body or a length prefix.
-	for len(b) > 0 && (f.remaining > 0 || f.shift > 0) {
-		if f.remaining > 0 {
-			k := min(f.remaining, len(b))
-			f.remaining -= k
+	for len(b) > 0 && (f.n > 0 || f.shift > 0) {
+		if f.shift == 0 { // in a body
+			k := min(int(f.n), len(b))
+			f.n -= uint32(k)
 			b = b[k:]
-			if f.remaining == 0 {
+			if f.n == 0 {
 				frames++
 			}
 			continue
@@ -32,7 +34,7 @@ func (f *frameScanner) scan(b []byte) (frames int) {
 			return frames
 		}
 		b = b[1:]
-		if f.shift == 0 && f.remaining == 0 {
+		if f.shift == 0 && f.n == 0 {
 			frames++ // a zero-length frame
 		}
 	}
@@ -64,14 +66,14 @@ func (f *frameScanner) scan(b []byte) (frames int) {
 		frames++
 	}
 	if i > n { // the last frame's body goes on in the next read
-		f.remaining = i - n
+		f.n = uint32(i - n)
 		return frames - 1
 	}
 	for _, c := range b[i:] { // a prefix cut by the end of b
 		if !f.lengthByte(c) {
 			return frames
 		}
-		if f.shift == 0 && f.remaining == 0 {
+		if f.shift == 0 && f.n == 0 {
 			frames++
 		}
 	}
@@ -80,8 +82,9 @@ func (f *frameScanner) scan(b []byte) (frames int) {
 
 // lengthByte takes one byte of a length prefix; it reports false, with
 // broken set, for a prefix longer than 3 bytes.
+// It is called at the start of a prefix (n 0) or inside one.
 func (f *frameScanner) lengthByte(c byte) bool {
-	f.length |= uint32(c&0x7f) << f.shift
+	f.n |= uint32(c&0x7f) << f.shift
 	f.shift += 7
 	if c&0x80 != 0 {
 		if f.shift >= 21 {
@@ -90,7 +93,6 @@ func (f *frameScanner) lengthByte(c byte) bool {
 		}
 		return true
 	}
-	f.remaining = int(f.length)
-	f.length, f.shift = 0, 0
+	f.shift = 0 // n is now the body's length
 	return true
 }

@@ -91,16 +91,17 @@ func splitRewriteHost(v string) (string, uint16) {
 // handshake goes unchanged.
 func (s *session) backendHandshake(ls *loopState) ([]byte, bool) {
 	bungee := s.gen.cfg.Forwarding == ForwardBungeeCord
-	rewrite := s.route != nil && s.route.rewriteHost != nil
+	rt := s.pre.route
+	rewrite := rt != nil && rt.rewriteHost != nil
 	if s.raw || !bungee && !rewrite {
 		return nil, false
 	}
-	hs := s.handshake
+	hs := s.pre.handshake
 	host, marker := mc.SplitAddress(hs.Address)
 	if rewrite {
-		host = s.route.rewriteHost
-		if s.route.rewritePort != 0 {
-			hs.Port = s.route.rewritePort
+		host = rt.rewriteHost
+		if rt.rewritePort != 0 {
+			hs.Port = rt.rewritePort
 		}
 	}
 	if bungee {

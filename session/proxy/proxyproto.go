@@ -172,7 +172,7 @@ func (p *Proxy) trustedProxySource(c *reactor.Conn, ls *loopState, l *ListenerCo
 func (s *session) readProxyHeader() {
 	c := s.client
 	buf, _ := c.Peek(-1)
-	a := s.gen.proxyIn[s.listener]
+	a := s.gen.proxyIn[s.listenerCfg()]
 	h, n, err := proxyproto.Parse(buf, proxyproto.Options{Versions: a.versions})
 	if err != nil {
 		s.refuseProxyHeader(err, len(buf))
@@ -212,7 +212,7 @@ func (s *session) refuseProxyHeader(err error, received int) {
 	c := s.client
 	s.refused(reasonBadProxyProtocol)
 	s.p.log.Warn().Str("remote", c.RemoteAddr().String()).Str("reason", reasonBadProxyProtocol.String()).
-		Str("listen", s.listener.Listen).Str("detail", proxyproto.ErrorReason(err)).Int("received", received).Err(err).
+		Str("listen", s.listenerCfg().Listen).Str("detail", proxyproto.ErrorReason(err)).Int("received", received).Err(err).
 		Msg("session rejected")
 	s.state = stDone
 	c.Discard(-1)

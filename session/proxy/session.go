@@ -30,50 +30,74 @@ const (
 
 // session joins a client and its backend. Both connections' callbacks run
 // on the same loop, so it needs no lock.
+//
+// A session is held for as long as its player plays, so it keeps only what
+// relaying needs (192 bytes, one size class): what it needs only until it
+// relays (the handshake, a status reply, a take-over's bytes) is in pre,
+// which is dropped when relaying begins.
 type session struct {
-	p        *Proxy
-	gen      *generation // the configuration it started under
-	client   *reactor.Conn
-	backend  *reactor.Conn
-	listener *ListenerConfig
-	ip       string
-	state    state
-	raw      bool
+	p       *Proxy
+	gen     *generation // the configuration it started under
+	client  *reactor.Conn
+	backend *reactor.Conn
+	group   *group
+	target  *backend
+	pp      *proxied        // what the PROXY header said of the client; nil without one
+	ticket  *cluster.Ticket // in the network's state (cluster.go); nil without cluster or before login
+	pre     *preRelay       // nil once relaying
 
-	group     *group
-	route     *route // minecraft: the virtual host's route
-	target    *backend
-	probe     bool              // the connect to target is its health probe, not yet decided
-	dialing   bool              // counted in target.connecting
-	legacy    mc.LegacyPingKind // a legacy ping's form, once it is whole
-	reply     *statusReply      // the answer to a status ping the proxy answers; nil while a refresh is awaited
-	hsLen     int               // bytes of the handshake frame at the start of the client's input
-	handshake mc.Handshake
-	host      string // normalized virtual host
-	username  string
-	protocol  int32
+	ip       string
+	host     string // normalized virtual host
+	username string
 
 	timer      reactor.Timer // handshake timeout, then idle timeout, then fin timeout
 	lastActive int64
 	opened     int64 // unix nanoseconds: when the client connected (to the first process, for one handed over)
 	c2s, s2c   frameScanner
+	protocol   int32
+
+	state   state
+	raw     bool
+	probe   bool // the connect to target is its health probe, not yet decided
+	dialing bool // counted in target.connecting
 
 	// A half-close in either direction is relayed as one: a FIN from one
 	// side becomes a shutdown of the write side toward the other.
 	clientEOF, backendEOF bool
-	onBackend             bool   // counted in target.active
-	early                 []byte // what the client sent before a half-close while the backend was connecting
+	onBackend             bool // counted in target.active
+	unadmitted            bool // not yet counted by admit: its PROXY header has not arrived
+	adopted               bool // taken over from another process (upgrade.go)
+}
 
-	pp         *proxied // what the PROXY header said of the client; nil without one
-	unadmitted bool     // not yet counted by admit: its PROXY header has not arrived
+// preRelay is the part of a session's state that it needs only until it
+// relays: from the handshake to routing and connecting, for a status ping
+// the proxy answers, or for a session taken over until both its sockets
+// are open here.
+type preRelay struct {
+	route     *route       // minecraft: the virtual host's route
+	reply     *statusReply // the answer to a status ping the proxy answers; nil while a refresh is awaited
+	handshake mc.Handshake
+	hsLen     int    // bytes of the handshake frame at the start of the client's input
+	early     []byte // what the client sent before a half-close while the backend was connecting
 
-	adopted  bool      // taken over from another process (upgrade.go)
 	adoptIn  [2][]byte // taken over: what the client and the backend sent that is not yet relayed
 	adoptOut [2][]byte // taken over: what was relayed to the client and the backend but not yet sent
+	adoptTk  *handoverCluster
 
-	ticket     *cluster.Ticket // in the network's state (cluster.go); nil without cluster or before login
-	clusterSeq uint32          // the login's verdict in flight; a later one is ignored
-	adoptTk    *handoverCluster
+	clusterSeq uint32            // the login's verdict in flight; a later one is ignored
+	legacy     mc.LegacyPingKind // a legacy ping's form, once it is whole
+}
+
+// listenerCfg is the configuration of the listener that accepted the client.
+func (s *session) listenerCfg() *ListenerConfig { return s.gen.listenerOf(s.client) }
+
+// loginDisconnectable reports whether the client is in the login state,
+// where a disconnect message can be sent: past a handshake that was not a
+// status ping, and not yet relaying (in play the proxy does not speak the
+// game's protocol).
+func (s *session) loginDisconnectable() bool {
+	return s.pre != nil && !s.raw && s.pre.hsLen > 0 && s.pre.handshake.NextState != mc.NextStateStatus &&
+		s.state != stRelay && s.state != stDone
 }
 
 // clientHandler receives the events of client connections.
@@ -107,7 +131,7 @@ func (h *clientHandler) OnOpen(c *reactor.Conn) {
 		return
 	}
 	ls.counters.active.Add(1)
-	s := &session{p: p, gen: gen, client: c, ip: ip, listener: l, lastActive: c.Loop().Now(), opened: time.Now().UnixNano()}
+	s := &session{p: p, gen: gen, client: c, ip: ip, pre: &preRelay{}, lastActive: c.Loop().Now(), opened: time.Now().UnixNano()}
 	c.Value = s
 	s.timer.F = s.onTimer
 	c.Loop().Schedule(&s.timer, s.gen.cfg.Limits.HandshakeTimeout)
@@ -121,9 +145,9 @@ func (h *clientHandler) OnOpen(c *reactor.Conn) {
 // begin starts an admitted session: a raw one connects, a minecraft one
 // waits for its handshake.
 func (s *session) begin() {
-	if s.listener.Mode == ModeRaw {
+	if l := s.listenerCfg(); l.Mode == ModeRaw {
 		s.raw = true
-		s.group = s.gen.raw[s.listener]
+		s.group = s.gen.raw[l]
 		s.connect()
 	}
 }
@@ -138,7 +162,7 @@ func (h *clientHandler) OnTraffic(c *reactor.Conn) {
 	case stLocalStatus:
 		s.serveLocalStatus()
 	case stLegacyPing:
-		if s.legacy != 0 {
+		if s.pre.legacy != 0 {
 			c.Discard(-1) // answered, or about to be: the rest is not read
 		} else {
 			s.readHandshake() // the rest of a legacy ping, or a modern frame after all
@@ -216,8 +240,7 @@ func (h *backendHandler) OnOpen(bc *reactor.Conn) {
 	s.state = stRelay
 	buf, _ := c.Peek(-1)
 	if s.clientEOF {
-		buf = s.early // the client half-closed while this connect was pending
-		s.early = nil
+		buf = s.pre.early // the client half-closed while this connect was pending
 	}
 	batch := bc.Loop().Batch()
 	if v := s.group.sendPP; v != 0 {
@@ -226,8 +249,8 @@ func (h *backendHandler) OnOpen(bc *reactor.Conn) {
 	}
 	if hs, ok := s.backendHandshake(ls); ok { // rewrite_host, bungeecord forwarding
 		batch.Copy(hs)
-		batch.Add(buf[s.hsLen:])
-		ls.counters.framesC2S.Add(int64(1 + s.c2s.scan(buf[s.hsLen:]))) // the rewritten handshake, then the rest
+		batch.Add(buf[s.pre.hsLen:])
+		ls.counters.framesC2S.Add(int64(1 + s.c2s.scan(buf[s.pre.hsLen:]))) // the rewritten handshake, then the rest
 	} else {
 		batch.Add(buf)
 		if !s.raw {
@@ -237,6 +260,7 @@ func (h *backendHandler) OnOpen(bc *reactor.Conn) {
 	ls.counters.bytesC2S.Add(int64(len(buf)))
 	_ = batch.WriteTo(bc)
 	c.Discard(len(buf))
+	s.pre = nil // what the login needed is sent; relaying needs none of it
 	c.SetSink(bc)
 	bc.SetSink(c)
 	c.ResumeRead() // if it was held while connecting
@@ -294,7 +318,7 @@ func (h *backendHandler) OnClose(bc *reactor.Conn, err error) {
 		s.probe = false
 		switch {
 		case c.Closing():
-		case !s.raw && s.handshake.NextState == mc.NextStateStatus:
+		case !s.raw && s.pre != nil && s.pre.handshake.NextState == mc.NextStateStatus:
 			// The status ping is still unanswered in the client's input.
 			s.refused(reasonBackendUnavailable)
 			s.backend = nil
@@ -346,7 +370,7 @@ func (h *clientHandler) OnReadEOF(c *reactor.Conn) {
 		// which the backend's write side is shut down (CloseWrite waits for
 		// the connect).
 		buf, _ := c.Peek(-1)
-		s.early = append([]byte(nil), buf...)
+		s.pre.early = append([]byte(nil), buf...)
 		c.Discard(-1)
 		s.clientEOF = true
 		s.backend.CloseWrite()
@@ -404,7 +428,7 @@ func (h *clientHandler) OnDrainDeadline(c *reactor.Conn) {
 	} else {
 		s.refused(reasonShutdown)
 	}
-	if !s.raw && s.hsLen > 0 && s.handshake.NextState != mc.NextStateStatus && s.state != stRelay && s.state != stDone {
+	if s.loginDisconnectable() {
 		_ = c.Write(s.gen.shutdownDisconnect)
 	}
 	s.state = stDone
@@ -453,21 +477,22 @@ func (s *session) readHandshake() {
 		s.reject(reasonBadHandshake, err)
 		return
 	}
-	s.hsLen = n
+	pre := s.pre
+	pre.hsLen = n
 	s.protocol = hs.ProtocolVersion
 	hs.Address = append([]byte(nil), hs.Address...) // the input buffer is reused
-	s.handshake = hs
+	pre.handshake = hs
 	host, _ := mc.SplitAddress(hs.Address)
 	norm := mc.AppendNormalizedHost(make([]byte, 0, len(host)), host)
 	s.host = string(norm)
-	if s.route = s.gen.router.route(norm); s.route != nil {
-		s.group = s.route.group
+	if pre.route = s.gen.router.route(norm); pre.route != nil {
+		s.group = pre.route.group
 	}
 	if s.group == nil {
 		if hs.NextState == mc.NextStateStatus {
 			c.Discard(n)
 			s.state = stLocalStatus
-			s.reply = s.gen.unknownHost
+			pre.reply = s.gen.unknownHost
 			s.serveLocalStatus()
 			return
 		}
@@ -513,11 +538,12 @@ func (s *session) preRouteFrame(buf []byte, off int) (n, hl int, ok bool) {
 func (s *session) readLoginStart() {
 	c := s.client
 	buf, _ := c.Peek(-1)
-	n, hl, ok := s.preRouteFrame(buf, s.hsLen)
+	off := s.pre.hsLen
+	n, hl, ok := s.preRouteFrame(buf, off)
 	if !ok {
 		return
 	}
-	name, err := mc.ParseLoginStart(buf[s.hsLen+hl : s.hsLen+n])
+	name, err := mc.ParseLoginStart(buf[off+hl : off+n])
 	if err != nil {
 		s.reject(reasonBadLoginStart, err)
 		return
@@ -528,7 +554,7 @@ func (s *session) readLoginStart() {
 		return
 	}
 	if s.p.cluster != nil {
-		s.clusterLogin(buf[s.hsLen+hl : s.hsLen+n])
+		s.clusterLogin(buf[off+hl : off+n])
 		return
 	}
 	s.connect()
@@ -555,7 +581,7 @@ func (s *session) connect() {
 // status ping gets the proxy's own offline answer, a login the offline
 // disconnect message, a raw connection a close.
 func (s *session) noHealthyBackend() {
-	if s.raw || s.handshake.NextState != mc.NextStateStatus {
+	if s.raw || s.pre.handshake.NextState != mc.NextStateStatus {
 		s.reject(reasonNoHealthyBackend, nil)
 		return
 	}
@@ -568,9 +594,9 @@ func (s *session) noHealthyBackend() {
 // serveOfflineStatus answers the status ping waiting in the client's input
 // with the group's offline answer.
 func (s *session) serveOfflineStatus() {
-	s.client.Discard(s.hsLen)
+	s.client.Discard(s.pre.hsLen)
 	s.state = stLocalStatus
-	s.reply = s.group.status.offline
+	s.pre.reply = s.group.status.offline
 	s.serveLocalStatus()
 }
 
@@ -613,10 +639,10 @@ frames:
 		body := buf[consumed+hl : consumed+n]
 		switch id {
 		case mc.PacketStatusRequest:
-			if s.reply == nil {
+			if s.pre.reply == nil {
 				break frames // answered when the refresh is done
 			}
-			out = s.reply.appendResponse(out, s.protocol)
+			out = s.pre.reply.appendResponse(out, s.protocol)
 		case mc.PacketPing:
 			v, err := mc.ParsePing(body)
 			if err != nil {
@@ -673,7 +699,7 @@ func (s *session) onTimer() {
 		}
 	case stDone, stAdopting, stHandedOver:
 	case stLegacyPing:
-		if s.legacy == 0 && l.Now() < s.handshakeDeadline() {
+		if s.pre.legacy == 0 && l.Now() < s.handshakeDeadline() {
 			s.legacyWaitOver()
 			return
 		}
@@ -704,7 +730,7 @@ func (s *session) reject(r reason, err error) {
 		ev = ev.Err(err).Str("detail", mc.ErrorReason(err))
 	}
 	ev.Msg("session rejected")
-	if !s.raw && s.hsLen > 0 && s.handshake.NextState != mc.NextStateStatus {
+	if s.loginDisconnectable() {
 		switch msg := disconnectText(r); {
 		case (r == reasonBackendUnavailable || r == reasonNoHealthyBackend) && s.group != nil:
 			_ = c.Write(s.group.offlineDisconnect)

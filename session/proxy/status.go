@@ -475,17 +475,18 @@ func (s *session) lookupStatus() {
 // offline answer when the refresh failed (counted as backend_unavailable).
 func (s *session) useEntry(e statusEntry) {
 	if e.reply != nil {
-		s.reply = e.reply
+		s.pre.reply = e.reply
 		return
 	}
 	s.refused(reasonBackendUnavailable)
-	s.reply = s.group.status.offline
+	s.pre.reply = s.group.status.offline
 }
 
 // statusReady runs on the session's loop when the refresh it waited for is
 // done.
 func (s *session) statusReady(e statusEntry) {
-	if s.reply != nil || s.client.Closing() || (s.state != stLocalStatus && s.state != stLegacyPing) {
+	// The state first: a session no longer answering a ping may be relaying, without pre.
+	if (s.state != stLocalStatus && s.state != stLegacyPing) || s.client.Closing() || s.pre.reply != nil {
 		return // it left, or timed out, meanwhile
 	}
 	s.p.loopOf(s.client).counters.statusWaited.Add(1)
@@ -562,7 +563,7 @@ func (s *session) answerLegacyPing(p mc.LegacyPing) {
 	c := s.client
 	c.Discard(-1)
 	s.state = stLegacyPing
-	s.legacy = p.Kind
+	s.pre.legacy = p.Kind
 	s.protocol = int32(p.Protocol)
 	c.Loop().ScheduleAt(&s.timer, s.handshakeDeadline()) // if it waited for more input
 	ls := s.p.loopOf(c)
@@ -571,21 +572,21 @@ func (s *session) answerLegacyPing(p mc.LegacyPing) {
 	s.host = string(norm)
 	s.group = nil
 	if rt := s.gen.router.route(norm); rt != nil {
-		s.route, s.group = rt, rt.group
+		s.pre.route, s.group = rt, rt.group
 	}
 	ev := s.p.log.Debug().Str("remote", c.RemoteAddr().String()).Stringer("kind", p.Kind).Str("host", s.host).Uint8("protocol", p.Protocol)
 	switch {
 	case s.group == nil:
 		ev.Msg("legacy ping for a host without a route")
-		s.reply = s.gen.unknownHost
+		s.pre.reply = s.gen.unknownHost
 	case !s.group.anyUp():
 		ev.Str("group", s.group.name).Msg("legacy ping answered locally: server offline")
 		s.refused(reasonNoHealthyBackend)
-		s.reply = s.group.status.offline
+		s.pre.reply = s.group.status.offline
 	default:
 		ev.Str("group", s.group.name).Msg("legacy ping")
 		s.lookupStatus()
-		if s.reply == nil {
+		if s.pre.reply == nil {
 			return // answered when the refresh is done (statusReady)
 		}
 	}
@@ -595,7 +596,7 @@ func (s *session) answerLegacyPing(p mc.LegacyPing) {
 // answerLegacy sends the legacy kick packet with the session's reply and closes.
 func (s *session) answerLegacy() {
 	c := s.client
-	_ = c.Write(mc.AppendLegacyKick(nil, s.legacy, s.reply.legacyStatus(s.protocol)))
+	_ = c.Write(mc.AppendLegacyKick(nil, s.pre.legacy, s.pre.reply.legacyStatus(s.protocol)))
 	s.state = stDone
 	c.Close()
 }
@@ -604,7 +605,7 @@ func (s *session) answerLegacy() {
 // waited for more input: nothing more can come, so it is answered as it is.
 // A ping waiting for a refresh keeps waiting; its answer can still be sent.
 func (s *session) legacyReadEOF() {
-	if s.legacy != 0 {
+	if s.pre.legacy != 0 {
 		return
 	}
 	buf, _ := s.client.Peek(-1)

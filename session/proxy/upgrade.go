@@ -73,12 +73,25 @@ type scannerState struct {
 	Broken    bool   `json:"broken"`
 }
 
+// The form keeps the remaining body and a partial length prefix apart, as
+// scanners before the 8-byte one did, so that processes of either kind can
+// hand over to each other.
 func (f *frameScanner) state() scannerState {
-	return scannerState{Remaining: f.remaining, Length: f.length, Shift: f.shift, Broken: f.broken}
+	st := scannerState{Shift: f.shift, Broken: f.broken}
+	if f.shift > 0 {
+		st.Length = f.n
+	} else {
+		st.Remaining = int(f.n)
+	}
+	return st
 }
 
 func (st scannerState) scanner() frameScanner {
-	return frameScanner{remaining: st.Remaining, length: st.Length, shift: st.Shift, broken: st.Broken}
+	f := frameScanner{shift: st.Shift, broken: st.Broken, n: uint32(st.Remaining)}
+	if st.Shift > 0 {
+		f.n = st.Length
+	}
+	return f
 }
 
 // handoverPoll is how often HandOver looks for sessions to move when no
@@ -496,8 +509,8 @@ func (p *Proxy) adopt(data []byte, files []*os.File) error {
 	gen := p.cur()
 	s := &session{p: p, gen: gen, ip: st.IP, state: stAdopting, adopted: true, raw: st.Raw, host: st.Host, username: st.User,
 		opened: st.Opened, protocol: st.Protocol, c2s: st.C2S.scanner(), s2c: st.S2C.scanner(),
-		adoptIn: [2][]byte{st.ClientIn, st.BackendIn}, adoptOut: [2][]byte{st.ToClient, st.ToBackend},
-		adoptTk: st.Cluster}
+		pre: &preRelay{adoptIn: [2][]byte{st.ClientIn, st.BackendIn}, adoptOut: [2][]byte{st.ToClient, st.ToBackend},
+			adoptTk: st.Cluster}}
 	s.timer.F = s.onTimer
 	if ap, err := netip.ParseAddrPort(st.Remote); err == nil {
 		s.pp = &proxied{src: ap}
@@ -522,15 +535,14 @@ func (p *Proxy) adopt(data []byte, files []*os.File) error {
 // sockets open in either order; neither is read before both are open.
 func (s *session) adoptedClient(c *reactor.Conn) {
 	s.client = c
-	s.listener = s.gen.listenerOf(c)
 	s.p.admitAdopted(s.gen, s.ip)
-	if tk := s.adoptTk; tk != nil && s.p.cluster != nil {
+	if tk := s.pre.adoptTk; tk != nil && s.p.cluster != nil {
 		if sess, err := cluster.ParseRecord(tk.Record); err == nil {
 			s.ticket = s.p.cluster.Adopt(tk.Token, sess, s)
 		} else {
 			s.p.log.Warn().Err(err).Str("remote", s.remoteAddr()).Msg("take-over: the session's cluster record is unreadable; it is not published")
 		}
-		s.adoptTk = nil
+		s.pre.adoptTk = nil
 	}
 	s.p.loopOf(c).counters.active.Add(1)
 	c.PauseRead()
@@ -561,10 +573,11 @@ func (s *session) adoptedBackend(bc *reactor.Conn) {
 // the other side had sent that it had not relayed yet.
 func (s *session) flushAdopted(to *reactor.Conn, side int) {
 	ls := s.p.loopOf(to)
-	if q := s.adoptOut[side]; len(q) > 0 {
+	pre := s.pre
+	if q := pre.adoptOut[side]; len(q) > 0 {
 		_ = to.Write(q)
 	}
-	if in := s.adoptIn[1-side]; len(in) > 0 {
+	if in := pre.adoptIn[1-side]; len(in) > 0 {
 		_ = to.Write(in)
 		bytes, frames, sc := &ls.counters.bytesC2S, &ls.counters.framesC2S, &s.c2s
 		if side == 0 {
@@ -575,7 +588,7 @@ func (s *session) flushAdopted(to *reactor.Conn, side int) {
 			frames.Add(int64(sc.scan(in)))
 		}
 	}
-	s.adoptOut[side], s.adoptIn[1-side] = nil, nil
+	pre.adoptOut[side], pre.adoptIn[1-side] = nil, nil
 }
 
 // resumeAdopted goes on relaying a handed-over session where the old process
@@ -589,6 +602,7 @@ func (s *session) resumeAdopted() {
 	bc.SetSink(c)
 	s.flushAdopted(bc, 1)
 	s.flushAdopted(c, 0)
+	s.pre = nil // both sides have what the old process left
 	c.ResumeRead()
 	bc.ResumeRead()
 	c.Backpressure()
