@@ -2,6 +2,8 @@ package reactor
 
 import (
 	"context"
+	"net"
+	"net/netip"
 	"sync/atomic"
 	"time"
 
@@ -37,7 +39,8 @@ type Loop struct {
 	pollAll     bool
 	polled      int
 	waitByFD    map[int]*Conn
-	drainChecks int // checks of waiters so far, for tests
+	drainChecks int                   // checks of waiters so far, for tests
+	ips         map[netip.Addr]net.IP // shared copies of the connections' IPs (addrs.go)
 	lingerTimer Timer
 	pollScratch [1]unix.PollFd
 
@@ -83,7 +86,7 @@ type LoopStats struct {
 }
 
 func newLoop(s *Server, el gnet.EventLoop, index int, pollFD int) *Loop {
-	l := &Loop{srv: s, el: el, index: index, pollFD: pollFD, waitByFD: make(map[int]*Conn)}
+	l := &Loop{srv: s, el: el, index: index, pollFD: pollFD, waitByFD: make(map[int]*Conn), ips: make(map[netip.Addr]net.IP)}
 	l.budgetTimer.F = l.scanBacklog
 	l.tickRunnable = func(context.Context) error {
 		l.tickQueued.Store(false)

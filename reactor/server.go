@@ -421,6 +421,7 @@ func (e *engineHandler) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 	}
 	c.gc = gc
 	gc.SetContext(c)
+	l.shareAddrIPs(gc.LocalAddr(), gc.RemoteAddr())
 	_, c.halfClose = c.handler.(HalfCloseHandler)
 	l.stats.Active.Add(1)
 	l.track(c)
