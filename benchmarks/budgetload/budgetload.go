@@ -1,7 +1,6 @@
 package budgetload
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -10,7 +9,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -20,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tidegate/tidegate/benchmarks/gometrics"
 	"github.com/tidegate/tidegate/benchmarks/peers"
 	"github.com/tidegate/tidegate/benchmarks/procstat"
 )
@@ -401,9 +400,10 @@ func Run(ctx context.Context, cfg Config) (t Trial) {
 	}
 	t.Flood, t.PeakRSS, t.SentAtPlateau = time.Since(start), plateau.Peak(), sent.Load()
 	if metrics != "" {
-		t.Paused, t.HeapInuse = scrape(metrics, errs)
+		m := gometrics.New(metrics)
+		t.Paused, t.HeapInuse = scrape(ctx, m, errs)
 		if cfg.HeapProfile != "" {
-			if err := saveHeap(metrics, cfg.HeapProfile); err != nil {
+			if err := m.SaveHeapProfile(ctx, cfg.HeapProfile, false); err != nil {
 				errs.add(err)
 			}
 		}
@@ -569,58 +569,20 @@ func startProxy(cfg Config, backend string) (p *peers.Process, metrics string, e
 
 // scrape reads tidegate_proxy_paused_connections and
 // go_memstats_heap_inuse_bytes from the proxy's /metrics (-1 when absent).
-func scrape(addr string, errs *errList) (paused, heap int64) {
+func scrape(ctx context.Context, m *gometrics.Client, errs *errList) (paused, heap int64) {
 	paused, heap = -1, -1
-	cl := http.Client{Timeout: 5 * time.Second}
-	resp, err := cl.Get("http://" + addr + "/metrics")
+	vals, err := m.Scrape(ctx)
 	if err != nil {
-		errs.add(fmt.Errorf("scraping the proxy's metrics at %s: %w", addr, err))
+		errs.add(fmt.Errorf("scraping the proxy's metrics: %w", err))
 		return
 	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		name, val, ok := strings.Cut(sc.Text(), " ")
-		if !ok {
-			continue
-		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
-		if err != nil {
-			continue
-		}
-		switch name {
-		case "tidegate_proxy_paused_connections":
-			paused = int64(v)
-		case "go_memstats_heap_inuse_bytes":
-			heap = int64(v)
-		}
+	if v, ok := vals["tidegate_proxy_paused_connections"]; ok {
+		paused = int64(v)
+	}
+	if v, ok := vals["go_memstats_heap_inuse_bytes"]; ok {
+		heap = int64(v)
 	}
 	return paused, heap
-}
-
-// saveHeap writes the proxy's heap profile to path.
-func saveHeap(addr, path string) error {
-	cl := http.Client{Timeout: 30 * time.Second}
-	resp, err := cl.Get("http://" + addr + "/debug/pprof/heap")
-	if err != nil {
-		return fmt.Errorf("heap profile from %s: %w", addr, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("heap profile from %s: HTTP %s", addr, resp.Status)
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("heap profile: %w", err)
-	}
-	_, err = io.Copy(f, resp.Body)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("writing the heap profile %s: %w", path, err)
-	}
-	return nil
 }
 
 // Series runs repeats rounds of one trial per budget, alternating the

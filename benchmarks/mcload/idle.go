@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tidegate/tidegate/benchmarks/gometrics"
 	"github.com/tidegate/tidegate/benchmarks/procstat"
 	"github.com/tidegate/tidegate/benchmarks/session"
 )
@@ -200,6 +201,14 @@ type IdleConfig struct {
 	// --sources.
 	WorkerCommand []string
 	Timeout       time.Duration
+	// MetricsAddr is the proxy's metrics address (a tidegate proxy's
+	// --metrics-listen); with it the probe also reads the proxy's Go heap
+	// and goroutines.
+	MetricsAddr string
+	// HeapProfile, with MetricsAddr, is where the proxy's heap profile is
+	// saved at the end of the hold, after two forced GCs (its in-use
+	// figures are then the live heap).
+	HeapProfile string
 }
 
 // IdleResult is what the idle probe measured.
@@ -219,6 +228,58 @@ type IdleResult struct {
 	FDsPerSession  float64        `json:"fds_per_session"`
 	ProxyMeasured  bool           `json:"proxy_measured"`
 	MeasurementGap string         `json:"measurement_note,omitempty"`
+
+	// The proxy at rest: its RSS at the end of the hold, before the
+	// liveness check, less its RSS before the logins.
+	RSSAfterHoldMiB        float64 `json:"rss_after_hold_mib,omitempty"`
+	RSSPerSessionAfterHold float64 `json:"rss_per_session_after_hold_kib,omitempty"`
+	ThreadsAfterHold       int     `json:"threads_after_hold,omitempty"`
+
+	// From the proxy's metrics (IdleConfig.MetricsAddr). The heap is read
+	// after two forced GCs before the logins and at the end of the hold
+	// (after the RSS), so it is the live heap; heap in use (the spans
+	// holding live objects, with the free slots among them) and stacks
+	// are read then too. Goroutines are counted before the logins, right
+	// after them (after the RSS, without a GC) and at the end of the hold.
+	HeapMeasured         bool    `json:"heap_measured,omitempty"`
+	HeapBeforeMiB        float64 `json:"heap_before_mib,omitempty"`
+	HeapAfterMiB         float64 `json:"heap_after_mib,omitempty"`
+	HeapPerSession       float64 `json:"heap_per_session_kib,omitempty"`
+	HeapInuseBeforeMiB   float64 `json:"heap_inuse_before_mib,omitempty"`
+	HeapInuseAfterMiB    float64 `json:"heap_inuse_after_mib,omitempty"`
+	HeapInusePerSession  float64 `json:"heap_inuse_per_session_kib,omitempty"`
+	StackInuseAfterMiB   float64 `json:"stack_inuse_after_mib,omitempty"`
+	GoroutinesBefore     int     `json:"goroutines_before,omitempty"`
+	GoroutinesAfterLogin int     `json:"goroutines_after_login,omitempty"`
+	GoroutinesAfterHold  int     `json:"goroutines_after_hold,omitempty"`
+	HeapProfile          string  `json:"heap_profile,omitempty"`
+	HeapMeasurementGap   string  `json:"heap_measurement_note,omitempty"`
+}
+
+// goSample is what the proxy's metrics say of its Go runtime.
+type goSample struct {
+	heap, heapInuse, stackInuse float64
+	goroutines                  int
+}
+
+// readGo scrapes the proxy's metrics, after two forced GCs when gc is set.
+func readGo(ctx context.Context, m *gometrics.Client, gc bool) (goSample, error) {
+	if gc {
+		if err := m.CollectGarbage(ctx); err != nil {
+			return goSample{}, err
+		}
+	}
+	v, err := m.Scrape(ctx)
+	if err != nil {
+		return goSample{}, err
+	}
+	for _, k := range []string{"go_memstats_heap_alloc_bytes", "go_memstats_heap_inuse_bytes", "go_memstats_stack_inuse_bytes", "go_goroutines"} {
+		if _, ok := v[k]; !ok {
+			return goSample{}, fmt.Errorf("idle: %s/metrics lacks %s", m.Base, k)
+		}
+	}
+	return goSample{heap: v["go_memstats_heap_alloc_bytes"], heapInuse: v["go_memstats_heap_inuse_bytes"],
+		stackInuse: v["go_memstats_stack_inuse_bytes"], goroutines: int(v["go_goroutines"])}, nil
 }
 
 type worker struct {
@@ -253,6 +314,15 @@ func Idle(ctx context.Context, cfg IdleConfig) (*IdleResult, error) {
 		before, probeErr = procstat.Read(cfg.PIDs)
 	} else {
 		probeErr = errors.New("no proxy process to measure (--addr given)")
+	}
+	var m *gometrics.Client
+	var goBefore goSample
+	var heapErr error
+	if cfg.MetricsAddr != "" {
+		m = gometrics.New(cfg.MetricsAddr)
+		if heapErr = m.WaitReady(ctx, 10*time.Second); heapErr == nil {
+			goBefore, heapErr = readGo(ctx, m, true)
+		}
 	}
 	srcs := make([]string, len(cfg.Sources))
 	for i, s := range cfg.Sources {
@@ -324,6 +394,12 @@ func Idle(ctx context.Context, cfg IdleConfig) (*IdleResult, error) {
 	if probeErr != nil {
 		res.MeasurementGap = probeErr.Error()
 	}
+	if m != nil && heapErr == nil {
+		var g goSample
+		if g, heapErr = readGo(ctx, m, false); heapErr == nil {
+			res.GoroutinesAfterLogin = g.goroutines
+		}
+	}
 	holdStart := time.Now()
 	select {
 	case <-time.After(cfg.Hold):
@@ -331,6 +407,19 @@ func Idle(ctx context.Context, cfg IdleConfig) (*IdleResult, error) {
 		return res, ctx.Err()
 	}
 	res.HoldSeconds = time.Since(holdStart).Seconds()
+	if res.ProxyMeasured {
+		if rest, err := procstat.Read(cfg.PIDs); err == nil {
+			res.RSSAfterHoldMiB = float64(rest.RSSBytes) / (1 << 20)
+			res.RSSPerSessionAfterHold = float64(rest.RSSBytes-before.RSSBytes) / 1024 / float64(res.LoggedIn)
+			res.ThreadsAfterHold = rest.Threads
+		}
+	}
+	if m != nil && heapErr == nil && res.LoggedIn > 0 {
+		heapErr = res.readHeap(ctx, m, goBefore, cfg.HeapProfile)
+	}
+	if heapErr != nil {
+		res.HeapMeasurementGap = heapErr.Error()
+	}
 	for _, w := range workers {
 		if _, err := io.WriteString(w.in, "check\n"); err != nil {
 			return res, fmt.Errorf("idle worker pid %d: %w", w.cmd.Process.Pid, err)
@@ -347,6 +436,32 @@ func Idle(ctx context.Context, cfg IdleConfig) (*IdleResult, error) {
 		}
 	}
 	return res, nil
+}
+
+// readHeap reads the proxy's live heap at rest (after two forced GCs), as
+// figures per session against before, and saves its heap profile.
+func (res *IdleResult) readHeap(ctx context.Context, m *gometrics.Client, before goSample, profile string) error {
+	g, err := readGo(ctx, m, true)
+	if err != nil {
+		return err
+	}
+	const mib = 1 << 20
+	n := float64(res.LoggedIn)
+	res.HeapMeasured = true
+	res.HeapBeforeMiB, res.HeapAfterMiB = before.heap/mib, g.heap/mib
+	res.HeapPerSession = (g.heap - before.heap) / 1024 / n
+	res.HeapInuseBeforeMiB, res.HeapInuseAfterMiB = before.heapInuse/mib, g.heapInuse/mib
+	res.HeapInusePerSession = (g.heapInuse - before.heapInuse) / 1024 / n
+	res.StackInuseAfterMiB = g.stackInuse / mib
+	res.GoroutinesBefore, res.GoroutinesAfterHold = before.goroutines, g.goroutines
+	if profile != "" {
+		// The GCs above were the last: the profile's in-use figures are the live heap.
+		if err := m.SaveHeapProfile(ctx, profile, false); err != nil {
+			return err
+		}
+		res.HeapProfile = profile
+	}
+	return nil
 }
 
 // ioReason labels a failed echo without addresses, so failures group.

@@ -36,6 +36,12 @@ type Spec struct {
 	// CPUProfile, when set, makes a tidegate proxy write a Go CPU profile
 	// there when it stops.
 	CPUProfile string
+	// MetricsListen, when set, makes a tidegate proxy serve its metrics and
+	// profiles there (--metrics-listen); Process.MetricsAddr gives it back.
+	MetricsListen string
+	// Env is added to a tidegate proxy's environment (after GOMAXPROCS,
+	// which it may override), such as GODEBUG=memprofilerate=1 or GOGC=50.
+	Env []string
 	// Syscalls, when set, runs the proxy under perf to count its system calls.
 	Syscalls *SyscallCounter
 	// ReadyTimeout bounds the wait for the listener; 0 means 10 seconds.
@@ -68,6 +74,9 @@ type Process struct {
 	Name string
 	// Addr is the address it accepts connections on.
 	Addr string
+	// MetricsAddr is where a tidegate proxy serves its metrics and
+	// profiles; empty when it does not.
+	MetricsAddr string
 
 	cmd     *exec.Cmd
 	dir     string
@@ -145,6 +154,10 @@ func Start(s Spec) (*Process, error) {
 		if s.CPUProfile != "" {
 			argv = append(argv, "--cpuprofile", s.CPUProfile)
 		}
+		if s.MetricsListen != "" {
+			argv = append(argv, "--metrics-listen", s.MetricsListen)
+		}
+		env = append(env, s.Env...)
 	case KindGoproxy:
 		exe, err := executable(s.PeerExecutable)
 		if err != nil {
@@ -172,6 +185,9 @@ func Start(s Spec) (*Process, error) {
 		return nil, fmt.Errorf("unknown target %q: want one of %s", s.Kind, kindList())
 	}
 	p := &Process{Name: string(s.Kind), Addr: r.Listen, dir: r.Dir, ownDir: ownDir, sys: s.Syscalls}
+	if s.Kind == KindTidegate || s.Kind == KindTidegateRaw {
+		p.MetricsAddr = s.MetricsListen
+	}
 	want := 1
 	if s.Kind == KindNginx {
 		want = 1 + r.Cores // master and workers

@@ -1,7 +1,6 @@
 package pushload
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -15,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tidegate/tidegate/benchmarks/gometrics"
 )
 
 // StuckConfig describes a run with subscribers that never read: Load's
@@ -102,7 +103,8 @@ func Stuck(ctx context.Context, cfg StuckConfig) (StuckResult, error) {
 	}
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
-	m := &metricsClient{base: strings.TrimSuffix(cfg.MetricsURL, "/"), hc: &http.Client{Timeout: 10 * time.Second, Transport: tr}}
+	m := metricsClient{gometrics.New(cfg.MetricsURL)}
+	m.HTTP = &http.Client{Timeout: 10 * time.Second, Transport: tr}
 	rd, err := startReaders(lc)
 	if err != nil {
 		return r, err
@@ -318,42 +320,17 @@ type serverSample struct {
 	budgetDropped                        int64
 }
 
-type metricsClient struct {
-	base string
-	hc   *http.Client
-}
+type metricsClient struct{ *gometrics.Client }
 
 // sample scrapes /metrics, after two forced GCs when gc is set so that the
-// heap figure is the live heap (the second one empties the victim caches of
-// sync.Pools, where gnet keeps the buffers of closed connections).
+// heap figure is the live heap.
 func (m *metricsClient) sample(ctx context.Context, gc bool) (serverSample, error) {
-	for i := 0; gc && i < 2; i++ {
-		if err := m.get(ctx, "/debug/pprof/heap?gc=1", func(r io.Reader) error {
-			_, err := io.Copy(io.Discard, r)
-			return err
-		}); err != nil {
+	if gc {
+		if err := m.CollectGarbage(ctx); err != nil {
 			return serverSample{}, err
 		}
 	}
-	vals := map[string]float64{}
-	err := m.get(ctx, "/metrics", func(r io.Reader) error {
-		sc := bufio.NewScanner(r)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			line := sc.Text()
-			if line == "" || line[0] == '#' {
-				continue
-			}
-			i := strings.LastIndexByte(line, ' ')
-			if i < 0 {
-				continue
-			}
-			if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
-				vals[line[:i]] = v
-			}
-		}
-		return sc.Err()
-	})
+	vals, err := m.Scrape(ctx)
 	if err != nil {
 		return serverSample{}, err
 	}
@@ -376,26 +353,7 @@ func (m *metricsClient) sample(ctx context.Context, gc bool) (serverSample, erro
 		budgetDropped: int64(vals["tidegate_push_budget_dropped_events_total"]), // absent before the budget existed
 	}
 	if len(missing) > 0 {
-		return s, fmt.Errorf("pushload: %s/metrics lacks %s", m.base, strings.Join(missing, ", "))
+		return s, fmt.Errorf("pushload: %s/metrics lacks %s", m.Base, strings.Join(missing, ", "))
 	}
 	return s, nil
-}
-
-func (m *metricsClient) get(ctx context.Context, path string, read func(io.Reader) error) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.base+path, nil)
-	if err != nil {
-		return fmt.Errorf("pushload: metrics request %s%s: %w", m.base, path, err)
-	}
-	resp, err := m.hc.Do(req)
-	if err != nil {
-		return fmt.Errorf("pushload: GET %s%s: %w", m.base, path, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("pushload: GET %s%s: status %s", m.base, path, resp.Status)
-	}
-	if err := read(resp.Body); err != nil {
-		return fmt.Errorf("pushload: reading %s%s: %w", m.base, path, err)
-	}
-	return nil
 }

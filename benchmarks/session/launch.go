@@ -32,6 +32,11 @@ type LaunchOptions struct {
 	// CPUProfileDir, when set, makes each tidegate proxy write a Go CPU
 	// profile into this directory (named after its target and index).
 	CPUProfileDir string
+	// TidegateMetrics makes each tidegate proxy serve its metrics and
+	// profiles on a free loopback port (Target.MetricsAddr).
+	TidegateMetrics bool
+	// TidegateEnv is added to each tidegate proxy's environment.
+	TidegateEnv []string
 	// ReplyDelay makes the backend hold every play echo this long (half of
 	// Config.AppRTT).
 	ReplyDelay time.Duration
@@ -109,6 +114,14 @@ func (e *Environment) startProxy(k peers.Kind, i int, sys *peers.SyscallCounter)
 		if e.opts.CPUProfileDir != "" && sys == nil {
 			s.CPUProfile = filepath.Join(e.opts.CPUProfileDir, fmt.Sprintf("%s-%d.pprof", k, i))
 		}
+		if k == peers.KindTidegate || k == peers.KindTidegateRaw {
+			s.Env = e.opts.TidegateEnv
+			if e.opts.TidegateMetrics {
+				if s.MetricsListen, err = peers.FreeAddr("127.0.0.1"); err != nil {
+					return nil, err
+				}
+			}
+		}
 		if e.opts.Netns != nil {
 			s.Wrap = e.opts.Netns.Exec(e.opts.Netns.ProxyNS)
 		}
@@ -134,7 +147,7 @@ func (e *Environment) BackendProcess() *peers.Process { return e.backend }
 func (e *Environment) Targets() []Target {
 	out := make([]Target, len(e.proxies))
 	for i, p := range e.proxies {
-		out[i] = Target{Name: p.Name, Addr: p.Addr, PIDs: p.PIDs()}
+		out[i] = Target{Name: p.Name, Addr: p.Addr, PIDs: p.PIDs(), MetricsAddr: p.MetricsAddr}
 	}
 	return out
 }

@@ -21,6 +21,9 @@ type Target struct {
 	Addr string
 	// PIDs are its processes, measured from /proc; empty: no process figures.
 	PIDs []int
+	// MetricsAddr is where a tidegate proxy serves its metrics and
+	// profiles (LaunchOptions.TidegateMetrics); empty otherwise.
+	MetricsAddr string
 }
 
 // CountedTarget is a fresh copy of a target started under a system call

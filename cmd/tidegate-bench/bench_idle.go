@@ -26,8 +26,16 @@ func benchIdleCommand() *cli.Command {
 			"source addresses, log each in and echo one small PLAY packet. The proxy's RSS growth\n" +
 			"(VmRSS of its processes) divided by the sessions, its OS threads (/proc/PID/status\n" +
 			"Threads: tidegate has no goroutine count endpoint, and OS threads are what every proxy\n" +
-			"has) and open files per session are reported. After --hold every session echoes once\n" +
-			"more; --min-alive and --max-rss-per-session turn the figures into a pass/fail exit.",
+			"has) and open files per session are reported, and the RSS growth again at the end of the\n" +
+			"hold (the proxy at rest). After --hold every session echoes once more; --min-alive and\n" +
+			"--max-rss-per-session turn the figures into a pass/fail exit.\n\n" +
+			"--heap (tidegate) starts the proxy with --metrics-listen and reads its Go runtime too: the\n" +
+			"live heap per session (after two forced GCs before the logins and at the end of the hold,\n" +
+			"read after the RSS), heap in use, stacks and goroutines; --heap-profile FILE saves its heap\n" +
+			"profile at the end of the hold (go tool pprof -sample_index=inuse_space FILE), and with\n" +
+			"--tidegate-env GODEBUG=memprofilerate=1 every object is in it (not only a sample; the RSS\n" +
+			"figures of such a run are not representative). With --addr, --metrics-addr names the\n" +
+			"running proxy's metrics address for the same figures.",
 		Flags: append([]cli.Flag{
 			&cli.IntFlag{Name: "sessions", Value: 1000, Usage: "idle sessions to hold"},
 			&cli.IntFlag{Name: "workers", Value: 0, Usage: "client processes", DefaultText: "one per 8,000 sessions"},
@@ -36,6 +44,10 @@ func benchIdleCommand() *cli.Command {
 			&cli.DurationFlag{Name: "hold", Value: 10 * time.Second, Usage: "how long the sessions stay idle before the liveness check"},
 			&cli.StringFlag{Name: "target", Value: "tidegate", Usage: "proxy: tidegate, tidegate-raw, goproxy, haproxy, haproxy-splice or nginx"},
 			&cli.StringFlag{Name: "addr", Usage: "measure an already running proxy at this address instead (no process figures)"},
+			&cli.StringFlag{Name: "metrics-addr", Usage: "with --addr: the running tidegate proxy's --metrics-listen `ADDR`, for its heap and goroutines"},
+			&cli.BoolFlag{Name: "heap", Usage: "tidegate: serve the proxy's metrics and report its live heap, heap in use and goroutines per session"},
+			&cli.StringFlag{Name: "heap-profile", Usage: "tidegate: save the proxy's heap profile at the end of the hold into `FILE` (implies --heap)"},
+			&cli.StringSliceFlag{Name: "tidegate-env", Usage: "`KEY=VALUE` added to the tidegate proxy's environment (GODEBUG=memprofilerate=1, GOGC=50); repeatable"},
 			&cli.IntFlag{Name: "proxy-cores", Value: 1, Usage: "threads/loops/workers of the proxy"},
 			&cli.IntFlag{Name: "goproxy-gomaxprocs", Usage: "GOMAXPROCS of goproxy", DefaultText: "--proxy-cores"},
 			&cli.IntFlag{Name: "min-alive", Value: -1, Usage: "fail unless at least this many sessions are alive after --hold", DefaultText: "all"},
@@ -70,6 +82,11 @@ func runBenchIdle(c *cli.Context) error {
 		Addr: c.String("addr"), Sessions: n, Workers: workers, Parallel: c.Int("parallel"), Sources: sources,
 		Hold: c.Duration("hold"), Timeout: c.Duration("timeout"),
 		WorkerCommand: []string{exe, "bench", "idle-worker", "--log-level", c.String("log-level")},
+		MetricsAddr:   c.String("metrics-addr"), HeapProfile: c.String("heap-profile"),
+	}
+	heap := c.Bool("heap") || cfg.HeapProfile != ""
+	if cfg.Addr != "" && heap && cfg.MetricsAddr == "" {
+		return fmt.Errorf("--heap and --heap-profile with --addr %s need the running proxy's --metrics-addr", cfg.Addr)
 	}
 	target := c.String("target")
 	if cfg.Addr == "" {
@@ -81,15 +98,19 @@ func runBenchIdle(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
+		if heap && kinds[0] != peers.KindTidegate && kinds[0] != peers.KindTidegateRaw {
+			return fmt.Errorf("--heap and --heap-profile: %s has no Go heap to read (tidegate and tidegate-raw do)", target)
+		}
 		env, err := session.Launch(session.LaunchOptions{Kinds: kinds, ProxyCores: c.Int("proxy-cores"), Executable: tg,
 			GoMaxProcs: c.Int("goproxy-gomaxprocs"), BackendLoops: 1, Sessions: n,
-			HAProxy: c.String("haproxy-bin"), Nginx: c.String("nginx-bin")})
+			HAProxy: c.String("haproxy-bin"), Nginx: c.String("nginx-bin"),
+			TidegateMetrics: heap, TidegateEnv: c.StringSlice("tidegate-env")})
 		if err != nil {
 			return err
 		}
 		defer env.Close()
 		t := env.Targets()[0]
-		cfg.Addr, cfg.PIDs = t.Addr, t.PIDs
+		cfg.Addr, cfg.PIDs, cfg.MetricsAddr = t.Addr, t.PIDs, t.MetricsAddr
 	} else {
 		target = cfg.Addr
 	}
@@ -112,8 +133,22 @@ func runBenchIdle(c *cli.Context) error {
 		if res.ProxyMeasured {
 			fmt.Printf("proxy RSS %.1f MiB -> %.1f MiB: %.2f KiB per session; open files per session %.2f; OS threads %d -> %d\n",
 				res.RSSBeforeMiB, res.RSSAfterMiB, res.RSSPerSession, res.FDsPerSession, res.ThreadsBefore, res.ThreadsAfter)
+			fmt.Printf("proxy at the end of the hold: RSS %.1f MiB, %.2f KiB per session; OS threads %d\n",
+				res.RSSAfterHoldMiB, res.RSSPerSessionAfterHold, res.ThreadsAfterHold)
 		} else {
 			fmt.Printf("proxy not measured: %s\n", res.MeasurementGap)
+		}
+		switch {
+		case res.HeapMeasured:
+			fmt.Printf("proxy Go heap at rest: live %.1f MiB -> %.1f MiB: %.2f KiB per session; in use %.1f -> %.1f MiB: %.2f KiB per session; "+
+				"stacks %.2f MiB; goroutines %d -> %d after the logins -> %d at the end of the hold\n",
+				res.HeapBeforeMiB, res.HeapAfterMiB, res.HeapPerSession, res.HeapInuseBeforeMiB, res.HeapInuseAfterMiB,
+				res.HeapInusePerSession, res.StackInuseAfterMiB, res.GoroutinesBefore, res.GoroutinesAfterLogin, res.GoroutinesAfterHold)
+			if res.HeapProfile != "" {
+				fmt.Printf("heap profile: %s\n", res.HeapProfile)
+			}
+		case res.HeapMeasurementGap != "":
+			fmt.Printf("proxy heap not measured: %s\n", res.HeapMeasurementGap)
 		}
 		keys := make([]string, 0, len(res.Failures))
 		for k := range res.Failures {

@@ -1,0 +1,12 @@
+package gometrics
+
+import (
+	"os"
+	"testing"
+
+	"github.com/tidegate/tidegate/internal/leaktest"
+)
+
+// TestMain fails the run when the tests leave goroutines running or, on
+// Linux, descriptors open.
+func TestMain(m *testing.M) { os.Exit(leaktest.MainFDs(m)) }
