@@ -213,21 +213,25 @@ type IdleConfig struct {
 
 // IdleResult is what the idle probe measured.
 type IdleResult struct {
-	Target         string         `json:"target,omitempty"`
-	Sessions       int            `json:"sessions"`
-	Workers        int            `json:"workers"`
-	LoggedIn       int            `json:"logged_in"`
-	Alive          int            `json:"alive"`
-	HoldSeconds    float64        `json:"hold_seconds"`
-	Failures       map[string]int `json:"failures,omitempty"`
-	RSSBeforeMiB   float64        `json:"rss_before_mib"`
-	RSSAfterMiB    float64        `json:"rss_after_mib"`
-	RSSPerSession  float64        `json:"rss_per_session_kib"`
-	ThreadsBefore  int            `json:"threads_before"`
-	ThreadsAfter   int            `json:"threads_after"`
-	FDsPerSession  float64        `json:"fds_per_session"`
-	ProxyMeasured  bool           `json:"proxy_measured"`
-	MeasurementGap string         `json:"measurement_note,omitempty"`
+	Target        string         `json:"target,omitempty"`
+	Sessions      int            `json:"sessions"`
+	Workers       int            `json:"workers"`
+	LoggedIn      int            `json:"logged_in"`
+	Alive         int            `json:"alive"`
+	HoldSeconds   float64        `json:"hold_seconds"`
+	Failures      map[string]int `json:"failures,omitempty"`
+	RSSBeforeMiB  float64        `json:"rss_before_mib"`
+	RSSAfterMiB   float64        `json:"rss_after_mib"`
+	RSSPerSession float64        `json:"rss_per_session_kib"`
+	ThreadsBefore int            `json:"threads_before"`
+	ThreadsAfter  int            `json:"threads_after"`
+	FDsPerSession float64        `json:"fds_per_session"`
+	// CPUPerLogin is the proxy's on-CPU time from before the logins to
+	// after them, per session logged in, in microseconds (what a GC
+	// setting costs shows here).
+	CPUPerLogin    float64 `json:"cpu_per_login_us"`
+	ProxyMeasured  bool    `json:"proxy_measured"`
+	MeasurementGap string  `json:"measurement_note,omitempty"`
 
 	// The proxy at rest: its RSS at the end of the hold, before the
 	// liveness check, less its RSS before the logins.
@@ -389,6 +393,7 @@ func Idle(ctx context.Context, cfg IdleConfig) (*IdleResult, error) {
 			res.RSSPerSession = float64(after.RSSBytes-before.RSSBytes) / 1024 / float64(res.LoggedIn)
 			res.ThreadsBefore, res.ThreadsAfter = before.Threads, after.Threads
 			res.FDsPerSession = float64(after.FDs-before.FDs) / float64(res.LoggedIn)
+			res.CPUPerLogin = float64(after.CPUNs-before.CPUNs) / 1e3 / float64(res.LoggedIn)
 		}
 	}
 	if probeErr != nil {

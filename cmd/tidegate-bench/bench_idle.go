@@ -133,8 +133,8 @@ func runBenchIdle(c *cli.Context) error {
 		if res.ProxyMeasured {
 			fmt.Printf("proxy RSS %.1f MiB -> %.1f MiB: %.2f KiB per session; open files per session %.2f; OS threads %d -> %d\n",
 				res.RSSBeforeMiB, res.RSSAfterMiB, res.RSSPerSession, res.FDsPerSession, res.ThreadsBefore, res.ThreadsAfter)
-			fmt.Printf("proxy at the end of the hold: RSS %.1f MiB, %.2f KiB per session; OS threads %d\n",
-				res.RSSAfterHoldMiB, res.RSSPerSessionAfterHold, res.ThreadsAfterHold)
+			fmt.Printf("proxy at the end of the hold: RSS %.1f MiB, %.2f KiB per session; OS threads %d; CPU %.0f us per login\n",
+				res.RSSAfterHoldMiB, res.RSSPerSessionAfterHold, res.ThreadsAfterHold, res.CPUPerLogin)
 		} else {
 			fmt.Printf("proxy not measured: %s\n", res.MeasurementGap)
 		}
