@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -241,14 +242,22 @@ type IdleResult struct {
 
 	// From the proxy's metrics (IdleConfig.MetricsAddr). The heap is read
 	// after two forced GCs before the logins and at the end of the hold
-	// (after the RSS), so it is the live heap; heap in use (the spans
-	// holding live objects, with the free slots among them) and stacks
-	// are read then too. Goroutines are counted before the logins, right
-	// after them (after the RSS, without a GC) and at the end of the hold.
-	HeapMeasured         bool    `json:"heap_measured,omitempty"`
-	HeapBeforeMiB        float64 `json:"heap_before_mib,omitempty"`
-	HeapAfterMiB         float64 `json:"heap_after_mib,omitempty"`
-	HeapPerSession       float64 `json:"heap_per_session_kib,omitempty"`
+	// (after the RSS), so it is the live heap: go_gc_heap_live_bytes where
+	// the proxy has it (HeapSource), else go_memstats_heap_alloc_bytes,
+	// which also counts the garbage of the heap profile request that
+	// forced the second GC (about the same before and after, so it mostly
+	// cancels out of the figure per session). Heap in use (the spans
+	// holding live objects, with the free slots among them) and stacks are
+	// read then too. Goroutines are counted before the logins, right after
+	// them (after the RSS, without a GC) and at the end of the hold.
+	HeapMeasured   bool    `json:"heap_measured,omitempty"`
+	HeapSource     string  `json:"heap_source,omitempty"`
+	HeapBeforeMiB  float64 `json:"heap_before_mib,omitempty"`
+	HeapAfterMiB   float64 `json:"heap_after_mib,omitempty"`
+	HeapPerSession float64 `json:"heap_per_session_kib,omitempty"`
+	// HeapAllocPerSession is the figure from go_memstats_heap_alloc_bytes
+	// whatever HeapSource is, to compare with proxies that lack the other.
+	HeapAllocPerSession  float64 `json:"heap_alloc_per_session_kib,omitempty"`
 	HeapInuseBeforeMiB   float64 `json:"heap_inuse_before_mib,omitempty"`
 	HeapInuseAfterMiB    float64 `json:"heap_inuse_after_mib,omitempty"`
 	HeapInusePerSession  float64 `json:"heap_inuse_per_session_kib,omitempty"`
@@ -257,13 +266,15 @@ type IdleResult struct {
 	GoroutinesAfterLogin int     `json:"goroutines_after_login,omitempty"`
 	GoroutinesAfterHold  int     `json:"goroutines_after_hold,omitempty"`
 	HeapProfile          string  `json:"heap_profile,omitempty"`
+	HeapProfileBefore    string  `json:"heap_profile_before,omitempty"`
 	HeapMeasurementGap   string  `json:"heap_measurement_note,omitempty"`
 }
 
 // goSample is what the proxy's metrics say of its Go runtime.
 type goSample struct {
-	heap, heapInuse, stackInuse float64
-	goroutines                  int
+	heap, live, heapInuse, stackInuse float64
+	hasLive                           bool
+	goroutines                        int
 }
 
 // readGo scrapes the proxy's metrics, after two forced GCs when gc is set.
@@ -282,8 +293,20 @@ func readGo(ctx context.Context, m *gometrics.Client, gc bool) (goSample, error)
 			return goSample{}, fmt.Errorf("idle: %s/metrics lacks %s", m.Base, k)
 		}
 	}
-	return goSample{heap: v["go_memstats_heap_alloc_bytes"], heapInuse: v["go_memstats_heap_inuse_bytes"],
+	live, hasLive := v["go_gc_heap_live_bytes"]
+	return goSample{heap: v["go_memstats_heap_alloc_bytes"], live: live, hasLive: hasLive, heapInuse: v["go_memstats_heap_inuse_bytes"],
 		stackInuse: v["go_memstats_stack_inuse_bytes"], goroutines: int(v["go_goroutines"])}, nil
+}
+
+// BeforeProfilePath is where the probe saves the heap profile taken before
+// the logins when the one at the end of the hold goes to path: heap.pb.gz
+// and heap-before.pb.gz, for go tool pprof -base.
+func BeforeProfilePath(path string) string {
+	dir, base := filepath.Split(path)
+	if i := strings.IndexByte(base, '.'); i > 0 {
+		return dir + base[:i] + "-before" + base[i:]
+	}
+	return path + "-before"
 }
 
 type worker struct {
@@ -326,6 +349,12 @@ func Idle(ctx context.Context, cfg IdleConfig) (*IdleResult, error) {
 		m = gometrics.New(cfg.MetricsAddr)
 		if heapErr = m.WaitReady(ctx, 10*time.Second); heapErr == nil {
 			goBefore, heapErr = readGo(ctx, m, true)
+		}
+		if heapErr == nil && cfg.HeapProfile != "" {
+			p := BeforeProfilePath(cfg.HeapProfile)
+			if heapErr = m.SaveHeapProfile(ctx, p, false); heapErr == nil {
+				res.HeapProfileBefore = p
+			}
 		}
 	}
 	srcs := make([]string, len(cfg.Sources))
@@ -453,8 +482,15 @@ func (res *IdleResult) readHeap(ctx context.Context, m *gometrics.Client, before
 	const mib = 1 << 20
 	n := float64(res.LoggedIn)
 	res.HeapMeasured = true
-	res.HeapBeforeMiB, res.HeapAfterMiB = before.heap/mib, g.heap/mib
-	res.HeapPerSession = (g.heap - before.heap) / 1024 / n
+	b, a := before.heap, g.heap
+	res.HeapSource = "go_memstats_heap_alloc_bytes"
+	if before.hasLive && g.hasLive {
+		b, a = before.live, g.live
+		res.HeapSource = "go_gc_heap_live_bytes"
+	}
+	res.HeapBeforeMiB, res.HeapAfterMiB = b/mib, a/mib
+	res.HeapPerSession = (a - b) / 1024 / n
+	res.HeapAllocPerSession = (g.heap - before.heap) / 1024 / n
 	res.HeapInuseBeforeMiB, res.HeapInuseAfterMiB = before.heapInuse/mib, g.heapInuse/mib
 	res.HeapInusePerSession = (g.heapInuse - before.heapInuse) / 1024 / n
 	res.StackInuseAfterMiB = g.stackInuse / mib

@@ -151,3 +151,16 @@ func TestWorkerReportsRefusedSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestBeforeProfilePath(t *testing.T) {
+	for in, want := range map[string]string{
+		"heap.pb.gz":         "heap-before.pb.gz",
+		"/tmp/x/after.pprof": "/tmp/x/after-before.pprof",
+		"/tmp/x.d/heap":      "/tmp/x.d/heap-before",
+		".hidden":            ".hidden-before",
+	} {
+		if got := BeforeProfilePath(in); got != want {
+			t.Errorf("BeforeProfilePath(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -25,14 +25,15 @@ func benchIdleCommand() *cli.Command {
 			"processes (`tidegate-bench bench idle-worker`) that open the sessions from several loopback\n" +
 			"source addresses, log each in and echo one small PLAY packet. The proxy's RSS growth\n" +
 			"(VmRSS of its processes) divided by the sessions, its OS threads (/proc/PID/status\n" +
-			"Threads: tidegate has no goroutine count endpoint, and OS threads are what every proxy\n" +
-			"has) and open files per session are reported, and the RSS growth again at the end of the\n" +
+			"Threads: OS threads are what every proxy has; --heap adds tidegate's goroutines) and\n" +
+			"open files per session are reported, and the RSS growth again at the end of the\n" +
 			"hold (the proxy at rest). After --hold every session echoes once more; --min-alive and\n" +
 			"--max-rss-per-session turn the figures into a pass/fail exit.\n\n" +
 			"--heap (tidegate) starts the proxy with --metrics-listen and reads its Go runtime too: the\n" +
 			"live heap per session (after two forced GCs before the logins and at the end of the hold,\n" +
 			"read after the RSS), heap in use, stacks and goroutines; --heap-profile FILE saves its heap\n" +
-			"profile at the end of the hold (go tool pprof -sample_index=inuse_space FILE), and with\n" +
+			"profile at the end of the hold and the one before the logins next to it (heap.pb.gz and\n" +
+			"heap-before.pb.gz: go tool pprof -sample_index=inuse_space -base heap-before.pb.gz heap.pb.gz), and with\n" +
 			"--tidegate-env GODEBUG=memprofilerate=1 every object is in it (not only a sample; the RSS\n" +
 			"figures of such a run are not representative). With --addr, --metrics-addr names the\n" +
 			"running proxy's metrics address for the same figures.",
@@ -140,12 +141,12 @@ func runBenchIdle(c *cli.Context) error {
 		}
 		switch {
 		case res.HeapMeasured:
-			fmt.Printf("proxy Go heap at rest: live %.1f MiB -> %.1f MiB: %.2f KiB per session; in use %.1f -> %.1f MiB: %.2f KiB per session; "+
+			fmt.Printf("proxy Go heap at rest: live %.1f MiB -> %.1f MiB: %.2f KiB per session (%s); in use %.1f -> %.1f MiB: %.2f KiB per session; "+
 				"stacks %.2f MiB; goroutines %d -> %d after the logins -> %d at the end of the hold\n",
-				res.HeapBeforeMiB, res.HeapAfterMiB, res.HeapPerSession, res.HeapInuseBeforeMiB, res.HeapInuseAfterMiB,
+				res.HeapBeforeMiB, res.HeapAfterMiB, res.HeapPerSession, res.HeapSource, res.HeapInuseBeforeMiB, res.HeapInuseAfterMiB,
 				res.HeapInusePerSession, res.StackInuseAfterMiB, res.GoroutinesBefore, res.GoroutinesAfterLogin, res.GoroutinesAfterHold)
 			if res.HeapProfile != "" {
-				fmt.Printf("heap profile: %s\n", res.HeapProfile)
+				fmt.Printf("heap profiles: go tool pprof -sample_index=inuse_space -base %s %s\n", res.HeapProfileBefore, res.HeapProfile)
 			}
 		case res.HeapMeasurementGap != "":
 			fmt.Printf("proxy heap not measured: %s\n", res.HeapMeasurementGap)

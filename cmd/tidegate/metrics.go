@@ -7,6 +7,7 @@ import (
 	"net/http"
 	httppprof "net/http/pprof"
 	"os"
+	"regexp"
 	"runtime/pprof"
 	"strings"
 	"time"
@@ -23,7 +24,7 @@ import (
 // stops it.
 func serveMetrics(addr string, h *healthRegistry, admin http.Handler, cs ...prometheus.Collector) (net.Addr, func(context.Context) error, error) {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(liveHeap), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, c := range append([]prometheus.Collector{h.collector()}, cs...) {
 		if err := reg.Register(c); err != nil {
 			return nil, nil, fmt.Errorf("metrics: %w", err)
@@ -61,6 +62,14 @@ func serveMetrics(addr string, h *healthRegistry, admin http.Handler, cs ...prom
 	go func() { _ = srv.Serve(ln) }()
 	return ln.Addr(), srv.Shutdown, nil
 }
+
+// liveHeap adds go_gc_heap_live_bytes (runtime/metrics /gc/heap/live:bytes)
+// to the Go collector's figures: the heap the last GC found live. Memory
+// per session is that over the sessions; go_memstats_heap_alloc_bytes also
+// counts what was allocated since, which after a forced GC by a heap
+// profile request is that profile's own garbage (1.7 MB measured with
+// 5,000 sessions).
+var liveHeap = collectors.WithGoCollectorRuntimeMetrics(collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/gc/heap/live:bytes$`)})
 
 // startCPUProfile writes a CPU profile to path until the returned function runs.
 func startCPUProfile(path string) (func(), error) {
