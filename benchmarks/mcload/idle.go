@@ -267,7 +267,12 @@ type IdleResult struct {
 	GoroutinesAfterHold  int     `json:"goroutines_after_hold,omitempty"`
 	HeapProfile          string  `json:"heap_profile,omitempty"`
 	HeapProfileBefore    string  `json:"heap_profile_before,omitempty"`
-	HeapMeasurementGap   string  `json:"heap_measurement_note,omitempty"`
+	// GC work over the logins: cycles (go_gc_duration_seconds_count) and,
+	// where the proxy has go_cpu_classes_gc_total_cpu_seconds_total, the
+	// GC's CPU per session logged in, in microseconds.
+	GCCycles           int     `json:"gc_cycles_during_logins,omitempty"`
+	GCCPUPerLogin      float64 `json:"gc_cpu_per_login_us,omitempty"`
+	HeapMeasurementGap string  `json:"heap_measurement_note,omitempty"`
 }
 
 // goSample is what the proxy's metrics say of its Go runtime.
@@ -275,6 +280,9 @@ type goSample struct {
 	heap, live, heapInuse, stackInuse float64
 	hasLive                           bool
 	goroutines                        int
+	gcCycles                          int
+	gcCPU                             float64 // seconds
+	hasGCCPU                          bool
 }
 
 // readGo scrapes the proxy's metrics, after two forced GCs when gc is set.
@@ -294,8 +302,10 @@ func readGo(ctx context.Context, m *gometrics.Client, gc bool) (goSample, error)
 		}
 	}
 	live, hasLive := v["go_gc_heap_live_bytes"]
+	gcCPU, hasGCCPU := v["go_cpu_classes_gc_total_cpu_seconds_total"]
 	return goSample{heap: v["go_memstats_heap_alloc_bytes"], live: live, hasLive: hasLive, heapInuse: v["go_memstats_heap_inuse_bytes"],
-		stackInuse: v["go_memstats_stack_inuse_bytes"], goroutines: int(v["go_goroutines"])}, nil
+		stackInuse: v["go_memstats_stack_inuse_bytes"], goroutines: int(v["go_goroutines"]),
+		gcCycles: int(v["go_gc_duration_seconds_count"]), gcCPU: gcCPU, hasGCCPU: hasGCCPU}, nil
 }
 
 // BeforeProfilePath is where the probe saves the heap profile taken before
@@ -432,6 +442,11 @@ func Idle(ctx context.Context, cfg IdleConfig) (*IdleResult, error) {
 		var g goSample
 		if g, heapErr = readGo(ctx, m, false); heapErr == nil {
 			res.GoroutinesAfterLogin = g.goroutines
+			// goBefore's count includes its own two forced GCs.
+			res.GCCycles = g.gcCycles - goBefore.gcCycles
+			if g.hasGCCPU && goBefore.hasGCCPU && res.LoggedIn > 0 {
+				res.GCCPUPerLogin = (g.gcCPU - goBefore.gcCPU) * 1e6 / float64(res.LoggedIn)
+			}
 		}
 	}
 	holdStart := time.Now()

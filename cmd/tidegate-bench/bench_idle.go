@@ -145,6 +145,7 @@ func runBenchIdle(c *cli.Context) error {
 				"stacks %.2f MiB; goroutines %d -> %d after the logins -> %d at the end of the hold\n",
 				res.HeapBeforeMiB, res.HeapAfterMiB, res.HeapPerSession, res.HeapSource, res.HeapInuseBeforeMiB, res.HeapInuseAfterMiB,
 				res.HeapInusePerSession, res.StackInuseAfterMiB, res.GoroutinesBefore, res.GoroutinesAfterLogin, res.GoroutinesAfterHold)
+			fmt.Printf("proxy GC over the logins: %d cycles, %.1f us of GC CPU per login\n", res.GCCycles, res.GCCPUPerLogin)
 			if res.HeapProfile != "" {
 				fmt.Printf("heap profiles: go tool pprof -sample_index=inuse_space -base %s %s\n", res.HeapProfileBefore, res.HeapProfile)
 			}
