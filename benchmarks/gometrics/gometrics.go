@@ -101,6 +101,17 @@ func (c *Client) CollectGarbage(ctx context.Context) error {
 	return nil
 }
 
+// Sample is Scrape after CollectGarbage when gc is set, so that the heap
+// figures in it are the live heap.
+func (c *Client) Sample(ctx context.Context, gc bool) (map[string]float64, error) {
+	if gc {
+		if err := c.CollectGarbage(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return c.Scrape(ctx)
+}
+
 // SaveHeapProfile writes the server's heap profile (for go tool pprof) to
 // path; gc makes the server collect garbage first, so that the in-use
 // figures are the live heap.

@@ -287,12 +287,7 @@ type goSample struct {
 
 // readGo scrapes the proxy's metrics, after two forced GCs when gc is set.
 func readGo(ctx context.Context, m *gometrics.Client, gc bool) (goSample, error) {
-	if gc {
-		if err := m.CollectGarbage(ctx); err != nil {
-			return goSample{}, err
-		}
-	}
-	v, err := m.Scrape(ctx)
+	v, err := m.Sample(ctx, gc)
 	if err != nil {
 		return goSample{}, err
 	}

@@ -325,12 +325,7 @@ type metricsClient struct{ *gometrics.Client }
 // sample scrapes /metrics, after two forced GCs when gc is set so that the
 // heap figure is the live heap.
 func (m *metricsClient) sample(ctx context.Context, gc bool) (serverSample, error) {
-	if gc {
-		if err := m.CollectGarbage(ctx); err != nil {
-			return serverSample{}, err
-		}
-	}
-	vals, err := m.Scrape(ctx)
+	vals, err := m.Sample(ctx, gc)
 	if err != nil {
 		return serverSample{}, err
 	}
