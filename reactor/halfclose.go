@@ -33,7 +33,7 @@ type HalfCloseHandler interface {
 // gnet has let it go. What the kernel has not taken yet stays in the
 // connection's own queue (connAux.out).
 type tail struct {
-	fd            int
+	fd            int // -1 once nothing can be written: gnet closed the socket
 	local, remote net.Addr
 }
 
@@ -53,13 +53,21 @@ func (l *Loop) becomeTail(c *Conn) bool {
 	// The drain watcher's registration is keyed by gnet's descriptor, which
 	// is about to close: it moves to the copy.
 	waiting := c.waitIdx != 0
-	l.unwatch(c)
-	nfd, err := dupCloseOnExec(fd)
-	if err != nil {
-		l.srv.log.Warn().Err(err).Msg("half-close: cannot keep the socket (dup); closing instead")
-		return false
+	nfd := -1
+	if c.state&stateWriteShut == 0 || c.queued() > 0 || waiting {
+		l.unwatch(c)
+		var err error
+		if nfd, err = dupCloseOnExec(fd); err != nil {
+			l.srv.log.Warn().Err(err).Msg("half-close: cannot keep the socket (dup); closing instead")
+			return false
+		}
+		l.forgetFD(fd)
 	}
-	l.forgetFD(fd)
+	// Otherwise our FIN went out before the peer's came and nothing is
+	// left to write: the socket is done both ways and goes with gnet's
+	// close. The tail without one (fd -1) still runs OnReadEOF and the
+	// handler's close, as any other, and saves a dup, an epoll_ctl and a
+	// close on the second side of every session that ends in order.
 	c.more().tail = &tail{fd: nfd, local: gc.LocalAddr(), remote: gc.RemoteAddr()}
 	if c.pause.flowControl() {
 		l.stats.Paused.Add(-1)
@@ -92,11 +100,12 @@ func (l *Loop) finishTails() {
 		c := l.closed[i]
 		l.closed[i] = nil
 		l.unwatch(c) // before its descriptor closes and its number is reused
-		fd := c.aux.tail.fd
-		if c.queued() > 0 {
-			_ = unix.SetsockoptLinger(fd, unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1, Linger: 0})
+		if fd := c.aux.tail.fd; fd >= 0 {
+			if c.queued() > 0 {
+				_ = unix.SetsockoptLinger(fd, unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1, Linger: 0})
+			}
+			_ = unix.Close(fd)
 		}
-		_ = unix.Close(fd)
 		c.releaseQueue()
 		l.finishClose(c, c.closeErr())
 	}
