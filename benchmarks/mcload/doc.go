@@ -41,6 +41,7 @@ func dialer(sources []net.IP, i int) *net.Dialer {
 	d := &net.Dialer{}
 	if len(sources) > 0 {
 		d.LocalAddr = &net.TCPAddr{IP: sources[i%len(sources)]}
+		d.Control = noPortAtBind
 	}
 	return d
 }
@@ -56,7 +57,7 @@ func connectReason(err error) string {
 		return "connect: timeout"
 	case strings.Contains(s, "too many open files"):
 		return "connect: too many open files"
-	case strings.Contains(s, "cannot assign requested address"):
+	case strings.Contains(s, "cannot assign requested address"), strings.Contains(s, "bind: address already in use"):
 		return "connect: no free local port"
 	}
 	return "connect: " + s
