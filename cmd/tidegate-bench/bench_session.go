@@ -84,6 +84,7 @@ func benchSessionCommand() *cli.Command {
 			&cli.StringFlag{Name: "netns-inner", Hidden: true, Usage: "internal: running inside the client namespace of this prefix"},
 			&cli.StringFlag{Name: "haproxy-bin", Value: "haproxy", Usage: "HAProxy program"},
 			&cli.StringFlag{Name: "tidegate-cpuprofile-dir", Usage: "write a Go CPU profile of each tidegate proxy into `DIR` (go tool pprof)"},
+			&cli.StringSliceFlag{Name: "tidegate-env", Usage: "`KEY=VALUE` added to each tidegate proxy's environment (GOMAXPROCS=1, GOGC=50); repeatable"},
 			&cli.StringFlag{Name: "nginx-bin", Value: "nginx", Usage: "nginx program"},
 			tidegateBinFlag(),
 		}, logflags.Flags()...),
@@ -226,7 +227,7 @@ func runBenchSession(c *cli.Context) error {
 		Kinds: kinds, ProxyCores: c.Int("proxy-cores"), GoMaxProcs: c.Int("goproxy-gomaxprocs"),
 		BackendLoops: c.Int("backend-loops"), Sessions: sessions, ChunkReplies: players != nil,
 		HAProxy: c.String("haproxy-bin"), Nginx: c.String("nginx-bin"),
-		CPUProfileDir: c.String("tidegate-cpuprofile-dir"), ReplyDelay: appRTT / 2,
+		CPUProfileDir: c.String("tidegate-cpuprofile-dir"), ReplyDelay: appRTT / 2, TidegateEnv: c.StringSlice("tidegate-env"),
 	}
 	setup := session.Setup{ProxyCores: opts.ProxyCores, GoMaxProcs: opts.GoMaxProcs, BackendLoops: opts.BackendLoops, Host: session.ThisHost()}
 	if appRTT > 0 {
