@@ -102,15 +102,28 @@ type connAux struct {
 	closeErr    error     // why the reactor closed it (a write error)
 }
 
-// more returns c's aux, making it if c has none.
+// more returns c's aux, making it if c has none: from the loop's spares
+// when it has one.
 func (c *Conn) more() *connAux {
 	if c.aux == nil {
-		c.aux = &connAux{}
+		l := c.loop
+		if n := len(l.spareAux); n > 0 {
+			c.aux, l.spareAux[n-1] = l.spareAux[n-1], nil
+			l.spareAux = l.spareAux[:n-1]
+		} else {
+			c.aux = &connAux{}
+		}
 	}
 	return c.aux
 }
 
-// tidy drops c's aux once nothing in it is in use.
+// maxSpareAux bounds a loop's spare auxes: enough for the connections whose
+// queues fill and drain in turn (each round would otherwise allocate one,
+// and its chunk list), little memory when they all rest.
+const maxSpareAux = 256
+
+// tidy drops c's aux once nothing in it is in use, keeping it as one of
+// the loop's spares (with its chunk list's capacity) while there is room.
 func (c *Conn) tidy() {
 	a := c.aux
 	if a == nil || a.dialTimer.Armed() || a.lingerUntil != 0 || a.out.n != 0 || a.tail != nil ||
@@ -118,6 +131,10 @@ func (c *Conn) tidy() {
 		return
 	}
 	c.aux = nil
+	if l := c.loop; len(l.spareAux) < maxSpareAux {
+		*a = connAux{out: outQueue{chunks: a.out.chunks[:0]}}
+		l.spareAux = append(l.spareAux, a)
+	}
 }
 
 // ownsQueue reports whether the reactor, not gnet, queues c's output.

@@ -143,3 +143,36 @@ func TestIdleConnKeepsNothing(t *testing.T) {
 		return true
 	})
 }
+
+// TestAuxReusedAcrossQueueRounds: a connection whose queue fills and drains
+// in turn gets its loop's spare aux back, chunk list capacity and all,
+// instead of a new allocation each round; the spares stay bounded.
+func TestAuxReusedAcrossQueueRounds(t *testing.T) {
+	l := &Loop{}
+	c := &Conn{loop: l}
+	a := c.more()
+	a.out.push(make([]byte, 3*outChunkSize))
+	a.out.release()
+	c.tidy()
+	if c.aux != nil || len(l.spareAux) != 1 {
+		t.Fatalf("after tidy: aux %p, %d spares; want none held, one spare", c.aux, len(l.spareAux))
+	}
+	if b := c.more(); b != a || cap(b.out.chunks) < 3 || len(b.out.chunks) != 0 || b.out.n != 0 {
+		t.Fatalf("second round: aux reused %v, chunk list len %d cap %d, %d queued; want the spare, empty, capacity kept",
+			b == a, len(b.out.chunks), cap(b.out.chunks), b.out.n)
+	}
+	if n := testing.AllocsPerRun(100, func() { c.tidy(); c.more() }); n != 0 {
+		t.Fatalf("%v allocations per round, want 0", n)
+	}
+	conns := make([]*Conn, maxSpareAux+10)
+	for i := range conns {
+		conns[i] = &Conn{loop: l}
+		conns[i].more()
+	}
+	for _, c := range conns {
+		c.tidy()
+	}
+	if len(l.spareAux) != maxSpareAux {
+		t.Fatalf("%d spares, want at most %d", len(l.spareAux), maxSpareAux)
+	}
+}

@@ -15,10 +15,11 @@ import (
 // connections waiting for output to drain, and its counters. Its methods,
 // except Stats, must be called on the loop.
 type Loop struct {
-	srv    *Server
-	el     gnet.EventLoop
-	index  int
-	pollFD int // the loop's epoll or kqueue descriptor
+	srv      *Server
+	spareAux []*connAux // Conn.tidy's, for Conn.more
+	el       gnet.EventLoop
+	index    int
+	pollFD   int // the loop's epoll or kqueue descriptor
 
 	timers   timerHeap
 	waiters  []*Conn    // connections whose output drain someone waits for
