@@ -538,7 +538,14 @@ func (s *sender) run() {
 			return
 		}
 		if now := ph.now(); now < next {
-			if s.sleeper.SleepUntil(ph.base.Add(time.Duration(max(next, woke+int64(ph.p.SendTick))))) != nil {
+			if err := s.sleeper.SleepUntil(ph.base.Add(time.Duration(max(next, woke+int64(ph.p.SendTick))))); err != nil {
+				select {
+				case <-ph.abort: // the phase ends: the sleeper was closed to wake us
+				default:
+					// Its sessions would stop sending and, sent matching
+					// received, nothing else would notice.
+					ph.fail(fmt.Errorf("sender: waiting for the next send: %w", err))
+				}
 				return
 			}
 			woke = ph.now()

@@ -154,10 +154,9 @@ func (r *epollReaders) run(g *epollGroup, buffers []*replyBuffer) {
 			if n == 0 {
 				return false // park until the set is readable
 			}
-			now := ph.now()
 			for _, ev := range events[:n] {
 				pl := ph.players[ev.Fd]
-				r.read(pl, buffers[ev.Fd], now)
+				r.read(pl, buffers[ev.Fd])
 			}
 		}
 	})
@@ -170,9 +169,13 @@ func (r *epollReaders) run(g *epollGroup, buffers []*replyBuffer) {
 }
 
 // read reads what session pl has, once, and checks it.
-func (r *epollReaders) read(pl *player, rb *replyBuffer, now int64) {
+func (r *epollReaders) read(pl *player, rb *replyBuffer) {
 	ph := r.ph
 	m, err := unix.Read(r.fds[pl.id], ph.space(rb))
+	// The arrival time is taken after this read, not once per batch of
+	// events: the reads and checks before it would make later replies
+	// look earlier than they came.
+	now := ph.now()
 	switch {
 	case m > 0:
 		if !ph.consume(pl, rb, m, now) {

@@ -43,8 +43,9 @@ type PlayersPhase struct {
 	Corrupted  int64 `json:"corrupted"`
 	Unanswered int64 `json:"unanswered"`
 	// RSSPerSessionKiB is, in a proxy phase, the proxy's RSS at the end of
-	// the measured interval less its RSS before the first session
-	// connected, per session.
+	// the measured interval less its RSS before the sessions of its first
+	// phase connected (the proxy is not restarted between phases), per
+	// session.
 	RSSPerSessionKiB *float64 `json:"rss_per_session_kib,omitempty"`
 }
 

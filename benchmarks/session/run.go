@@ -128,6 +128,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if segPID == 0 {
 		segPID = os.Getpid()
 	}
+	// A proxy runs for the whole benchmark and keeps memory from phase to
+	// phase: RSS per session is counted from its RSS before its first
+	// phase's sessions connected, not from each phase's start.
+	freshRSS := map[string]int64{}
 	for i, s := range steps {
 		if err := ctx.Err(); err != nil {
 			return res, err
@@ -183,8 +187,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 					p.Threads, p.FDs = after.Threads, after.FDs
 				}
 				if p.Players != nil && probeErr == nil && startErr == nil {
-					kib := float64(after.RSSBytes-start.RSSBytes) / 1024 / float64(p.Players.Sessions)
+					if _, ok := freshRSS[s.target.Name]; !ok {
+						freshRSS[s.target.Name] = start.RSSBytes
+					}
+					kib := float64(after.RSSBytes-freshRSS[s.target.Name]) / 1024 / float64(p.Players.Sessions)
 					p.Players.RSSPerSessionKiB = &kib
+				} else if p.Players != nil && startErr != nil {
+					res.note(fmt.Sprintf("%s: RSS per session unavailable: %v", s.target.Name, startErr))
 				}
 			}
 		}
