@@ -471,7 +471,8 @@ func (e *engineHandler) OnClose(gc gnet.Conn, err error) gnet.Action {
 		// closed both ways (EPOLLHUP without EPOLLIN); what the peer sent
 		// before is still in the socket, and goes to the handler.
 		l.readRest(c, gc)
-		defer func() { c.aux.eofRest = nil }()
+		a := c.aux // readRest made it; held here so that the reset needs no aux to be left
+		defer func() { a.eofRest = nil }()
 	}
 	// A peer's FIN: a handler that relays half-closes keeps the socket for
 	// writing (an EOF during our own close is just the end).
