@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/tidegate/tidegate/benchmarks/connset"
 )
 
 // errTooManyFiles is accept's error when the process is out of descriptors;
@@ -32,9 +34,7 @@ type GoRelay struct {
 
 	ln       net.Listener
 	wg       sync.WaitGroup
-	mu       sync.Mutex
-	conns    map[net.Conn]struct{}
-	closed   bool
+	conns    connset.Set // every session's client and backend connections
 	accepted atomic.Int64
 	active   atomic.Int64
 	failed   atomic.Int64
@@ -79,7 +79,7 @@ func (r *GoRelay) Serve() error {
 	for {
 		c, err := r.ln.Accept()
 		if err != nil {
-			if r.isClosed() {
+			if r.conns.Closed() {
 				return nil
 			}
 			var ne net.Error
@@ -92,7 +92,7 @@ func (r *GoRelay) Serve() error {
 		}
 		delay = 0
 		r.accepted.Add(1)
-		if !r.track(c) {
+		if !r.conns.Add(c) {
 			c.Close()
 			return nil
 		}
@@ -103,46 +103,13 @@ func (r *GoRelay) Serve() error {
 
 // Close stops accepting, closes every session and waits for their goroutines.
 func (r *GoRelay) Close() error {
-	r.mu.Lock()
-	r.closed = true
-	for c := range r.conns {
-		c.Close()
-	}
-	r.mu.Unlock()
+	r.conns.Close()
 	var err error
 	if r.ln != nil {
 		err = r.ln.Close()
 	}
 	r.wg.Wait()
 	return err
-}
-
-func (r *GoRelay) isClosed() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.closed
-}
-
-// track registers c for Close; false once the relay is closed.
-func (r *GoRelay) track(c net.Conn) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
-		return false
-	}
-	if r.conns == nil {
-		r.conns = map[net.Conn]struct{}{}
-	}
-	r.conns[c] = struct{}{}
-	return true
-}
-
-func (r *GoRelay) untrack(cs ...net.Conn) {
-	r.mu.Lock()
-	for _, c := range cs {
-		delete(r.conns, c)
-	}
-	r.mu.Unlock()
 }
 
 // session relays client to a new backend connection: one goroutine per
@@ -155,11 +122,11 @@ func (r *GoRelay) session(client net.Conn, timeout time.Duration) {
 	cancel()
 	if err != nil {
 		r.failed.Add(1)
-		r.untrack(client)
+		r.conns.Remove(client)
 		client.Close()
 		return
 	}
-	if !r.track(backend) {
+	if !r.conns.Add(backend) {
 		backend.Close()
 		client.Close()
 		return
@@ -177,7 +144,7 @@ func (r *GoRelay) session(client net.Conn, timeout time.Duration) {
 	}
 	<-done
 	closeBoth(client, backend)
-	r.untrack(client, backend)
+	r.conns.Remove(client, backend)
 	r.active.Add(-1)
 }
 
