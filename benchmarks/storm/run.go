@@ -33,7 +33,7 @@ type Config struct {
 	NoFile int
 	// ProxyCores is every proxy's thread, loop or worker count.
 	ProxyCores int
-	// Backend is the address of the echo backend (see EchoServer).
+	// Backend is the address of the echo backend (see echo.Server).
 	Backend string
 	// Sources are the local addresses the client's connections are spread over.
 	Sources []net.IP

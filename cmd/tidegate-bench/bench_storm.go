@@ -13,6 +13,7 @@ import (
 
 	"github.com/tidegate/tidegate/internal/logflags"
 
+	"github.com/tidegate/tidegate/benchmarks/echo"
 	"github.com/tidegate/tidegate/benchmarks/mcload"
 	"github.com/tidegate/tidegate/benchmarks/peers"
 	"github.com/tidegate/tidegate/benchmarks/storm"
@@ -186,7 +187,7 @@ func benchStormEchoCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			var srv storm.EchoServer
+			var srv echo.Server
 			if err := srv.Listen(c.String("listen")); err != nil {
 				return err
 			}
