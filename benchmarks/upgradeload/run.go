@@ -20,6 +20,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/tidegate/tidegate/benchmarks/fdlimit"
 	"github.com/tidegate/tidegate/benchmarks/peers"
 	"github.com/tidegate/tidegate/benchmarks/procstat"
 )
@@ -157,7 +158,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
-	lim, err := RaiseFDLimit()
+	lim, err := fdlimit.Raise()
 	if err != nil {
 		return nil, err
 	}

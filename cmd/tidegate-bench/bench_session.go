@@ -12,6 +12,7 @@ import (
 
 	"github.com/tidegate/tidegate/internal/logflags"
 
+	"github.com/tidegate/tidegate/benchmarks/fdlimit"
 	"github.com/tidegate/tidegate/benchmarks/peers"
 	"github.com/tidegate/tidegate/benchmarks/session"
 )
@@ -174,11 +175,13 @@ func playersParams(c *cli.Context) (session.PlayersParams, error) {
 	if err := p.Validate(); err != nil {
 		return p, err
 	}
-	limit, err := session.DescriptorLimit()
+	// The hard limit: the processes of a run (this one, the backend, the
+	// proxies) may raise their soft limits to it, and inherit it.
+	limit, err := fdlimit.Read()
 	if err != nil {
 		return p, err
 	}
-	return p, session.CheckPlayersDescriptors(p.Sessions, limit)
+	return p, session.CheckPlayersDescriptors(p.Sessions, limit.Hard)
 }
 
 func runBenchSession(c *cli.Context) error {
