@@ -85,7 +85,7 @@ func benchSessionCommand() *cli.Command {
 			&cli.StringFlag{Name: "netns-inner", Hidden: true, Usage: "internal: running inside the client namespace of this prefix"},
 			&cli.StringFlag{Name: "haproxy-bin", Value: "haproxy", Usage: "HAProxy program"},
 			&cli.StringFlag{Name: "tidegate-cpuprofile-dir", Usage: "write a Go CPU profile of each tidegate proxy into `DIR` (go tool pprof)"},
-			&cli.StringSliceFlag{Name: "tidegate-env", Usage: "`KEY=VALUE` added to each tidegate proxy's environment (GOMAXPROCS=1, GOGC=50); repeatable"},
+			tidegateEnvFlag("GOMAXPROCS=1, GOGC=50"),
 			&cli.StringFlag{Name: "nginx-bin", Value: "nginx", Usage: "nginx program"},
 			tidegateBinFlag(),
 		}, logflags.Flags()...),
@@ -197,6 +197,10 @@ func runBenchSession(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("--target: %w", err)
 	}
+	tgEnv, err := tidegateEnv(c)
+	if err != nil {
+		return err
+	}
 	rtt, appRTT := c.Duration("rtt"), c.Duration("app-rtt")
 	if rtt < 0 || appRTT < 0 {
 		return fmt.Errorf("--rtt %v, --app-rtt %v: want no negative time", rtt, appRTT)
@@ -230,7 +234,7 @@ func runBenchSession(c *cli.Context) error {
 		Kinds: kinds, ProxyCores: c.Int("proxy-cores"), GoMaxProcs: c.Int("goproxy-gomaxprocs"),
 		BackendLoops: c.Int("backend-loops"), Sessions: sessions, ChunkReplies: players != nil,
 		HAProxy: c.String("haproxy-bin"), Nginx: c.String("nginx-bin"),
-		CPUProfileDir: c.String("tidegate-cpuprofile-dir"), ReplyDelay: appRTT / 2, TidegateEnv: c.StringSlice("tidegate-env"),
+		CPUProfileDir: c.String("tidegate-cpuprofile-dir"), ReplyDelay: appRTT / 2, TidegateEnv: tgEnv,
 	}
 	setup := session.Setup{ProxyCores: opts.ProxyCores, GoMaxProcs: opts.GoMaxProcs, BackendLoops: opts.BackendLoops, Host: session.ThisHost()}
 	if appRTT > 0 {

@@ -89,6 +89,41 @@ func tidegateBinFlag() cli.Flag {
 		"(default: tidegate next to this program, else tidegate on PATH)"}
 }
 
+// tidegateEnvFlag is --tidegate-env, which tidegateEnv reads; examples are
+// the command's own, such as "GOMAXPROCS=1, GOGC=50".
+func tidegateEnvFlag(examples string) cli.Flag {
+	return &cli.StringSliceFlag{Name: "tidegate-env", Usage: "`KEY=VALUE` added to each tidegate proxy's environment (" + examples + "); repeatable"}
+}
+
+// tidegateEnv returns the --tidegate-env values, each checked to be
+// KEY=VALUE with a key an environment can hold.
+func tidegateEnv(c *cli.Context) ([]string, error) {
+	env := c.StringSlice("tidegate-env")
+	for _, kv := range env {
+		if err := checkEnv(kv); err != nil {
+			return nil, fmt.Errorf("--tidegate-env %q: %w", kv, err)
+		}
+	}
+	return env, nil
+}
+
+// checkEnv fails unless kv is KEY=VALUE with a key of no space, tab or
+// newline, and no NUL byte in either.
+func checkEnv(kv string) error {
+	key, _, ok := strings.Cut(kv, "=")
+	switch {
+	case !ok:
+		return errors.New("want KEY=VALUE, such as GOGC=50")
+	case key == "":
+		return errors.New("no key before the '='")
+	case strings.ContainsAny(key, " \t\n"):
+		return fmt.Errorf("key %q has white space", key)
+	case strings.ContainsRune(kv, 0):
+		return errors.New("it holds a NUL byte")
+	}
+	return nil
+}
+
 // tidegateBinary returns the tidegate binary to start: --tidegate-bin, else
 // the tidegate next to this program (make build puts both in bin/), else
 // tidegate on PATH. This binary cannot stand in: it has no serve, proxy or

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -81,4 +82,64 @@ func TestCommandTable(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestTidegateEnv: tidegateEnv passes KEY=VALUE values through in order and
+// refuses any other, naming it.
+func TestTidegateEnv(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string // in the error; "" for none
+	}{
+		{nil, ""},
+		{[]string{"GOGC=50"}, ""},
+		{[]string{"GOMAXPROCS=1", "GODEBUG=memprofilerate=1", "EMPTY="}, ""},
+		{[]string{"GOGC"}, `--tidegate-env "GOGC": want KEY=VALUE`},
+		{[]string{"GOGC=50", "=50"}, `--tidegate-env "=50": no key`},
+		{[]string{"GO GC=50"}, `--tidegate-env "GO GC=50": key "GO GC" has white space`},
+		{[]string{"GOGC=5\x000"}, `--tidegate-env "GOGC=5\x000": it holds a NUL byte`},
+	} {
+		fs := flag.NewFlagSet("test", flag.ContinueOnError)
+		if err := tidegateEnvFlag("GOGC=50").Apply(fs); err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range tc.args {
+			if err := fs.Set("tidegate-env", a); err != nil {
+				t.Fatal(err)
+			}
+		}
+		env, err := tidegateEnv(cli.NewContext(cli.NewApp(), fs, nil))
+		switch {
+		case tc.want == "" && (err != nil || !slices.Equal(env, tc.args)):
+			t.Errorf("%q: %q, %v; want the values back", tc.args, env, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%q: %q, %v; want an error containing %q", tc.args, env, err, tc.want)
+		}
+	}
+}
+
+// TestTidegateEnvRefusedFirst: every command with --tidegate-env refuses a
+// bad value before it starts anything (there is no tidegate binary here).
+func TestTidegateEnvRefusedFirst(t *testing.T) {
+	for _, cmd := range []string{"idle", "handshake", "session"} {
+		_, err := runApp(t, "bench", cmd, "--tidegate-bin", "/nonexistent/tidegate", "--tidegate-env", "GOGC")
+		if err == nil || !strings.Contains(err.Error(), `--tidegate-env "GOGC": want KEY=VALUE`) {
+			t.Errorf("bench %s: %v, want the bad --tidegate-env named", cmd, err)
+		}
+		if h := newApp().Command("bench").Command(cmd); h == nil || !strings.Contains(flagUsage(h, "tidegate-env"), "added to each tidegate proxy's environment (") {
+			t.Errorf("bench %s: no --tidegate-env of tidegateEnvFlag's", cmd)
+		}
+	}
+}
+
+// flagUsage returns the usage of cmd's flag name, or "".
+func flagUsage(cmd *cli.Command, name string) string {
+	for _, f := range cmd.Flags {
+		if slices.Contains(f.Names(), name) {
+			if d, ok := f.(cli.DocGenerationFlag); ok {
+				return d.GetUsage()
+			}
+		}
+	}
+	return ""
 }
