@@ -287,12 +287,7 @@ func runBenchSession(c *cli.Context) error {
 	if err != nil {
 		res.Notes = append(res.Notes, "run interrupted: "+err.Error())
 	}
-	if c.Bool("json") {
-		err = session.WriteJSON(os.Stdout, res)
-	} else {
-		err = session.WriteTable(os.Stdout, res)
-	}
-	if err != nil {
+	if err := printResult(c, res, session.WriteJSON, session.WriteTable); err != nil {
 		return err
 	}
 	if dir := c.String("report"); dir != "" {
