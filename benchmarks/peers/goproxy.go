@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -33,8 +32,7 @@ type GoRelay struct {
 	DialTimeout time.Duration
 
 	ln       net.Listener
-	wg       sync.WaitGroup
-	conns    connset.Set // every session's client and backend connections
+	conns    connset.Set // every session's client and backend connections, and its goroutine
 	accepted atomic.Int64
 	active   atomic.Int64
 	failed   atomic.Int64
@@ -92,12 +90,9 @@ func (r *GoRelay) Serve() error {
 		}
 		delay = 0
 		r.accepted.Add(1)
-		if !r.conns.Add(c) {
-			c.Close()
+		if !r.conns.Go(c, func(c net.Conn) { r.session(c, timeout) }) {
 			return nil
 		}
-		r.wg.Add(1)
-		go r.session(c, timeout)
 	}
 }
 
@@ -108,27 +103,24 @@ func (r *GoRelay) Close() error {
 	if r.ln != nil {
 		err = r.ln.Close()
 	}
-	r.wg.Wait()
+	r.conns.Wait()
 	return err
 }
 
 // session relays client to a new backend connection: one goroutine per
 // direction. A direction that ends cleanly half-closes its destination; when
-// either fails, or both have ended, both sockets close.
+// either fails, or both have ended, both sockets close. (When it returns,
+// connset.Set.Go takes client out of the set and closes it.)
 func (r *GoRelay) session(client net.Conn, timeout time.Duration) {
-	defer r.wg.Done()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	backend, err := (&net.Dialer{}).DialContext(ctx, "tcp", r.Backend)
 	cancel()
 	if err != nil {
 		r.failed.Add(1)
-		r.conns.Remove(client)
-		client.Close()
 		return
 	}
 	if !r.conns.Add(backend) {
 		backend.Close()
-		client.Close()
 		return
 	}
 	r.active.Add(1)
@@ -144,7 +136,7 @@ func (r *GoRelay) session(client net.Conn, timeout time.Duration) {
 	}
 	<-done
 	closeBoth(client, backend)
-	r.conns.Remove(client, backend)
+	r.conns.Remove(backend)
 	r.active.Add(-1)
 }
 
