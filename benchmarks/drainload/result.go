@@ -220,11 +220,7 @@ func WriteJSON(w io.Writer, r *Result) error { return resultfile.WriteJSON(w, r)
 func WriteReport(dir, label string, r *Result) (string, error) {
 	var b strings.Builder
 	b.WriteString("# Drain detection: CPU of paused connections and resume latency\n\n")
-	verdict := "PASS: every connection stalled, was counted paused by the server, resumed and returned every byte in order."
-	if !r.OK {
-		verdict = "FAIL (the tool exited non-zero): see Failures."
-	}
-	fmt.Fprintf(&b, "%s\n\n", verdict)
+	resultfile.WriteVerdict(&b, r.OK, "PASS: every connection stalled, was counted paused by the server, resumed and returned every byte in order.")
 	r.Meta.WriteHeader(&b, " (tool)", "")
 	for _, s := range r.Params.Servers {
 		fmt.Fprintf(&b, "- server %s: `%s` (%s)\n", s.Label, s.Binary, s.Version)
@@ -232,20 +228,10 @@ func WriteReport(dir, label string, r *Result) (string, error) {
 	p := r.Params
 	fmt.Fprintf(&b, "- %d connections, %d loops, watermarks %d / %d bytes, requests of %d bytes, client SO_RCVBUF %d SO_SNDBUF %d (0: autotuned) TCP_MAXSEG %d, idle window %s, paused window %s, tail %d bytes, %d repeats; each trial first waited for the rest of the machine to be busy under %.0f%% of a core with TCP sockets under %.0f MiB\n\n",
 		p.Conns, p.Loops, p.HighWatermark, p.LowWatermark, p.RequestSize, p.ClientRcvBuf, p.ClientSndBuf, p.ClientMSS, p.IdleWindow, p.Window, p.Tail, p.Repeats, p.QuietCPU, p.QuietTCPMiB)
-	b.WriteString("## Summary\n\n")
-	if err := WriteTable(&b, r); err != nil {
+	if err := resultfile.WriteTables(&b, r, WriteTable, WriteTrials); err != nil {
 		return "", err
 	}
-	b.WriteString("\n## Trials\n\n")
-	if err := WriteTrials(&b, r); err != nil {
-		return "", err
-	}
-	if len(r.Failures) > 0 {
-		b.WriteString("\n## Failures\n\n")
-		for _, f := range r.Failures {
-			fmt.Fprintf(&b, "- %s\n", f)
-		}
-	}
+	resultfile.WriteFailures(&b, r.Failures)
 	b.WriteString("\n## What the columns mean\n\n")
 	b.WriteString(Definitions)
 	return resultfile.Write(dir, resultfile.Name(r.Meta.Date, "drain-cost", label), b.String(), r)

@@ -23,6 +23,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tidegate/tidegate/benchmarks/connset"
 	ptlv "github.com/tidegate/tidegate/protocol/tlv"
 
 	"github.com/rs/zerolog"
@@ -62,10 +63,8 @@ type Server struct {
 	log zerolog.Logger
 	ln  net.Listener
 
-	mu     sync.Mutex
-	conns  map[net.Conn]struct{}
-	closed bool
-	wg     sync.WaitGroup
+	conns connset.Set
+	wg    sync.WaitGroup // the accept loop and every connection's goroutine
 
 	accepted  atomic.Int64
 	active    atomic.Int64
@@ -93,7 +92,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Addr == "" {
 		return nil, errors.New("goroutine TLV server: no listen address")
 	}
-	return &Server{cfg: cfg, log: cfg.Logger, conns: map[net.Conn]struct{}{}}, nil
+	return &Server{cfg: cfg, log: cfg.Logger}, nil
 }
 
 // Start listens and accepts connections in the background.
@@ -129,12 +128,7 @@ func (s *Server) Stats() Stats {
 // Stop closes the listener and every connection, and waits for their
 // goroutines to exit or ctx to end.
 func (s *Server) Stop(ctx context.Context) error {
-	s.mu.Lock()
-	s.closed = true
-	for c := range s.conns {
-		_ = c.Close()
-	}
-	s.mu.Unlock()
+	s.conns.Close()
 	if s.ln != nil {
 		_ = s.ln.Close()
 	}
@@ -160,15 +154,11 @@ func (s *Server) acceptLoop() {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		s.mu.Lock()
-		if s.closed {
-			s.mu.Unlock()
+		if !s.conns.Add(c) {
 			_ = c.Close()
 			return
 		}
-		s.conns[c] = struct{}{}
-		s.wg.Add(1)
-		s.mu.Unlock()
+		s.wg.Add(1) // the accept loop's own count keeps Stop's Wait from returning before this
 		s.accepted.Add(1)
 		s.active.Add(1)
 		go s.serve(c)
@@ -179,9 +169,7 @@ func (s *Server) acceptLoop() {
 func (s *Server) serve(c net.Conn) {
 	defer func() {
 		_ = c.Close()
-		s.mu.Lock()
-		delete(s.conns, c)
-		s.mu.Unlock()
+		s.conns.Remove(c)
 		s.active.Add(-1)
 		s.wg.Done()
 	}()

@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/tidegate/tidegate/benchmarks/connset"
 )
 
 // errTooManyFiles is accept's error when the process is out of descriptors;
@@ -31,10 +32,7 @@ type GoRelay struct {
 	DialTimeout time.Duration
 
 	ln       net.Listener
-	wg       sync.WaitGroup
-	mu       sync.Mutex
-	conns    map[net.Conn]struct{}
-	closed   bool
+	conns    connset.Set // every session's client and backend connections, and its goroutine
 	accepted atomic.Int64
 	active   atomic.Int64
 	failed   atomic.Int64
@@ -79,7 +77,7 @@ func (r *GoRelay) Serve() error {
 	for {
 		c, err := r.ln.Accept()
 		if err != nil {
-			if r.isClosed() {
+			if r.conns.Closed() {
 				return nil
 			}
 			var ne net.Error
@@ -92,76 +90,37 @@ func (r *GoRelay) Serve() error {
 		}
 		delay = 0
 		r.accepted.Add(1)
-		if !r.track(c) {
-			c.Close()
+		if !r.conns.Go(c, func(c net.Conn) { r.session(c, timeout) }) {
 			return nil
 		}
-		r.wg.Add(1)
-		go r.session(c, timeout)
 	}
 }
 
 // Close stops accepting, closes every session and waits for their goroutines.
 func (r *GoRelay) Close() error {
-	r.mu.Lock()
-	r.closed = true
-	for c := range r.conns {
-		c.Close()
-	}
-	r.mu.Unlock()
+	r.conns.Close()
 	var err error
 	if r.ln != nil {
 		err = r.ln.Close()
 	}
-	r.wg.Wait()
+	r.conns.Wait()
 	return err
-}
-
-func (r *GoRelay) isClosed() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.closed
-}
-
-// track registers c for Close; false once the relay is closed.
-func (r *GoRelay) track(c net.Conn) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
-		return false
-	}
-	if r.conns == nil {
-		r.conns = map[net.Conn]struct{}{}
-	}
-	r.conns[c] = struct{}{}
-	return true
-}
-
-func (r *GoRelay) untrack(cs ...net.Conn) {
-	r.mu.Lock()
-	for _, c := range cs {
-		delete(r.conns, c)
-	}
-	r.mu.Unlock()
 }
 
 // session relays client to a new backend connection: one goroutine per
 // direction. A direction that ends cleanly half-closes its destination; when
-// either fails, or both have ended, both sockets close.
+// either fails, or both have ended, both sockets close. (When it returns,
+// connset.Set.Go takes client out of the set and closes it.)
 func (r *GoRelay) session(client net.Conn, timeout time.Duration) {
-	defer r.wg.Done()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	backend, err := (&net.Dialer{}).DialContext(ctx, "tcp", r.Backend)
 	cancel()
 	if err != nil {
 		r.failed.Add(1)
-		r.untrack(client)
-		client.Close()
 		return
 	}
-	if !r.track(backend) {
+	if !r.conns.Add(backend) {
 		backend.Close()
-		client.Close()
 		return
 	}
 	r.active.Add(1)
@@ -177,7 +136,7 @@ func (r *GoRelay) session(client net.Conn, timeout time.Duration) {
 	}
 	<-done
 	closeBoth(client, backend)
-	r.untrack(client, backend)
+	r.conns.Remove(backend)
 	r.active.Add(-1)
 }
 

@@ -41,6 +41,41 @@ func (m Meta) WriteHeader(b *strings.Builder, revisionNote, machineNote string) 
 	fmt.Fprintf(b, "- machine: %d cores (nproc), %s, kernel %s, %s/%s, %s%s\n", h.NumCPU, h.CPU, h.Kernel, h.OS, h.Arch, h.GoVersion, machineNote)
 }
 
+// failed is the verdict of a report whose run failed.
+const failed = "FAIL (the tool exited non-zero): see Failures."
+
+// WriteVerdict writes a report's verdict paragraph: pass when ok, else that
+// the run failed and the tool said so.
+func WriteVerdict(b *strings.Builder, ok bool, pass string) {
+	if !ok {
+		pass = failed
+	}
+	fmt.Fprintf(b, "%s\n\n", pass)
+}
+
+// WriteTables writes a report's Summary and Trials sections: their headings,
+// and r's tables as summary and trials write them.
+func WriteTables[R any](b *strings.Builder, r R, summary, trials func(io.Writer, R) error) error {
+	b.WriteString("## Summary\n\n")
+	if err := summary(b, r); err != nil {
+		return err
+	}
+	b.WriteString("\n## Trials\n\n")
+	return trials(b, r)
+}
+
+// WriteFailures writes a report's Failures section, an item a failure; with
+// no failures, nothing.
+func WriteFailures(b *strings.Builder, failures []string) {
+	if len(failures) == 0 {
+		return
+	}
+	b.WriteString("\n## Failures\n\n")
+	for _, f := range failures {
+		fmt.Fprintf(b, "- %s\n", f)
+	}
+}
+
 // Name returns a results file's name without its extension: the date part
 // of date (RFC 3339), kind, and label when not empty.
 func Name(date, kind, label string) string {

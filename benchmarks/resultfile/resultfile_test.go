@@ -2,6 +2,9 @@ package resultfile
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,5 +54,64 @@ func TestWriteLeavesBothFiles(t *testing.T) {
 	var back Meta
 	if err := json.Unmarshal(raw, &back); err != nil || back.Revision != "abc1234" || back.Host.NumCPU == 0 {
 		t.Fatalf("JSON read back as %+v (%v)", back, err)
+	}
+}
+
+func TestWriteVerdict(t *testing.T) {
+	for _, tc := range []struct {
+		ok   bool
+		want string
+	}{
+		{true, "PASS: all good.\n\n"},
+		{false, "FAIL (the tool exited non-zero): see Failures.\n\n"},
+	} {
+		var b strings.Builder
+		WriteVerdict(&b, tc.ok, "PASS: all good.")
+		if b.String() != tc.want {
+			t.Errorf("ok %v: %q, want %q", tc.ok, b.String(), tc.want)
+		}
+	}
+}
+
+func TestWriteTables(t *testing.T) {
+	boom := errors.New("boom")
+	table := func(name string, fail error) func(io.Writer, int) error {
+		return func(w io.Writer, r int) error {
+			fmt.Fprintf(w, "%s of %d\n", name, r)
+			return fail
+		}
+	}
+	for _, tc := range []struct {
+		summary, trials error
+		want            string
+		wantErr         error
+	}{
+		{nil, nil, "## Summary\n\nsummary of 7\n\n## Trials\n\ntrials of 7\n", nil},
+		{boom, nil, "## Summary\n\nsummary of 7\n", boom},
+		{nil, boom, "## Summary\n\nsummary of 7\n\n## Trials\n\ntrials of 7\n", boom},
+	} {
+		var b strings.Builder
+		err := WriteTables(&b, 7, table("summary", tc.summary), table("trials", tc.trials))
+		if b.String() != tc.want || err != tc.wantErr {
+			t.Errorf("tables failing with %v, %v: %q, %v; want %q, %v", tc.summary, tc.trials, b.String(), err, tc.want, tc.wantErr)
+		}
+	}
+}
+
+func TestWriteFailures(t *testing.T) {
+	for _, tc := range []struct {
+		failures []string
+		want     string
+	}{
+		{nil, ""},
+		{[]string{}, ""},
+		{[]string{"a repeat 0: lost"}, "\n## Failures\n\n- a repeat 0: lost\n"},
+		{[]string{"a", "b"}, "\n## Failures\n\n- a\n- b\n"},
+	} {
+		var b strings.Builder
+		WriteFailures(&b, tc.failures)
+		if b.String() != tc.want {
+			t.Errorf("%q: %q, want %q", tc.failures, b.String(), tc.want)
+		}
 	}
 }

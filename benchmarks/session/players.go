@@ -3,9 +3,9 @@ package session
 import (
 	"fmt"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/tidegate/tidegate/benchmarks/fdlimit"
 	"github.com/tidegate/tidegate/session/mcbackend"
 )
 
@@ -138,23 +138,6 @@ const proxyReserve = 2*256 + 128 + 64
 // raise their soft limits). This tool and the backend hold one socket per
 // session, every proxy two (client and backend): the proxy runs out first.
 func CheckPlayersDescriptors(n int, limit uint64) error {
-	need := uint64(2*n + proxyReserve)
-	if need <= limit {
-		return nil
-	}
-	most := max(0, (int64(limit)-proxyReserve)/2)
-	return fmt.Errorf("--sessions %d: a proxy holds 2 descriptors per session (client and backend) plus a reserve of %d, %d in all, "+
-		"over the descriptor limit %d per process: at most %d sessions fit; raise the hard limit (ulimit -Hn) or use fewer sessions",
-		n, proxyReserve, need, limit, most)
-}
-
-// DescriptorLimit returns this process's hard RLIMIT_NOFILE, which the
-// processes of a run (this one, the backend, the proxies) may raise their
-// soft limits to and inherit.
-func DescriptorLimit() (uint64, error) {
-	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		return 0, fmt.Errorf("reading this process's descriptor limit: %w", err)
-	}
-	return uint64(lim.Max), nil
+	return fdlimit.Check(n, limit, "raise the hard limit (ulimit -Hn) or use fewer --sessions",
+		fdlimit.Holder{Name: "a proxy", PerSession: 2, Holds: "client and backend", Reserve: proxyReserve})
 }

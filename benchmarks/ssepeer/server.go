@@ -41,6 +41,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/tidegate/tidegate/benchmarks/connset"
 	pushproto "github.com/tidegate/tidegate/protocol/push"
 	ptlv "github.com/tidegate/tidegate/protocol/tlv"
 )
@@ -103,10 +104,8 @@ type Server struct {
 	mu     sync.RWMutex
 	topics map[string]map[*subscriber]struct{}
 
-	pubMu    sync.Mutex
-	pubConns map[net.Conn]struct{}
-	closed   bool
-	wg       sync.WaitGroup
+	pubConns connset.Set
+	wg       sync.WaitGroup // both listeners' loops and every publisher's goroutine
 
 	// conns counts the subscribe connections net/http holds, so that Stop
 	// returns once they are all closed.
@@ -131,7 +130,7 @@ func New(cfg Config) (*Server, error) {
 		pl.Close()
 		return nil, fmt.Errorf("ssepeer: subscribe listener on %s: %w", cfg.SubscribeAddr, err)
 	}
-	s := &Server{cfg: cfg, pubLn: pl, subLn: sl, topics: map[string]map[*subscriber]struct{}{}, pubConns: map[net.Conn]struct{}{}}
+	s := &Server{cfg: cfg, pubLn: pl, subLn: sl, topics: map[string]map[*subscriber]struct{}{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+pushproto.EventsPath, s.serveEvents)
 	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ConnState: func(_ net.Conn, st http.ConnState) {
@@ -171,12 +170,7 @@ func (s *Server) Start() {
 // at most until ctx ends.
 func (s *Server) Stop(ctx context.Context) error {
 	_ = s.pubLn.Close()
-	s.pubMu.Lock()
-	s.closed = true
-	for c := range s.pubConns {
-		_ = c.Close()
-	}
-	s.pubMu.Unlock()
+	s.pubConns.Close()
 	// SSE handlers never return on their own: Close (not Shutdown) ends
 	// their connections, and their request contexts with them.
 	err := s.http.Close()
@@ -309,24 +303,18 @@ func (s *Server) acceptPublishers() {
 			}
 			return
 		}
-		s.pubMu.Lock()
-		if s.closed {
-			s.pubMu.Unlock()
+		if !s.pubConns.Add(c) {
 			_ = c.Close()
 			return
 		}
-		s.pubConns[c] = struct{}{}
-		s.wg.Add(1)
-		s.pubMu.Unlock()
+		s.wg.Add(1) // the accept loop's own count keeps Stop's Wait from returning before this
 		go func() {
 			defer s.wg.Done()
 			err := s.servePublisher(c)
 			if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 				s.cfg.Logger.Debug().Err(err).Str("remote", c.RemoteAddr().String()).Msg("ssepeer: publisher closed")
 			}
-			s.pubMu.Lock()
-			delete(s.pubConns, c)
-			s.pubMu.Unlock()
+			s.pubConns.Remove(c)
 			_ = c.Close()
 		}()
 	}

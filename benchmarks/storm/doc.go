@@ -3,7 +3,7 @@
 // `tidegate-bench bench storm`.
 //
 // Each trial starts a fresh proxy (tidegate-raw, HAProxy or nginx, package
-// peers) in raw TCP mode in front of one echo backend (EchoServer, its own
+// peers) in raw TCP mode in front of one echo backend (echo.Server, its own
 // process), with the same session limit for all (tidegate max_sessions,
 // HAProxy maxconn, nginx limit_conn) and the same descriptor limit (prlimit
 // --nofile=N:N). It then

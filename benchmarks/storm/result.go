@@ -263,23 +263,14 @@ const Limits = `- **session limit** (--limit): tidegate ` + "`limits.max_session
 func WriteReport(dir, label string, r *Result) (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Connection storm: held sessions and a storm past the session and descriptor limits\n\n")
-	verdict := "PASS: no held session lost, every proxy alive and serving after every storm."
-	if !r.OK {
-		verdict = "FAIL (the tool exited non-zero): see Failures."
-	}
-	fmt.Fprintf(&b, "%s\n\n", verdict)
+	resultfile.WriteVerdict(&b, r.OK, "PASS: no held session lost, every proxy alive and serving after every storm.")
 	r.Meta.WriteHeader(&b, "", "")
 	p := r.Params
 	fmt.Fprintf(&b, "- targets %s; %d repeats; %d held, %d storm (parallel %d: 0 is all at once), limit %d sessions, nofile %d, %d proxy core(s)\n",
 		strings.Join(p.Targets, ", "), p.Repeats, p.Held, p.Storm, p.StormParallel, p.Limit, p.NoFile, p.ProxyCores)
 	fmt.Fprintf(&b, "- storm-timeout %s, held-interval %s, echo-timeout %s, after-timeout %s, sources %s\n\n",
 		p.StormTimeout, p.HeldInterval, p.EchoTimeout, p.AfterTimeout, strings.Join(p.Sources, ","))
-	b.WriteString("## Summary\n\n")
-	if err := WriteTable(&b, r); err != nil {
-		return "", err
-	}
-	b.WriteString("\n## Trials\n\n")
-	if err := WriteTrials(&b, r); err != nil {
+	if err := resultfile.WriteTables(&b, r, WriteTable, WriteTrials); err != nil {
 		return "", err
 	}
 	b.WriteString("\n## What the columns mean\n\n")

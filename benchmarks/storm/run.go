@@ -12,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/tidegate/tidegate/benchmarks/fdlimit"
 	"github.com/tidegate/tidegate/benchmarks/peers"
 	"github.com/tidegate/tidegate/benchmarks/procstat"
 )
@@ -33,7 +34,7 @@ type Config struct {
 	NoFile int
 	// ProxyCores is every proxy's thread, loop or worker count.
 	ProxyCores int
-	// Backend is the address of the echo backend (see EchoServer).
+	// Backend is the address of the echo backend (see echo.Server).
 	Backend string
 	// Sources are the local addresses the client's connections are spread over.
 	Sources []net.IP
@@ -187,13 +188,25 @@ func reasonList(m map[string]int) string {
 	return strings.Join(parts, ", ")
 }
 
+// checkClientDescriptors fails when this process may not open a descriptor
+// for each of sessions connections, beside clientDescriptorSlop: the
+// storm's own client must not be what runs out.
+func checkClientDescriptors(sessions int) error {
+	lim, err := fdlimit.Read()
+	if err != nil {
+		return err
+	}
+	return fdlimit.Check(sessions, lim.Soft, "hold or fire fewer",
+		fdlimit.Holder{Name: "this client", PerSession: 1, Holds: "a held or storm connection", Reserve: clientDescriptorSlop})
+}
+
 // Run runs every trial; a failed trial is recorded and the others still
 // run. It returns early only when ctx ends.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("storm: %w", err)
 	}
-	if err := checkClientDescriptors(cfg.Held + cfg.Storm + clientDescriptorSlop); err != nil {
+	if err := checkClientDescriptors(cfg.Held + cfg.Storm); err != nil {
 		return nil, err
 	}
 	res := &Result{Params: paramsOf(cfg)}

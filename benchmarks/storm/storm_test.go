@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	echobackend "github.com/tidegate/tidegate/benchmarks/echo"
 	"github.com/tidegate/tidegate/benchmarks/peers"
 	"github.com/tidegate/tidegate/internal/standin"
 )
@@ -61,19 +62,14 @@ func openFiles() int {
 	return len(ents)
 }
 
-func startEcho(t *testing.T) *EchoServer {
+func startEcho(t *testing.T) *echobackend.Server {
 	t.Helper()
-	var s EchoServer
-	if err := s.Listen("127.0.0.1:0"); err != nil {
+	var s echobackend.Server
+	if err := s.Start("127.0.0.1:0"); err != nil {
 		t.Fatal(err)
 	}
-	served := make(chan error, 1)
-	go func() { served <- s.Serve() }()
 	t.Cleanup(func() {
 		if err := s.Close(); err != nil {
-			t.Error(err)
-		}
-		if err := <-served; err != nil {
 			t.Error(err)
 		}
 	})
@@ -232,26 +228,6 @@ func TestReportFiles(t *testing.T) {
 	}
 }
 
-func TestEchoServerEchoesAndCloses(t *testing.T) {
-	noLeaks(t)
-	s := startEcho(t)
-	c, err := net.Dial("tcp", s.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	msg := bytes.Repeat([]byte("storm "), 5000)
-	go c.Write(msg)
-	got := make([]byte, len(msg))
-	c.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := io.ReadFull(c, got); err != nil || !bytes.Equal(got, msg) {
-		t.Fatalf("echo: %v", err)
-	}
-	if s.Accepted() != 1 {
-		t.Fatalf("accepted %d", s.Accepted())
-	}
-}
-
 // fakeProxy accepts connections and answers them in turn: the first serve
 // are echoed, the next reset are reset, the rest get no answer. Its
 // connections end with the test.
@@ -275,7 +251,7 @@ func fakeProxy(t *testing.T, serve, reset int) string {
 			switch {
 			case n < serve:
 				wg.Add(1)
-				go func() { defer wg.Done(); echoConn(c) }()
+				go func() { defer wg.Done(); echobackend.Loop(c, make([]byte, echobackend.DefaultBufferSize)) }()
 			case n < serve+reset:
 				c.(*net.TCPConn).SetLinger(0)
 				c.Close()
@@ -403,11 +379,7 @@ func TestHeldSessionsLostWhenCut(t *testing.T) {
 	}
 	time.Sleep(50 * time.Millisecond)
 	// Cut the backend's side of every connection, as a dying proxy does.
-	s.mu.Lock()
-	for c := range s.conns {
-		c.Close()
-	}
-	s.mu.Unlock()
+	s.EachConn(func(c net.Conn) { c.Close() })
 	time.Sleep(100 * time.Millisecond)
 	r = h.Stop()
 	if r.Lost != 6 || r.Reasons["closed"]+r.Reasons["reset"] != 6 {

@@ -322,11 +322,7 @@ func WriteJSON(w io.Writer, r *Result) error { return resultfile.WriteJSON(w, r)
 func WriteReport(dir, label string, r *Result) (string, error) {
 	var b strings.Builder
 	b.WriteString("# Live upgrade under load: hand-over time and the longest echo gap of every session\n\n")
-	if r.OK {
-		fmt.Fprintf(&b, "PASS: in every trial all %d sessions were kept, every echo arrived in order and unchanged, the new process served a new session and stopped on SIGTERM.\n\n", r.Params.Sessions)
-	} else {
-		b.WriteString("FAIL (the tool exited non-zero): see Failures.\n\n")
-	}
+	resultfile.WriteVerdict(&b, r.OK, fmt.Sprintf("PASS: in every trial all %d sessions were kept, every echo arrived in order and unchanged, the new process served a new session and stopped on SIGTERM.", r.Params.Sessions))
 	proxy := " (tool)"
 	if r.Meta.ProxyVersion != "" {
 		proxy += "; proxy binary: " + r.Meta.ProxyVersion
@@ -356,12 +352,11 @@ func WriteReport(dir, label string, r *Result) (string, error) {
 	}
 	b.WriteString("\n## What the figures mean\n\n")
 	b.WriteString(Definitions)
-	if len(r.Failures) > 0 {
-		b.WriteString("\n## Failures\n\n")
-		for _, f := range r.Failures {
-			fmt.Fprintf(&b, "- %s\n", cell(f))
-		}
+	failures := make([]string, len(r.Failures))
+	for i, f := range r.Failures {
+		failures[i] = cell(f)
 	}
+	resultfile.WriteFailures(&b, failures)
 	b.WriteString("\n## The proxy's log: upgrade lines, warnings and errors\n")
 	for _, t := range r.Trials {
 		fmt.Fprintf(&b, "\nrepeat %d (%s):\n\n```\n%s\n```\n", t.Repeat, t.ProxyLog, strings.Join(t.LogLines, "\n"))

@@ -20,6 +20,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/tidegate/tidegate/benchmarks/fdlimit"
 	"github.com/tidegate/tidegate/benchmarks/peers"
 	"github.com/tidegate/tidegate/benchmarks/procstat"
 )
@@ -157,7 +158,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
-	lim, err := RaiseFDLimit()
+	lim, err := fdlimit.Raise()
 	if err != nil {
 		return nil, err
 	}
@@ -288,6 +289,7 @@ func runTrial(ctx context.Context, cfg Config, repeat, attempt int) (t Trial) {
 		return t
 	}
 	defer be.Close()
+	resetConns := func() { be.EachConn(resetClose) } // every backend connection (see clients.close)
 	listen, err := peers.FreeAddr("127.0.0.1")
 	if err != nil {
 		fails.trial("%v", err)
@@ -299,7 +301,7 @@ func runTrial(ctx context.Context, cfg Config, repeat, attempt int) (t Trial) {
 		return t
 	}
 	cfgPath := filepath.Join(dir, "tidegate.yaml")
-	if err := os.WriteFile(cfgPath, []byte(proxyConfig(listen, be.Addr(), cfg.Loops)), 0o644); err != nil {
+	if err := os.WriteFile(cfgPath, []byte(proxyConfig(listen, be.Addr().String(), cfg.Loops)), 0o644); err != nil {
 		fails.trial("writing the proxy configuration %s: %v", cfgPath, err)
 		return t
 	}
@@ -431,7 +433,7 @@ func runTrial(ctx context.Context, cfg Config, repeat, attempt int) (t Trial) {
 		}
 		t.NewPID = int(watch.pid.Load())
 		cs.setPhase(phaseAfter)
-		cs.close(be.resetConns) // so that the new process's drain has nothing to wait for
+		cs.close(resetConns) // so that the new process's drain has nothing to wait for
 		stopProcess(&t, fails, t.NewPID)
 		readLog(&t, fails, false)
 		return t
@@ -489,11 +491,11 @@ func runTrial(ctx context.Context, cfg Config, repeat, attempt int) (t Trial) {
 	}
 	t.Baseline = cs.gaps(phaseBaseline, baseWindow)
 	t.Upgrade = cs.gaps(phaseUpgrade, upWindow)
-	cs.close(be.resetConns)
+	cs.close(resetConns)
 	log.Info().Int("kept", t.Kept).Int("new_pid", t.NewPID).Msg("sessions closed; stopping the new process")
 	stopProcess(&t, fails, t.NewPID)
 	readLog(&t, fails, true)
-	if err := be.failure(); err != nil {
+	if err := be.Failure(); err != nil {
 		fails.trial("%v", err)
 	}
 	return t

@@ -2,8 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -54,12 +52,9 @@ func benchAcceptCommand() *cli.Command {
 }
 
 func runBenchAccept(c *cli.Context) error {
-	log, err := logflags.New(c)
+	log, err := flagsOnly(c, "accept")
 	if err != nil {
 		return err
-	}
-	if c.NArg() > 0 {
-		return fmt.Errorf("accept: unexpected argument %q (flags only)", c.Args().First())
 	}
 	var bins []string
 	for _, b := range c.StringSlice("server-bin") {
@@ -105,16 +100,11 @@ func runBenchAccept(c *cli.Context) error {
 		Conns: cfg.Load.Conns, Parallel: cfg.Load.Parallel, Body: cfg.Load.Body, Warmup: cfg.Warmup,
 		Repeats: cfg.Repeats, Loops: cfg.Loops, GoMaxProcs: cfg.GoMaxProcs,
 	}}
-	if c.Bool("json") {
-		err = acceptload.WriteJSON(os.Stdout, rep)
-	} else {
-		err = acceptload.WriteTable(os.Stdout, rep)
-	}
-	if err != nil {
+	if err := printResult(c, rep, acceptload.WriteJSON, acceptload.WriteTable); err != nil {
 		return err
 	}
 	if !cmp.OK {
-		return cli.Exit(fmt.Sprintf("accept benchmark FAILED: %d failures: %s", len(cmp.Failures), strings.Join(cmp.Failures, "; ")), 1)
+		return failedExit("accept", cmp.Failures)
 	}
 	return nil
 }

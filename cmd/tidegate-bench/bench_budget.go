@@ -46,11 +46,8 @@ func benchBudgetCommand() *cli.Command {
 }
 
 func runBenchBudget(c *cli.Context) error {
-	if _, err := logflags.New(c); err != nil {
+	if _, err := flagsOnly(c, "budget"); err != nil {
 		return err
-	}
-	if c.NArg() > 0 {
-		return fmt.Errorf("budget: unexpected argument %q (flags only)", c.Args().First())
 	}
 	budgets, err := budgetload.ParseSizes(c.String("budgets"))
 	if err != nil {

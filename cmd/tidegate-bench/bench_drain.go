@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -61,12 +60,9 @@ func benchDrainCommand() *cli.Command {
 }
 
 func runBenchDrain(c *cli.Context) error {
-	log, err := logflags.New(c)
+	log, err := flagsOnly(c, "drain")
 	if err != nil {
 		return err
-	}
-	if c.NArg() > 0 {
-		return fmt.Errorf("drain: unexpected argument %q (flags only)", c.Args().First())
 	}
 	var servers []drainload.Server
 	for _, s := range c.StringSlice("server") {
@@ -100,26 +96,17 @@ func runBenchDrain(c *cli.Context) error {
 		return runErr
 	}
 	res.Meta = runMeta(started)
-	if c.Bool("json") {
-		err = drainload.WriteJSON(os.Stdout, res)
-	} else {
-		err = drainload.WriteTable(os.Stdout, res)
-	}
-	if err != nil {
+	if err := printResult(c, res, drainload.WriteJSON, drainload.WriteTable); err != nil {
 		return errors.Join(runErr, err)
 	}
-	if dir := c.String("out"); dir != "" {
-		path, err := drainload.WriteReport(dir, c.String("label"), res)
-		if err != nil {
-			return errors.Join(runErr, err)
-		}
-		log.Info().Str("file", path).Msg("results written")
+	if err := writeResultsFile(c, log, res, drainload.WriteReport); err != nil {
+		return errors.Join(runErr, err)
 	}
 	if runErr != nil {
 		return runErr
 	}
 	if !res.OK {
-		return cli.Exit(fmt.Sprintf("drain benchmark FAILED: %d failures: %s", len(res.Failures), strings.Join(res.Failures, "; ")), 1)
+		return failedExit("drain", res.Failures)
 	}
 	return nil
 }

@@ -39,7 +39,7 @@ func benchHandshakeCommand() *cli.Command {
 			&cli.BoolFlag{Name: "syscalls", Usage: "after the storms, one more storm per target on a fresh copy under perf: system calls per accepted login"},
 			&cli.StringFlag{Name: "addr", Usage: "storm an already running proxy or server at this address instead"},
 			&cli.IntFlag{Name: "proxy-cores", Value: 1, Usage: "threads/loops/workers of the proxy"},
-			&cli.StringSliceFlag{Name: "tidegate-env", Usage: "`KEY=VALUE` added to the tidegate proxy's environment (GOMAXPROCS=1, GOGC=50); repeatable"},
+			tidegateEnvFlag("GOMAXPROCS=1, GOGC=50"),
 			&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "bound on each attempt"},
 			&cli.IntFlag{Name: "max-failed", Value: 0, Usage: "fail if more attempts than this (in any storm) did not reach play (-1: no gate)"},
 			&cli.Float64Flag{Name: "max-p99-ms", Usage: "fail if the p99 time to reach play of any storm exceeds this (0: no gate)"},
@@ -103,6 +103,10 @@ func runBenchHandshake(c *cli.Context) error {
 		if err != nil {
 			return fmt.Errorf("--target %q: %w", c.String("target"), err)
 		}
+		tgEnv, err := tidegateEnv(c)
+		if err != nil {
+			return err
+		}
 		exe, err := tidegateBinary(c)
 		if err != nil {
 			return err
@@ -113,7 +117,7 @@ func runBenchHandshake(c *cli.Context) error {
 			}
 		}
 		env, err = session.Launch(session.LaunchOptions{Kinds: kinds, ProxyCores: c.Int("proxy-cores"), BackendLoops: 1, Executable: exe,
-			Sessions: c.Int("parallel"), HAProxy: c.String("haproxy-bin"), Nginx: c.String("nginx-bin"), TidegateEnv: c.StringSlice("tidegate-env")})
+			Sessions: c.Int("parallel"), HAProxy: c.String("haproxy-bin"), Nginx: c.String("nginx-bin"), TidegateEnv: tgEnv})
 		if err != nil {
 			return err
 		}

@@ -48,7 +48,7 @@ func benchIdleCommand() *cli.Command {
 			&cli.StringFlag{Name: "metrics-addr", Usage: "with --addr: the running tidegate proxy's --metrics-listen `ADDR`, for its heap and goroutines"},
 			&cli.BoolFlag{Name: "heap", Usage: "tidegate: serve the proxy's metrics and report its live heap, heap in use and goroutines per session"},
 			&cli.StringFlag{Name: "heap-profile", Usage: "tidegate: save the proxy's heap profile at the end of the hold into `FILE` (implies --heap)"},
-			&cli.StringSliceFlag{Name: "tidegate-env", Usage: "`KEY=VALUE` added to the tidegate proxy's environment (GODEBUG=memprofilerate=1, GOGC=50); repeatable"},
+			tidegateEnvFlag("GODEBUG=memprofilerate=1, GOGC=50"),
 			&cli.IntFlag{Name: "proxy-cores", Value: 1, Usage: "threads/loops/workers of the proxy"},
 			&cli.IntFlag{Name: "goproxy-gomaxprocs", Usage: "GOMAXPROCS of goproxy", DefaultText: "--proxy-cores"},
 			&cli.IntFlag{Name: "min-alive", Value: -1, Usage: "fail unless at least this many sessions are alive after --hold", DefaultText: "all"},
@@ -95,6 +95,10 @@ func runBenchIdle(c *cli.Context) error {
 		if err != nil || len(kinds) != 1 {
 			return fmt.Errorf("--target %q: want exactly one proxy (%v)", target, err)
 		}
+		tgEnv, err := tidegateEnv(c)
+		if err != nil {
+			return err
+		}
 		tg, err := tidegateBinary(c)
 		if err != nil {
 			return err
@@ -105,7 +109,7 @@ func runBenchIdle(c *cli.Context) error {
 		env, err := session.Launch(session.LaunchOptions{Kinds: kinds, ProxyCores: c.Int("proxy-cores"), Executable: tg,
 			GoMaxProcs: c.Int("goproxy-gomaxprocs"), BackendLoops: 1, Sessions: n,
 			HAProxy: c.String("haproxy-bin"), Nginx: c.String("nginx-bin"),
-			TidegateMetrics: heap, TidegateEnv: c.StringSlice("tidegate-env")})
+			TidegateMetrics: heap, TidegateEnv: tgEnv})
 		if err != nil {
 			return err
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tidegate/tidegate/internal/logflags"
 
+	"github.com/tidegate/tidegate/benchmarks/fdlimit"
 	"github.com/tidegate/tidegate/benchmarks/peers"
 	"github.com/tidegate/tidegate/benchmarks/session"
 )
@@ -84,7 +85,7 @@ func benchSessionCommand() *cli.Command {
 			&cli.StringFlag{Name: "netns-inner", Hidden: true, Usage: "internal: running inside the client namespace of this prefix"},
 			&cli.StringFlag{Name: "haproxy-bin", Value: "haproxy", Usage: "HAProxy program"},
 			&cli.StringFlag{Name: "tidegate-cpuprofile-dir", Usage: "write a Go CPU profile of each tidegate proxy into `DIR` (go tool pprof)"},
-			&cli.StringSliceFlag{Name: "tidegate-env", Usage: "`KEY=VALUE` added to each tidegate proxy's environment (GOMAXPROCS=1, GOGC=50); repeatable"},
+			tidegateEnvFlag("GOMAXPROCS=1, GOGC=50"),
 			&cli.StringFlag{Name: "nginx-bin", Value: "nginx", Usage: "nginx program"},
 			tidegateBinFlag(),
 		}, logflags.Flags()...),
@@ -174,11 +175,13 @@ func playersParams(c *cli.Context) (session.PlayersParams, error) {
 	if err := p.Validate(); err != nil {
 		return p, err
 	}
-	limit, err := session.DescriptorLimit()
+	// The hard limit: the processes of a run (this one, the backend, the
+	// proxies) may raise their soft limits to it, and inherit it.
+	limit, err := fdlimit.Read()
 	if err != nil {
 		return p, err
 	}
-	return p, session.CheckPlayersDescriptors(p.Sessions, limit)
+	return p, session.CheckPlayersDescriptors(p.Sessions, limit.Hard)
 }
 
 func runBenchSession(c *cli.Context) error {
@@ -193,6 +196,10 @@ func runBenchSession(c *cli.Context) error {
 	kinds, err := peers.ParseKinds(c.String("target"))
 	if err != nil {
 		return fmt.Errorf("--target: %w", err)
+	}
+	tgEnv, err := tidegateEnv(c)
+	if err != nil {
+		return err
 	}
 	rtt, appRTT := c.Duration("rtt"), c.Duration("app-rtt")
 	if rtt < 0 || appRTT < 0 {
@@ -227,7 +234,7 @@ func runBenchSession(c *cli.Context) error {
 		Kinds: kinds, ProxyCores: c.Int("proxy-cores"), GoMaxProcs: c.Int("goproxy-gomaxprocs"),
 		BackendLoops: c.Int("backend-loops"), Sessions: sessions, ChunkReplies: players != nil,
 		HAProxy: c.String("haproxy-bin"), Nginx: c.String("nginx-bin"),
-		CPUProfileDir: c.String("tidegate-cpuprofile-dir"), ReplyDelay: appRTT / 2, TidegateEnv: c.StringSlice("tidegate-env"),
+		CPUProfileDir: c.String("tidegate-cpuprofile-dir"), ReplyDelay: appRTT / 2, TidegateEnv: tgEnv,
 	}
 	setup := session.Setup{ProxyCores: opts.ProxyCores, GoMaxProcs: opts.GoMaxProcs, BackendLoops: opts.BackendLoops, Host: session.ThisHost()}
 	if appRTT > 0 {
@@ -280,12 +287,7 @@ func runBenchSession(c *cli.Context) error {
 	if err != nil {
 		res.Notes = append(res.Notes, "run interrupted: "+err.Error())
 	}
-	if c.Bool("json") {
-		err = session.WriteJSON(os.Stdout, res)
-	} else {
-		err = session.WriteTable(os.Stdout, res)
-	}
-	if err != nil {
+	if err := printResult(c, res, session.WriteJSON, session.WriteTable); err != nil {
 		return err
 	}
 	if dir := c.String("report"); dir != "" {

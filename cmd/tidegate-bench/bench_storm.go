@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/tidegate/tidegate/internal/logflags"
 
+	"github.com/tidegate/tidegate/benchmarks/echo"
 	"github.com/tidegate/tidegate/benchmarks/mcload"
 	"github.com/tidegate/tidegate/benchmarks/peers"
 	"github.com/tidegate/tidegate/benchmarks/storm"
@@ -66,12 +66,9 @@ func benchStormCommand() *cli.Command {
 }
 
 func runBenchStorm(c *cli.Context) error {
-	log, err := logflags.New(c)
+	log, err := flagsOnly(c, "storm")
 	if err != nil {
 		return err
-	}
-	if c.NArg() > 0 {
-		return fmt.Errorf("storm: unexpected argument %q (flags only)", c.Args().First())
 	}
 	kinds, err := peers.ParseKinds(c.String("targets"))
 	if err != nil {
@@ -148,26 +145,17 @@ func runBenchStorm(c *cli.Context) error {
 		runErr = errors.Join(runErr, fmt.Errorf("the echo backend exited during the run: %v\n%s", backend.ExitError(), backend.LogTail()))
 	}
 	res.Meta = runMeta(started)
-	if c.Bool("json") {
-		err = storm.WriteJSON(os.Stdout, res)
-	} else {
-		err = storm.WriteTable(os.Stdout, res)
-	}
-	if err != nil {
+	if err := printResult(c, res, storm.WriteJSON, storm.WriteTable); err != nil {
 		return err
 	}
-	if dir := c.String("out"); dir != "" {
-		path, err := storm.WriteReport(dir, c.String("label"), res)
-		if err != nil {
-			return err
-		}
-		log.Info().Str("file", path).Msg("results written")
+	if err := writeResultsFile(c, log, res, storm.WriteReport); err != nil {
+		return err
 	}
 	if runErr != nil {
 		return runErr
 	}
 	if !res.OK {
-		return cli.Exit(fmt.Sprintf("storm benchmark FAILED: %d failures: %s", len(res.Failures), strings.Join(res.Failures, "; ")), 1)
+		return failedExit("storm", res.Failures)
 	}
 	return nil
 }
@@ -186,7 +174,7 @@ func benchStormEchoCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			var srv storm.EchoServer
+			var srv echo.Server
 			if err := srv.Listen(c.String("listen")); err != nil {
 				return err
 			}

@@ -2,7 +2,7 @@ package main
 
 import (
 	"fmt"
-	"os"
+	"io"
 	"os/exec"
 	"strings"
 	"time"
@@ -62,12 +62,9 @@ func benchUpgradeCommand() *cli.Command {
 }
 
 func runBenchUpgrade(c *cli.Context) error {
-	log, err := logflags.New(c)
+	log, err := flagsOnly(c, "upgrade")
 	if err != nil {
 		return err
-	}
-	if c.NArg() > 0 {
-		return fmt.Errorf("upgrade: unexpected argument %q (flags only)", c.Args().First())
 	}
 	exe, err := tidegateBinary(c)
 	if err != nil {
@@ -91,24 +88,18 @@ func runBenchUpgrade(c *cli.Context) error {
 	if out, verr := exec.Command(exe, "version").Output(); verr == nil {
 		res.Meta.ProxyVersion = strings.TrimSpace(string(out))
 	}
-	if c.Bool("json") {
-		err = upgradeload.WriteJSON(os.Stdout, res)
-	} else {
-		err = upgradeload.WriteTable(os.Stdout, res)
-		if err == nil {
-			fmt.Println()
-			err = upgradeload.WriteTrials(os.Stdout, res)
-		}
-	}
-	if err != nil {
-		return err
-	}
-	if dir := c.String("out"); dir != "" {
-		path, err := upgradeload.WriteReport(dir, c.String("label"), res)
-		if err != nil {
+	tables := func(w io.Writer, r *upgradeload.Result) error {
+		if err := upgradeload.WriteTable(w, r); err != nil {
 			return err
 		}
-		log.Info().Str("file", path).Msg("results written")
+		fmt.Fprintln(w)
+		return upgradeload.WriteTrials(w, r)
+	}
+	if err := printResult(c, res, upgradeload.WriteJSON, tables); err != nil {
+		return err
+	}
+	if err := writeResultsFile(c, log, res, upgradeload.WriteReport); err != nil {
+		return err
 	}
 	if !res.OK {
 		return cli.Exit(fmt.Sprintf("upgrade benchmark FAILED: %s", strings.Join(res.Failures, "; ")), 1)

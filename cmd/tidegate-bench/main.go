@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -87,6 +88,41 @@ func sourcesFlag() cli.Flag {
 func tidegateBinFlag() cli.Flag {
 	return &cli.StringFlag{Name: "tidegate-bin", Usage: "the tidegate `BINARY` run as the server, proxy or backend under test " +
 		"(default: tidegate next to this program, else tidegate on PATH)"}
+}
+
+// tidegateEnvFlag is --tidegate-env, which tidegateEnv reads; examples are
+// the command's own, such as "GOMAXPROCS=1, GOGC=50".
+func tidegateEnvFlag(examples string) cli.Flag {
+	return &cli.StringSliceFlag{Name: "tidegate-env", Usage: "`KEY=VALUE` added to each tidegate proxy's environment (" + examples + "); repeatable"}
+}
+
+// tidegateEnv returns the --tidegate-env values, each checked to be
+// KEY=VALUE with a key an environment can hold.
+func tidegateEnv(c *cli.Context) ([]string, error) {
+	env := c.StringSlice("tidegate-env")
+	for _, kv := range env {
+		if err := checkEnv(kv); err != nil {
+			return nil, fmt.Errorf("--tidegate-env %q: %w", kv, err)
+		}
+	}
+	return env, nil
+}
+
+// checkEnv fails unless kv is KEY=VALUE with a key of no space, tab or
+// newline, and no NUL byte in either.
+func checkEnv(kv string) error {
+	key, _, ok := strings.Cut(kv, "=")
+	switch {
+	case !ok:
+		return errors.New("want KEY=VALUE, such as GOGC=50")
+	case key == "":
+		return errors.New("no key before the '='")
+	case strings.ContainsAny(key, " \t\n"):
+		return fmt.Errorf("key %q has white space", key)
+	case strings.ContainsRune(kv, 0):
+		return errors.New("it holds a NUL byte")
+	}
+	return nil
 }
 
 // tidegateBinary returns the tidegate binary to start: --tidegate-bin, else
@@ -168,6 +204,51 @@ func serveListener(c *cli.Context, log zerolog.Logger, serve, shut func() error)
 		}
 		return err
 	})
+}
+
+// flagsOnly starts a benchmark command that takes flags only: it returns
+// the command's logger (logflags), or an error naming the first argument
+// given; name names the command in it.
+func flagsOnly(c *cli.Context, name string) (zerolog.Logger, error) {
+	log, err := logflags.New(c)
+	if err != nil {
+		return log, err
+	}
+	if c.NArg() > 0 {
+		return log, fmt.Errorf("%s: unexpected argument %q (flags only)", name, c.Args().First())
+	}
+	return log, nil
+}
+
+// printResult writes a benchmark's result to standard output: with asJSON
+// under --json, else with table.
+func printResult[R any](c *cli.Context, res R, asJSON, table func(io.Writer, R) error) error {
+	if c.Bool("json") {
+		return asJSON(os.Stdout, res)
+	}
+	return table(os.Stdout, res)
+}
+
+// writeResultsFile writes a benchmark's results file with write into the
+// directory of --out, named with --label, and logs its path; without --out
+// it writes nothing.
+func writeResultsFile[R any](c *cli.Context, log zerolog.Logger, res R, write func(dir, label string, r R) (string, error)) error {
+	dir := c.String("out")
+	if dir == "" {
+		return nil
+	}
+	path, err := write(dir, c.String("label"), res)
+	if err != nil {
+		return err
+	}
+	log.Info().Str("file", path).Msg("results written")
+	return nil
+}
+
+// failedExit is the exit, status 1, of a benchmark (what) whose run had
+// failures: it counts and lists them.
+func failedExit(what string, failures []string) error {
+	return cli.Exit(fmt.Sprintf("%s benchmark FAILED: %d failures: %s", what, len(failures), strings.Join(failures, "; ")), 1)
 }
 
 // runMeta describes a run of this command started at started, for a
