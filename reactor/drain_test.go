@@ -10,12 +10,14 @@ import (
 	"net"
 	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/tidegate/tidegate/internal/logbuf"
+	"github.com/tidegate/tidegate/internal/waitfor"
 )
 
 // runOn runs f on l and waits for it.
@@ -66,13 +68,12 @@ func testDrainResumes(t *testing.T, cfg Config, conns, size int) {
 			writes <- err
 		}(cs[i])
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for s.Stats().Paused != int64(conns) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d connections paused after 20 s (server read %d bytes; %+v)", s.Stats().Paused, conns, h.read.Load(), s.Stats())
+	waitfor.Check(t, fmt.Sprintf("all %d connections to pause", conns), func() error {
+		if st := s.Stats(); st.Paused != int64(conns) {
+			return fmt.Errorf("%d paused (server read %d bytes; %+v)", st.Paused, h.read.Load(), st)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 
 	l := s.Loops()[0]
 	var checks, waiters int
@@ -171,7 +172,7 @@ func TestDrainWithoutKernelWakeup(t *testing.T) {
 	if _, err := c.Write([]byte("go")); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, func() bool { return s.Stats().Paused == 1 })
+	waitfor.For(t, "the connection to pause", func() bool { return s.Stats().Paused == 1 })
 	_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
 	want := len(h.big) + h.small
 	got := make([]byte, want)
@@ -249,24 +250,6 @@ func startServerLogging(t *testing.T, cfg Config, h Handler, w io.Writer) (*Serv
 	return s, a.String()
 }
 
-// syncWriter collects a server's log for a test to read.
-type syncWriter struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *syncWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *syncWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
-}
-
 // TestLingerExpiry: the server writes 5 MiB and closes while the client
 // does not read. Past a short linger the connection must be reset, so the
 // client sees ECONNRESET and never a clean end after fewer bytes; the
@@ -278,11 +261,11 @@ func TestLingerExpiry(t *testing.T) {
 		payload[i] = byte(i * 13)
 	}
 	t.Run("expired", func(t *testing.T) {
-		var logs syncWriter
+		var logs logbuf.Buffer
 		s, addr := startServerLogging(t, Config{Linger: 200 * time.Millisecond}, &closingHandler{payload: payload}, &logs)
 		c := dial(t, addr)
 		_ = c.SetReadBuffer(32 << 10)
-		waitFor(t, 10*time.Second, func() bool { return s.Stats().LingerExpired == 1 })
+		waitfor.For(t, "the linger to expire", func() bool { return s.Stats().LingerExpired == 1 })
 		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
 		got, err := io.ReadAll(c)
 		switch {
@@ -347,7 +330,7 @@ func TestAbortWithOutputResets(t *testing.T) {
 		}
 		s, addr := startServer(t, Config{}, &abortingHandler{payload: payload})
 		c := dial(t, addr)
-		waitFor(t, 10*time.Second, func() bool { return s.Stats().Active == 0 })
+		waitfor.For(t, "the aborted connection to close", func() bool { return s.Stats().Active == 0 })
 		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
 		got, err := io.ReadAll(c)
 		switch {

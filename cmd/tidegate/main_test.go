@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,7 +12,6 @@ import (
 	"os/signal"
 	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,6 +19,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tidegate/tidegate/internal/leaktest"
+	"github.com/tidegate/tidegate/internal/logbuf"
 	"github.com/tidegate/tidegate/internal/testserver"
 )
 
@@ -65,23 +64,8 @@ func openFDs() int {
 	return len(ents)
 }
 
-// syncBuffer is a bytes.Buffer that a command logs into while a test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is what a command logs into while a test reads it.
+type syncBuffer struct{ logbuf.Buffer }
 
 // logLines decodes the JSON log lines written so far.
 func (s *syncBuffer) logLines(t *testing.T) []map[string]any {
