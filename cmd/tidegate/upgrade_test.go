@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/tidegate/tidegate/internal/gomcbot"
+	"github.com/tidegate/tidegate/internal/testserver"
 	"github.com/tidegate/tidegate/session/mcbackend"
 )
 
@@ -161,7 +162,7 @@ func TestLiveUpgradeKeepsEverySession(t *testing.T) {
 // modern server is) in this process and returns its address.
 func minecraftBackend(t *testing.T) string {
 	t.Helper()
-	_, addr := gomcbot.StartBackend(t, mcbackend.Config{Compression: true, CompressionThreshold: 64})
+	_, addr := testserver.MCBackend(t, mcbackend.Config{Compression: true, CompressionThreshold: 64})
 	return addr
 }
 

@@ -1,6 +1,6 @@
-// Package testserver starts the servers that tests of the load generators
-// run against, in process and stopped when the test ends: tidegate's TLV
-// and push servers, and fake servers whose behaviour a test writes.
+// Package testserver starts the servers that tests run against, in process
+// and stopped when the test ends: tidegate's TLV and push servers, its fake
+// game server, and fake servers whose behaviour a test writes.
 package testserver
 
 import (
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tidegate/tidegate/reactor"
+	"github.com/tidegate/tidegate/session/mcbackend"
 	"github.com/tidegate/tidegate/session/push"
 	"github.com/tidegate/tidegate/session/tlv"
 )
@@ -114,4 +115,31 @@ func Push(t testing.TB, mod func(*push.Config)) (srv *push.Server, pub, sub stri
 		t.Fatal(err)
 	}
 	return srv, pa.String(), sa.String()
+}
+
+// MCBackend starts tidegate's fake game server (session/mcbackend) with cfg
+// on a loopback port and one loop, for clients to talk to directly or
+// through a proxy; it stops when the test ends. It returns the server and
+// its address.
+func MCBackend(t testing.TB, cfg mcbackend.Config) (*mcbackend.Server, string) {
+	t.Helper()
+	cfg.Reactor.Addrs = []string{"tcp://127.0.0.1:0"}
+	cfg.Reactor.Loops = 1
+	b, err := mcbackend.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = b.Stop(ctx)
+	})
+	a, err := b.Addr(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, a.String()
 }

@@ -20,8 +20,8 @@ import (
 
 	"github.com/Tnze/go-mc/bot"
 
-	"github.com/tidegate/tidegate/internal/gomcbot"
 	"github.com/tidegate/tidegate/internal/leaktest"
+	"github.com/tidegate/tidegate/internal/testserver"
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/session/mcbackend"
 )
@@ -30,7 +30,7 @@ import (
 func startBackendServer(t testing.TB, cfg mcbackend.Config) (*mcbackend.Server, string) {
 	t.Helper()
 	cfg.Reactor.Logger = testLogger(t)
-	return gomcbot.StartBackend(t, cfg)
+	return testserver.MCBackend(t, cfg)
 }
 
 // statusDoc is the status JSON as a client reads it.
