@@ -24,7 +24,7 @@ func TestGoMCBotJoinsThroughProxy(t *testing.T) {
 			b := gomcbot.Join(t, addr, "ProxyBot", 10*time.Second)
 			b.Echo(t, bytes.Repeat([]byte("through the proxy "), 20))
 			// Counters are added after the write, so the client can be first.
-			waitFor(t, func() bool { st := p.Stats(); return st.Routed == 1 && st.FramesS2C >= 4 })
+			waitStats(t, p, "the routed session's frames", func(st Stats) bool { return st.Routed == 1 && st.FramesS2C >= 4 })
 		})
 	}
 }
