@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/tidegate/tidegate/internal/testserver"
+	"github.com/tidegate/tidegate/internal/waitfor"
 )
 
 // Child mode of the test binary: run tidegate's main with the arguments in
@@ -149,6 +150,31 @@ func waitListening(t *testing.T, ch *child, addr string) {
 	t.Fatalf("nothing listening on %s after 20 s", addr)
 }
 
+// waitHealthy waits until the child's /healthz and /readyz on metrics both
+// answer 200. A command binds its --metrics-listen after its service's
+// listeners, so waitListening on those does not wait for it.
+func waitHealthy(t *testing.T, ch *child, metrics string) {
+	t.Helper()
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	waitfor.Check(t, "/healthz and /readyz to answer 200 on "+metrics, func() error {
+		if !ch.running() {
+			t.Fatalf("child exited before its health endpoints answered: %v", <-ch.done)
+		}
+		for _, path := range []string{"/healthz", "/readyz"} {
+			resp, err := client.Get("http://" + metrics + path)
+			if err != nil {
+				return err
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("%s: %d %s", path, resp.StatusCode, body)
+			}
+		}
+		return nil
+	})
+}
+
 // overloadTarget is one command to storm: how to start it, and the request
 // it must echo byte for byte.
 type overloadTarget struct {
@@ -234,6 +260,10 @@ func stormTarget(t *testing.T, tg overloadTarget) {
 	listen, metrics := freePort(t), freePort(t)
 	ch := startChild(t, nofile, tg.args(t, listen, metrics)...)
 	waitListening(t, ch, listen)
+	// The command binds its metrics listener only after its service's: the
+	// endpoints must be up before they are polled "throughout" (once, the
+	// first poll came before the listener and was refused).
+	waitHealthy(t, ch, metrics)
 
 	// Held sessions echo checked data until the end.
 	stop := make(chan struct{})
