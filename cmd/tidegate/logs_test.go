@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -206,18 +205,7 @@ loops: 1
 	session("localhost", mc.NextStateLogin, loginStart, func(id int32) bool { return id == mc.PacketLoginSuccess })
 	session("down.test", mc.NextStateLogin, loginStart, func(id int32) bool { return id == 0x00 }) // the offline disconnect
 
-	if err := ch.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-ch.done:
-		ch.done <- err
-		if err != nil {
-			t.Fatalf("the proxy exited with %v after SIGTERM, want status 0", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the proxy did not exit within 30 s of SIGTERM")
-	}
+	ch.terminate(t, 30*time.Second)
 
 	out, err := os.ReadFile(logPath)
 	if err != nil {
