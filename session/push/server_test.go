@@ -392,17 +392,17 @@ func TestDropsAreReportedToSSE(t *testing.T) {
 		}
 	}()
 	var res result
-publish:
-	for {
+	waitfor.Check(t, `the reader to get an "after" event`, func() error {
 		if _, err := p.Write(publishFrame(t, "bulk", []byte("after"))); err != nil {
 			t.Fatal(err)
 		}
 		select {
 		case res = <-done:
-			break publish
-		case <-time.After(20 * time.Millisecond):
+			return nil
+		default:
+			return errors.New("published, not read yet")
 		}
-	}
+	})
 	if res.err != nil {
 		t.Fatalf("stream ended before the drop report: %v", res.err)
 	}
