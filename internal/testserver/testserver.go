@@ -63,6 +63,23 @@ func Conns(t testing.TB, serve func(c net.Conn)) string {
 	return ln.Addr().String()
 }
 
+// start runs a server's Start, failing t if it fails, and its Stop with d
+// to stop in when the test ends; onStopErr, if not nil, is given Stop's
+// error.
+func start(t testing.TB, start func() error, stop func(context.Context) error, d time.Duration, onStopErr func(error)) {
+	t.Helper()
+	if err := start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), d)
+		defer cancel()
+		if err := stop(ctx); err != nil && onStopErr != nil {
+			onStopErr(err)
+		}
+	})
+}
+
 // TLV starts tidegate's TLV echo server (what `tidegate serve` runs) with
 // loops event loops and returns its address.
 func TLV(t testing.TB, loops int) string {
@@ -71,16 +88,7 @@ func TLV(t testing.TB, loops int) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
-		defer cancel()
-		if err := srv.Stop(ctx); err != nil {
-			t.Errorf("stopping the TLV server: %v", err)
-		}
-	})
+	start(t, srv.Start, srv.Stop, stopTimeout, func(err error) { t.Errorf("stopping the TLV server: %v", err) })
 	return srv.Addr().String()
 }
 
@@ -98,14 +106,7 @@ func Push(t testing.TB, mod func(*push.Config)) (srv *push.Server, pub, sub stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
-		defer cancel()
-		_ = srv.Stop(ctx)
-	})
+	start(t, srv.Start, srv.Stop, stopTimeout, nil)
 	pa, err := srv.PublishAddr()
 	if err != nil {
 		t.Fatal(err)
@@ -129,14 +130,7 @@ func MCBackend(t testing.TB, cfg mcbackend.Config) (*mcbackend.Server, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = b.Stop(ctx)
-	})
+	start(t, b.Start, b.Stop, 10*time.Second, nil)
 	a, err := b.Addr(0)
 	if err != nil {
 		t.Fatal(err)
