@@ -92,11 +92,20 @@ type child struct {
 	logPath string // its stdout and stderr
 }
 
+// startChild runs tidegate with args in a child process under a descriptor
+// limit of nofile (0: the test's); it is killed when the test ends, and its
+// log shown if the test failed.
 func startChild(t *testing.T, nofile int, args ...string) *child {
+	t.Helper()
+	return startChildEnv(t, nofile, nil, args...)
+}
+
+// startChildEnv is startChild with env added to the child's environment.
+func startChildEnv(t *testing.T, nofile int, env []string, args ...string) *child {
 	t.Helper()
 	b, _ := json.Marshal(args)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childArgsEnv+"="+string(b), fmt.Sprintf("%s=%d", childNoFileEnv, nofile))
+	cmd.Env = append(append(os.Environ(), env...), childArgsEnv+"="+string(b), fmt.Sprintf("%s=%d", childNoFileEnv, nofile))
 	logPath := filepath.Join(t.TempDir(), "child.log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
