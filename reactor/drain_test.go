@@ -250,6 +250,23 @@ func startServerLogging(t *testing.T, cfg Config, h Handler, w io.Writer) (*Serv
 	return s, a.String()
 }
 
+// readToReset reads c until the server resets it, wants what arrived before
+// the reset to be the start of payload, and returns it.
+func readToReset(t *testing.T, c net.Conn, payload []byte) []byte {
+	t.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	got, err := io.ReadAll(c)
+	switch {
+	case err == nil:
+		t.Fatalf("clean end of stream after %d of %d bytes: the truncation was silent", len(got), len(payload))
+	case !errors.Is(err, syscall.ECONNRESET):
+		t.Fatalf("after %d bytes: %v, want ECONNRESET", len(got), err)
+	case len(got) > len(payload) || !bytes.Equal(got, payload[:len(got)]):
+		t.Fatal("the bytes before the reset differ from the sent ones")
+	}
+	return got
+}
+
 // TestLingerExpiry: the server writes 5 MiB and closes while the client
 // does not read. Past a short linger the connection must be reset, so the
 // client sees ECONNRESET and never a clean end after fewer bytes; the
@@ -266,17 +283,9 @@ func TestLingerExpiry(t *testing.T) {
 		c := dial(t, addr)
 		_ = c.SetReadBuffer(32 << 10)
 		waitfor.For(t, "the linger to expire", func() bool { return s.Stats().LingerExpired == 1 })
-		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-		got, err := io.ReadAll(c)
-		switch {
-		case err == nil:
-			t.Fatalf("clean end of stream after %d of %d bytes: the truncation was silent", len(got), len(payload))
-		case !errors.Is(err, syscall.ECONNRESET):
-			t.Fatalf("after %d bytes: %v, want ECONNRESET", len(got), err)
-		case len(got) >= len(payload):
+		got := readToReset(t, c, payload)
+		if len(got) == len(payload) {
 			t.Fatalf("all %d bytes arrived before the reset, so the linger did not cut anything", len(got))
-		case !bytes.Equal(got, payload[:len(got)]):
-			t.Fatal("the bytes before the reset differ from the sent ones")
 		}
 		st := s.Stats()
 		if st.LingerQueuedBytes <= 0 || st.LingerQueuedBytes > int64(len(payload)-len(got)) {
@@ -331,16 +340,7 @@ func TestAbortWithOutputResets(t *testing.T) {
 		s, addr := startServer(t, Config{}, &abortingHandler{payload: payload})
 		c := dial(t, addr)
 		waitfor.For(t, "the aborted connection to close", func() bool { return s.Stats().Active == 0 })
-		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-		got, err := io.ReadAll(c)
-		switch {
-		case err == nil:
-			t.Fatalf("clean end of stream after %d of %d bytes: the truncation was silent", len(got), len(payload))
-		case !errors.Is(err, syscall.ECONNRESET):
-			t.Fatalf("after %d bytes: %v, want ECONNRESET", len(got), err)
-		case !bytes.Equal(got, payload[:len(got)]):
-			t.Fatal("the bytes before the reset differ from the sent ones")
-		}
+		readToReset(t, c, payload)
 		st := s.Stats()
 		// What was queued at the Abort is counted before gnet's one last
 		// write, which may still send part of it: it is not bounded by what
