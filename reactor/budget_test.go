@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tidegate/tidegate/internal/waitfor"
 )
 
 // TestBufferBudgetBoundsQueuedOutput: 24 clients pipeline 4 MiB each into
@@ -36,7 +38,7 @@ func TestBufferBudgetBoundsQueuedOutput(t *testing.T) {
 	}
 	// Wait until the queued total stops moving.
 	var peak int64
-	waitFor(t, 20*time.Second, func() bool {
+	waitfor.For(t, "the queued total to stop moving", func() bool {
 		a := s.Stats().QueuedBytes
 		time.Sleep(300 * time.Millisecond)
 		b := s.Stats().QueuedBytes
@@ -74,7 +76,7 @@ func TestBufferBudgetBoundsQueuedOutput(t *testing.T) {
 	for err := range errs {
 		t.Fatalf("after the budget pause: %v", err)
 	}
-	waitFor(t, 5*time.Second, func() bool { return s.Stats().QueuedBytes == 0 })
+	waitfor.For(t, "the queues to empty", func() bool { return s.Stats().QueuedBytes == 0 })
 }
 
 // smallSendBuffer shrinks each accepted socket's kernel send buffer, so that

@@ -10,12 +10,14 @@ import (
 	"net"
 	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/tidegate/tidegate/internal/logbuf"
+	"github.com/tidegate/tidegate/internal/waitfor"
 )
 
 // runOn runs f on l and waits for it.
@@ -66,13 +68,12 @@ func testDrainResumes(t *testing.T, cfg Config, conns, size int) {
 			writes <- err
 		}(cs[i])
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for s.Stats().Paused != int64(conns) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d connections paused after 20 s (server read %d bytes; %+v)", s.Stats().Paused, conns, h.read.Load(), s.Stats())
+	waitfor.Check(t, fmt.Sprintf("all %d connections to pause", conns), func() error {
+		if st := s.Stats(); st.Paused != int64(conns) {
+			return fmt.Errorf("%d paused (server read %d bytes; %+v)", st.Paused, h.read.Load(), st)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 
 	l := s.Loops()[0]
 	var checks, waiters int
@@ -171,7 +172,7 @@ func TestDrainWithoutKernelWakeup(t *testing.T) {
 	if _, err := c.Write([]byte("go")); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, func() bool { return s.Stats().Paused == 1 })
+	waitfor.For(t, "the connection to pause", func() bool { return s.Stats().Paused == 1 })
 	_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
 	want := len(h.big) + h.small
 	got := make([]byte, want)
@@ -249,22 +250,21 @@ func startServerLogging(t *testing.T, cfg Config, h Handler, w io.Writer) (*Serv
 	return s, a.String()
 }
 
-// syncWriter collects a server's log for a test to read.
-type syncWriter struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *syncWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *syncWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
+// readToReset reads c until the server resets it, wants what arrived before
+// the reset to be the start of payload, and returns it.
+func readToReset(t *testing.T, c net.Conn, payload []byte) []byte {
+	t.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	got, err := io.ReadAll(c)
+	switch {
+	case err == nil:
+		t.Fatalf("clean end of stream after %d of %d bytes: the truncation was silent", len(got), len(payload))
+	case !errors.Is(err, syscall.ECONNRESET):
+		t.Fatalf("after %d bytes: %v, want ECONNRESET", len(got), err)
+	case len(got) > len(payload) || !bytes.Equal(got, payload[:len(got)]):
+		t.Fatal("the bytes before the reset differ from the sent ones")
+	}
+	return got
 }
 
 // TestLingerExpiry: the server writes 5 MiB and closes while the client
@@ -278,22 +278,14 @@ func TestLingerExpiry(t *testing.T) {
 		payload[i] = byte(i * 13)
 	}
 	t.Run("expired", func(t *testing.T) {
-		var logs syncWriter
+		var logs logbuf.Buffer
 		s, addr := startServerLogging(t, Config{Linger: 200 * time.Millisecond}, &closingHandler{payload: payload}, &logs)
 		c := dial(t, addr)
 		_ = c.SetReadBuffer(32 << 10)
-		waitFor(t, 10*time.Second, func() bool { return s.Stats().LingerExpired == 1 })
-		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-		got, err := io.ReadAll(c)
-		switch {
-		case err == nil:
-			t.Fatalf("clean end of stream after %d of %d bytes: the truncation was silent", len(got), len(payload))
-		case !errors.Is(err, syscall.ECONNRESET):
-			t.Fatalf("after %d bytes: %v, want ECONNRESET", len(got), err)
-		case len(got) >= len(payload):
+		waitfor.For(t, "the linger to expire", func() bool { return s.Stats().LingerExpired == 1 })
+		got := readToReset(t, c, payload)
+		if len(got) == len(payload) {
 			t.Fatalf("all %d bytes arrived before the reset, so the linger did not cut anything", len(got))
-		case !bytes.Equal(got, payload[:len(got)]):
-			t.Fatal("the bytes before the reset differ from the sent ones")
 		}
 		st := s.Stats()
 		if st.LingerQueuedBytes <= 0 || st.LingerQueuedBytes > int64(len(payload)-len(got)) {
@@ -347,17 +339,8 @@ func TestAbortWithOutputResets(t *testing.T) {
 		}
 		s, addr := startServer(t, Config{}, &abortingHandler{payload: payload})
 		c := dial(t, addr)
-		waitFor(t, 10*time.Second, func() bool { return s.Stats().Active == 0 })
-		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-		got, err := io.ReadAll(c)
-		switch {
-		case err == nil:
-			t.Fatalf("clean end of stream after %d of %d bytes: the truncation was silent", len(got), len(payload))
-		case !errors.Is(err, syscall.ECONNRESET):
-			t.Fatalf("after %d bytes: %v, want ECONNRESET", len(got), err)
-		case !bytes.Equal(got, payload[:len(got)]):
-			t.Fatal("the bytes before the reset differ from the sent ones")
-		}
+		waitfor.For(t, "the aborted connection to close", func() bool { return s.Stats().Active == 0 })
+		readToReset(t, c, payload)
 		st := s.Stats()
 		// What was queued at the Abort is counted before gnet's one last
 		// write, which may still send part of it: it is not bounded by what

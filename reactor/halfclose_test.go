@@ -3,11 +3,14 @@ package reactor
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tidegate/tidegate/internal/waitfor"
 )
 
 // TestOutQueue: what goes in comes out in order across chunk boundaries,
@@ -124,7 +127,7 @@ func TestFINAfterOwnFINKeepsNoSocket(t *testing.T) {
 		if err := c.CloseWrite(); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 5*time.Second, func() bool { h.mu.Lock(); defer h.mu.Unlock(); return len(h.closedErr) == i+1 })
+		waitfor.For(t, fmt.Sprintf("connection %d's close", i), func() bool { h.mu.Lock(); defer h.mu.Unlock(); return len(h.closedErr) == i+1 })
 		c.Close()
 	}
 	h.mu.Lock()
@@ -135,7 +138,12 @@ func TestFINAfterOwnFINKeepsNoSocket(t *testing.T) {
 	if st := s.Stats(); st.Active != 0 || st.HalfClosed != 21 {
 		t.Fatalf("active %d (want 0), half-closed %d (want 21)", st.Active, st.HalfClosed)
 	}
-	waitFor(t, 5*time.Second, func() bool { return countFDs(t) <= fdsBefore })
+	waitfor.Check(t, "the closed connections' descriptors to go", func() error {
+		if n := countFDs(t); n > fdsBefore {
+			return fmt.Errorf("%d open, %d before", n, fdsBefore)
+		}
+		return nil
+	})
 }
 
 func countFDs(t *testing.T) int {

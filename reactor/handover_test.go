@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tidegate/tidegate/internal/waitfor"
 )
 
 // recordingEcho is echoHandler that records the error each close reports.
@@ -96,7 +98,7 @@ func TestDetachAndAdoptMoveAConnection(t *testing.T) {
 	if err := echoOnce(c, 5*time.Second); err != nil {
 		t.Fatalf("echo on the new server: %v", err)
 	}
-	waitFor(t, 5*time.Second, func() bool { return oldH.handedOver.Load() == 1 })
+	waitfor.For(t, "the old server to hand the connection over", func() bool { return oldH.handedOver.Load() == 1 })
 	if st := newS.Stats(); st.Accepted != 1 || st.Active != 1 {
 		t.Fatalf("new server: accepted %d active %d, want 1 and 1", st.Accepted, st.Active)
 	}

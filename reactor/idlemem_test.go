@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/tidegate/tidegate/internal/waitfor"
 )
 
 // TestConnSize: a Conn is held for its connection's whole life, two per
@@ -93,25 +95,21 @@ func TestIdleConnKeepsNothing(t *testing.T) {
 	}
 	// The queue's last write and the check that ends its wait come from the
 	// drain watcher, a moment after the backend has read everything.
-	deadline := time.Now().Add(5 * time.Second)
-	for !onLoop(func() bool {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		if len(h.conns) != 2*clients {
-			return false
-		}
-		for _, c := range h.conns {
-			if c.OutboundBuffered() > 0 {
+	waitfor.For(t, "the outbound connections' queues to drain", func() bool {
+		return onLoop(func() bool {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			if len(h.conns) != 2*clients {
 				return false
 			}
-		}
-		return true
-	}) {
-		if time.Now().After(deadline) {
-			t.Fatal("the outbound connections' queues did not drain")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+			for _, c := range h.conns {
+				if c.OutboundBuffered() > 0 {
+					return false
+				}
+			}
+			return true
+		})
+	})
 	onLoop(func() bool {
 		h.mu.Lock()
 		defer h.mu.Unlock()

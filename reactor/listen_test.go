@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/tidegate/tidegate/internal/waitfor"
 )
 
 // childEnv selects a child mode of the test binary (see TestMain).
@@ -76,7 +78,7 @@ func TestMaxConnsLeavesConnectionsInBacklog(t *testing.T) {
 	if err := readPing(extra, 300*time.Millisecond); !isTimeout(err) {
 		t.Fatalf("connection past MaxConns was served (%v); it should wait in the backlog", err)
 	}
-	waitFor(t, 5*time.Second, func() bool {
+	waitfor.For(t, "the listener to stop accepting at MaxConns", func() bool {
 		return s.Health().Listeners[0].State == acceptAtMaxConns.String()
 	})
 	if h := s.Health(); !h.OK() {
@@ -128,32 +130,34 @@ func TestMaxConnsThatCannotFitIsRefused(t *testing.T) {
 	}
 }
 
+// echoedConns starts an echo server on two loops and opens n connections to
+// it, each answered once; the server stops when the test ends, if the test
+// has not stopped it.
+func echoedConns(t *testing.T, n int) (*Server, string, []*net.TCPConn) {
+	t.Helper()
+	s, addr := startServer(t, Config{Loops: 2}, &echoHandler{})
+	conns := make([]*net.TCPConn, n)
+	for i := range conns {
+		conns[i] = dial(t, addr)
+		if err := echoOnce(conns[i], 5*time.Second); err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+	}
+	return s, addr, conns
+}
+
 // TestRestartBindsAtOnce stops a server whose connections it closed itself
 // (so their ports sit in TIME-WAIT on its side) and binds a new server on the
 // same address at once.
 func TestRestartBindsAtOnce(t *testing.T) {
-	h := &echoHandler{}
-	s, err := NewServer(Config{Addrs: []string{"tcp://127.0.0.1:0"}, Loops: 2, Logger: zerolog.Nop()}, h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	a, _ := s.Addr(0)
-	for i := 0; i < 20; i++ {
-		c := dial(t, a.String())
-		if err := echoOnce(c, 5*time.Second); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s, a, _ := echoedConns(t, 20)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := s.Stop(ctx); err != nil { // closes the 20 connections first: TIME-WAIT is on this side
 		t.Fatal(err)
 	}
 	start := time.Now()
-	s2, err := NewServer(Config{Addrs: []string{"tcp://" + a.String()}, Loops: 1, Logger: zerolog.Nop()}, &echoHandler{})
+	s2, err := NewServer(Config{Addrs: []string{"tcp://" + a}, Loops: 1, Logger: zerolog.Nop()}, &echoHandler{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +171,7 @@ func TestRestartBindsAtOnce(t *testing.T) {
 	if el := time.Since(start); el > 10*time.Second {
 		t.Fatalf("restart took %v", el)
 	}
-	if err := echoOnce(dial(t, a.String()), 5*time.Second); err != nil {
+	if err := echoOnce(dial(t, a), 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -237,7 +241,7 @@ func TestAcceptSurvivesEMFILE(t *testing.T) {
 		}
 		conns = append(conns, c)
 	}
-	waitFor(t, 10*time.Second, func() bool { return stats().Stats.AcceptErrors["EMFILE"] > 0 })
+	waitfor.For(t, "an EMFILE accept error", func() bool { return stats().Stats.AcceptErrors["EMFILE"] > 0 })
 	r := stats()
 	if !r.Health.OK() || r.Health.Listeners[0].State != acceptBackoff.String() {
 		t.Fatalf("after EMFILE the server must run and back off: %+v", r.Health)
@@ -308,27 +312,11 @@ func runEMFILEChild() int {
 // TestShutdownDrains: Shutdown stops accepting at once, lets open
 // connections go on until they close, and returns nil when they have.
 func TestShutdownDrains(t *testing.T) {
-	h := &echoHandler{}
-	s, err := NewServer(Config{Addrs: []string{"tcp://127.0.0.1:0"}, Loops: 2, Logger: zerolog.Nop()}, h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	a, _ := s.Addr(0)
-	var conns []*net.TCPConn
-	for i := 0; i < 3; i++ {
-		c := dial(t, a.String())
-		if err := echoOnce(c, 5*time.Second); err != nil {
-			t.Fatal(err)
-		}
-		conns = append(conns, c)
-	}
+	s, a, conns := echoedConns(t, 3)
 	done := make(chan error, 1)
 	go func() { done <- s.Shutdown(context.Background()) }()
-	waitFor(t, 5*time.Second, func() bool { return s.Health().Draining })
-	if c, err := net.DialTimeout("tcp", a.String(), time.Second); err == nil {
+	waitfor.For(t, "the server to drain", func() bool { return s.Health().Draining })
+	if c, err := net.DialTimeout("tcp", a, time.Second); err == nil {
 		c.Close()
 		t.Fatal("a new connection was accepted while draining")
 	}
@@ -368,7 +356,7 @@ func TestShutdownDeadlineClosesWithoutLoss(t *testing.T) {
 	if _, err := c.Write([]byte("go")); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, func() bool { return s.Stats().Accepted == 1 })
+	waitfor.For(t, "the connection to be accepted", func() bool { return s.Stats().Accepted == 1 })
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	done := make(chan error, 1)

@@ -2,6 +2,7 @@ package reactor
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -9,12 +10,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/panjf2000/gnet/v2"
 	"github.com/rs/zerolog"
 
 	"github.com/tidegate/tidegate/internal/leaktest"
+	"github.com/tidegate/tidegate/internal/waitfor"
 )
 
 // pauseProbe pauses the first connection it opens and counts the bytes
@@ -60,7 +61,7 @@ func TestPollerFD(t *testing.T) {
 	h := &pauseProbe{}
 	s, addr := startServer(t, Config{Loops: 1}, h)
 	paused := dial(t, addr)
-	waitFor(t, 5*time.Second, func() bool { return h.firstConn() != nil })
+	waitfor.For(t, "the first connection to open", func() bool { return h.firstConn() != nil })
 	loops := s.Loops()
 	if len(loops) != 1 {
 		t.Fatalf("%d loops registered, want 1", len(loops))
@@ -90,7 +91,7 @@ func TestPollerFD(t *testing.T) {
 		return n
 	}
 	read := func() int64 { return h.got.Load() + s.Stats().SpuriousWakes }
-	waitFor(t, 5*time.Second, func() bool { return queued() == len(msg) || read() > 0 })
+	waitfor.For(t, "the message to reach the paused socket", func() bool { return queued() == len(msg) || read() > 0 })
 	// Two round trips on a second connection of the same loop: the second
 	// request is read in a later pass of the loop than the epoll_wait that
 	// reported the first, and a level-triggered wait reports every readable
@@ -116,7 +117,7 @@ func TestPollerFD(t *testing.T) {
 		t.Fatalf("%d bytes in the paused socket's receive queue, want %d", n, len(msg))
 	}
 	onLoop(t, first, first.ResumeRead)
-	waitFor(t, 5*time.Second, func() bool { return h.got.Load() == int64(len(msg)) })
+	waitfor.For(t, "the resumed socket to be read", func() bool { return h.got.Load() == int64(len(msg)) })
 }
 
 // TestCheckPollerFDRefusesOtherDescriptors: the check Start runs tells an
@@ -183,13 +184,12 @@ func TestStartRefusesWithoutPoller(t *testing.T) {
 				t.Fatalf("the address was not released after the failed start: %v", err)
 			}
 			ln.Close()
-			deadline := time.Now().Add(5 * time.Second)
-			for leaktest.Goroutines() > before && time.Now().Before(deadline) {
-				time.Sleep(10 * time.Millisecond)
-			}
-			if g := leaktest.Goroutines(); g > before {
-				t.Fatalf("%d goroutines after the failed start, %d before", g, before)
-			}
+			waitfor.Check(t, "the failed start's goroutines to end", func() error {
+				if g := leaktest.Goroutines(); g > before {
+					return fmt.Errorf("%d goroutines, %d before", g, before)
+				}
+				return nil
+			})
 		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tidegate/tidegate/internal/leaktest"
+	"github.com/tidegate/tidegate/internal/waitfor"
 
 	"github.com/rs/zerolog"
 )
@@ -133,7 +134,7 @@ func testFlowControlBoundsMemory(t *testing.T, cfg Config) {
 	}()
 
 	// Give the flood time to hit the watermark, then check the server stopped reading.
-	waitFor(t, 5*time.Second, func() bool { return s.Stats().Paused == 1 })
+	waitfor.For(t, "the flooding connection to pause", func() bool { return s.Stats().Paused == 1 })
 	// A check that nothing happens: load can only hide a server that keeps
 	// reading (by running it less), not make a correct one fail.
 	time.Sleep(200 * time.Millisecond)
@@ -185,17 +186,6 @@ func connBuffers(t *testing.T, s *Server, h *echoHandler) (in, out int) {
 	}
 	<-done
 	return in, out
-}
-
-func waitFor(t *testing.T, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %v", d)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // closingHandler sends size bytes on open and closes at once: Close must

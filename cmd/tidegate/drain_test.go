@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -14,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tidegate/tidegate/internal/waitfor"
 )
 
 // TestSIGTERMDrainsStreamingSessions: SIGTERM while 20 sessions stream
@@ -85,36 +88,30 @@ func TestSIGTERMDrainsStreamingSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Readiness fails and new connections are refused while the sessions go on.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		resp, err := http.Get("http://" + metrics + "/readyz")
-		if err == nil {
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusServiceUnavailable && bytes.Contains(body, []byte(`"draining":true`)) {
-				break
-			}
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	waitfor.Check(t, "/readyz to fail after SIGTERM", func() error {
+		resp, err := client.Get("http://" + metrics + "/readyz")
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/readyz did not fail after SIGTERM (last: %v)", err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable || !bytes.Contains(body, []byte(`"draining":true`)) {
+			return fmt.Errorf("%d %s", resp.StatusCode, body)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	// The listener closes once it has handed over what its backlog holds
 	// (a few milliseconds after readiness fails): from then on connections
 	// are refused.
-	refused := false
-	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	waitfor.Within(t, 2*time.Second, "new connections to be refused in the drain", func() error {
 		c, err := net.DialTimeout("tcp", listen, time.Second)
 		if err != nil {
-			refused = true
-			break
+			return nil
 		}
 		c.Close()
-	}
-	if !refused {
-		t.Error("new connections were still accepted 2 s into the drain")
-	}
+		return errors.New("a new connection was accepted")
+	})
 	if !ch.running() {
 		t.Fatalf("the proxy exited while sessions were streaming: %v", <-ch.done)
 	}
@@ -123,13 +120,5 @@ func TestSIGTERMDrainsStreamingSessions(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	select {
-	case err := <-ch.done:
-		ch.done <- err
-		if err != nil {
-			t.Fatalf("exit after the drain: %v, want 0", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the proxy did not exit once every session had ended")
-	}
+	ch.wantExit(t, 30*time.Second, "the end of every session")
 }

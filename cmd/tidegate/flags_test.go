@@ -3,35 +3,48 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tidegate/tidegate/internal/waitfor"
 )
 
 // runUntilListening runs argv in-process until its metrics endpoint
 // listens, then stops it, and returns its logs; it fails t if the command
-// fails or does not get there within 10 s.
+// fails or does not get there within waitfor.Timeout.
 func runUntilListening(t *testing.T, argv ...string) *syncBuffer {
 	t.Helper()
 	logs := &syncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- testApp(logs).RunContext(ctx, append([]string{"tidegate"}, argv...)) }()
-	deadline := time.After(10 * time.Second)
-	for !strings.Contains(logs.String(), "metrics listening") {
+	// A failure below leaves the command running: the cleanup stops it,
+	// and waits for it unless done was read.
+	ended := false
+	t.Cleanup(func() {
+		cancel()
+		if !ended {
+			<-done
+		}
+	})
+	waitfor.Check(t, fmt.Sprintf("%v's metrics listener", argv), func() error {
 		select {
 		case err := <-done:
+			ended = true
 			t.Fatalf("%v ended before its metrics listened: %v\n%s", argv, err, logs)
-		case <-deadline:
-			cancel()
-			<-done
-			t.Fatalf("%v: no metrics listener within 10 s:\n%s", argv, logs)
-		case <-time.After(5 * time.Millisecond):
+		default:
 		}
-	}
+		if !strings.Contains(logs.String(), "metrics listening") {
+			return fmt.Errorf("not in its log yet:\n%s", logs)
+		}
+		return nil
+	})
 	cancel()
-	if err := <-done; err != nil {
+	err := <-done
+	ended = true
+	if err != nil {
 		t.Fatalf("%v: %v", argv, err)
 	}
 	return logs

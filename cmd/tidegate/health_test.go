@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/tidegate/tidegate/internal/waitfor"
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/tlv"
 )
@@ -118,18 +120,14 @@ func TestProxyHealthyEndpoints(t *testing.T) {
 func TestProxyReadyzNamesGroupDown(t *testing.T) {
 	addr := runCommand(t, "proxy", "--config", proxyConfig(t, refusedAddr(t)))
 	var ready report
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	waitfor.Check(t, "/readyz to fail with a refused backend", func() error {
 		code, r := getReport(t, addr, "/readyz")
-		if code == http.StatusServiceUnavailable {
-			ready = r
-			break
+		if code != http.StatusServiceUnavailable {
+			return fmt.Errorf("still %d", code)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/readyz still %d 5 s after start with a refused backend", code)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		ready = r
+		return nil
+	})
 	if got := ready.checkNames(); got != "proxy,draining,!backends" {
 		t.Fatalf("/readyz checks %s, want only backends failing", got)
 	}

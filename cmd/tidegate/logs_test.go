@@ -11,11 +11,9 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -102,35 +100,6 @@ var durationKey = regexp.MustCompile(`(^|_)(timeout|uptime|took|elapsed|idle|coo
 // hostPort finds IPv4 addresses with ports in a string.
 var hostPort = regexp.MustCompile(`\d+\.\d+\.\d+\.\d+:\d+`)
 
-// startChildLogs is startChild (no descriptor limit) that also returns the
-// path of the child's combined output.
-func startChildLogs(t *testing.T, args ...string) (*child, string) {
-	t.Helper()
-	b, _ := json.Marshal(args)
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childArgsEnv+"="+string(b), "NO_COLOR=")
-	logPath := filepath.Join(t.TempDir(), "child.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	ch := &child{cmd: cmd, done: make(chan error, 1)}
-	go func() { ch.done <- cmd.Wait(); logFile.Close() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-ch.done
-		if t.Failed() {
-			out, _ := os.ReadFile(logPath)
-			t.Logf("child log:\n%s", out)
-		}
-	})
-	return ch, logPath
-}
-
 // readMCFrame reads one Minecraft frame and returns its packet id and data.
 func readMCFrame(r *bufio.Reader) (int32, []byte, error) {
 	var n, shift int32
@@ -174,7 +143,10 @@ loops: 1
 	if err := os.WriteFile(cfgPath, []byte(cfgText), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ch, logPath := startChildLogs(t, "--log-format", "json", "--log-level", "debug", "proxy", "--config", cfgPath, "--demo")
+	// NO_COLOR emptied: no colour must come from the output being a file,
+	// not from a NO_COLOR in the environment.
+	ch := startChildEnv(t, 0, []string{"NO_COLOR="}, "--log-format", "json", "--log-level", "debug", "proxy", "--config", cfgPath, "--demo")
+	logPath := ch.logPath
 	waitListening(t, ch, listen)
 
 	session := func(host string, next int32, then []byte, until func(id int32) bool) {
@@ -206,18 +178,7 @@ loops: 1
 	session("localhost", mc.NextStateLogin, loginStart, func(id int32) bool { return id == mc.PacketLoginSuccess })
 	session("down.test", mc.NextStateLogin, loginStart, func(id int32) bool { return id == 0x00 }) // the offline disconnect
 
-	if err := ch.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-ch.done:
-		ch.done <- err
-		if err != nil {
-			t.Fatalf("the proxy exited with %v after SIGTERM, want status 0", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the proxy did not exit within 30 s of SIGTERM")
-	}
+	ch.terminate(t, 30*time.Second)
 
 	out, err := os.ReadFile(logPath)
 	if err != nil {

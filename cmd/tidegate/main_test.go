@@ -2,18 +2,14 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
-	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,7 +17,9 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tidegate/tidegate/internal/leaktest"
+	"github.com/tidegate/tidegate/internal/logbuf"
 	"github.com/tidegate/tidegate/internal/testserver"
+	"github.com/tidegate/tidegate/internal/waitfor"
 )
 
 // TestMain fails the run when the tests leave goroutines running or, on
@@ -30,58 +28,16 @@ func TestMain(m *testing.M) {
 	if args := os.Getenv(childArgsEnv); args != "" {
 		os.Exit(runChild(args)) // a command under test in its own process
 	}
-	// The runtime's poller opens its descriptors on first use, and
-	// os/signal its goroutine, for good.
-	if ln, err := net.Listen("tcp", "127.0.0.1:0"); err == nil {
-		_ = ln.Close()
-	}
+	// os/signal starts its goroutine on first use, for good (the runtime's
+	// poller descriptors MainFDs opens itself).
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGUSR1)
 	signal.Stop(sig)
-	before := openFDs()
-	code := leaktest.Main(m)
-	if code == 0 && before >= 0 {
-		deadline := time.Now().Add(3 * time.Second)
-		for openFDs() > before && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
-		if n := openFDs(); n > before {
-			fmt.Fprintf(os.Stderr, "%d descriptors open after the tests, %d before\n", n, before)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(leaktest.MainFDs(m))
 }
 
-// openFDs counts the process's open descriptors; -1 where /proc is missing.
-func openFDs() int {
-	if runtime.GOOS != "linux" {
-		return -1
-	}
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		return -1
-	}
-	return len(ents)
-}
-
-// syncBuffer is a bytes.Buffer that a command logs into while a test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is what a command logs into while a test reads it.
+type syncBuffer struct{ logbuf.Buffer }
 
 // logLines decodes the JSON log lines written so far.
 func (s *syncBuffer) logLines(t *testing.T) []map[string]any {
@@ -138,21 +94,23 @@ func runCommandMetrics(t *testing.T, metrics string, args ...string) string {
 			t.Errorf("%s did not stop within 15 s", args[0])
 		}
 	})
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	var addr string
+	waitfor.Check(t, args[0]+"'s metrics listener", func() error {
 		for _, l := range logs.logLines(t) {
 			if msg, _ := l["message"].(string); strings.HasPrefix(msg, "metrics listening") {
-				return l["listen"].(string)
+				addr = l["listen"].(string)
+				return nil
 			}
 		}
 		select {
 		case err := <-done:
+			done <- err // for the cleanup
 			t.Fatalf("%s ended before its metrics listened: %v\n%s", args[0], err, logs)
-		case <-time.After(5 * time.Millisecond):
+		default:
 		}
-	}
-	t.Fatalf("%s: no metrics listener within 10 s; logs:\n%s", args[0], logs)
-	return ""
+		return fmt.Errorf("not in its log yet:\n%s", logs)
+	})
+	return addr
 }
 
 // get fetches path from addr without keeping the connection.

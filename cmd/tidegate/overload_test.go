@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/tidegate/tidegate/internal/testserver"
+	"github.com/tidegate/tidegate/internal/waitfor"
 )
 
 // Child mode of the test binary: run tidegate's main with the arguments in
@@ -91,11 +92,20 @@ type child struct {
 	logPath string // its stdout and stderr
 }
 
+// startChild runs tidegate with args in a child process under a descriptor
+// limit of nofile (0: the test's); it is killed when the test ends, and its
+// log shown if the test failed.
 func startChild(t *testing.T, nofile int, args ...string) *child {
+	t.Helper()
+	return startChildEnv(t, nofile, nil, args...)
+}
+
+// startChildEnv is startChild with env added to the child's environment.
+func startChildEnv(t *testing.T, nofile int, env []string, args ...string) *child {
 	t.Helper()
 	b, _ := json.Marshal(args)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childArgsEnv+"="+string(b), fmt.Sprintf("%s=%d", childNoFileEnv, nofile))
+	cmd.Env = append(append(os.Environ(), env...), childArgsEnv+"="+string(b), fmt.Sprintf("%s=%d", childNoFileEnv, nofile))
 	logPath := filepath.Join(t.TempDir(), "child.log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
@@ -135,18 +145,65 @@ func (c *child) running() bool {
 // waitListening waits until addr accepts a connection.
 func waitListening(t *testing.T, ch *child, addr string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
+	waitfor.Check(t, "the child to listen on "+addr, func() error {
 		if !ch.running() {
 			t.Fatalf("child exited before listening on %s: %v", addr, <-ch.done)
 		}
-		if c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {
-			c.Close()
-			return
+		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err != nil {
+			return err
 		}
-		time.Sleep(20 * time.Millisecond)
+		return c.Close()
+	})
+}
+
+// waitHealthy waits until the child's /healthz and /readyz on metrics both
+// answer 200. A command binds its --metrics-listen after its service's
+// listeners, so waitListening on those does not wait for it.
+func waitHealthy(t *testing.T, ch *child, metrics string) {
+	t.Helper()
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	waitfor.Check(t, "/healthz and /readyz to answer 200 on "+metrics, func() error {
+		if !ch.running() {
+			t.Fatalf("child exited before its health endpoints answered: %v", <-ch.done)
+		}
+		for _, path := range []string{"/healthz", "/readyz"} {
+			resp, err := client.Get("http://" + metrics + path)
+			if err != nil {
+				return err
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("%s: %d %s", path, resp.StatusCode, body)
+			}
+		}
+		return nil
+	})
+}
+
+// wantExit waits up to d for the child to exit after what (a signal, the
+// end of its sessions) and fails the test unless it exited with status 0.
+func (c *child) wantExit(t *testing.T, d time.Duration, what string) {
+	t.Helper()
+	select {
+	case err := <-c.done:
+		c.done <- err
+		if err != nil {
+			t.Fatalf("the child exited with %v after %s, want status 0", err, what)
+		}
+	case <-time.After(d):
+		t.Fatalf("the child did not exit within %v of %s", d, what)
 	}
-	t.Fatalf("nothing listening on %s after 20 s", addr)
+}
+
+// terminate sends SIGTERM and wants the child to exit with status 0 within d.
+func (c *child) terminate(t *testing.T, d time.Duration) {
+	t.Helper()
+	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	c.wantExit(t, d, "SIGTERM")
 }
 
 // overloadTarget is one command to storm: how to start it, and the request
@@ -234,10 +291,19 @@ func stormTarget(t *testing.T, tg overloadTarget) {
 	listen, metrics := freePort(t), freePort(t)
 	ch := startChild(t, nofile, tg.args(t, listen, metrics)...)
 	waitListening(t, ch, listen)
+	// The command binds its metrics listener only after its service's: the
+	// endpoints must be up before they are polled "throughout" (once, the
+	// first poll came before the listener and was refused).
+	waitHealthy(t, ch, metrics)
 
-	// Held sessions echo checked data until the end.
+	// Held sessions echo checked data until the end; they and the health
+	// poller stop when stop closes, at the latest when the test ends (before
+	// the child is killed).
 	stop := make(chan struct{})
-	var heldWG sync.WaitGroup
+	var stopOnce sync.Once
+	halt := func() { stopOnce.Do(func() { close(stop) }) }
+	var heldWG, pollWG sync.WaitGroup
+	t.Cleanup(func() { halt(); heldWG.Wait(); pollWG.Wait() })
 	var heldLost, heldEchoes atomic.Int64
 	heldErr := make(chan error, held)
 	ready := make(chan struct{}, held)
@@ -269,17 +335,15 @@ func stormTarget(t *testing.T, tg overloadTarget) {
 		<-ready
 	}
 	if n := heldLost.Load(); n > 0 {
-		close(stop)
-		heldWG.Wait()
 		t.Fatalf("%d held sessions failed before the storm: %v", n, <-heldErr)
 	}
 
 	// Health is polled all through the storm.
 	var healthFail atomic.Value
 	var polls atomic.Int64
-	pollDone := make(chan struct{})
+	pollWG.Add(1)
 	go func() {
-		defer close(pollDone)
+		defer pollWG.Done()
 		client := &http.Client{Timeout: 5 * time.Second}
 		for {
 			for _, path := range []string{"/healthz", "/readyz"} {
@@ -342,25 +406,19 @@ func stormTarget(t *testing.T, tg overloadTarget) {
 		t.Fatalf("the server exited during the storm: %v", <-ch.done)
 	}
 	// A new session is served once the storm's connections are gone.
-	var after error
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); {
-		var c net.Conn
-		if c, after = net.DialTimeout("tcp", listen, 2*time.Second); after == nil {
-			after = echoFrame(c, tg.frame(rand.New(rand.NewPCG(1, 1))), 2*time.Second)
-			c.Close()
-			if after == nil {
-				break
-			}
+	waitfor.Check(t, "a new session to be served after the storm", func() error {
+		c, err := net.DialTimeout("tcp", listen, 2*time.Second)
+		if err != nil {
+			return err
 		}
-	}
-	close(stop)
+		defer c.Close()
+		return echoFrame(c, tg.frame(rand.New(rand.NewPCG(1, 1))), 2*time.Second)
+	})
+	halt()
 	heldWG.Wait()
-	<-pollDone
+	pollWG.Wait()
 	if n := heldLost.Load(); n > 0 {
 		t.Errorf("%d of %d held sessions lost during the storm, first: %v", n, held, <-heldErr)
-	}
-	if after != nil {
-		t.Errorf("no new session served after the storm: %v", after)
 	}
 	if f := healthFail.Load(); f != nil {
 		t.Errorf("health endpoint failed during the storm (of %d polls): %v", polls.Load(), f)
@@ -372,18 +430,7 @@ func stormTarget(t *testing.T, tg overloadTarget) {
 	if queued.Load()+refused.Load() == 0 {
 		t.Errorf("the storm never went past the descriptor limit: all %d served", storm)
 	}
-	if err := ch.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-ch.done:
-		ch.done <- err
-		if err != nil {
-			t.Errorf("after SIGTERM the server exited with %v, want 0", err)
-		}
-	case <-time.After(15 * time.Second):
-		t.Error("the server did not exit within 15 s of SIGTERM")
-	}
+	ch.terminate(t, 15*time.Second)
 }
 
 func isTimeout(err error) bool {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tidegate/tidegate/internal/testserver"
+	"github.com/tidegate/tidegate/internal/waitfor"
 )
 
 // greetingBackend answers every connection with its name and a newline.
@@ -72,27 +73,17 @@ func TestSIGHUPReloadsTheConfig(t *testing.T) {
 		_, body := get(t, metrics, "/metrics")
 		return strings.Contains(string(body), line)
 	}
-	waitUntil := func(what string, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s", what)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
 
 	write(conf(b))
 	hup()
-	waitUntil("the ok reload in /metrics", func() bool { return metric(`tidegate_config_reloads_total{result="ok"} 1`) })
+	waitfor.For(t, "the ok reload in /metrics", func() bool { return metric(`tidegate_config_reloads_total{result="ok"} 1`) })
 	if got := reachedBackend(t, listen); got != "b" {
 		t.Fatalf("after the reload: reached %q, want b", got)
 	}
 
 	write(conf(a) + "limits: {connect_timeout: -3s}\n")
 	hup()
-	waitUntil("the failed reload in /metrics", func() bool { return metric(`tidegate_config_reloads_total{result="failed"} 1`) })
+	waitfor.For(t, "the failed reload in /metrics", func() bool { return metric(`tidegate_config_reloads_total{result="failed"} 1`) })
 	if !ch.running() {
 		t.Fatal("a bad configuration on SIGHUP ended the process")
 	}

@@ -187,15 +187,7 @@ func TestCommandsNotifyReadyAndStopping(t *testing.T) {
 				if !strings.HasPrefix(stopping, "STOPPING=1\nSTATUS=") || !strings.Contains(stopping, "terminated") {
 					t.Fatalf("notification after SIGTERM %q: want STOPPING=1 and a STATUS naming the signal", stopping)
 				}
-				select {
-				case err := <-ch.done:
-					ch.done <- err
-					if err != nil {
-						t.Fatalf("exit after SIGTERM: %v, want 0", err)
-					}
-				case <-time.After(20 * time.Second):
-					t.Fatal("no exit 20 s after SIGTERM")
-				}
+				ch.wantExit(t, 20*time.Second, "SIGTERM")
 			})
 		}
 	}

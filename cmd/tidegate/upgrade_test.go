@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/tidegate/tidegate/internal/gomcbot"
+	"github.com/tidegate/tidegate/internal/testserver"
+	"github.com/tidegate/tidegate/internal/waitfor"
 	"github.com/tidegate/tidegate/session/mcbackend"
 )
 
@@ -161,38 +163,35 @@ func TestLiveUpgradeKeepsEverySession(t *testing.T) {
 // modern server is) in this process and returns its address.
 func minecraftBackend(t *testing.T) string {
 	t.Helper()
-	_, addr := gomcbot.StartBackend(t, mcbackend.Config{Compression: true, CompressionThreshold: 64})
+	_, addr := testserver.MCBackend(t, mcbackend.Config{Compression: true, CompressionThreshold: 64})
 	return addr
 }
 
 // healthPID returns the pid /healthz reports, waiting for it to answer.
 func healthPID(t *testing.T, addr string) int {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if pid, ok := tryHealthPID(addr); ok {
-			return pid
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no pid from http://%s/healthz", addr)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	var pid int
+	waitfor.For(t, fmt.Sprintf("a pid from http://%s/healthz", addr), func() bool {
+		var ok bool
+		pid, ok = tryHealthPID(addr)
+		return ok
+	})
+	return pid
 }
 
 // newHealthPID waits for /healthz to answer from a process other than old
 // (the metrics socket is shared during an upgrade: either may answer).
 func newHealthPID(t *testing.T, addr string, old int) int {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		if pid, ok := tryHealthPID(addr); ok && pid != old {
-			return pid
+	var pid int
+	waitfor.Within(t, 30*time.Second, "a new process to answer /healthz after SIGUSR2", func() error {
+		var ok bool
+		if pid, ok = tryHealthPID(addr); !ok || pid == old {
+			return fmt.Errorf("answered by pid %d (ok %v), the old one is %d", pid, ok, old)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("no new process answered /healthz after SIGUSR2")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
+	return pid
 }
 
 func tryHealthPID(addr string) (int, bool) {
@@ -251,13 +250,7 @@ func TestFailedUpgradeKeepsTheOldProcess(t *testing.T) {
 	}
 	// The failure is logged once the new process has exited; meanwhile and
 	// after, the old one serves.
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(readFile(t, ch.logPath), "live upgrade failed") {
-		if time.Now().After(deadline) {
-			t.Fatal("no \"live upgrade failed\" in the log within 30 s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	ch.waitLog(t, "live upgrade failed")
 	if !ch.running() {
 		t.Fatalf("the old process exited: %v", <-ch.done)
 	}
@@ -275,6 +268,18 @@ func TestFailedUpgradeKeepsTheOldProcess(t *testing.T) {
 	if err := echoFrame(c, []byte("new"), 5*time.Second); err != nil {
 		t.Fatalf("a new session after the failed upgrade: %v", err)
 	}
+}
+
+// waitLog waits up to 30 s for text in the child's log (which startChild's
+// cleanup shows when the test fails).
+func (c *child) waitLog(t *testing.T, text string) {
+	t.Helper()
+	waitfor.Within(t, 30*time.Second, fmt.Sprintf("%q in the child's log", text), func() error {
+		if log := readFile(t, c.logPath); !strings.Contains(log, text) {
+			return fmt.Errorf("not in its %d bytes yet", len(log))
+		}
+		return nil
+	})
 }
 
 func readFile(t *testing.T, path string) string {
@@ -317,12 +322,7 @@ func TestUpgradeWhoseNewProcessDiesMidHandOver(t *testing.T) {
 	if err := syscall.Kill(newPID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(readFile(t, ch.logPath), "exited during the hand-over"); {
-		if time.Now().After(deadline) {
-			t.Fatalf("the old process did not notice the new one's death within 30 s; its log:\n%s", readFile(t, ch.logPath))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	ch.waitLog(t, "exited during the hand-over") // the old process noticed the new one's death
 	if !ch.running() {
 		t.Fatalf("the old process exited: %v", <-ch.done)
 	}

@@ -1,6 +1,7 @@
 // Package gomcbot joins go-mc's bot (a third-party Minecraft client,
-// protocol 764) through a proxy for tests, echoes play packets through
-// tidegate's fake backend (session/mcbackend), and starts that backend.
+// protocol 764) to tidegate's fake backend (session/mcbackend, started by
+// internal/testserver) for tests, directly or through a proxy, and echoes
+// play packets through it.
 package gomcbot
 
 import (
@@ -13,8 +14,6 @@ import (
 	"github.com/Tnze/go-mc/data/packetid"
 	mcnet "github.com/Tnze/go-mc/net"
 	pk "github.com/Tnze/go-mc/net/packet"
-
-	"github.com/tidegate/tidegate/session/mcbackend"
 )
 
 // EchoID is the play packet the fake backend echoes to go-mc bots.
@@ -37,22 +36,30 @@ func (d Dialer) DialMCContext(ctx context.Context, addr string) (*mcnet.Conn, er
 	return conn, nil
 }
 
-// Bot is a go-mc bot that joined through a proxy and is in play state.
+// Bot is a go-mc bot that joined and is in play state.
 type Bot struct {
-	Client *bot.Client
-	echoes chan []byte
+	Client   *bot.Client
+	echoes   chan []byte
+	gameDone chan struct{} // closed when HandleGame returns, with gameErr
+	gameErr  error
 }
 
-// Join joins a bot named name through the proxy at addr and waits for
-// Login (play); its socket has a deadline of deadline, and it is closed
-// when the test ends.
+// Join joins a bot named name to the server at addr (a proxy or the fake
+// backend) and waits for Login (play), whose first fields (entity id,
+// hardcore) must parse; its socket has a deadline of deadline, and it is
+// closed when the test ends.
 func Join(t testing.TB, addr, name string, deadline time.Duration) *Bot {
 	t.Helper()
-	b := &Bot{Client: bot.NewClient(), echoes: make(chan []byte, 8)}
+	b := &Bot{Client: bot.NewClient(), echoes: make(chan []byte, 8), gameDone: make(chan struct{})}
 	b.Client.Auth.Name = name
 	joined := make(chan struct{}, 1)
 	b.Client.Events.AddListener(
-		bot.PacketHandler{ID: packetid.ClientboundLogin, F: func(pk.Packet) error {
+		bot.PacketHandler{ID: packetid.ClientboundLogin, F: func(p pk.Packet) error {
+			var eid pk.Int
+			var hardcore pk.Boolean
+			if err := p.Scan(&eid, &hardcore); err != nil {
+				return err
+			}
 			joined <- struct{}{}
 			return nil
 		}},
@@ -62,24 +69,26 @@ func Join(t testing.TB, addr, name string, deadline time.Duration) *Bot {
 		}},
 	)
 	if err := b.Client.JoinServerWithOptions(addr, bot.JoinOptions{MCDialer: Dialer{D: deadline}}); err != nil {
-		t.Fatalf("%s: JoinServer through the proxy: %v", name, err)
+		t.Fatalf("%s: JoinServer at %s: %v", name, addr, err)
 	}
-	gameErr := make(chan error, 1)
-	go func() { gameErr <- b.Client.HandleGame() }()
+	go func() {
+		b.gameErr = b.Client.HandleGame()
+		close(b.gameDone)
+	}()
 	t.Cleanup(func() {
 		_ = b.Client.Close()
 		select {
-		case <-gameErr:
+		case <-b.gameDone:
 		case <-time.After(5 * time.Second):
 			t.Errorf("%s: HandleGame did not return after Close", name)
 		}
 	})
 	select {
 	case <-joined:
-	case err := <-gameErr:
-		t.Fatalf("%s: HandleGame ended before Login (play): %v", name, err)
+	case <-b.gameDone:
+		t.Fatalf("%s: HandleGame ended before Login (play): %v", name, b.gameErr)
 	case <-time.After(10 * time.Second):
-		t.Fatalf("%s: no Login (play) through the proxy within 10s", name)
+		t.Fatalf("%s: no Login (play) within 10s", name)
 	}
 	return b
 }
@@ -95,33 +104,9 @@ func (b *Bot) Echo(t testing.TB, payload []byte) {
 		if want := pk.Marshal(EchoID, pk.ByteArray(payload)).Data; !bytes.Equal(got, want) {
 			t.Fatalf("%s: echo %q, want %q", b.Client.Auth.Name, got, want)
 		}
+	case <-b.gameDone:
+		t.Fatalf("%s: HandleGame ended before the echo: %v", b.Client.Auth.Name, b.gameErr)
 	case <-time.After(10 * time.Second):
-		t.Fatalf("%s: no echo through the proxy within 10s", b.Client.Auth.Name)
+		t.Fatalf("%s: no echo within 10s", b.Client.Auth.Name)
 	}
-}
-
-// StartBackend starts tidegate's fake game server (session/mcbackend) with
-// cfg on a loopback port and one loop, for bots to talk to through a proxy;
-// it stops when the test ends. It returns the server and its address.
-func StartBackend(t testing.TB, cfg mcbackend.Config) (*mcbackend.Server, string) {
-	t.Helper()
-	cfg.Reactor.Addrs = []string{"tcp://127.0.0.1:0"}
-	cfg.Reactor.Loops = 1
-	b, err := mcbackend.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = b.Stop(ctx)
-	})
-	a, err := b.Addr(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b, a.String()
 }

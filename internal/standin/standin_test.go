@@ -2,6 +2,7 @@ package standin
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tidegate/tidegate/benchmarks/peers"
+	"github.com/tidegate/tidegate/internal/waitfor"
 )
 
 func TestMain(m *testing.M) {
@@ -48,17 +50,23 @@ func start(t *testing.T, addr string, args ...string) *exec.Cmd {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			return cmd
-		}
-		if time.Now().After(deadline) {
+	// A test that fails with the command still running (here, or before it
+	// calls stop) kills it and shows what it wrote.
+	t.Cleanup(func() {
+		if t.Failed() && cmd.ProcessState == nil {
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
-			t.Fatalf("%q not listening on %s:\n%s", args, addr, log.String())
+			t.Logf("%q wrote:\n%s", args, log.String())
 		}
-	}
+	})
+	waitfor.Check(t, fmt.Sprintf("%q to listen on %s", args, addr), func() error {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			return err
+		}
+		return c.Close()
+	})
+	return cmd
 }
 
 // stop sends SIGTERM and wants a clean exit.

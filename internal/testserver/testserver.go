@@ -1,6 +1,6 @@
-// Package testserver starts the servers that tests of the load generators
-// run against, in process and stopped when the test ends: tidegate's TLV
-// and push servers, and fake servers whose behaviour a test writes.
+// Package testserver starts the servers that tests run against, in process
+// and stopped when the test ends: tidegate's TLV and push servers, its fake
+// game server, and fake servers whose behaviour a test writes.
 package testserver
 
 import (
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tidegate/tidegate/reactor"
+	"github.com/tidegate/tidegate/session/mcbackend"
 	"github.com/tidegate/tidegate/session/push"
 	"github.com/tidegate/tidegate/session/tlv"
 )
@@ -62,6 +63,23 @@ func Conns(t testing.TB, serve func(c net.Conn)) string {
 	return ln.Addr().String()
 }
 
+// start runs a server's Start, failing t if it fails, and its Stop with d
+// to stop in when the test ends; onStopErr, if not nil, is given Stop's
+// error.
+func start(t testing.TB, start func() error, stop func(context.Context) error, d time.Duration, onStopErr func(error)) {
+	t.Helper()
+	if err := start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), d)
+		defer cancel()
+		if err := stop(ctx); err != nil && onStopErr != nil {
+			onStopErr(err)
+		}
+	})
+}
+
 // TLV starts tidegate's TLV echo server (what `tidegate serve` runs) with
 // loops event loops and returns its address.
 func TLV(t testing.TB, loops int) string {
@@ -70,16 +88,7 @@ func TLV(t testing.TB, loops int) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
-		defer cancel()
-		if err := srv.Stop(ctx); err != nil {
-			t.Errorf("stopping the TLV server: %v", err)
-		}
-	})
+	start(t, srv.Start, srv.Stop, stopTimeout, func(err error) { t.Errorf("stopping the TLV server: %v", err) })
 	return srv.Addr().String()
 }
 
@@ -97,14 +106,7 @@ func Push(t testing.TB, mod func(*push.Config)) (srv *push.Server, pub, sub stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
-		defer cancel()
-		_ = srv.Stop(ctx)
-	})
+	start(t, srv.Start, srv.Stop, stopTimeout, nil)
 	pa, err := srv.PublishAddr()
 	if err != nil {
 		t.Fatal(err)
@@ -114,4 +116,24 @@ func Push(t testing.TB, mod func(*push.Config)) (srv *push.Server, pub, sub stri
 		t.Fatal(err)
 	}
 	return srv, pa.String(), sa.String()
+}
+
+// MCBackend starts tidegate's fake game server (session/mcbackend) with cfg
+// on a loopback port and one loop, for clients to talk to directly or
+// through a proxy; it stops when the test ends. It returns the server and
+// its address.
+func MCBackend(t testing.TB, cfg mcbackend.Config) (*mcbackend.Server, string) {
+	t.Helper()
+	cfg.Reactor.Addrs = []string{"tcp://127.0.0.1:0"}
+	cfg.Reactor.Loops = 1
+	b, err := mcbackend.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, b.Start, b.Stop, 10*time.Second, nil)
+	a, err := b.Addr(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, a.String()
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tidegate/tidegate/internal/leaktest"
 	"github.com/tidegate/tidegate/internal/testredis"
+	"github.com/tidegate/tidegate/internal/waitfor"
 )
 
 func TestMain(m *testing.M) { os.Exit(leaktest.Main(m)) }
@@ -60,17 +61,6 @@ func login(t *testing.T, c *Client, name, uuid string) (*Ticket, Answer) {
 	return tk, a
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within 20s: %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func online(c *Client) int {
 	n, ok := c.Network()
 	if !ok {
@@ -96,12 +86,12 @@ func TestDuplicateLoginAcrossProxies(t *testing.T) {
 	if _, ans := login(t, a, "steve", ""); ans.Verdict != Duplicate {
 		t.Fatalf("same name, same proxy: %+v", ans)
 	}
-	waitFor(t, "network count 1 on both", func() bool { return online(a) == 1 && online(b) == 1 })
+	waitfor.For(t, "network count 1 on both", func() bool { return online(a) == 1 && online(b) == 1 })
 	if n, _ := b.Network(); len(n.Sample) != 1 || n.Sample[0].Name != "Steve" || n.Proxies != 2 {
 		t.Fatalf("network %+v", n)
 	}
 	a.Release(ta)
-	waitFor(t, "a login after the release", func() bool {
+	waitfor.For(t, "a login after the release", func() bool {
 		tk, ans := login(t, b, "steve", "")
 		if tk != nil {
 			b.Release(tk)
@@ -166,7 +156,7 @@ func TestKickOldAcrossProxies(t *testing.T) {
 		t.Fatal("the old session was not kicked within 20s")
 	}
 	a.Release(ta) // the old session ends: the new one keeps the name
-	waitFor(t, "one session in the network", func() bool { return online(b) == 1 })
+	waitfor.For(t, "one session in the network", func() bool { return online(b) == 1 })
 	if _, ans := login(t, a, "STEVE", ""); ans.Verdict != Accepted || ans.Owner != "proxy-b/"+tb.Token() {
 		t.Fatalf("third login: %+v", ans)
 	}
@@ -180,7 +170,7 @@ func TestDeadProxyExpires(t *testing.T) {
 	b := testClient(t, rs.URL(), "proxy-b", Refuse, nil)
 	login(t, a, "Steve", "")
 	login(t, a, "Alex", "")
-	waitFor(t, "network count 2", func() bool { return online(b) == 2 })
+	waitfor.For(t, "network count 2", func() bool { return online(b) == 2 })
 	a.KeepKeysOnStop(true) // as if killed: nothing is removed
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -191,8 +181,8 @@ func TestDeadProxyExpires(t *testing.T) {
 		t.Fatalf("login right after the proxy died: %v", ans.Verdict)
 	}
 	start := time.Now()
-	waitFor(t, "network count 0", func() bool { return online(b) == 0 })
-	waitFor(t, "the name free", func() bool { _, ans := login(t, b, "steve", ""); return ans.Verdict == Accepted })
+	waitfor.For(t, "network count 0", func() bool { return online(b) == 0 })
+	waitfor.For(t, "the name free", func() bool { _, ans := login(t, b, "steve", ""); return ans.Verdict == Accepted })
 	if d := time.Since(start); d > 10*a.TTL() {
 		t.Errorf("took %v, TTL %v", d, a.TTL())
 	}
@@ -207,9 +197,14 @@ func TestRedisRestartRepublishes(t *testing.T) {
 	if _, ans := login(t, a, "Steve", ""); ans.Verdict != Accepted {
 		t.Fatalf("login: %v", ans.Verdict)
 	}
-	waitFor(t, "network count 1", func() bool { n, ok := b.Network(); t.Logf("%+v %v %v", n, ok, b.Fallbacks()); return online(b) == 1 })
+	waitfor.Check(t, "network count 1", func() error {
+		if n, ok := b.Network(); !ok || n.Online != 1 {
+			return fmt.Errorf("network %+v (known %v), fallbacks %v", n, ok, b.Fallbacks())
+		}
+		return nil
+	})
 	rs.Kill()
-	waitFor(t, "both breakers open", func() bool { return !a.Up() && !b.Up() })
+	waitfor.For(t, "both breakers open", func() bool { return !a.Up() && !b.Up() })
 	if _, ans := login(t, a, "Alex", ""); ans.Verdict != Local {
 		t.Fatalf("login with Redis down: %v", ans.Verdict)
 	}
@@ -220,7 +215,7 @@ func TestRedisRestartRepublishes(t *testing.T) {
 		t.Fatalf("login fallbacks %d", n)
 	}
 	rs.Restart()
-	waitFor(t, "both up and 2 sessions republished", func() bool { return a.Up() && b.Up() && online(b) == 2 })
+	waitfor.For(t, "both up and 2 sessions republished", func() bool { return a.Up() && b.Up() && online(b) == 2 })
 	if _, ans := login(t, b, "ALEX", ""); ans.Verdict != Duplicate {
 		t.Fatalf("a session let in while Redis was down, after it is back: %v", ans.Verdict)
 	}
@@ -232,7 +227,7 @@ func TestNetworkLimits(t *testing.T) {
 	rs := testredis.Start(t)
 	a := testClient(t, rs.URL(), "proxy-a", Refuse, nil)
 	b := testClient(t, rs.URL(), "proxy-b", Refuse, nil)
-	waitFor(t, "both proxies live", func() bool { n, ok := a.Network(); return ok && n.Proxies == 2 })
+	waitfor.For(t, "both proxies live", func() bool { n, ok := a.Network(); return ok && n.Proxies == 2 })
 	ask := func(c *Client, name string, lim Limits, subnet string) Verdict {
 		ch := make(chan Answer, 1)
 		_, ans, wait := c.Login(Session{Name: name, Subnet: subnet}, lim, name, func(a Answer) { ch <- a })

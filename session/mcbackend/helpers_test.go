@@ -205,18 +205,6 @@ func playPacket(seq uint32, size int) []byte {
 	return d
 }
 
-// eventually polls cond until it holds or three seconds have passed.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(3 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func readString(t *testing.T, r *mc.Reader) string {
 	t.Helper()
 	s, err := r.ReadString(1 << 16)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidegate/tidegate/internal/waitfor"
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/reactor"
 )
@@ -369,9 +370,9 @@ func TestBadInputClosesAndCounts(t *testing.T) {
 			c := dialClient(t, addr)
 			c.write(tc.input(c))
 			c.expectClosed()
-			eventually(t, "the reason to be counted", func() bool { return tc.reason(srv.Stats()) == 1 })
+			waitfor.For(t, "the reason to be counted", func() bool { return tc.reason(srv.Stats()) == 1 })
 			mustEqual(t, "rejected", srv.Stats().Rejected(), 1)
-			eventually(t, "the connection to close", func() bool { return srv.Stats().Reactor.Active == 0 })
+			waitfor.For(t, "the connection to close", func() bool { return srv.Stats().Reactor.Active == 0 })
 		})
 	}
 }
@@ -388,7 +389,7 @@ func TestLoginTimeout(t *testing.T) {
 	if d := time.Since(start); d > 2*time.Second {
 		t.Fatalf("closed after %v, want about 100ms", d)
 	}
-	eventually(t, "the timeout to be counted", func() bool { return srv.Stats().Timeouts == 1 })
+	waitfor.For(t, "the timeout to be counted", func() bool { return srv.Stats().Timeouts == 1 })
 	mustEqual(t, "rejected", srv.Stats().Rejected(), 0)
 
 	// A client that reaches play in time is not closed later.

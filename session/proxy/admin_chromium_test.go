@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/tidegate/tidegate/internal/procs"
+	"github.com/tidegate/tidegate/internal/waitfor"
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/session/mcbackend"
 )
@@ -46,7 +47,7 @@ health: {failures: 1, interval: 20ms, timeout: 500ms, check: tcp}
 	for _, s := range []struct{ host, user string }{{"play.example.com", "Alice"}, {"play.example.com", "Bob"}, {"mods.example.com", "Carol"}} {
 		login17(t, dial(t, addr), s.host, s.user)
 	}
-	waitFor(t, func() bool { return slices.Equal(p.GroupsDown(), []string{"lobby"}) })
+	waitfor.For(t, "the lobby group to go down", func() bool { return slices.Equal(p.GroupsDown(), []string{"lobby"}) })
 	c := dial(t, addr)
 	if _, err := c.Write(append(handshake(mc.Protocol1_7_10, "lobby.example.com", mc.NextStateLogin), loginStart("Zed")...)); err != nil {
 		t.Fatal(err)
@@ -141,20 +142,16 @@ func runChromium(t *testing.T, bin, dir string, args ...string) []byte {
 func endChromium(t *testing.T, pgid int, dir string) {
 	t.Helper()
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	waitfor.Check(t, "Chromium's processes to end", func() error {
 		left := procs.WithMarker(dir)
 		if len(left) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Chromium processes %v still run 10 s after it ended", left)
+			return nil
 		}
 		for _, pid := range left {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return fmt.Errorf("%v still run", left)
+	})
 }
 
 // checkScreenshot checks that path is a PNG of w x h pixels that is not

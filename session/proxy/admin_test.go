@@ -87,7 +87,7 @@ func TestAdminSessionsFilters(t *testing.T) {
 		login17(t, dial(t, addr), s.host, s.user)
 	}
 	joinGoMCBot(t, addr, "ProxyBot") // host 127.0.0.1
-	waitFor(t, func() bool { return p.Stats().Routed == 5 })
+	waitStats(t, p, "5 routed sessions", func(st Stats) bool { return st.Routed == 5 })
 
 	for _, tc := range []struct {
 		name, query string
@@ -213,7 +213,7 @@ limits: {max_sessions_per_ip: 1}
 		t.Fatal("a second session from 127.0.0.1 was not refused")
 	}
 	_ = held.Close()
-	waitFor(t, func() bool { return p.Stats().Active == 0 })
+	waitStats(t, p, "every session to end", func(st Stats) bool { return st.Active == 0 })
 	c := dial(t, addr)
 	if _, err := c.Write(append(handshake(764, "Unknown.Example", mc.NextStateLogin), loginStart("Eve")...)); err != nil {
 		t.Fatal(err)
@@ -221,7 +221,7 @@ limits: {max_sessions_per_ip: 1}
 	if id, _ := readPacket(t, c); id != mc.PacketLoginDisconnect {
 		t.Fatalf("unknown host: packet %#x, want a disconnect", id)
 	}
-	waitFor(t, func() bool { return p.Stats().Rejected["unknown_host"] == 1 })
+	waitStats(t, p, "the unknown_host refusal", func(st Stats) bool { return st.Rejected["unknown_host"] == 1 })
 
 	var v RejectionsView
 	if code, body := adminGet(t, base+"/api/v1/rejections", &v); code != http.StatusOK {

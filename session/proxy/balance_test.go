@@ -216,7 +216,7 @@ groups:
 				login17(t, c, "localhost", fmt.Sprintf("p%d", i))
 				conns = append(conns, c)
 			}
-			waitFor(t, func() bool { return p.Stats().Routed == 8 })
+			waitStats(t, p, "8 routed sessions", func(st Stats) bool { return st.Routed == 8 })
 			for i, want := range []int64{2, 4, 2} {
 				if got := health(t, p, addrs[i]).Sessions; got != want {
 					t.Errorf("backend %d (weight %d) has %d sessions of 8, want %d", i, want/2, got, want)
@@ -230,7 +230,7 @@ groups:
 			for _, c := range conns {
 				c.Close()
 			}
-			waitFor(t, func() bool { return p.Stats().Active == 0 })
+			waitStats(t, p, "every session to end", func(st Stats) bool { return st.Active == 0 })
 		})
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tidegate/tidegate/internal/gomcbot"
 	"github.com/tidegate/tidegate/internal/testredis"
+	"github.com/tidegate/tidegate/internal/waitfor"
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/session/mcbackend"
 )
@@ -74,18 +75,13 @@ func pingPlayers(t *testing.T, addr string) (int, []string) {
 // in the network.
 func waitForNetwork(t *testing.T, n int, ps ...*Proxy) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
 	for _, p := range ps {
-		for {
-			net, ok := p.Cluster().Network()
-			if ok && net.Online == n {
-				break
+		waitfor.Within(t, 30*time.Second, fmt.Sprintf("%s to read %d sessions in the network", p.Cluster().ID(), n), func() error {
+			if net, ok := p.Cluster().Network(); !ok || net.Online != n {
+				return fmt.Errorf("network sessions %d (known %v)", net.Online, ok)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: network sessions %d (known %v), want %d within 30s", p.Cluster().ID(), net.Online, ok, n)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+			return nil
+		})
 	}
 }
 
@@ -118,7 +114,7 @@ func TestClusterNetworkCount(t *testing.T) {
 	joinGoMCBot(t, addrs[1], "Carol")
 	waitForNetwork(t, 3, ps...)
 	for _, addr := range addrs {
-		waitFor(t, func() bool {
+		waitfor.For(t, fmt.Sprintf("3 players online at %s", addr), func() bool {
 			online, names := pingPlayers(t, addr)
 			return online == 3 && len(names) == 3
 		})
@@ -213,7 +209,7 @@ func TestClusterKickOld(t *testing.T) {
 	if _, err := io.Copy(io.Discard, old); err != nil {
 		t.Fatalf("the older session was not closed: %v", err)
 	}
-	waitFor(t, func() bool { return ps[0].Stats().Ended["logged_in_elsewhere"] == 1 })
+	waitStats(t, ps[0], "the older session's end (logged_in_elsewhere)", func(st Stats) bool { return st.Ended["logged_in_elsewhere"] == 1 })
 	if k := ps[0].Cluster().Kicks(); k != 1 {
 		t.Fatalf("kicks %d", k)
 	}
@@ -258,7 +254,7 @@ func TestClusterRedisRestart(t *testing.T) {
 	}
 	waitForNetwork(t, 1, ps...)
 	rs.Kill()
-	waitFor(t, func() bool { return !ps[0].Cluster().Up() && !ps[1].Cluster().Up() })
+	waitfor.For(t, "both cluster clients to see Redis down", func() bool { return !ps[0].Cluster().Up() && !ps[1].Cluster().Up() })
 	if _, ok, text := rawLogin(t, addrs[1], "Alex"); !ok {
 		t.Fatalf("login with Redis down: %s", text)
 	}
@@ -269,7 +265,7 @@ func TestClusterRedisRestart(t *testing.T) {
 		t.Fatalf("login fallbacks %d", n)
 	}
 	rs.Restart()
-	waitFor(t, func() bool { return ps[0].Cluster().Up() && ps[1].Cluster().Up() })
+	waitfor.For(t, "both cluster clients to see Redis up", func() bool { return ps[0].Cluster().Up() && ps[1].Cluster().Up() })
 	waitForNetwork(t, 2, ps...)
 	if _, ok, text := rawLogin(t, addrs[0], "ALEX"); ok || !strings.Contains(text, "already logged in") {
 		t.Fatalf("duplicate of a player let in while Redis was down: ok %v, %s", ok, text)
@@ -291,7 +287,7 @@ cluster: {redis: %q, id: proxy-%d, heartbeat: 200ms, timeout: 3s, login_wait: 10
 		p, addr := startProxy(t, y)
 		ps, addrs = append(ps, p), append(addrs, addr)
 	}
-	waitFor(t, func() bool { n, ok := ps[0].Cluster().Network(); return ok && n.Proxies == 2 })
+	waitfor.For(t, "both proxies in the network", func() bool { n, ok := ps[0].Cluster().Network(); return ok && n.Proxies == 2 })
 	for i, want := range []bool{true, true, false} {
 		_, ok, text := rawLogin(t, addrs[i%2], fmt.Sprintf("p%d", i))
 		if ok != want {

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/Tnze/go-mc/bot"
-	"github.com/Tnze/go-mc/data/packetid"
-	pk "github.com/Tnze/go-mc/net/packet"
 
 	"github.com/tidegate/tidegate/internal/gomcbot"
 	"github.com/tidegate/tidegate/session/mcbackend"
@@ -23,55 +21,10 @@ func TestGoMCBotJoinsThroughProxy(t *testing.T) {
 		t.Run(map[bool]string{false: "plain", true: "compressed"}[compression], func(t *testing.T) {
 			be := startBackend(t, mcbackend.Config{Compression: compression, CompressionThreshold: 64})
 			p, addr := startProxy(t, mcConfig(be, ""))
-			client := bot.NewClient()
-			client.Auth.Name = "ProxyBot"
-			joined := make(chan struct{}, 1)
-			echoes := make(chan []byte, 8)
-			const echoID = gomcbot.EchoID
-			client.Events.AddListener(
-				bot.PacketHandler{ID: packetid.ClientboundLogin, F: func(pk.Packet) error {
-					joined <- struct{}{}
-					return nil
-				}},
-				bot.PacketHandler{ID: echoID, F: func(p pk.Packet) error {
-					echoes <- bytes.Clone(p.Data)
-					return nil
-				}},
-			)
-			if err := client.JoinServerWithOptions(addr, bot.JoinOptions{MCDialer: gomcbot.Dialer{D: 10 * time.Second}}); err != nil {
-				t.Fatalf("JoinServer through the proxy: %v", err)
-			}
-			gameErr := make(chan error, 1)
-			go func() { gameErr <- client.HandleGame() }()
-			t.Cleanup(func() {
-				_ = client.Close()
-				select {
-				case <-gameErr:
-				case <-time.After(5 * time.Second):
-					t.Error("HandleGame did not return after Close")
-				}
-			})
-			select {
-			case <-joined:
-			case err := <-gameErr:
-				t.Fatalf("HandleGame ended before Login (play): %v", err)
-			case <-time.After(5 * time.Second):
-				t.Fatal("no Login (play) through the proxy within 5s")
-			}
-			payload := bytes.Repeat([]byte("through the proxy "), 20)
-			if err := client.Conn.WritePacket(pk.Marshal(echoID, pk.ByteArray(payload))); err != nil {
-				t.Fatal(err)
-			}
-			select {
-			case got := <-echoes:
-				if want := pk.Marshal(echoID, pk.ByteArray(payload)).Data; !bytes.Equal(got, want) {
-					t.Fatalf("echo %q, want %q", got, want)
-				}
-			case <-time.After(5 * time.Second):
-				t.Fatal("no echo through the proxy within 5s")
-			}
+			b := gomcbot.Join(t, addr, "ProxyBot", 10*time.Second)
+			b.Echo(t, bytes.Repeat([]byte("through the proxy "), 20))
 			// Counters are added after the write, so the client can be first.
-			waitFor(t, func() bool { st := p.Stats(); return st.Routed == 1 && st.FramesS2C >= 4 })
+			waitStats(t, p, "the routed session's frames", func(st Stats) bool { return st.Routed == 1 && st.FramesS2C >= 4 })
 		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidegate/tidegate/internal/waitfor"
 	"github.com/tidegate/tidegate/protocol/mc"
 )
 
@@ -181,7 +182,7 @@ func TestHalfCloseWithOutputQueued(t *testing.T) {
 	// Let the proxy's output toward this client back up to its watermark
 	// and stay there: the backend paused, no pause or resume for 200 ms (the
 	// kernel's buffers toward the client are full).
-	waitFor(t, func() bool {
+	waitfor.For(t, "the paused output to settle", func() bool {
 		st := p.Stats().Reactor
 		if st.Paused == 0 {
 			return false
@@ -236,7 +237,7 @@ limits: {fin_timeout: 200ms}
 	if n, _, err := readAllSum(c, 20*time.Second); err != nil || n != 0 {
 		t.Fatalf("read %d bytes, %v; want the proxy to close after fin_timeout", n, err)
 	}
-	waitFor(t, func() bool { return p.Stats().Ended["fin_timeout"] == 1 })
+	waitStats(t, p, "the fin_timeout end", func(st Stats) bool { return st.Ended["fin_timeout"] == 1 })
 }
 
 // TestHalfCloseMinecraft: the same relay in minecraft mode. After the
@@ -285,19 +286,8 @@ func TestStopClosesHalfClosedSessions(t *testing.T) {
 		_, _ = io.Copy(io.Discard, c) // to the client's FIN; never answers
 		return nil
 	})
-	cfg, err := testParseConfig(t, rawConfig(be))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := New(cfg, testLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	a, _ := p.Addr(0)
-	c := dial(t, a.String()).(*net.TCPConn)
+	p, addr := startProxy(t, rawConfig(be)) // stopped below, before its cleanup
+	c := dial(t, addr).(*net.TCPConn)
 	defer c.Close()
 	if _, err := c.Write([]byte("hello")); err != nil {
 		t.Fatal(err)
@@ -305,7 +295,7 @@ func TestStopClosesHalfClosedSessions(t *testing.T) {
 	if err := c.CloseWrite(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return p.Stats().Reactor.HalfClosed == 1 })
+	waitStats(t, p, "the half-closed session", func(st Stats) bool { return st.Reactor.HalfClosed == 1 })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := p.Stop(ctx); err != nil {

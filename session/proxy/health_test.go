@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/tidegate/tidegate/benchmarks/peers"
+	"github.com/tidegate/tidegate/internal/waitfor"
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/session/mcbackend"
 )
@@ -292,7 +293,7 @@ func TestBreakerProbeSuccessBringsBackendBack(t *testing.T) {
 	if n := f.accepts(); n != 5 {
 		t.Fatalf("backend accepted %d connections, want 5", n)
 	}
-	waitFor(t, func() bool { return health(t, p, f.addr).Sessions == 4 })
+	waitfor.For(t, "4 sessions on the backend", func() bool { return health(t, p, f.addr).Sessions == 4 })
 }
 
 // TestPickHandsOutOneProbe: goroutines picking together after a cooldown
@@ -371,15 +372,15 @@ func TestActiveChecksFollowBackend(t *testing.T) {
 			if k := p.cur().router.groups["main"].check; k != tc.kind {
 				t.Fatalf("auto check kind %s, want %s", k, tc.kind)
 			}
-			waitFor(t, func() bool { b := health(t, p, f.addr); return b.ChecksOK >= 2 && b.Latency > 0 && b.LatencyEWMA > 0 })
+			waitfor.For(t, "two passing checks with a latency", func() bool { b := health(t, p, f.addr); return b.ChecksOK >= 2 && b.Latency > 0 && b.LatencyEWMA > 0 })
 			f.down()
-			waitFor(t, func() bool { return !health(t, p, f.addr).Up })
+			waitfor.For(t, "the backend marked down", func() bool { return !health(t, p, f.addr).Up })
 			b := health(t, p, f.addr)
 			if b.ChecksFailed < 2 || !strings.Contains(b.LastError, "refused") || !slices.Equal(p.GroupsDown(), []string{"main"}) {
 				t.Fatalf("down: %+v, groups down %q", b, p.GroupsDown())
 			}
 			f.up()
-			waitFor(t, func() bool { return health(t, p, f.addr).Up })
+			waitfor.For(t, "the backend marked up", func() bool { return health(t, p, f.addr).Up })
 			if b := health(t, p, f.addr); b.Latency <= 0 || len(p.GroupsDown()) != 0 {
 				t.Fatalf("back up: %+v, groups down %q", b, p.GroupsDown())
 			}
@@ -388,7 +389,7 @@ func TestActiveChecksFollowBackend(t *testing.T) {
 	t.Run("status from a mute listener", func(t *testing.T) {
 		mute, _ := muteListener(t)
 		p, _ := startProxy(t, mcConfig(mute, "health: {interval: 20ms, timeout: 200ms, failures: 1, cooldown: 1h}"))
-		waitFor(t, func() bool { return !health(t, p, mute).Up })
+		waitfor.For(t, "the mute backend marked down", func() bool { return !health(t, p, mute).Up })
 		if b := health(t, p, mute); b.ChecksOK != 0 || !strings.Contains(b.LastError, "status check of "+mute) {
 			t.Fatalf("mute backend: %+v", b)
 		}
@@ -493,7 +494,7 @@ groups:
   live: {backends: [{addr: %[1]q}]}
 health: {interval: 20ms, timeout: 1s, failures: 1, cooldown: 1h}
 `, live, dead))
-	waitFor(t, func() bool {
+	waitfor.For(t, "every backend checked, the dead one down", func() bool {
 		for _, b := range p.BackendHealth() {
 			if b.Up == (b.Addr == dead) || b.ChecksOK+b.ChecksFailed == 0 {
 				return false
@@ -551,10 +552,10 @@ routes: [{hosts: [gone.example], group: gone}]
 groups: {main: {backends: [{addr: %q}]}, gone: {backends: [{addr: %q}]}}
 health: {interval: 20ms, timeout: 1s, failures: 1, cooldown: 1h}
 `, live, dead))
-	waitFor(t, func() bool { return !health(t, p, dead).Up && health(t, p, live).Latency > 0 })
+	waitfor.For(t, "the dead backend down and the live one measured", func() bool { return !health(t, p, dead).Up && health(t, p, live).Latency > 0 })
 	login17(t, dial(t, addr), "localhost", "Metrics")
 	loginsRefused(t, addr, "gone.example", DefaultOfflineMessage, "Nobody")
-	waitFor(t, func() bool { return health(t, p, live).Sessions == 1 })
+	waitfor.For(t, "the session on the live backend", func() bool { return health(t, p, live).Sessions == 1 })
 	compareMetrics(t, p, fmt.Sprintf(`
 # HELP tidegate_proxy_backend_connect_failures_total Backend connects of sessions that failed or timed out, by backend.
 # TYPE tidegate_proxy_backend_connect_failures_total counter
@@ -610,7 +611,7 @@ tidegate_proxy_backend_up{addr=%[1]q,group="main"} 1
 func TestStopEndsChecksInFlight(t *testing.T) {
 	mute, accepted := muteListener(t)
 	p, _ := startProxy(t, mcConfig(mute, "health: {interval: 1m, timeout: 1m}"))
-	waitFor(t, func() bool { return accepted.Load() == 1 }) // the first check waits for an answer
+	waitfor.For(t, "the first check's connection", func() bool { return accepted.Load() == 1 }) // the first check waits for an answer
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if err := p.Stop(ctx); err != nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/tidegate/tidegate/internal/waitfor"
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/mcbackend"
@@ -44,7 +45,7 @@ groups: {main: {backends: [{addr: %q}]}}
 		t.Fatal(err)
 	}
 	local := waiting.LocalAddr().String()
-	waitFor(t, func() bool {
+	waitfor.For(t, "2 relaying sessions and 1 logging in", func() bool {
 		relaying, logging := 0, 0
 		eachSession(p, func(s *session) {
 			switch {

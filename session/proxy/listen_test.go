@@ -21,19 +21,7 @@ import (
 // starts a new one on the same address: it must bind at once.
 func TestRestartBindsSameAddressAtOnce(t *testing.T) {
 	be := startBackend(t, mcbackend.Config{})
-	cfg, err := testParseConfig(t, mcConfig(be, ""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := New(cfg, testLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	a, _ := p.Addr(0)
-	addr := a.String()
+	p, addr := startProxy(t, mcConfig(be, "")) // stopped below, before its cleanup
 	for i := 0; i < 20; i++ {
 		c := dial(t, addr)
 		login17(t, c, "localhost", fmt.Sprintf("Held%d", i))
@@ -156,24 +144,13 @@ func freePortOnBoth(t *testing.T, hostA, hostB string) int {
 // drain deadline passes gets the shutdown message; the proxy then stops.
 func TestShutdownDeadlineDisconnectsLogins(t *testing.T) {
 	be := startBackend(t, mcbackend.Config{})
-	cfg, err := testParseConfig(t, mcConfig(be, `shutdown: {message: "Back in a minute"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := New(cfg, testLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	a, _ := p.Addr(0)
-	c := dial(t, a.String())
+	p, addr := startProxy(t, mcConfig(be, `shutdown: {message: "Back in a minute"}`)) // shut down below
+	c := dial(t, addr)
 	// The handshake only: the session waits for Login Start.
 	if _, err := c.Write(handshake(mc.Protocol1_7_10, "localhost", mc.NextStateLogin)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return p.Stats().Active == 1 })
+	waitStats(t, p, "the session logging in", func(st Stats) bool { return st.Active == 1 })
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	if err := p.Shutdown(ctx); !errors.Is(err, reactor.ErrDrainDeadline) {

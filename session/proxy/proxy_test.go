@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tidegate/tidegate/internal/leaktest"
+	"github.com/tidegate/tidegate/internal/waitfor"
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/session/mcbackend"
 
@@ -55,7 +56,8 @@ func testParseConfig(t testing.TB, yamlText string) (*Config, error) {
 // startProxy starts a proxy from YAML in which the listen address is
 // 127.0.0.1:0 (per-address limits off unless it sets them, see
 // testParseConfig); it returns the proxy and its first listener's address.
-// The setup functions run between New and Start.
+// The setup functions run between New and Start. It stops when the test
+// ends; a test may stop or shut it down before (Stop is idempotent).
 func startProxy(t testing.TB, yamlText string, setup ...func(*Proxy)) (*Proxy, string) {
 	t.Helper()
 	cfg, err := testParseConfig(t, yamlText)
@@ -229,6 +231,20 @@ func recordingBackend(t *testing.T, want int) (string, <-chan []byte) {
 	return ln.Addr().String(), got
 }
 
+// expectRecorded waits for the bytes a recordingBackend read and wants them
+// to be want.
+func expectRecorded(t *testing.T, got <-chan []byte, want []byte) {
+	t.Helper()
+	select {
+	case b := <-got:
+		if !bytes.Equal(b, want) {
+			t.Fatalf("backend got %q\nwant        %q", b, want)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the backend got nothing")
+	}
+}
+
 // TestForgeHandshakePassesUnchangedAndRoutesByHost sends a 1.7.10 Forge
 // handshake (\0FML\0 in the address) for a routed host: it must reach that
 // host's backend byte for byte.
@@ -250,14 +266,7 @@ groups:
 	if _, err := c.Write(sent); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case b := <-got:
-		if !bytes.Equal(b, sent) {
-			t.Fatalf("backend got %q\nwant        %q", b, sent)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the routed backend got nothing")
-	}
+	expectRecorded(t, got, sent)
 	// The relay is transparent after the handshake: the echo comes back.
 	payload := []byte("forge play data")
 	if _, err := c.Write(mc.AppendPacket(nil, 0x03, payload)); err != nil {
@@ -281,22 +290,23 @@ func TestLoginAndEchoManyFrames(t *testing.T) {
 		}
 		echo(t, c, payload)
 	}
-	waitFor(t, func() bool { st := p.Stats(); return st.FramesC2S >= 52 && st.FramesS2C >= 51 })
+	waitStats(t, p, "every frame counted", func(st Stats) bool { return st.FramesC2S >= 52 && st.FramesS2C >= 51 })
 	st := p.Stats()
 	if st.Routed != 1 || st.Accepted != 1 {
 		t.Fatalf("stats: %+v", st)
 	}
 }
 
-func waitFor(t *testing.T, cond func() bool) {
+// waitStats waits until the proxy's stats satisfy cond; a failure shows the
+// last stats seen.
+func waitStats(t testing.TB, p *Proxy, what string, cond func(Stats) bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in 10s")
+	waitfor.Check(t, what, func() error {
+		if st := p.Stats(); !cond(st) {
+			return fmt.Errorf("stats %+v", st)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func TestUnknownHostGetsDisconnectMessage(t *testing.T) {
@@ -373,7 +383,7 @@ func TestBadInputIsCountedAndClosedCleanly(t *testing.T) {
 			if tc.message == "" && len(got) != 0 {
 				t.Fatalf("want a plain close, got %q", got)
 			}
-			waitFor(t, func() bool { return p.Stats().Rejected[tc.reason] == 1 })
+			waitStats(t, p, fmt.Sprintf("the %s refusal", tc.reason), func(st Stats) bool { return st.Rejected[tc.reason] == 1 })
 			if good != nil {
 				echo(t, good, []byte("still fine"))
 			}
@@ -490,7 +500,7 @@ func TestFloodTowardStalledBackendStaysBounded(t *testing.T) {
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
 	go func() { _, _ = c.Write(data) }()
-	waitFor(t, func() bool { return p.Stats().Reactor.Paused > 0 })
+	waitStats(t, p, "the flooding session to pause", func(st Stats) bool { return st.Reactor.Paused > 0 })
 	// A check that nothing happens: load can only hide a proxy that keeps
 	// relaying (by running it less), not make a correct one fail.
 	time.Sleep(300 * time.Millisecond)
@@ -548,15 +558,15 @@ func TestManySessionsNoGoroutineGrowth(t *testing.T) {
 			}
 		}
 	}
-	waitFor(t, func() bool { return p.Stats().Routed == n })
+	waitStats(t, p, fmt.Sprintf("%d routed sessions", n), func(st Stats) bool { return st.Routed == n })
 	// Dial goroutines end once their connects are handed over (idle pool
 	// workers are not counted); wait for that rather than a fixed time.
-	for deadline := time.Now().Add(10 * time.Second); leaktest.Goroutines() > before+10 && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if g := leaktest.Goroutines(); g > before+10 {
-		t.Fatalf("goroutines grew from %d to %d with %d sessions", before, g, n)
-	}
+	waitfor.Check(t, "the dial goroutines to end", func() error {
+		if g := leaktest.Goroutines(); g > before+10 {
+			return fmt.Errorf("goroutines grew from %d to %d with %d sessions", before, g, n)
+		}
+		return nil
+	})
 	for i, c := range conns {
 		payload := []byte(fmt.Sprintf("session %d payload", i))
 		if _, err := c.Write(mc.AppendPacket(nil, 0x03, payload)); err != nil {
@@ -693,15 +703,8 @@ func TestBungeeCordForwardingRewritesHandshake(t *testing.T) {
 	if _, err := c.Write(append(mc.AppendHandshake(nil, hs), ls...)); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case b := <-got:
-		if !bytes.Equal(b, want) {
-			t.Fatalf("backend got %q\nwant        %q", b, want)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the backend got nothing")
-	}
-	waitFor(t, func() bool { return p.Stats().FramesC2S == 2 })
+	expectRecorded(t, got, want)
+	waitStats(t, p, "both frames counted", func(st Stats) bool { return st.FramesC2S == 2 })
 }
 
 // TestIdleTimeoutIsAnEnd: a logged-in session that goes quiet for
@@ -718,7 +721,7 @@ func TestIdleTimeoutIsAnEnd(t *testing.T) {
 	if got, err := io.ReadAll(c); err != nil || len(got) != 0 {
 		t.Fatalf("read %q, %v; want the proxy to close the idle session", got, err)
 	}
-	waitFor(t, func() bool { return p.Stats().Ended["idle_timeout"] == 1 })
+	waitStats(t, p, "the idle_timeout end", func(st Stats) bool { return st.Ended["idle_timeout"] == 1 })
 	if st := p.Stats(); len(st.Rejected) != 0 {
 		t.Fatalf("an idle end was counted as a refusal: rejected %v", st.Rejected)
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidegate/tidegate/internal/waitfor"
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/protocol/proxyproto"
 )
@@ -77,24 +78,20 @@ func startPeer(t *testing.T, dir, ready string, argv ...string) {
 			t.Logf("%s output:\n%s", filepath.Base(argv[0]), logTail())
 		}
 	})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	// Its output is logged by the cleanup above when the test fails.
+	waitfor.Check(t, fmt.Sprintf("%s to accept on %s", strings.Join(argv, " "), ready), func() error {
 		select {
 		case err := <-done:
 			done <- err
-			t.Fatalf("%s exited before accepting on %s: %v\n%s", strings.Join(argv, " "), ready, err, logTail())
+			t.Fatalf("%s exited before accepting on %s: %v", strings.Join(argv, " "), ready, err)
 		default:
 		}
 		c, err := net.DialTimeout("tcp", ready, 200*time.Millisecond)
-		if err == nil {
-			c.Close()
-			return
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not accepting on %s after 10s: %v\n%s", strings.Join(argv, " "), ready, err, logTail())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return c.Close()
+	})
 }
 
 // startHAProxy runs HAProxy on cfg (the global and defaults sections come
@@ -204,14 +201,7 @@ func TestProxyProtocolFromRealPeers(t *testing.T) {
 			if _, err := c.Write(append(mc.AppendHandshake(nil, hs), ls...)); err != nil {
 				t.Fatal(err)
 			}
-			select {
-			case b := <-got:
-				if !bytes.Equal(b, want) {
-					t.Fatalf("backend got %q\nwant        %q", b, want)
-				}
-			case <-time.After(10 * time.Second):
-				t.Fatal("the backend got nothing")
-			}
+			expectRecorded(t, got, want)
 			p.ipMu.Lock()
 			counts := fmt.Sprint(p.perIP)
 			p.ipMu.Unlock()

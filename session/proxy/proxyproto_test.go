@@ -110,15 +110,8 @@ func TestProxyHeaderBecomesClientAddress(t *testing.T) {
 			if _, err := c.Write(bytes.Join([][]byte{tc.header, mc.AppendHandshake(nil, hs), ls}, nil)); err != nil {
 				t.Fatal(err)
 			}
-			select {
-			case b := <-got:
-				if !bytes.Equal(b, want) {
-					t.Fatalf("backend got %q\nwant        %q", b, want)
-				}
-			case <-time.After(5 * time.Second):
-				t.Fatal("the backend got nothing")
-			}
-			waitFor(t, func() bool { return p.Stats().FramesC2S == 2 })
+			expectRecorded(t, got, want)
+			waitStats(t, p, "both frames counted", func(st Stats) bool { return st.FramesC2S == 2 })
 			if st := p.Stats(); st.BytesC2S != int64(len(mc.AppendHandshake(nil, hs))+len(ls)) || len(st.Rejected) != 0 {
 				t.Fatalf("counted %d bytes up (want the handshake and login start only) and rejections %v", st.BytesC2S, st.Rejected)
 			}
@@ -206,7 +199,7 @@ func TestProxyHeaderRefusals(t *testing.T) {
 			}
 			expectClosed(t, c, tc.reason == "bad_proxy_protocol")
 			waited := time.Since(start)
-			waitFor(t, func() bool { return p.Stats().Rejected[tc.reason] == 1 })
+			waitStats(t, p, fmt.Sprintf("the %s refusal", tc.reason), func(st Stats) bool { return st.Rejected[tc.reason] == 1 })
 			switch {
 			case tc.waits && waited < timeout*2/3:
 				t.Fatalf("closed after %v, before the handshake timeout %v", waited, timeout)
@@ -215,21 +208,9 @@ func TestProxyHeaderRefusals(t *testing.T) {
 			case waited > timeout+5*time.Second:
 				t.Fatalf("closed only after %v (handshake timeout %v)", waited, timeout)
 			}
-			if n := waitActive(p, 0); n != 0 {
-				t.Fatalf("%d sessions still open after the refusal", n)
-			}
+			waitStats(t, p, "the refused session to end", func(st Stats) bool { return st.Active == 0 })
 		})
 	}
-}
-
-// waitActive waits up to 5 s for the proxy to have want sessions and
-// returns how many it has.
-func waitActive(p *Proxy, want int64) int64 {
-	deadline := time.Now().Add(5 * time.Second)
-	for p.Stats().Active != want && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	return p.Stats().Active
 }
 
 // TestProxyHeaderPerIPLimits: max_sessions_per_ip counts the address the
@@ -250,9 +231,9 @@ func TestProxyHeaderPerIPLimits(t *testing.T) {
 	echoOnce(t, b, "b")
 	dup := open("203.0.113.1:1001")
 	expectClosed(t, dup, false)
-	waitFor(t, func() bool { return p.Stats().Rejected["max_sessions_per_ip"] == 1 })
+	waitStats(t, p, "the max_sessions_per_ip refusal", func(st Stats) bool { return st.Rejected["max_sessions_per_ip"] == 1 })
 	a.Close()
-	waitFor(t, func() bool { return waitActive(p, 1) == 1 })
+	waitStats(t, p, "the closed session to end", func(st Stats) bool { return st.Active == 1 })
 	again := open("203.0.113.1:1002")
 	echoOnce(t, again, "again")
 	p.ipMu.Lock()
@@ -397,7 +378,7 @@ func TestHandOverKeepsProxiedAddress(t *testing.T) {
 		t.Fatal(err)
 	}
 	expectClosed(t, dup, false)
-	waitFor(t, func() bool { return newP.Stats().Rejected["max_sessions_per_ip"] == 1 })
+	waitStats(t, newP, "the max_sessions_per_ip refusal", func(st Stats) bool { return st.Rejected["max_sessions_per_ip"] == 1 })
 }
 
 // TestDefaultYAMLStatesProxyProtocolDefaults: default.yaml writes the

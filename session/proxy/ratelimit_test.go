@@ -229,11 +229,11 @@ func TestConnectionRateRefusesAtAccept(t *testing.T) {
 	if n := countRefused(t, addr, 2); n != 0 {
 		t.Fatalf("%d connections of the burst of 3 refused", n)
 	}
-	waitFor(t, func() bool { return p.Stats().Accepted == 3 })
+	waitStats(t, p, "3 accepted connections", func(st Stats) bool { return st.Accepted == 3 })
 	if !refusedAtAccept(t, addr) {
 		t.Fatal("the 4th connection within the burst was not refused")
 	}
-	waitFor(t, func() bool { return p.Stats().Rejected["connection_rate"] == 1 })
+	waitStats(t, p, "the connection_rate refusal", func(st Stats) bool { return st.Rejected["connection_rate"] == 1 })
 	echo(t, held, []byte("still relaying"))
 
 	cfg, err := testParseConfig(t, text)
@@ -282,7 +282,7 @@ func TestLoginRateDisconnects(t *testing.T) {
 	if err != nil || !bytes.Contains(got, []byte("Too many logins")) {
 		t.Fatalf("third login: %q, %v; want a disconnect saying Too many logins", got, err)
 	}
-	waitFor(t, func() bool { return p.Stats().Rejected["login_rate"] == 1 })
+	waitStats(t, p, "the login_rate refusal", func(st Stats) bool { return st.Rejected["login_rate"] == 1 })
 	clk.advance(2 * time.Second)
 	login17(t, dial(t, addr), "localhost", "Four")
 }
@@ -300,9 +300,9 @@ func TestSubnetCapRefusesAtAccept(t *testing.T) {
 	if !refusedAtAccept(t, addr) {
 		t.Fatal("a third session of 127.0.0.0/24 was admitted past the cap of 2")
 	}
-	waitFor(t, func() bool { return p.Stats().Rejected["max_sessions_per_subnet"] == 1 })
+	waitStats(t, p, "the max_sessions_per_subnet refusal", func(st Stats) bool { return st.Rejected["max_sessions_per_subnet"] == 1 })
 	b.Close()
-	waitFor(t, func() bool { return p.Stats().Active == 1 })
+	waitStats(t, p, "one session left", func(st Stats) bool { return st.Active == 1 })
 	login17(t, dial(t, addr), "localhost", "C")
 	echo(t, a, []byte("first session still fine"))
 }

@@ -20,8 +20,9 @@ import (
 
 	"github.com/Tnze/go-mc/bot"
 
-	"github.com/tidegate/tidegate/internal/gomcbot"
 	"github.com/tidegate/tidegate/internal/leaktest"
+	"github.com/tidegate/tidegate/internal/testserver"
+	"github.com/tidegate/tidegate/internal/waitfor"
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/session/mcbackend"
 )
@@ -30,7 +31,7 @@ import (
 func startBackendServer(t testing.TB, cfg mcbackend.Config) (*mcbackend.Server, string) {
 	t.Helper()
 	cfg.Reactor.Logger = testLogger(t)
-	return gomcbot.StartBackend(t, cfg)
+	return testserver.MCBackend(t, cfg)
 }
 
 // statusDoc is the status JSON as a client reads it.
@@ -388,7 +389,7 @@ status: {cache_ttl: 5s}
 		t.Fatal(err)
 	}
 	_, _ = io.ReadAll(c)
-	waitFor(t, func() bool { return mute.conns.Load() == 2 })
+	waitfor.For(t, "the login's connection to the backend", func() bool { return mute.conns.Load() == 2 })
 	clock.advance(5 * time.Second)
 	goMCPing(t, addr)
 	if got := mute.conns.Load(); got != 3 {
@@ -446,11 +447,13 @@ func legacyPing(t *testing.T, addr string, ping []byte) string {
 	return reason
 }
 
-// TestLegacyPings: the three pre-1.7 forms, in raw bytes, get the routed
-// group's status as a kick packet: a 1.6 ping by its host (another group
-// than the default one), the older forms from the default group.
-func TestLegacyPings(t *testing.T) {
-	lobby, lobbyAddr := startBackendServer(t, mcbackend.Config{StatusProtocol: 764, StatusDescription: "Lobby §lone"})
+// lobbyAndSurvival starts a proxy whose default group is a lobby backend
+// (protocol 764, described as lobbyDesc) and which routes survival.example
+// to a survival backend (protocol 78, "Survival"), for the legacy pings;
+// it returns the lobby backend, the proxy and its address.
+func lobbyAndSurvival(t *testing.T, lobbyDesc string) (*mcbackend.Server, *Proxy, string) {
+	t.Helper()
+	lobby, lobbyAddr := startBackendServer(t, mcbackend.Config{StatusProtocol: 764, StatusDescription: lobbyDesc})
 	_, survivalAddr := startBackendServer(t, mcbackend.Config{StatusProtocol: 78, StatusDescription: "Survival"})
 	p, addr := startProxy(t, fmt.Sprintf(`
 listeners: [{listen: "127.0.0.1:0"}]
@@ -460,6 +463,14 @@ groups:
   lobby: {backends: [{addr: %q}]}
   survival: {backends: [{addr: %q}]}
 `, lobbyAddr, survivalAddr))
+	return lobby, p, addr
+}
+
+// TestLegacyPings: the three pre-1.7 forms, in raw bytes, get the routed
+// group's status as a kick packet: a 1.6 ping by its host (another group
+// than the default one), the older forms from the default group.
+func TestLegacyPings(t *testing.T) {
+	lobby, p, addr := lobbyAndSurvival(t, "Lobby §lone")
 	ping16 := mc.AppendLegacyPing(nil, mc.LegacyPing{Kind: mc.LegacyPing16, Protocol: 78, Host: "Survival.Example.", Port: 25565})
 	for _, tc := range []struct {
 		name string
@@ -492,16 +503,7 @@ groups:
 // is answered as Beta after the short wait, and at once when the client
 // half-closes. FE followed by a byte other than 01 is a modern frame.
 func TestLegacyPingArrivingInPieces(t *testing.T) {
-	_, lobbyAddr := startBackendServer(t, mcbackend.Config{StatusProtocol: 764, StatusDescription: "Lobby"})
-	_, survivalAddr := startBackendServer(t, mcbackend.Config{StatusProtocol: 78, StatusDescription: "Survival"})
-	p, addr := startProxy(t, fmt.Sprintf(`
-listeners: [{listen: "127.0.0.1:0"}]
-default_group: lobby
-routes: [{hosts: [survival.example], group: survival}]
-groups:
-  lobby: {backends: [{addr: %q}]}
-  survival: {backends: [{addr: %q}]}
-`, lobbyAddr, survivalAddr))
+	_, p, addr := lobbyAndSurvival(t, "Lobby")
 	ping16 := mc.AppendLegacyPing(nil, mc.LegacyPing{Kind: mc.LegacyPing16, Protocol: 78, Host: "survival.example", Port: 25565})
 
 	c := dial(t, addr)
@@ -544,7 +546,7 @@ groups:
 	if got, err := io.ReadAll(c); err != nil || len(got) != 0 {
 		t.Fatalf("FE 00 frame: %q, %v", got, err)
 	}
-	waitFor(t, func() bool { return p.Stats().Rejected["bad_handshake"] == 1 })
+	waitStats(t, p, "the bad_handshake refusal", func(st Stats) bool { return st.Rejected["bad_handshake"] == 1 })
 	if n := p.Stats().Rejected["legacy_ping"]; n != 3 {
 		t.Fatalf("legacy_ping counted %d times, want 3", n)
 	}

@@ -109,7 +109,7 @@ func TestHandOverKeepsStreamsWhole(t *testing.T) {
 	for i := 0; i < sessions; i++ {
 		<-quarter
 	}
-	waitFor(t, func() bool { return oldP.Stats().Active == sessions })
+	waitStats(t, oldP, fmt.Sprintf("%d sessions", sessions), func(st Stats) bool { return st.Active == sessions })
 	n := handOver(t, oldP, newP)
 	openGate()
 	wg.Wait()
@@ -145,7 +145,7 @@ func TestHandOverMinecraftPlay(t *testing.T) {
 		echo(t, c, []byte(fmt.Sprintf("after %d", i)))
 	}
 	// The loop counts a frame after writing it: the echo can arrive first.
-	waitFor(t, func() bool { st := newP.Stats(); return st.FramesC2S >= 10 && st.FramesS2C >= 10 })
+	waitStats(t, newP, "the handed-over sessions' frames", func(st Stats) bool { return st.FramesC2S >= 10 && st.FramesS2C >= 10 })
 	st := newP.Stats()
 	if st.FramesC2S != 10 || st.FramesS2C != 10 || st.Unframed != 0 {
 		t.Fatalf("new proxy counted %d frames up, %d down, %d unframed; want 10, 10, 0", st.FramesC2S, st.FramesS2C, st.Unframed)
@@ -232,7 +232,7 @@ func TestHandOverTakesBackWhatItCannotSend(t *testing.T) {
 	if err == nil {
 		t.Fatalf("HandOver to a receiver that died: no error (%d sessions)", n)
 	}
-	waitFor(t, func() bool { return oldP.Stats().Active == sessions-1 })
+	waitStats(t, oldP, fmt.Sprintf("%d sessions left", sessions-1), func(st Stats) bool { return st.Active == sessions-1 })
 	whole, cut := 0, 0
 	for _, c := range conns {
 		_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
@@ -276,7 +276,7 @@ func stalledStreams(t *testing.T, n, size int, seed uint64) (*Proxy, []net.Conn,
 		t.Cleanup(func() { c.Close() })
 		conns[i] = c
 	}
-	waitFor(t, func() bool { return p.Stats().Reactor.Paused >= int64(n) })
+	waitStats(t, p, fmt.Sprintf("%d paused sessions", n), func(st Stats) bool { return st.Reactor.Paused >= int64(n) })
 	return p, conns, data
 }
 

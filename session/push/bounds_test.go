@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"golang.org/x/sys/unix"
 
+	"github.com/tidegate/tidegate/internal/waitfor"
 	pushproto "github.com/tidegate/tidegate/protocol/push"
 )
 
@@ -195,29 +196,35 @@ func readChecked(c net.Conn, sse bool, topic string, done func(seq int) bool, g 
 
 // follower reads a stream with readChecked in the background.
 type follower struct {
-	c    net.Conn
-	g    gapChecker
-	next atomic.Int64 // g.next, for the test goroutine
-	err  chan error
+	c     net.Conn
+	g     gapChecker
+	next  atomic.Int64 // g.next, for the test goroutine
+	ended atomic.Bool  // the reader returned, its error in err
+	err   chan error
 }
 
 func follow(c net.Conn, sse bool, topic string) *follower {
 	f := &follower{c: c, err: make(chan error, 1)}
 	c.SetReadDeadline(time.Now().Add(60 * time.Second))
 	go func() {
-		f.err <- readChecked(c, sse, topic, nil, &f.g, func(int) { f.next.Store(int64(f.g.next)) })
+		err := readChecked(c, sse, topic, nil, &f.g, func(int) { f.next.Store(int64(f.g.next)) })
+		f.ended.Store(true)
+		f.err <- err
 	}()
 	return f
 }
 
-// stopAfter waits until the stream has reached event last, stops reading
-// and returns what was read.
+// stopAfter waits until the stream has reached event last (or its reader
+// has ended on an error, which it reports), stops reading and returns what
+// was read.
 func (f *follower) stopAfter(t testing.TB, last int) *gapChecker {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for f.next.Load() <= int64(last) && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitfor.Check(t, fmt.Sprintf("the reader to reach event %d", last), func() error {
+		if next := f.next.Load(); next <= int64(last) && !f.ended.Load() {
+			return fmt.Errorf("up to event %d", next-1)
+		}
+		return nil
+	})
 	f.c.SetReadDeadline(time.Now())
 	if err := <-f.err; !isTimeout(err) {
 		t.Errorf("reader: %v", err)
@@ -320,26 +327,21 @@ func TestStuckSubscribersMemoryIsBounded(t *testing.T) {
 	for i := 0; i < stuck; i++ {
 		dialStuck(t, sub, "mem", i%2 == 0)
 	}
-	waitFor(t, func() bool { st := srv.Stats(); return st.SSESubscribers+st.TCPSubscribers == stuck },
-		func() string { return fmt.Sprintf("%+v", srv.Stats()) })
+	waitStats(t, srv, "the stuck subscribers", func(st Stats) bool { return st.SSESubscribers+st.TCPSubscribers == stuck })
 	p := startPublishing(t, pub, "mem", 8, eventSize, 0)
 	// Full: every one within one event of its watermark, and dropping.
 	full := int64(stuck * (hw - 2*(eventSize+10)))
-	deadline := time.Now().Add(30 * time.Second)
-	for st := srv.Stats(); st.QueuedBytes < full || st.Dropped < stuck*100; st = srv.Stats() {
-		if time.Now().After(deadline) {
-			t.Fatalf("stuck subscribers not full after 30s: %d bytes queued, want %d; %+v", st.QueuedBytes, full, st)
+	waitfor.Within(t, 30*time.Second, "the stuck subscribers to fill and drop", func() error {
+		if st := srv.Stats(); st.QueuedBytes < full || st.Dropped < stuck*100 {
+			return fmt.Errorf("%d bytes queued, want %d; %+v", st.QueuedBytes, full, st)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	// Go on publishing, at a pace the loops keep up with: hand-offs queued
 	// to them (up to MaxInflight reads of the publisher) are no subscriber's.
 	p.halt()
 	p = startPublishing(t, pub, "mem", 8, eventSize, 2*time.Millisecond)
-	waitFor(t, func() bool {
-		st := srv.Stats()
-		return p.published() > 800 && st.ProcessedWrites >= stuck*(st.PublishedEvents-80)
-	}, func() string { return fmt.Sprintf("%+v", srv.Stats()) })
+	waitStats(t, srv, "the loops to keep up with 800 events", func(st Stats) bool { return p.published() > 800 && st.ProcessedWrites >= stuck*(st.PublishedEvents-80) })
 	after := liveHeap() // still publishing: pending batches are part of it
 	st := srv.Stats()
 	p.halt()
@@ -376,14 +378,13 @@ func TestManySmallBatchesStayBounded(t *testing.T) {
 	for i := 0; i < stuck; i++ {
 		dialStuck(t, sub, "small", true)
 	}
-	waitFor(t, func() bool { return srv.Stats().SSESubscribers == stuck }, func() string { return fmt.Sprintf("%+v", srv.Stats()) })
+	waitStats(t, srv, "the stuck SSE subscribers", func(st Stats) bool { return st.SSESubscribers == stuck })
 	// A burst fills what the kernel takes for them (a few MB each), then
 	// single small events fill the rest.
 	burst := startPublishing(t, pub, "small", 4, 1000, time.Millisecond)
-	waitFor(t, func() bool { return srv.Stats().QueuedBytes > stuck*1000 }, func() string { return fmt.Sprintf("%+v", srv.Stats()) })
+	waitStats(t, srv, "the burst queued", func(st Stats) bool { return st.QueuedBytes > stuck*1000 })
 	burst.halt()
-	waitFor(t, func() bool { st := srv.Stats(); return st.ProcessedWrites == stuck*st.PublishedEvents },
-		func() string { return fmt.Sprintf("%+v", srv.Stats()) })
+	waitStats(t, srv, "every published event processed", func(st Stats) bool { return st.ProcessedWrites == stuck*st.PublishedEvents })
 	batches := srv.Stats().Batches
 	p := dial(t, pub)
 	p.SetWriteDeadline(time.Now().Add(60 * time.Second))
@@ -421,8 +422,7 @@ func TestCutBatchesAreReportedWhereTheyHappen(t *testing.T) {
 				c.Heartbeat = 0
 			})
 			c := dialSubscriber(t, sub, "cut", sse, 0) // reads, slowly, below
-			waitFor(t, func() bool { st := srv.Stats(); return st.SSESubscribers+st.TCPSubscribers == 1 },
-				func() string { return fmt.Sprintf("%+v", srv.Stats()) })
+			waitStats(t, srv, "the subscriber", func(st Stats) bool { return st.SSESubscribers+st.TCPSubscribers == 1 })
 			if !sse {
 				lr := &legacyReader{r: bufio.NewReader(c), topic: "cut"} // the acknowledgement, alone in its frame
 				c.SetReadDeadline(time.Now().Add(5 * time.Second))
@@ -472,10 +472,10 @@ func TestNotWritableSubscriberIsClosed(t *testing.T) {
 	})
 	dialStuck(t, sub, "nw", true)
 	reader, _ := subscribeTCP(t, sub, "nw")
-	waitFor(t, func() bool { return srv.Stats().SSESubscribers == 1 }, func() string { return fmt.Sprintf("%+v", srv.Stats()) })
+	waitStats(t, srv, "the SSE subscriber", func(st Stats) bool { return st.SSESubscribers == 1 })
 	p := startPublishing(t, pub, "nw", 4, 1000, 5*time.Millisecond)
 	f := follow(reader, false, "nw")
-	waitFor(t, func() bool { return srv.Stats().StuckCloses == 1 }, func() string { return fmt.Sprintf("%+v", srv.Stats()) })
+	waitStats(t, srv, "the stuck subscriber's close", func(st Stats) bool { return st.StuckCloses == 1 })
 	if g := f.stopAfter(t, p.halt()-1); g.drops != 0 {
 		t.Errorf("the reader was reported %d drops", g.drops)
 	}
@@ -515,11 +515,11 @@ func TestQuietFullSubscriberIsClosed(t *testing.T) {
 		c.ReadIdle = 0
 	})
 	dialStuck(t, sub, "quiet", false)
-	waitFor(t, func() bool { return srv.Stats().TCPSubscribers == 1 }, func() string { return fmt.Sprintf("%+v", srv.Stats()) })
+	waitStats(t, srv, "the subscriber", func(st Stats) bool { return st.TCPSubscribers == 1 })
 	p := startPublishing(t, pub, "quiet", 10, 1000, 0)
-	waitFor(t, func() bool { return srv.Stats().QueuedBytes > 64<<10 }, func() string { return fmt.Sprintf("%+v", srv.Stats()) })
+	waitStats(t, srv, "64 KiB queued", func(st Stats) bool { return st.QueuedBytes > 64<<10 })
 	p.halt()
-	waitFor(t, func() bool { return srv.Stats().StuckCloses == 1 }, func() string { return fmt.Sprintf("%+v", srv.Stats()) })
+	waitStats(t, srv, "the stuck subscriber's close", func(st Stats) bool { return st.StuckCloses == 1 })
 	if st := srv.Stats(); st.Dropped != 0 || st.TCPSubscribers != 0 || st.QueuedBytes != 0 {
 		t.Fatalf("stats: %+v", st)
 	}
@@ -551,22 +551,21 @@ func TestBufferBudgetHoldsWhileReadersGoOn(t *testing.T) {
 		c, _ := subscribeTCP(t, sub, "budget")
 		conns = append(conns, c)
 	}
-	waitFor(t, func() bool { st := srv.Stats(); return st.SSESubscribers+st.TCPSubscribers == stuck+readers },
-		func() string { return fmt.Sprintf("%+v", srv.Stats()) })
+	waitStats(t, srv, "the stuck subscribers and the readers", func(st Stats) bool { return st.SSESubscribers+st.TCPSubscribers == stuck+readers })
 	p := startPublishing(t, pub, "budget", 4, 1000, 2*time.Millisecond)
 	var fs []*follower
 	for _, c := range conns {
 		fs = append(fs, follow(c, false, "budget"))
 	}
 	maxQueued := int64(0)
-	deadline := time.Now().Add(30 * time.Second)
-	for st := srv.Stats(); st.BudgetDropped < stuck*2000; st = srv.Stats() {
+	waitfor.Within(t, 30*time.Second, "the budget to bind", func() error {
+		st := srv.Stats()
 		maxQueued = max(maxQueued, st.QueuedBytes)
-		if time.Now().After(deadline) {
-			t.Fatalf("the budget did not bind within 30s: %+v", st)
+		if st.BudgetDropped < stuck*2000 {
+			return fmt.Errorf("stats %+v", st)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 	last := p.halt() - 1
 	for i, f := range fs {
 		if g := f.stopAfter(t, last); g.drops != 0 {
@@ -704,10 +703,9 @@ func TestTopicsAreRemovedWithTheirLastSubscriber(t *testing.T) {
 	for i := 0; i < topics; i++ {
 		roundTrip(i)
 		// Closes are seen by the server a little later: stay under the limit.
-		waitFor(t, func() bool { return srv.Stats().Topics <= 4 }, func() string { return fmt.Sprintf("%+v", srv.Stats()) })
+		waitStats(t, srv, "the topics to shrink to 4", func(st Stats) bool { return st.Topics <= 4 })
 	}
-	waitFor(t, func() bool { st := srv.Stats(); return st.Topics == 0 && st.TCPSubscribers+st.SSESubscribers == 0 },
-		func() string { return fmt.Sprintf("%+v", srv.Stats()) })
+	waitStats(t, srv, "every topic and subscriber to go", func(st Stats) bool { return st.Topics == 0 && st.TCPSubscribers+st.SSESubscribers == 0 })
 	if st := srv.Stats(); st.Refusals["topics_full"] != 0 || st.UnroutedEvents != topics {
 		t.Fatalf("stats after %d topics: %+v", topics, st)
 	}

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidegate/tidegate/internal/waitfor"
 	pushproto "github.com/tidegate/tidegate/protocol/push"
 	"github.com/tidegate/tidegate/protocol/tlv"
 )
@@ -168,25 +169,25 @@ func TestTCPSubscriberReceivesEventsInFrames(t *testing.T) {
 	}
 	// The other topic's subscriber got nothing but heartbeats.
 	other.r.Reset(other.r) // keep the reader; nothing to assert without waiting
-	waitFor(t, func() bool {
-		st := srv.Stats()
+	waitStats(t, srv, "the writes, the unrouted event and the frames", func(st Stats) bool {
 		return st.SuccessfulWrites == 4 && st.UnroutedEvents == 1 && st.PublishFrames == 3
-	}, func() string { return fmt.Sprintf("%+v", srv.Stats()) })
+	})
 	st := srv.Stats()
 	if st.TCPSubscribers != 2 || st.Batches < 1 || st.Batches > 2 || st.Dropped != 0 {
 		t.Fatalf("stats %+v", st)
 	}
 }
 
-func waitFor(t testing.TB, cond func() bool, msg func() string) {
+// waitStats waits until the server's stats satisfy cond; a failure shows the
+// last stats seen.
+func waitStats(t testing.TB, srv *Server, what string, cond func(Stats) bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met: %s", msg())
+	waitfor.Check(t, what, func() error {
+		if st := srv.Stats(); !cond(st) {
+			return fmt.Errorf("stats %+v", st)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func TestHeartbeatAndReadIdle(t *testing.T) {
@@ -222,7 +223,7 @@ func TestHeartbeatAndReadIdle(t *testing.T) {
 	if el := time.Since(start); beats < 2 || el < 250*time.Millisecond || el > 2*time.Second {
 		t.Fatalf("%d heartbeats, closed after %v", beats, el)
 	}
-	waitFor(t, func() bool { return srv.Stats().ReadIdleCloses == 1 }, func() string { return fmt.Sprintf("%+v", srv.Stats()) })
+	waitStats(t, srv, "the read-idle close", func(st Stats) bool { return st.ReadIdleCloses == 1 })
 
 	// A connection that never sends its request is closed too.
 	idle := dial(t, sub)
@@ -249,7 +250,7 @@ func TestSSEOverCurl(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
-	waitFor(t, func() bool { return srv.Stats().SSESubscribers == 1 }, func() string { return "no SSE subscriber" })
+	waitStats(t, srv, "the SSE subscriber", func(st Stats) bool { return st.SSESubscribers == 1 })
 	p := dial(t, pub)
 	if _, err := p.Write(publishFrame(t, "news", []byte("hello"), []byte("two\nlines"), []byte(`{"k":1}`))); err != nil {
 		t.Fatal(err)
@@ -350,7 +351,7 @@ func TestDropsAreReportedToSSE(t *testing.T) {
 	if _, err := c.Write([]byte("GET /events?topic=bulk HTTP/1.1\r\nHost: t\r\n\r\n")); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return srv.Stats().SSESubscribers == 1 }, func() string { return "no subscriber" })
+	waitStats(t, srv, "the subscriber", func(st Stats) bool { return st.SSESubscribers == 1 })
 	p := dial(t, pub)
 	payload := bytes.Repeat([]byte("z"), 32<<10)
 	for i := 0; srv.Stats().Dropped == 0; i++ {
@@ -391,17 +392,17 @@ func TestDropsAreReportedToSSE(t *testing.T) {
 		}
 	}()
 	var res result
-publish:
-	for {
+	waitfor.Check(t, `the reader to get an "after" event`, func() error {
 		if _, err := p.Write(publishFrame(t, "bulk", []byte("after"))); err != nil {
 			t.Fatal(err)
 		}
 		select {
 		case res = <-done:
-			break publish
-		case <-time.After(20 * time.Millisecond):
+			return nil
+		default:
+			return errors.New("published, not read yet")
 		}
-	}
+	})
 	if res.err != nil {
 		t.Fatalf("stream ended before the drop report: %v", res.err)
 	}
@@ -469,10 +470,7 @@ func TestManySubscribersReceiveEveryEventOnceInOrder(t *testing.T) {
 			for err := range dialErr {
 				t.Fatalf("dial: %v", err)
 			}
-			waitFor(t, func() bool {
-				st := srv.Stats()
-				return st.TCPSubscribers+st.SSESubscribers == subscribers
-			}, func() string { return fmt.Sprintf("%+v", srv.Stats()) })
+			waitStats(t, srv, fmt.Sprintf("%d subscribers", subscribers), func(st Stats) bool { return st.TCPSubscribers+st.SSESubscribers == subscribers })
 			t.Logf("%v: %d subscribed", time.Since(start), subscribers)
 
 			var readWG sync.WaitGroup
@@ -509,7 +507,7 @@ func TestManySubscribersReceiveEveryEventOnceInOrder(t *testing.T) {
 			for err := range errs {
 				t.Fatal(err)
 			}
-			waitFor(t, func() bool { return srv.Stats().SuccessfulWrites == subscribers*events }, func() string { return fmt.Sprintf("%+v", srv.Stats()) })
+			waitStats(t, srv, "every write", func(st Stats) bool { return st.SuccessfulWrites == subscribers*events })
 			st := srv.Stats()
 			if st.Dropped != 0 || st.FailedWrites != 0 || st.ProcessedWrites != subscribers*events {
 				t.Fatalf("stats %+v", st)
@@ -640,9 +638,7 @@ func TestResetSubscribersDoNotDisturbOthers(t *testing.T) {
 			t.Error(err)
 		}
 		reset := int64((subscribers + 2) / 3)
-		waitFor(t, func() bool { return srv.Stats().TCPSubscribers == subscribers-reset }, func() string {
-			return fmt.Sprintf("window %v: %+v", window, srv.Stats())
-		})
+		waitStats(t, srv, fmt.Sprintf("window %v: the reset subscribers' closes", window), func(st Stats) bool { return st.TCPSubscribers == subscribers-reset })
 
 	}
 }
@@ -715,12 +711,12 @@ func TestSlowReaderStreamStaysFramed(t *testing.T) {
 func TestShutdownFlushesPendingBatches(t *testing.T) {
 	srv, pub, sub := startServer(t, func(c *Config) { c.Window = time.Minute; c.Heartbeat = 0 })
 	c, lr := subscribeTCP(t, sub, "news")
-	waitFor(t, func() bool { return srv.Stats().TCPSubscribers == 1 }, func() string { return fmt.Sprintf("%+v", srv.Stats()) })
+	waitStats(t, srv, "the subscriber", func(st Stats) bool { return st.TCPSubscribers == 1 })
 	p := dial(t, pub)
 	if _, err := p.Write(publishFrame(t, "news", []byte("a"), []byte("b"))); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return srv.Stats().PublishFrames == 1 }, func() string { return fmt.Sprintf("%+v", srv.Stats()) })
+	waitStats(t, srv, "the publish frame", func(st Stats) bool { return st.PublishFrames == 1 })
 	p.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
