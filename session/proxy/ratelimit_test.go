@@ -180,28 +180,31 @@ func limiterClock(c *fakeClock) func(p *Proxy) {
 	return func(p *Proxy) { p.src.now = c.ns.Load }
 }
 
-// refusedAtAccept reports whether the proxy reset a new connection
-// without reading anything from it.
-func refusedAtAccept(t *testing.T, addr string) bool {
+// refusedAtAccept reports whether p reset a new connection without
+// reading anything from it.
+func refusedAtAccept(t *testing.T, p *Proxy, addr string) bool {
 	t.Helper()
-	return countRefused(t, addr, 1) == 1
+	return countRefused(t, p, addr, 1) == 1
 }
 
 // countRefused opens n connections at once and returns how many of them
-// the proxy reset at accept; the others are still open after 300 ms,
-// waiting for a handshake.
-func countRefused(t *testing.T, addr string, n int) int {
+// p reset at accept; the others stay open, waiting for a handshake. It
+// waits until p has handled all n, so that a reset under way on a loaded
+// machine is not taken for an open connection.
+func countRefused(t *testing.T, p *Proxy, addr string, n int) int {
 	t.Helper()
+	before := p.Stats().Accepted // counts the ones refused at accept too
 	conns := make([]net.Conn, n)
 	for i := range conns {
 		conns[i] = dial(t, addr)
 	}
-	time.Sleep(300 * time.Millisecond)
+	waitStats(t, p, fmt.Sprintf("%d new connections handled", n), func(st Stats) bool { return st.Accepted >= before+int64(n) })
 	refused := 0
 	for _, c := range conns {
-		// A read past its deadline fails before it looks at the socket,
-		// so each gets its own (a reset one answers at once).
-		_ = c.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+		// The reset follows the count within the same callback; a read past its
+		// deadline fails before it looks at the socket, so each read gets
+		// its own deadline (a reset one answers at once).
+		_ = c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
 		_, err := c.Read(make([]byte, 1))
 		var ne net.Error
 		switch {
@@ -226,11 +229,11 @@ func TestConnectionRateRefusesAtAccept(t *testing.T) {
 	p, addr := startProxy(t, text, limiterClock(&clk))
 	held := dial(t, addr)
 	login17(t, held, "localhost", "Held")
-	if n := countRefused(t, addr, 2); n != 0 {
+	if n := countRefused(t, p, addr, 2); n != 0 {
 		t.Fatalf("%d connections of the burst of 3 refused", n)
 	}
 	waitStats(t, p, "3 accepted connections", func(st Stats) bool { return st.Accepted == 3 })
-	if !refusedAtAccept(t, addr) {
+	if !refusedAtAccept(t, p, addr) {
 		t.Fatal("the 4th connection within the burst was not refused")
 	}
 	waitStats(t, p, "the connection_rate refusal", func(st Stats) bool { return st.Rejected["connection_rate"] == 1 })
@@ -244,11 +247,11 @@ func TestConnectionRateRefusesAtAccept(t *testing.T) {
 	if err := p.Reload(cfg); err != nil {
 		t.Fatal(err)
 	}
-	if !refusedAtAccept(t, addr) {
+	if !refusedAtAccept(t, p, addr) {
 		t.Fatal("a reload refilled the bucket")
 	}
 	clk.advance(time.Second)
-	if refusedAtAccept(t, addr) {
+	if refusedAtAccept(t, p, addr) {
 		t.Fatal("refused a second after the burst at 1/s")
 	}
 	if n := p.Stats().Rejected["connection_rate"]; n != 2 {
@@ -297,7 +300,7 @@ func TestSubnetCapRefusesAtAccept(t *testing.T) {
 	login17(t, a, "localhost", "A")
 	b := dial(t, addr)
 	login17(t, b, "localhost", "B")
-	if !refusedAtAccept(t, addr) {
+	if !refusedAtAccept(t, p, addr) {
 		t.Fatal("a third session of 127.0.0.0/24 was admitted past the cap of 2")
 	}
 	waitStats(t, p, "the max_sessions_per_subnet refusal", func(st Stats) bool { return st.Rejected["max_sessions_per_subnet"] == 1 })
@@ -315,7 +318,7 @@ func TestDefaultLimitsThrottleABurst(t *testing.T) {
 	def := defaultConfig().Limits
 	p, addr := startProxy(t, mcConfig(be, fmt.Sprintf("limits: {connection_rate: %v, login_rate: %v, max_sessions_per_subnet: %d}",
 		def.ConnectionRate, def.LoginRate, def.MaxSessionsPerSubnet)), limiterClock(&fakeClock{}))
-	if refused := countRefused(t, addr, def.ConnectionBurst+5); refused != 5 {
+	if refused := countRefused(t, p, addr, def.ConnectionBurst+5); refused != 5 {
 		t.Fatalf("%d of %d connections refused, want 5 past the burst of %d", refused, def.ConnectionBurst+5, def.ConnectionBurst)
 	}
 	if n := p.Stats().Rejected["connection_rate"]; n != 5 {
