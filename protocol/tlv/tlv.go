@@ -101,8 +101,16 @@ func (f Format) maxLength() int {
 	}
 	// Lengths above math.MaxInt32 are never accepted, even on 64-bit
 	// platforms: Java peers read the length field as a signed int.
-	return min(math.MaxInt32, math.MaxInt-f.TypeWidth-f.LengthWidth)
+	if intIs32 {
+		return math.MaxInt32 - f.TypeWidth - f.LengthWidth
+	}
+	return math.MaxInt32
 }
+
+// intIs32 is whether int has 32 bits, and so math.MaxInt32 plus a header
+// does not fit in one: a constant, which keeps maxLength, and the methods
+// that call it, cheap enough to inline.
+const intIs32 = math.MaxInt == math.MaxInt32
 
 // HeaderLen returns the header length in bytes: TypeWidth + LengthWidth,
 // that is 3, 4, 5 or 6. It returns 0 if f is invalid.
@@ -131,7 +139,15 @@ func (f Format) KeepAliveBit() uint16 {
 	if !f.valid() {
 		return 0
 	}
-	return 1 << (8*f.TypeWidth - 1)
+	return f.keepAliveBit()
+}
+
+// keepAliveBit is KeepAliveBit for a valid f.
+func (f Format) keepAliveBit() uint16 {
+	if f.TypeWidth == 2 {
+		return 0x8000
+	}
+	return 0x80
 }
 
 // Header is a decoded frame header.
@@ -227,36 +243,11 @@ func (f Format) AppendHeader(dst []byte, h Header) []byte {
 // Decode does not reject the reserved error type, which is legitimate in
 // frames sent by a server; servers use [Format.CheckRequest] for that.
 func (f Format) Decode(b []byte) (h Header, n int, err error) {
-	if !f.valid() {
+	d, ok := f.decoder()
+	if !ok {
 		return Header{}, 0, f.Validate()
 	}
-	hl := f.TypeWidth + f.LengthWidth
-	if len(b) < hl {
-		return Header{}, 0, nil
-	}
-	var typ uint16
-	if f.TypeWidth == 1 {
-		typ = uint16(b[0])
-	} else {
-		typ = binary.BigEndian.Uint16(b)
-	}
-	var length uint32
-	if f.LengthWidth == 2 {
-		length = uint32(binary.BigEndian.Uint16(b[f.TypeWidth:]))
-	} else {
-		length = binary.BigEndian.Uint32(b[f.TypeWidth:])
-	}
-	kb := f.KeepAliveBit()
-	h.Type = typ &^ kb
-	h.KeepAlive = typ&kb != 0
-	// MaxBody <= math.MaxInt32 (see maxLength), so this also rejects
-	// every 4-byte length above math.MaxInt32, and the conversion to int
-	// below cannot overflow, even on 32-bit platforms.
-	if uint64(length) > uint64(f.MaxBody) {
-		return h, 0, &FrameError{Reason: ReasonBodyTooLarge, Value: int64(length), Limit: int64(f.MaxBody)}
-	}
-	h.Length = int(length)
-	return h, hl + h.Length, nil
+	return d.decode(b, false)
 }
 
 // CheckRequest checks a header received by a server from a client. It
