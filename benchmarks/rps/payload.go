@@ -2,6 +2,7 @@ package rps
 
 import (
 	"encoding/binary"
+	"fmt"
 	"slices"
 
 	ptlv "github.com/tidegate/tidegate/protocol/tlv"
@@ -20,27 +21,41 @@ const patternSlack = 251
 // pseudo-random pattern that slides with seq. Any changed, lost, duplicated
 // or reordered byte of a response is caught.
 type payloads struct {
-	format  ptlv.Format
 	size    int
 	key     uint64
 	pattern []byte
+	heads   []uint64 // by message type: its requests' header, then zeros, as 8 little-endian bytes
 
-	hl        int    // header length
-	head      int    // bytes of the id in the body: min(8, size)
-	frameSize int    // hl + size
-	kb        uint16 // keep-alive bit
+	hl        int // header length
+	head      int // bytes of the id in the body: min(8, size)
+	frameSize int // hl + size
 }
 
+// newPayloads returns the payloads of a client. It panics if f is invalid or
+// size does not fit its length field, which Config.normalize rules out.
 func newPayloads(f ptlv.Format, client, size int) *payloads {
-	p := &payloads{format: f, size: size, key: splitmix(uint64(client) + 0x9E3779B97F4A7C15)}
+	enc, err := f.Encoder()
+	if err != nil {
+		panic(fmt.Sprintf("rps: payloads of %d bytes: %v", size, err))
+	}
+	p := &payloads{size: size, key: splitmix(uint64(client) + 0x9E3779B97F4A7C15)}
+	// Every request of a type has the same header: encoded once here, and
+	// stored into each request with one 8-byte store.
+	p.heads = make([]uint64, msgTypes)
+	for typ := range p.heads {
+		var head [8]byte
+		if err := enc.PutHeader(head[:], ptlv.Header{Type: uint16(typ), KeepAlive: true, Length: size}); err != nil {
+			panic(fmt.Sprintf("rps: payloads of %d bytes: %v", size, err))
+		}
+		p.heads[typ] = binary.LittleEndian.Uint64(head[:])
+	}
 	p.pattern = make([]byte, size+patternSlack)
 	x := p.key
 	for i := range p.pattern {
 		x = splitmix(x)
 		p.pattern[i] = byte(x >> 56)
 	}
-	f.AppendHeader(nil, ptlv.Header{Length: size}) // panics if size does not fit the length field
-	p.hl, p.head, p.frameSize, p.kb = f.HeaderLen(), min(8, size), f.HeaderLen()+size, f.KeepAliveBit()
+	p.hl, p.head, p.frameSize = enc.HeaderLen(), min(8, size), enc.HeaderLen()+size
 	return p
 }
 
@@ -52,8 +67,12 @@ func splitmix(x uint64) uint64 {
 	return x ^ (x >> 31)
 }
 
+// msgTypes is the number of message types requests use: 0 to 126, below
+// every format's reserved error type.
+const msgTypes = 127
+
 // msgType returns the message type of request seq.
-func msgType(seq int) uint16 { return uint16(seq % 127) }
+func msgType(seq int) uint16 { return uint16(seq % msgTypes) }
 
 // window returns the body of request seq after its id.
 func (p *payloads) window(seq int) []byte {
@@ -69,20 +88,15 @@ func (p *payloads) appendRequest(dst []byte, seq int) []byte {
 	return dst
 }
 
-// put writes the frame of request seq into b, frameSize bytes: stores of
-// the header fields and the id, and one copy of the pattern window.
+// put writes the frame of request seq into b, frameSize bytes: a store of
+// the header, stores of the id, and one copy of the pattern window.
 func (p *payloads) put(b []byte, seq int) {
-	typ := msgType(seq) | p.kb
-	tw := p.format.TypeWidth
-	if tw == 2 {
-		binary.BigEndian.PutUint16(b, typ)
+	if head := p.heads[msgType(seq)]; len(b) >= 8 {
+		binary.LittleEndian.PutUint64(b, head) // the bytes past the header are the body's, written below
 	} else {
-		b[0] = byte(typ)
-	}
-	if p.hl-tw == 4 {
-		binary.BigEndian.PutUint32(b[tw:], uint32(p.size))
-	} else {
-		binary.BigEndian.PutUint16(b[tw:], uint16(p.size))
+		var be [8]byte
+		binary.LittleEndian.PutUint64(be[:], head)
+		copy(b, be[:p.hl])
 	}
 	id := uint64(seq) ^ p.key
 	body := b[p.hl:]

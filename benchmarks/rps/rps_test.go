@@ -312,6 +312,27 @@ func TestPayloadsCatchEveryChangedByte(t *testing.T) {
 	}
 }
 
+// TestRequestsAreFrames checks that every request is the frame
+// Format.AppendFrame makes of its type, the keep-alive bit and its body, for
+// every message type, short bodies (whose frames are shorter than the 8-byte
+// header store) and long ones, appended after other bytes.
+func TestRequestsAreFrames(t *testing.T) {
+	for _, f := range []ptlv.Format{ptlv.DefaultFormat, {TypeWidth: 2, LengthWidth: 2, MaxBody: 1000}, {TypeWidth: 1, LengthWidth: 2, MaxBody: 1000}} {
+		for _, size := range []int{0, 1, 3, 4, 5, 8, 300} {
+			p := newPayloads(f, 7, size)
+			for seq := range 2*127 + 1 {
+				dst := bytes.Repeat([]byte{0xEE}, 3)
+				got := p.appendRequest(dst, seq)
+				body := got[3+f.HeaderLen():]
+				want := f.AppendFrame(bytes.Repeat([]byte{0xEE}, 3), ptlv.Header{Type: uint16(seq % 127), KeepAlive: true}, body)
+				if !bytes.Equal(got, want) || len(body) != size {
+					t.Fatalf("%+v size %d seq %d: request % x, want % x", f, size, seq, got, want)
+				}
+			}
+		}
+	}
+}
+
 // TestOwnFrameIsCheck checks that comparing a whole response with its
 // request's frame, as OnTraffic does, accepts exactly what decoding and
 // check accept: the request's own frame, and no frame with any one byte

@@ -5,15 +5,16 @@ import "encoding/binary"
 // A Decoder decodes the headers of one Format, checked once when the
 // Decoder is made, so that a loop over many frames (an event-loop server
 // answering the pipelined requests of one read) pays per frame only for the
-// header arithmetic: [Format.Decode] checks the Format on every call.
+// header arithmetic: [Format.Decode] checks the Format on every call, then
+// decodes as its Decoder does.
 //
 // A Decoder is a small value that is safe to copy and to use concurrently.
 // Get one from [Format.Decoder]; the zero Decoder decodes nothing (it
 // always reports that more bytes are needed).
 type Decoder struct {
-	// One machine word, passed in one register: every field is bounded by
-	// the Format's rules (a header of at most 6 bytes, MaxBody at most
-	// math.MaxInt32).
+	// Every field is bounded by the Format's rules (a header of at most 6
+	// bytes, MaxBody at most math.MaxInt32), which keeps the value at 8
+	// bytes.
 	hl, typeWidth uint8 // 0 in the zero Decoder
 	kb            uint16
 	maxBody       uint32
@@ -21,10 +22,25 @@ type Decoder struct {
 
 // Decoder returns a Decoder for f, or the error of [Format.Validate].
 func (f Format) Decoder() (Decoder, error) {
-	if err := f.Validate(); err != nil {
-		return Decoder{}, err
+	d, ok := f.decoder()
+	if !ok {
+		return Decoder{}, f.Validate()
 	}
-	return Decoder{hl: uint8(f.HeaderLen()), typeWidth: uint8(f.TypeWidth), kb: f.KeepAliveBit(), maxBody: uint32(f.MaxBody)}, nil
+	return d, nil
+}
+
+// decoder returns f's Decoder, or ok == false, allocating nothing, if f is
+// invalid.
+func (f Format) decoder() (d Decoder, ok bool) {
+	if !f.valid() {
+		return Decoder{}, false
+	}
+	return Decoder{
+		hl:        uint8(f.TypeWidth + f.LengthWidth),
+		typeWidth: uint8(f.TypeWidth),
+		kb:        f.keepAliveBit(),
+		maxBody:   uint32(f.MaxBody),
+	}, true
 }
 
 // Format returns the Format the Decoder decodes; the zero Format for the
@@ -51,7 +67,8 @@ func (d Decoder) Decode(b []byte) (h Header, n int, err error) { return d.decode
 func (d Decoder) DecodeRequest(b []byte) (h Header, n int, err error) { return d.decode(b, true) }
 
 // decode is Decode, and DecodeRequest when request is set: one function, so
-// that each of them is one call.
+// that each of them is one call. It is the package's only parsing of a
+// header; Format.Decode calls it too.
 func (d Decoder) decode(b []byte, request bool) (h Header, n int, err error) {
 	hl := int(d.hl)
 	if len(b) < hl || hl == 0 {
@@ -60,6 +77,9 @@ func (d Decoder) decode(b []byte, request bool) (h Header, n int, err error) {
 	typ, length := d.fields(b)
 	h.Type = typ &^ d.kb
 	h.KeepAlive = typ&d.kb != 0
+	// maxBody <= math.MaxInt32 (see Format.maxLength), so this also rejects
+	// every 4-byte length above math.MaxInt32, and the conversion to int
+	// below cannot overflow, even on 32-bit platforms.
 	if length > d.maxBody {
 		return h, 0, bodyTooLarge(length, d.maxBody)
 	}

@@ -9,6 +9,39 @@ import (
 	"github.com/tidegate/tidegate/protocol/tlv"
 )
 
+// refDecode is a slow decoding of the header at the start of b, written
+// from the package doc's rules independently of the package's own (which
+// Format.Decode and Decoder share): the fields read a byte at a time into a
+// uint64, the body length compared with MaxBody, and, for a request, the
+// message type with the reserved error type, with n = 0 on an error.
+func refDecode(f tlv.Format, b []byte, request bool) (tlv.Header, int, error) {
+	if err := f.Validate(); err != nil {
+		return tlv.Header{}, 0, err
+	}
+	hl := f.TypeWidth + f.LengthWidth
+	if len(b) < hl {
+		return tlv.Header{}, 0, nil
+	}
+	var raw, length uint64
+	for i := range hl {
+		if i < f.TypeWidth {
+			raw = raw<<8 | uint64(b[i])
+		} else {
+			length = length<<8 | uint64(b[i])
+		}
+	}
+	keepAlive := uint64(1) << (8*f.TypeWidth - 1)
+	h := tlv.Header{Type: uint16(raw &^ keepAlive), KeepAlive: raw&keepAlive != 0}
+	if length > uint64(f.MaxBody) {
+		return h, 0, &tlv.FrameError{Reason: tlv.ReasonBodyTooLarge, Value: int64(length), Limit: int64(f.MaxBody)}
+	}
+	h.Length = int(length)
+	if request && uint64(h.Type) == keepAlive-1 {
+		return h, 0, &tlv.FrameError{Reason: tlv.ReasonErrorTypeFromClient, Value: int64(h.Type)}
+	}
+	return h, hl + h.Length, nil
+}
+
 // decodeRequest is what a server did before Decoder: Decode, then
 // CheckRequest on a whole header, with n = 0 on an error.
 func decodeRequest(f tlv.Format, b []byte) (tlv.Header, int, error) {
@@ -29,6 +62,22 @@ func sameResult(t *testing.T, what string, in []byte, h1 tlv.Header, n1 int, e1 
 	}
 }
 
+// checkDecodings checks Format.Decode, Decoder.Decode, Decoder.DecodeRequest
+// and Decode followed by CheckRequest against refDecode on in.
+func checkDecodings(t *testing.T, f tlv.Format, d tlv.Decoder, in []byte) {
+	t.Helper()
+	wh, wn, werr := refDecode(f, in, false)
+	h, n, err := f.Decode(in)
+	sameResult(t, "Format.Decode", in, h, n, err, wh, wn, werr)
+	h, n, err = d.Decode(in)
+	sameResult(t, "Decoder.Decode", in, h, n, err, wh, wn, werr)
+	wh, wn, werr = refDecode(f, in, true)
+	h, n, err = d.DecodeRequest(in)
+	sameResult(t, "Decoder.DecodeRequest", in, h, n, err, wh, wn, werr)
+	h, n, err = decodeRequest(f, in)
+	sameResult(t, "Decode+CheckRequest", in, h, n, err, wh, wn, werr)
+}
+
 // decoderInputs are the edge cases of f's headers: every header length
 // around HeaderLen, the error type with and without keep-alive, lengths at,
 // above and far above MaxBody, and the largest field values.
@@ -47,10 +96,10 @@ func decoderInputs(f tlv.Format) [][]byte {
 	return ins
 }
 
-// TestDecoderMatchesFormat checks that Decoder.Decode gives what
-// Format.Decode gives, and DecodeRequest what Decode and CheckRequest give,
-// on edge cases and random bytes, for every width combination.
-func TestDecoderMatchesFormat(t *testing.T) {
+// TestDecodeMatchesReference checks Format.Decode, Decoder.Decode and
+// DecodeRequest, and Decode with CheckRequest, against refDecode on edge
+// cases and random bytes, for every width combination.
+func TestDecodeMatchesReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(14, 5))
 	for _, f := range testFormats(t) {
 		t.Run(name(f), func(t *testing.T) {
@@ -70,14 +119,39 @@ func TestDecoderMatchesFormat(t *testing.T) {
 				ins = append(ins, b)
 			}
 			for _, in := range ins {
-				h, n, err := d.Decode(in)
-				wh, wn, werr := f.Decode(in)
-				sameResult(t, "Decode", in, h, n, err, wh, wn, werr)
-				h, n, err = d.DecodeRequest(in)
-				wh, wn, werr = decodeRequest(f, in)
-				sameResult(t, "DecodeRequest", in, h, n, err, wh, wn, werr)
+				checkDecodings(t, f, d, in)
 			}
 		})
+	}
+}
+
+// TestRefDecode pins refDecode itself to hand-computed results, so that the
+// comparisons with it test the package against the rules.
+func TestRefDecode(t *testing.T) {
+	f24 := tlv.Format{TypeWidth: 2, LengthWidth: 4, MaxBody: 1 << 20}
+	f12 := tlv.Format{TypeWidth: 1, LengthWidth: 2, MaxBody: 100}
+	tests := []struct {
+		f       tlv.Format
+		in      []byte
+		request bool
+		h       tlv.Header
+		n       int
+		reason  tlv.Reason
+	}{
+		{f24, []byte{0x92, 0x34, 0, 0x01, 0x02, 0x03, 'x'}, false, tlv.Header{Type: 0x1234, KeepAlive: true, Length: 0x10203}, 6 + 0x10203, 0},
+		{f24, []byte{0x7F, 0xFF, 0, 0, 0, 0}, true, tlv.Header{Type: 0x7FFF}, 0, tlv.ReasonErrorTypeFromClient},
+		{f24, []byte{0x7F, 0xFF, 0, 0, 0, 0}, false, tlv.Header{Type: 0x7FFF}, 6, 0},
+		{f24, []byte{0x00, 0x01, 0, 0x10, 0, 1}, false, tlv.Header{Type: 1}, 0, tlv.ReasonBodyTooLarge},
+		{f24, []byte{0x00, 0x01, 0, 0x10, 0}, false, tlv.Header{}, 0, 0},
+		{f12, []byte{0x85, 0, 100}, false, tlv.Header{Type: 5, KeepAlive: true, Length: 100}, 103, 0},
+		{f12, []byte{0xFF, 0, 101}, true, tlv.Header{Type: 0x7F, KeepAlive: true}, 0, tlv.ReasonBodyTooLarge},
+	}
+	for _, tt := range tests {
+		h, n, err := refDecode(tt.f, tt.in, tt.request)
+		var fe *tlv.FrameError
+		if h != tt.h || n != tt.n || (tt.reason == 0) != (err == nil) || (err != nil && (!errors.As(err, &fe) || fe.Reason != tt.reason)) {
+			t.Errorf("refDecode(%s, % x, %v) = %+v %d %v, want %+v %d %v", name(tt.f), tt.in, tt.request, h, n, err, tt.h, tt.n, tt.reason)
+		}
 	}
 }
 

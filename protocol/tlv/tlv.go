@@ -19,11 +19,12 @@
 // copying or allocating, which makes it suitable for event-loop servers
 // that inspect an inbound buffer and wait until a whole frame is present;
 // a [Decoder] gives the same results with the Format checked once, for a
-// loop over the many frames of one read.
+// loop over the many frames of one read. An [Encoder] is its counterpart
+// for writing headers: the Format checked once, and a header it cannot
+// carry reported as an error rather than a panic.
 package tlv
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 	"unicode/utf8"
@@ -101,8 +102,16 @@ func (f Format) maxLength() int {
 	}
 	// Lengths above math.MaxInt32 are never accepted, even on 64-bit
 	// platforms: Java peers read the length field as a signed int.
-	return min(math.MaxInt32, math.MaxInt-f.TypeWidth-f.LengthWidth)
+	if intIs32 {
+		return math.MaxInt32 - f.TypeWidth - f.LengthWidth
+	}
+	return math.MaxInt32
 }
+
+// intIs32 is whether int has 32 bits, and so math.MaxInt32 plus a header
+// does not fit in one: a constant, which keeps maxLength, and the methods
+// that call it, cheap enough to inline.
+const intIs32 = math.MaxInt == math.MaxInt32
 
 // HeaderLen returns the header length in bytes: TypeWidth + LengthWidth,
 // that is 3, 4, 5 or 6. It returns 0 if f is invalid.
@@ -131,7 +140,15 @@ func (f Format) KeepAliveBit() uint16 {
 	if !f.valid() {
 		return 0
 	}
-	return 1 << (8*f.TypeWidth - 1)
+	return f.keepAliveBit()
+}
+
+// keepAliveBit is KeepAliveBit for a valid f.
+func (f Format) keepAliveBit() uint16 {
+	if f.TypeWidth == 2 {
+		return 0x8000
+	}
+	return 0x80
 }
 
 // Header is a decoded frame header.
@@ -147,51 +164,22 @@ type Header struct {
 	Length int
 }
 
-// mustFields checks that f is valid and h is representable in f, and
-// returns the raw type field and the length field. It panics otherwise:
-// writing such a header would corrupt the stream.
-//
-// MaxBody is deliberately not enforced here; it is the limit a receiver
-// applies in Decode.
-func (f Format) mustFields(h Header) (typ uint16, length uint32) {
-	if !f.valid() {
-		panic(fmt.Sprintf("tlv: invalid Format %+v", f))
-	}
-	kb := f.KeepAliveBit()
-	if h.Type > kb-1 {
-		panic(fmt.Sprintf("tlv: message type %#x exceeds %d-byte type field (max %#x)",
-			h.Type, f.TypeWidth, kb-1))
-	}
-	if h.Length < 0 || h.Length > f.maxLength() {
-		panic(fmt.Sprintf("tlv: body length %d out of range for %d-byte length field (max %d)",
-			h.Length, f.LengthWidth, f.maxLength()))
-	}
-	typ = h.Type
-	if h.KeepAlive {
-		typ |= kb
-	}
-	return typ, uint32(h.Length)
-}
-
-// PutHeader encodes h into the first HeaderLen bytes of dst. Like the
-// methods of binary.BigEndian, it panics if dst is shorter than HeaderLen.
+// PutHeader encodes h into the first HeaderLen bytes of dst: it is
+// [Encoder.PutHeader] for f, with the Format checked on every call. Like
+// the methods of binary.BigEndian, it panics if dst is shorter than
+// HeaderLen.
 //
 // PutHeader also panics if f is invalid, if h.Type does not fit the type
 // field (h.Type > ErrorType) or if h.Length is negative or larger than the
 // length field can carry. It does not enforce MaxBody, which is the limit
 // applied by the receiving side in Decode.
 func (f Format) PutHeader(dst []byte, h Header) {
-	typ, length := f.mustFields(h)
-	_ = dst[f.TypeWidth+f.LengthWidth-1] // early bounds check
-	if f.TypeWidth == 1 {
-		dst[0] = byte(typ)
-	} else {
-		binary.BigEndian.PutUint16(dst, typ)
+	e, ok := f.encoder()
+	if !ok {
+		panicInvalid(f)
 	}
-	if f.LengthWidth == 2 {
-		binary.BigEndian.PutUint16(dst[f.TypeWidth:], uint16(length))
-	} else {
-		binary.BigEndian.PutUint32(dst[f.TypeWidth:], length)
+	if err := e.PutHeader(dst, h); err != nil {
+		panic(err.Error())
 	}
 }
 
@@ -199,16 +187,21 @@ func (f Format) PutHeader(dst []byte, h Header) {
 // slice. It panics in the same cases as PutHeader, except that dst may have
 // any length.
 func (f Format) AppendHeader(dst []byte, h Header) []byte {
-	typ, length := f.mustFields(h)
-	if f.TypeWidth == 1 {
-		dst = append(dst, byte(typ))
-	} else {
-		dst = binary.BigEndian.AppendUint16(dst, typ)
+	e, ok := f.encoder()
+	if !ok {
+		panicInvalid(f)
 	}
-	if f.LengthWidth == 2 {
-		return binary.BigEndian.AppendUint16(dst, uint16(length))
+	dst, err := e.AppendHeader(dst, h)
+	if err != nil {
+		panic(err.Error())
 	}
-	return binary.BigEndian.AppendUint32(dst, length)
+	return dst
+}
+
+// panicInvalid panics for an invalid f, whose headers cannot be written
+// without corrupting the stream.
+func panicInvalid(f Format) {
+	panic(fmt.Sprintf("tlv: invalid Format %+v", f))
 }
 
 // Decode inspects the start of b (bytes already received, possibly partial
@@ -227,36 +220,11 @@ func (f Format) AppendHeader(dst []byte, h Header) []byte {
 // Decode does not reject the reserved error type, which is legitimate in
 // frames sent by a server; servers use [Format.CheckRequest] for that.
 func (f Format) Decode(b []byte) (h Header, n int, err error) {
-	if !f.valid() {
+	d, ok := f.decoder()
+	if !ok {
 		return Header{}, 0, f.Validate()
 	}
-	hl := f.TypeWidth + f.LengthWidth
-	if len(b) < hl {
-		return Header{}, 0, nil
-	}
-	var typ uint16
-	if f.TypeWidth == 1 {
-		typ = uint16(b[0])
-	} else {
-		typ = binary.BigEndian.Uint16(b)
-	}
-	var length uint32
-	if f.LengthWidth == 2 {
-		length = uint32(binary.BigEndian.Uint16(b[f.TypeWidth:]))
-	} else {
-		length = binary.BigEndian.Uint32(b[f.TypeWidth:])
-	}
-	kb := f.KeepAliveBit()
-	h.Type = typ &^ kb
-	h.KeepAlive = typ&kb != 0
-	// MaxBody <= math.MaxInt32 (see maxLength), so this also rejects
-	// every 4-byte length above math.MaxInt32, and the conversion to int
-	// below cannot overflow, even on 32-bit platforms.
-	if uint64(length) > uint64(f.MaxBody) {
-		return h, 0, &FrameError{Reason: ReasonBodyTooLarge, Value: int64(length), Limit: int64(f.MaxBody)}
-	}
-	h.Length = int(length)
-	return h, hl + h.Length, nil
+	return d.decode(b, false)
 }
 
 // CheckRequest checks a header received by a server from a client. It
@@ -286,7 +254,7 @@ func (f Format) AppendFrame(dst []byte, h Header, body []byte) []byte {
 // can always decode the frame. It panics if f is invalid.
 func (f Format) AppendError(dst []byte, reason string) []byte {
 	if !f.valid() {
-		panic(fmt.Sprintf("tlv: invalid Format %+v", f))
+		panicInvalid(f)
 	}
 	if len(reason) > f.MaxBody {
 		// Cut before the rune that straddles MaxBody: back up at most

@@ -51,6 +51,18 @@ func TestAnswer(t *testing.T) {
 	})
 	retype := handlerFunc(func(typ uint16, req []byte) (uint16, []byte) { return typ + 1, req })
 	head := handlerFunc(func(typ uint16, req []byte) (uint16, []byte) { return typ, req[:min(len(req), 1)] })
+	huge := make([]byte, 1<<16) // one byte more than a 2-byte length field holds
+	unframable := handlerFunc(func(typ uint16, req []byte) (uint16, []byte) {
+		switch typ {
+		case 2:
+			return 0x80, req // a 1-byte type field's keep-alive bit
+		case 3:
+			return typ, bytes.ToUpper(req)
+		case 4:
+			return typ, huge
+		}
+		return typ, req
+	})
 	cases := []struct {
 		name       string
 		f          ptlv.Format
@@ -61,6 +73,7 @@ func TestAnswer(t *testing.T) {
 		requests   int64
 		closeAfter bool
 		bad        ptlv.Reason
+		badIs      error // the bad frame wraps it (with bad == 0)
 	}{
 		{name: "empty", f: f, h: Echo{}},
 		{name: "partial header", f: f, h: Echo{}, in: frame(f, 1, true, "abc")[:3]},
@@ -127,6 +140,16 @@ func TestAnswer(t *testing.T) {
 			in: cat(frame(wide, 9, true, ""), frame(wide, 0x7FFF, true, "")), out: frame(wide, 9, true, ""),
 			consumed: 4, requests: 1, bad: ptlv.ReasonErrorTypeFromClient,
 		},
+		{
+			name: "response type the format cannot carry", f: f, h: unframable,
+			in:  cat(frame(f, 1, true, "a"), frame(f, 3, true, "b"), frame(f, 2, true, "c"), frame(f, 1, true, "d")),
+			out: cat(frame(f, 1, true, "a"), frame(f, 3, true, "B")), consumed: 12, requests: 2, badIs: ptlv.ErrHeaderRange,
+		},
+		{
+			name: "response longer than the length field", f: wide, h: unframable,
+			in:  cat(frame(wide, 1, true, "a"), frame(wide, 4, true, "b")),
+			out: frame(wide, 1, true, "a"), consumed: 5, requests: 1, badIs: ptlv.ErrHeaderRange,
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -143,6 +166,10 @@ func TestAnswer(t *testing.T) {
 			}
 			var fe *ptlv.FrameError
 			switch {
+			case tc.badIs != nil:
+				if !errors.Is(bad, tc.badIs) || errors.As(bad, &fe) {
+					t.Errorf("bad frame %v, want one wrapping %v and no FrameError", bad, tc.badIs)
+				}
 			case tc.bad == 0 && bad != nil:
 				t.Errorf("bad frame %v, want none", bad)
 			case tc.bad != 0 && (!errors.As(bad, &fe) || fe.Reason != tc.bad):

@@ -22,7 +22,10 @@ import (
 type Handler interface {
 	// Serve returns the response to a request of type typ. resp may alias req;
 	// otherwise it must stay unchanged until the callback that carried the
-	// request returns (responses are written once per read).
+	// request returns (responses are written once per read). A response the
+	// Format cannot carry (respType above its ErrorType, or resp longer than
+	// its length field holds) is not sent: the client gets an error frame
+	// and the connection is closed.
 	Serve(typ uint16, req []byte) (respType uint16, resp []byte)
 }
 
@@ -48,6 +51,7 @@ type Config struct {
 type Server struct {
 	cfg   Config
 	dec   ptlv.Decoder // cfg.Format's
+	enc   ptlv.Encoder // cfg.Format's
 	log   zerolog.Logger
 	rs    *reactor.Server
 	stats []loopStats // indexed by reactor.Loop.Index
@@ -83,13 +87,17 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tlv server: %w", err)
 	}
+	enc, err := cfg.Format.Encoder()
+	if err != nil {
+		return nil, fmt.Errorf("tlv server: %w", err) // cannot happen: Decoder checked cfg.Format
+	}
 	if cfg.Handler == nil {
 		cfg.Handler = Echo{}
 	}
 	if cfg.IdleTimeout < 0 {
 		return nil, fmt.Errorf("tlv server: idle timeout %v is negative", cfg.IdleTimeout)
 	}
-	s := &Server{cfg: cfg, dec: dec, log: cfg.Reactor.Logger}
+	s := &Server{cfg: cfg, dec: dec, enc: enc, log: cfg.Reactor.Logger}
 	rs, err := reactor.NewServer(cfg.Reactor, s)
 	if err != nil {
 		return nil, fmt.Errorf("tlv server: %w", err)
@@ -209,8 +217,11 @@ func (s *Server) OnTraffic(c *reactor.Conn) {
 
 // answer adds to batch the responses to the whole requests at the start of
 // buf, in order. It stops at a partial frame, after a request without the
-// keep-alive bit (closeAfter), or at a bad frame (bad, not answered);
-// consumed is the bytes of the requests answered.
+// keep-alive bit (closeAfter), at a bad frame (bad, not answered), or at a
+// request whose response the Format cannot carry (bad, wrapping
+// ptlv.ErrHeaderRange: a type above the error type or a body longer than
+// the length field holds; not answered); consumed is the bytes of the
+// requests answered.
 //
 // A response that is its request's own body with its own type (Echo's) is
 // byte for byte the request frame, header included, so it is not encoded:
@@ -233,8 +244,13 @@ func (s *Server) answer(buf []byte, batch *reactor.Batch) (consumed int, request
 		req := buf[consumed+hl : consumed+n]
 		typ, resp := h.Serve(hdr.Type, req)
 		if typ != hdr.Type || len(resp) != len(req) || (len(req) > 0 && unsafe.SliceData(resp) != unsafe.SliceData(req)) {
+			var head [6]byte // the longest header, encoded here so that a failure adds nothing to the batch
+			if err := s.enc.PutHeader(head[:], ptlv.Header{Type: typ, KeepAlive: hdr.KeepAlive, Length: len(resp)}); err != nil {
+				bad = fmt.Errorf("tlv server: response to a request of type %#x: %w", hdr.Type, err)
+				break
+			}
 			batch.Add(buf[run:consumed])
-			s.cfg.Format.PutHeader(batch.Reserve(hl), ptlv.Header{Type: typ, KeepAlive: hdr.KeepAlive, Length: len(resp)})
+			batch.Copy(head[:hl])
 			batch.Add(resp)
 			run = consumed + n
 		}
@@ -250,20 +266,21 @@ func (s *Server) answer(buf []byte, batch *reactor.Batch) (consumed int, request
 	return consumed, requests, closeAfter, bad
 }
 
-// rejectFrame appends an error frame for a bad request to the batch, after
-// the responses to the requests before it, and counts and logs it.
+// rejectFrame appends an error frame for a bad request, or for a request
+// whose response cannot be framed, to the batch, after the responses to
+// the requests before it, and logs it (and counts a bad request).
 func (s *Server) rejectFrame(c *reactor.Conn, batch *reactor.Batch, err error) {
-	reason := "other"
 	var fe *ptlv.FrameError
 	if errors.As(err, &fe) {
-		reason = fe.Reason.String()
 		switch fe.Reason {
 		case ptlv.ReasonBodyTooLarge:
 			s.loopStats(c).bodyTooLarge.Add(1)
 		case ptlv.ReasonErrorTypeFromClient:
 			s.loopStats(c).errorType.Add(1)
 		}
+		s.log.Warn().Str("remote", c.RemoteAddr().String()).Str("reason", fe.Reason.String()).Err(err).Msg("bad TLV frame: sending error frame and closing")
+	} else {
+		s.log.Error().Str("remote", c.RemoteAddr().String()).Err(err).Msg("handler's response cannot be framed: sending error frame and closing")
 	}
-	s.log.Warn().Str("remote", c.RemoteAddr().String()).Str("reason", reason).Err(err).Msg("bad TLV frame: sending error frame and closing")
 	batch.Copy(s.cfg.Format.AppendError(nil, err.Error()))
 }

@@ -173,6 +173,40 @@ func TestBadFramesGetErrorFrameAndClose(t *testing.T) {
 	}
 }
 
+// TestUnframableResponseGetsErrorFrameAndClose checks that a handler's
+// response the Format cannot carry is not sent: the responses before it
+// are, then an error frame naming the length, then the connection closes.
+func TestUnframableResponseGetsErrorFrameAndClose(t *testing.T) {
+	f := ptlv.Format{TypeWidth: 1, LengthWidth: 2, MaxBody: 1024}
+	long := make([]byte, 70000)
+	s := startServer(t, Config{Format: f, Handler: handlerFunc(func(typ uint16, req []byte) (uint16, []byte) {
+		if typ == 9 {
+			return typ, long
+		}
+		return typ, req
+	})})
+	c := dial(t, s)
+	msg := f.AppendFrame(nil, ptlv.Header{Type: 2, KeepAlive: true}, []byte("ok"))
+	msg = f.AppendFrame(msg, ptlv.Header{Type: 9, KeepAlive: true}, []byte("long"))
+	msg = f.AppendFrame(msg, ptlv.Header{Type: 3, KeepAlive: true}, []byte("never answered"))
+	if _, err := c.Write(msg); err != nil {
+		t.Fatal(err)
+	}
+	if h, b := readFrame(t, c, f); h.Type != 2 || string(b) != "ok" {
+		t.Fatalf("response before the unframable one: %+v %q", h, b)
+	}
+	h, b := readFrame(t, c, f)
+	if h.Type != f.ErrorType() || !bytes.Contains(b, []byte("body length 70000")) {
+		t.Fatalf("want an error frame naming the length, got %+v %q", h, b)
+	}
+	if _, err := c.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+		t.Fatalf("connection not closed after error frame: %v", err)
+	}
+	if st := s.Stats(); st.Requests != 1 {
+		t.Fatalf("requests answered %d, want 1", st.Requests)
+	}
+}
+
 // TestNonReadingClientStaysBounded pipelines requests from a client that
 // never reads: the server must stop reading it and hold no more than the
 // flow-control bound, then answer everything once the client reads.
