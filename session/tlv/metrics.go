@@ -22,7 +22,7 @@ func NewCollector(s *Server) *Collector {
 		s:         s,
 		requests:  d("requests_total", "Requests answered."),
 		bytesIn:   d("request_bytes_total", "Request bytes consumed, headers included."),
-		closes:    d("closes_total", "Connections the server closed, by reason (keep_alive: a request without the keep-alive bit; idle_timeout).", "reason"),
+		closes:    d("closes_total", "Connections the server closed, by reason (keep_alive: a request without the keep-alive bit; idle_timeout; unframable_response: the handler answered with a response the format cannot carry).", "reason"),
 		badFrames: d("bad_frames_total", "Bad frames answered with an error frame and a close, by reason.", "reason"),
 		accepted:  d("accepted_total", "Connections accepted."),
 		active:    d("connections", "Connections open now."),
@@ -53,6 +53,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.bytesIn, st.BytesIn)
 	counter(c.closes, st.KeepAliveClose, "keep_alive")
 	counter(c.closes, st.IdleClose, "idle_timeout")
+	counter(c.closes, st.UnframableClose, "unframable_response")
 	for reason, n := range st.BadFrames {
 		counter(c.badFrames, n, reason)
 	}

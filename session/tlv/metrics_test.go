@@ -32,14 +32,15 @@ tidegate_tlv_requests_total 2
 # HELP tidegate_tlv_accepted_total Connections accepted.
 # TYPE tidegate_tlv_accepted_total counter
 tidegate_tlv_accepted_total 1
-# HELP tidegate_tlv_closes_total Connections the server closed, by reason (keep_alive: a request without the keep-alive bit; idle_timeout).
+# HELP tidegate_tlv_closes_total Connections the server closed, by reason (keep_alive: a request without the keep-alive bit; idle_timeout; unframable_response: the handler answered with a response the format cannot carry).
 # TYPE tidegate_tlv_closes_total counter
 tidegate_tlv_closes_total{reason="idle_timeout"} 0
 tidegate_tlv_closes_total{reason="keep_alive"} 1
+tidegate_tlv_closes_total{reason="unframable_response"} 0
 `), "tidegate_tlv_requests_total", "tidegate_tlv_accepted_total", "tidegate_tlv_closes_total"); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := testutil.GatherAndCount(reg); err != nil || n != 11 {
-		t.Fatalf("gathered %d metrics, %v; want 11", n, err)
+	if n, err := testutil.GatherAndCount(reg); err != nil || n != 12 {
+		t.Fatalf("gathered %d metrics, %v; want 12", n, err)
 	}
 }

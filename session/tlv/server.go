@@ -65,7 +65,8 @@ type loopStats struct {
 	idleClose      atomic.Int64
 	bodyTooLarge   atomic.Int64
 	errorType      atomic.Int64
-	_              [16]byte
+	unframable     atomic.Int64
+	_              [8]byte
 }
 
 // Stats are the server's counters.
@@ -75,7 +76,12 @@ type Stats struct {
 	BytesIn        int64 // request bytes consumed
 	KeepAliveClose int64 // connections closed after a request without the keep-alive bit
 	IdleClose      int64 // connections closed by the idle timeout
-	BadFrames      map[string]int64
+	// UnframableClose counts connections closed because the handler gave a
+	// response the Format cannot carry (a type above the error type, a body
+	// past the length field): a bug in the handler, answered with an error
+	// frame.
+	UnframableClose int64
+	BadFrames       map[string]int64
 }
 
 // New validates cfg and returns a server that is not yet listening.
@@ -135,6 +141,7 @@ func (s *Server) Stats() Stats {
 		st.BytesIn += l.bytesIn.Load()
 		st.KeepAliveClose += l.keepAliveClose.Load()
 		st.IdleClose += l.idleClose.Load()
+		st.UnframableClose += l.unframable.Load()
 		st.BadFrames[ptlv.ReasonBodyTooLarge.String()] += l.bodyTooLarge.Load()
 		st.BadFrames[ptlv.ReasonErrorTypeFromClient.String()] += l.errorType.Load()
 	}
@@ -280,6 +287,7 @@ func (s *Server) rejectFrame(c *reactor.Conn, batch *reactor.Batch, err error) {
 		}
 		s.log.Warn().Str("remote", c.RemoteAddr().String()).Str("reason", fe.Reason.String()).Err(err).Msg("bad TLV frame: sending error frame and closing")
 	} else {
+		s.loopStats(c).unframable.Add(1)
 		s.log.Error().Str("remote", c.RemoteAddr().String()).Err(err).Msg("handler's response cannot be framed: sending error frame and closing")
 	}
 	batch.Copy(s.cfg.Format.AppendError(nil, err.Error()))

@@ -202,8 +202,8 @@ func TestUnframableResponseGetsErrorFrameAndClose(t *testing.T) {
 	if _, err := c.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
 		t.Fatalf("connection not closed after error frame: %v", err)
 	}
-	if st := s.Stats(); st.Requests != 1 {
-		t.Fatalf("requests answered %d, want 1", st.Requests)
+	if st := s.Stats(); st.Requests != 1 || st.UnframableClose != 1 {
+		t.Fatalf("requests answered %d, unframable closes %d; want 1 and 1", st.Requests, st.UnframableClose)
 	}
 }
 
