@@ -93,13 +93,36 @@ func tidegateBinFlag() cli.Flag {
 // tidegateEnvFlag is --tidegate-env, which tidegateEnv reads; examples are
 // the command's own, such as "GOMAXPROCS=1, GOGC=50".
 func tidegateEnvFlag(examples string) cli.Flag {
-	return &cli.StringSliceFlag{Name: "tidegate-env", Usage: "`KEY=VALUE` added to each tidegate proxy's environment (" + examples + "); repeatable"}
+	return &cli.GenericFlag{Name: "tidegate-env", Value: &envValues{},
+		Usage: "`KEY=VALUE` added to each tidegate proxy's environment (" + examples + "); repeatable, commas are part of the value"}
+}
+
+// envValues holds the --tidegate-env values, one per occurrence of the
+// flag. A StringSliceFlag would split each at its commas, and make
+// GODEBUG=gctrace=1,madvdontneed=1 two variables.
+type envValues []string
+
+// Set implements flag.Value: it appends s whole.
+func (e *envValues) Set(s string) error {
+	*e = append(*e, s)
+	return nil
+}
+
+// String implements flag.Value.
+func (e *envValues) String() string {
+	if e == nil {
+		return ""
+	}
+	return strings.Join(*e, " ")
 }
 
 // tidegateEnv returns the --tidegate-env values, each checked to be
 // KEY=VALUE with a key an environment can hold.
 func tidegateEnv(c *cli.Context) ([]string, error) {
-	env := c.StringSlice("tidegate-env")
+	var env []string
+	if v, ok := c.Generic("tidegate-env").(*envValues); ok && v != nil {
+		env = *v
+	}
 	for _, kv := range env {
 		if err := checkEnv(kv); err != nil {
 			return nil, fmt.Errorf("--tidegate-env %q: %w", kv, err)

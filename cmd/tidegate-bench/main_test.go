@@ -97,6 +97,7 @@ func TestTidegateEnv(t *testing.T) {
 		{nil, ""},
 		{[]string{"GOGC=50"}, ""},
 		{[]string{"GOMAXPROCS=1", "GODEBUG=memprofilerate=1", "EMPTY="}, ""},
+		{[]string{"GODEBUG=gctrace=1,madvdontneed=1", "GOGC=50"}, ""}, // a comma stays in its value
 		{[]string{"GOGC"}, `--tidegate-env "GOGC": want KEY=VALUE`},
 		{[]string{"GOGC=50", "=50"}, `--tidegate-env "=50": no key`},
 		{[]string{"GO GC=50"}, `--tidegate-env "GO GC=50": key "GO GC" has white space`},
