@@ -8,9 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -28,11 +26,6 @@ func TestMain(m *testing.M) {
 	if args := os.Getenv(childArgsEnv); args != "" {
 		os.Exit(runChild(args)) // a command under test in its own process
 	}
-	// os/signal starts its goroutine on first use, for good (the runtime's
-	// poller descriptors MainFDs opens itself).
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGUSR1)
-	signal.Stop(sig)
 	os.Exit(leaktest.MainFDs(m))
 }
 

@@ -1,7 +1,10 @@
 // Package leaktest finds goroutines that tests leave running. It knows the
 // worker pools that outlive any one connection by design: gnet's (ants,
 // whose idle workers expire after 10 s) and the reactor's dial pool (idle
-// workers exit after 5 s). Those are not leaks; every other goroutine is.
+// workers exit after 5 s); and os/signal's loop, which the first
+// signal.Notify starts for the life of the process (a command under test,
+// or go test -fuzz's coordinator, calls it). Those are not leaks; every
+// other goroutine is.
 package leaktest
 
 import (
@@ -13,8 +16,9 @@ import (
 	"time"
 )
 
-// poolFrames mark the stacks of pool workers that are not leaks.
-var poolFrames = []string{"panjf2000/ants", "reactor.(*dialPool).work"}
+// poolFrames mark the stacks of pool workers and process-long goroutines
+// that are not leaks.
+var poolFrames = []string{"panjf2000/ants", "reactor.(*dialPool).work", "os/signal.loop"}
 
 // Goroutines counts the goroutines running now, less idle pool workers.
 func Goroutines() int {
