@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 )
 
@@ -29,6 +28,7 @@ var errZeroEncoder = errors.New("tlv: zero Encoder (use Format.Encoder)")
 type Encoder struct {
 	hl, typeWidth uint8  // 0 in the zero Encoder
 	kb            uint16 // the keep-alive bit; 0 in the zero Encoder
+	maxLength     uint32 // Format.maxLength
 }
 
 // Encoder returns an Encoder for f, or the error of [Format.Validate].
@@ -46,7 +46,7 @@ func (f Format) encoder() (e Encoder, ok bool) {
 	if !f.valid() {
 		return Encoder{}, false
 	}
-	return Encoder{hl: uint8(f.TypeWidth + f.LengthWidth), typeWidth: uint8(f.TypeWidth), kb: f.keepAliveBit()}, true
+	return Encoder{hl: uint8(f.TypeWidth + f.LengthWidth), typeWidth: uint8(f.TypeWidth), kb: f.keepAliveBit(), maxLength: uint32(f.maxLength())}, true
 }
 
 // HeaderLen returns the Format's header length; 0 for the zero Encoder.
@@ -84,18 +84,7 @@ func (e Encoder) AppendHeader(dst []byte, h Header) ([]byte, error) {
 // fits reports whether h can be encoded. The zero Encoder's kb of 0 fails
 // every type.
 func (e Encoder) fits(h Header) bool {
-	return h.Type < e.kb && uint(h.Length) <= e.maxLength()
-}
-
-// maxLength is Format.maxLength for the Encoder's Format, from its widths.
-func (e Encoder) maxLength() uint {
-	if e.hl-e.typeWidth == 2 {
-		return math.MaxUint16
-	}
-	if intIs32 {
-		return math.MaxInt32 - uint(e.hl)
-	}
-	return math.MaxInt32
+	return h.Type < e.kb && uint(h.Length) <= uint(e.maxLength)
 }
 
 // put writes h, checked, into the first HeaderLen bytes of dst, which has
@@ -130,5 +119,5 @@ func (e Encoder) rangeError(h Header) error {
 			ErrHeaderRange, h.Type, e.typeWidth, e.kb-1)
 	}
 	return fmt.Errorf("%w: body length %d out of range for the %d-byte length field (max %d)",
-		ErrHeaderRange, h.Length, e.hl-e.typeWidth, e.maxLength())
+		ErrHeaderRange, h.Length, e.hl-e.typeWidth, e.maxLength)
 }
