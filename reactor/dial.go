@@ -190,7 +190,9 @@ func (j dialJob) run(stop <-chan struct{}) {
 	// KeepAlive -1: Go would otherwise set four keep-alive options, four
 	// system calls on every backend connect (HAProxy's default, no
 	// srvtcpka, sets none either); a dead backend ends its sessions through
-	// the proxy's own timeouts.
+	// the proxy's own timeouts (limits.idle_timeout; with it off, nothing
+	// ends a silent session to a vanished backend, as for a vanished client,
+	// whose accepted socket has no keep-alive either).
 	d := net.Dialer{Timeout: j.timeout, KeepAlive: -1}
 	nc, err := d.Dial("tcp", addr)
 	if err != nil {

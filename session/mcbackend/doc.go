@@ -69,6 +69,10 @@
 // filler (AppendChunkFiller). Frames around it are echoed as before, in
 // order; a size below the request's own or over MaxChunkReply closes the
 // connection (bad_chunk_request). Compressed connections are echoed only.
+// The watermark bound above is then no longer one read's echo: every
+// request of one read is answered before the connection can pause, so a
+// client that asks and does not read can queue up to MaxChunkReply per
+// request of that read (a load generator that reads its replies).
 // Config.SlowSink changes how play input is read: SlowSinkSlow consumes at
 // most SlowRate bytes per second (pausing the connection with a loop timer),
 // SlowSinkStall stops reading for good once play begins.
