@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidegate/tidegate/internal/waitfor"
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/reactor"
 )
@@ -140,5 +141,46 @@ func TestChunkRepliesThroughTheServer(t *testing.T) {
 		if st := srv.Stats(); st.ChunkReplies != 5 || st.EchoFrames != 25 {
 			t.Fatalf("hold %v: chunk replies %d, echo frames %d; want 5 and 25", hold, st.ChunkReplies, st.EchoFrames)
 		}
+	}
+}
+
+// TestChunkRepliesToAClientThatDoesNotRead: a client that asks for a
+// thousand 1 MiB replies in one write and reads nothing gets the backend to
+// hold at most its high watermark and one reply of output (before each
+// reply went out, the whole read was answered: ~1 GiB queued); once it
+// reads, every reply arrives, in order.
+func TestChunkRepliesToAClientThatDoesNotRead(t *testing.T) {
+	const high, requests = 256 << 10, 1000
+	srv, addr := startBackend(t, Config{ChunkReplies: true,
+		Reactor: reactor.Config{HighWatermark: high, LowWatermark: high / 2, Loops: 1}})
+	c := login1710(t, addr, "Hoarder")
+	req := append(AppendChunkRequest(nil, MaxChunkReply), 'x')
+	frame := rawFrame(req)
+	c.write(bytes.Repeat(frame, requests)) // 10 KB: one read on the backend's side
+	waitfor.For(t, "the backend to pause the connection", func() bool { return srv.Stats().Reactor.PauseEvents > 0 })
+	time.Sleep(50 * time.Millisecond) // had it gone on answering, it would have queued more meanwhile
+	_, out, err := srv.Buffered()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if limit := high + MaxChunkReply + 64<<10; out > limit {
+		t.Fatalf("backend holds %d bytes of output for a client that does not read; want at most %d", out, limit)
+	}
+	if st := srv.Stats(); st.ChunkReplies >= requests {
+		t.Fatalf("all %d requests answered before the client read anything", st.ChunkReplies)
+	}
+	want := chunkReply(req, MaxChunkReply)
+	got := make([]byte, len(want))
+	_ = c.conn.SetDeadline(time.Now().Add(60 * time.Second))
+	for i := range requests {
+		if _, err := io.ReadFull(c.r, got); err != nil {
+			t.Fatalf("reply %d: %v", i, err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("reply %d differs", i)
+		}
+	}
+	if st := srv.Stats(); st.ChunkReplies != requests {
+		t.Fatalf("chunk replies %d, want %d", st.ChunkReplies, requests)
 	}
 }

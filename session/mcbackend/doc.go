@@ -69,10 +69,10 @@
 // filler (AppendChunkFiller). Frames around it are echoed as before, in
 // order; a size below the request's own or over MaxChunkReply closes the
 // connection (bad_chunk_request). Compressed connections are echoed only.
-// The watermark bound above is then no longer one read's echo: every
-// request of one read is answered before the connection can pause, so a
-// client that asks and does not read can queue up to MaxChunkReply per
-// request of that read (a load generator that reads its replies).
+// Each reply is written before the next request is answered, and the
+// rest of the read waits while the output is past the watermark, so a
+// client that asks and does not read holds at most the watermark and one
+// reply (MaxChunkReply) in the backend.
 // Config.SlowSink changes how play input is read: SlowSinkSlow consumes at
 // most SlowRate bytes per second (pausing the connection with a loop timer),
 // SlowSinkStall stops reading for good once play begins.

@@ -342,9 +342,11 @@ func (m *machine) emit(out emitter, body []byte) {
 // echo consumes whole play frames from in, as long as fewer than limit bytes
 // have been consumed, and emits them back unchanged (compressed frames are
 // checked, not inflated), all in one piece. A chunk request, when the
-// backend answers them, is replaced by its reply, and the frames around it
-// are emitted in the pieces it cuts. It returns the bytes and frames
-// consumed.
+// backend answers them, is replaced by its reply, and the frames before it
+// are emitted first; echo returns after the reply, so that the caller can
+// write it and stop reading before it answers the next request (one reply
+// may be MaxChunkReply bytes; one read may hold thousands of requests). It
+// returns the bytes and frames consumed.
 func (m *machine) echo(in []byte, limit int, out emitter) (consumed, frames int, err error) {
 	threshold := m.threshold()
 	chunks := m.cfg.chunkReplies && threshold < 0
@@ -373,7 +375,7 @@ func (m *machine) echo(in []byte, limit int, out emitter) (consumed, frames int,
 			if err := m.emitChunkReply(out, body); err != nil {
 				return consumed, frames, err
 			}
-			echoed += frameLen
+			return consumed + frameLen, frames + 1, nil
 		}
 		consumed += frameLen
 		frames++

@@ -51,11 +51,15 @@ func (d *driver) feed(p []byte) {
 	if d.m.phase < phasePlay {
 		consumed, err = d.m.advance(d.buf, &d.out)
 	}
-	if err == nil && d.m.phase == phasePlay {
+	// As OnTraffic: echo returns after each chunk reply; the driver never pauses.
+	for err == nil && d.m.phase == phasePlay && consumed < len(d.buf) {
 		var n int
 		n, _, err = d.m.echo(d.buf[consumed:], int(^uint(0)>>1), &d.out)
 		consumed += n
 		d.echo += n
+		if n == 0 {
+			break
+		}
 	}
 	if consumed > len(d.buf) {
 		panic("consumed more than buffered")

@@ -217,19 +217,31 @@ func (h *handler) OnTraffic(c *reactor.Conn) {
 			s.startPlay()
 		}
 	}
-	if err == nil && s.m.phase == phasePlay && !c.Paused() && consumed < len(in) {
-		var n, frames int
-		var eo emitter = out
-		if d := s.ls.delay; d != nil {
-			eo = holdEmitter{d: d, s: s}
-		}
-		n, frames, err = s.m.echo(in[consumed:], s.readBudget(), eo)
+	var eo emitter = out
+	if d := s.ls.delay; d != nil {
+		eo = holdEmitter{d: d, s: s}
+	}
+	// echo returns after each chunk reply: the reply is written, and the
+	// rest of the read answered only while the output is under the high
+	// watermark (Backpressure pauses c otherwise, and the rest is offered
+	// again when it resumes), so a client that asks and does not read
+	// holds at most the watermark and one reply here.
+	for err == nil && s.m.phase == phasePlay && !c.Paused() && consumed < len(in) {
+		n, frames, eerr := s.m.echo(in[consumed:], s.readBudget(), eo)
+		err = eerr
 		consumed += n
 		s.ls.counters.echoFrames.Add(int64(frames))
 		s.ls.counters.echoBytes.Add(int64(n))
 		s.spend(n)
+		if n == 0 || err != nil {
+			break // a partial frame, or bad input
+		}
+		// The batch may reference in, so it is written before in is discarded.
+		_ = out.WriteTo(c)
+		if c.Backpressure() {
+			break
+		}
 	}
-	// The batch may reference in, so it is written before in is discarded.
 	_ = out.WriteTo(c)
 	if consumed > 0 {
 		c.Discard(consumed)
