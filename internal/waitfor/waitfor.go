@@ -8,6 +8,7 @@
 package waitfor
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -48,6 +49,24 @@ func Within(t testing.TB, timeout time.Duration, what string, check func() error
 			return false, err.Error()
 		}
 		return true, ""
+	})
+}
+
+// Value is Check on a value read again at each poll: it polls get until
+// cond holds for what it returns, and a failure shows the last value seen
+// (a server's stats).
+func Value[V any](t testing.TB, what string, get func() V, cond func(V) bool) {
+	t.Helper()
+	valueWithin(t, Timeout, what, get, cond)
+}
+
+func valueWithin[V any](t testing.TB, timeout time.Duration, what string, get func() V, cond func(V) bool) {
+	t.Helper()
+	Within(t, timeout, what, func() error {
+		if v := get(); !cond(v) {
+			return fmt.Errorf("last seen %+v", v)
+		}
+		return nil
 	})
 }
 

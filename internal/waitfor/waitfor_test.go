@@ -154,3 +154,20 @@ func TestForFailsWithoutAReason(t *testing.T) {
 		t.Fatalf("failed %v, message %q", f.failed, f.msg)
 	}
 }
+
+func TestValueShowsTheLastValue(t *testing.T) {
+	var n atomic.Int32
+	f := run(func(tb testing.TB) {
+		Value(tb, "n to reach 3", func() int32 { return n.Add(1) }, func(v int32) bool { return v == 3 })
+	})
+	if f.failed || n.Load() != 3 {
+		t.Fatalf("failed %v after %d reads, want success at the third", f.failed, n.Load())
+	}
+	type stats struct{ A int }
+	f = run(func(tb testing.TB) {
+		valueWithin(tb, 30*time.Millisecond, "A to reach 2", func() stats { return stats{A: 1} }, func(s stats) bool { return s.A == 2 })
+	})
+	if !f.failed || !regexp.MustCompile(`last seen \{A:1\}`).MatchString(f.msg) {
+		t.Fatalf("failed %v, message %q", f.failed, f.msg)
+	}
+}

@@ -301,12 +301,7 @@ func TestLoginAndEchoManyFrames(t *testing.T) {
 // last stats seen.
 func waitStats(t testing.TB, p *Proxy, what string, cond func(Stats) bool) {
 	t.Helper()
-	waitfor.Check(t, what, func() error {
-		if st := p.Stats(); !cond(st) {
-			return fmt.Errorf("stats %+v", st)
-		}
-		return nil
-	})
+	waitfor.Value(t, what, p.Stats, cond)
 }
 
 func TestUnknownHostGetsDisconnectMessage(t *testing.T) {

@@ -182,12 +182,7 @@ func TestTCPSubscriberReceivesEventsInFrames(t *testing.T) {
 // last stats seen.
 func waitStats(t testing.TB, srv *Server, what string, cond func(Stats) bool) {
 	t.Helper()
-	waitfor.Check(t, what, func() error {
-		if st := srv.Stats(); !cond(st) {
-			return fmt.Errorf("stats %+v", st)
-		}
-		return nil
-	})
+	waitfor.Value(t, what, srv.Stats, cond)
 }
 
 func TestHeartbeatAndReadIdle(t *testing.T) {
