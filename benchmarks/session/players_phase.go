@@ -230,7 +230,12 @@ func runPlayersPhase(ctx context.Context, addr string, p PlayersParams, stall ti
 		if ph.sleepUntil(ph.measureTo) {
 			after, afterBytes = ph.totals()
 			run.elapsed = time.Duration(ph.now() - from)
-			if cpuTo, err := procstat.SelfCPU(); err == nil && cpuErr == nil {
+			// A CPU figure that could not be read fails the phase rather
+			// than report the generator at 0%.
+			cpuTo, err := procstat.SelfCPU()
+			if err = errors.Join(cpuErr, err); err != nil {
+				hookErr = errors.Join(hookErr, fmt.Errorf("the load generator's CPU: %w", err))
+			} else {
 				run.generatorCPU = cpuTo - cpuFrom
 			}
 			if hooks.after != nil {
