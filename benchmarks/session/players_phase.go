@@ -299,16 +299,10 @@ var errPhaseOver = errors.New("phase over")
 // login connects and logs in every session, playersLoginParallel at a time.
 func (ph *playersPhase) login(ctx context.Context, addr, host string, port uint16) error {
 	ph.players = make([]*player, ph.p.Sessions)
-	d := net.Dialer{Timeout: 5 * time.Second}
 	return parallel.Each(ctx, len(ph.players), playersLoginParallel, func(i int) error {
-		nc, err := d.DialContext(ctx, "tcp", addr)
+		nc, left, err := dialLogin(ctx, addr, host, port, fmt.Sprintf("session %d", i), fmt.Sprintf("player%d", i))
 		if err != nil {
-			return fmt.Errorf("session %d: connecting to %s: %w", i, addr, err)
-		}
-		left, err := Login(nc, host, port, fmt.Sprintf("player%d", i), nil, time.Now().Add(10*time.Second))
-		if err != nil {
-			nc.Close()
-			return fmt.Errorf("session %d via %s: %w", i, addr, err)
+			return err
 		}
 		ph.players[i] = &player{id: uint32(i), nc: nc, leftover: append([]byte(nil), left...)}
 		return nil
