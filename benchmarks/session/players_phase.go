@@ -90,8 +90,9 @@ type playersRun struct {
 	// Frames and bytes sent and received in the measured interval.
 	sent, received           int64
 	sentBytes, receivedBytes int64
-	// hist holds the round trips of the frames sent in the measured
-	// interval, chunks how many of them were chunk replies.
+	// hist holds the round trips of the frames due in the measured
+	// interval (playersPhase.measured), chunks how many of them were chunk
+	// replies.
 	hist   *hdrhistogram.Histogram
 	chunks int64
 	// late holds how long after its due time each send of the measured

@@ -15,19 +15,19 @@ var PlayersMethodNotes = []string{
 		"direct goes first in odd-numbered repeats, proxy in even-numbered ones, and the target order rotates per repeat.",
 	"Every session logs in (offline, protocol 5) and then sends its frames on a fixed schedule, whether or not its replies " +
 		"came (open loop): frame n of session i is due at n/rate + i/(rate × sessions) seconds, so the sessions' sends are " +
-		"spread evenly over each period. A few sender goroutines write them, waking at most every millisecond; each frame " +
+		"spread evenly over each period. A few sender goroutines write them, waking at most once a --send-tick; each frame " +
 		"carries its real send time. The backend (tidegate backend --chunk-replies) echoes every frame, except that one in " +
 		"chunk-every of a session's frames asks it for a chunk-sized frame instead.",
 	"Every reply is checked against what was sent (size, session, sequence, send time, every byte); a reply lost, " +
 		"duplicated or corrupted, or missing --drain after the last send, is counted, and the phase's figures enter no median.",
-	"Latency is each reply's arrival less its frame's send time, for the frames sent in the measured interval (after " +
-		"--warmup, for --duration); added latency is a proxy phase's quantile less that of the direct phase of the same repeat.",
+	"Latency is each reply's arrival less its frame's send time, for the frames due in the measured interval (after " +
+		"--warmup, for --duration), whenever they went out; added latency is a proxy phase's quantile less that of the direct phase of the same repeat.",
 	"CPU ns/frame is the proxy processes' on-CPU time (sum of /proc/PID/task/*/schedstat field 1) over the measured " +
 		"interval divided by the frames relayed in it, both directions; vs best peer divides it by the lowest median of " +
 		"the other peers (HAProxy, nginx, goproxy).",
-	"RSS per session is the proxy's VmRSS at the end of the measured interval less its VmRSS before the phase's first " +
-		"session connected, divided by the sessions. The proxies run for the whole benchmark, so memory a proxy kept " +
-		"from an earlier phase is not counted again in a later one.",
+	"RSS per session is the proxy's VmRSS at the end of the measured interval less its VmRSS before the sessions of " +
+		"its first phase connected, divided by the sessions. The proxies run for the whole benchmark: a later phase is " +
+		"measured from the same baseline, so memory a proxy kept from an earlier phase still counts in it.",
 	"Send late is how long after its due time each send of the measured interval was written; a sender wakes at most " +
 		"once a --send-tick, so up to a tick (half of one on average) is the design. An overloaded load generator shows " +
 		"here first (with its CPU, percent of one core), and its latency figures then measure it, not the proxy.",
