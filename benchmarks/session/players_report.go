@@ -36,26 +36,17 @@ var PlayersMethodNotes = []string{
 
 // writePlayersTables prints the players workload's summary tables and goals.
 func writePlayersTables(w io.Writer, r *Result) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "target\tphase\tframes/s\tMiB/s\tp50 ms\tp99 ms\tp99.9 ms\tsend late mean ms\tsend late max ms\tgenerator CPU %\terrors")
-	for _, s := range r.Summary {
-		for _, row := range playersRows(s) {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", s.Target, row.kind, row.ps.FramesPerSec.Short(0),
-				row.ps.MiBPerSec.Short(1), row.ps.P50Ms.Short(3), row.ps.P99Ms.Short(3), row.ps.P999Ms.Short(3),
-				row.late.MeanMs.Short(3), row.late.MaxMs.Short(3), row.late.GeneratorCPUPercent.Short(0), row.ps.Errors)
+	for i, t := range []playersTable{playersPhaseTable(r), playersProxyTable(r)} {
+		if i > 0 {
+			fmt.Fprintln(w)
 		}
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, strings.Join(t.head, "\t"))
+		for _, row := range t.rows {
+			fmt.Fprintln(tw, strings.Join(row, "\t"))
+		}
+		tw.Flush()
 	}
-	tw.Flush()
-	fmt.Fprintln(w)
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "target\tCPU ns/frame\tvs best peer\tadded p50 ms\tadded p99 ms\tadded p99.9 ms\tRSS KiB/session\tRSS MiB\tsyscalls/frame")
-	for _, s := range r.Summary {
-		pl := playersOf(s)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Target, s.CPUNsPerFrame.Short(0), vsBestPeer(pl),
-			pl.AddedP50Ms.Short(3), pl.AddedP99Ms.Short(3), pl.AddedP999Ms.Short(3), pl.RSSPerSessionKiB.Short(1),
-			s.RSSMiB.Short(1), s.SyscallsPerFrame.Short(3))
-	}
-	tw.Flush()
 	for _, g := range r.Goals {
 		fmt.Fprintf(w, "goal %s\n", g)
 	}
@@ -63,27 +54,63 @@ func writePlayersTables(w io.Writer, r *Result) {
 
 // writePlayersMarkdown writes the players workload's summary tables and goals.
 func writePlayersMarkdown(b *strings.Builder, r *Result) {
-	b.WriteString("| Target | Phase | Frames/s | MiB/s | p50 ms | p99 ms | p99.9 ms | Send late mean ms | Send late max ms | Generator CPU % | Errors |\n" +
-		"|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
-	for _, s := range r.Summary {
-		for _, row := range playersRows(s) {
-			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d |\n", s.Target, row.kind, row.ps.FramesPerSec.Short(0),
-				row.ps.MiBPerSec.Short(1), row.ps.P50Ms.Short(3), row.ps.P99Ms.Short(3), row.ps.P999Ms.Short(3),
-				row.late.MeanMs.Short(3), row.late.MaxMs.Short(3), row.late.GeneratorCPUPercent.Short(0), row.ps.Errors)
+	for i, t := range []playersTable{playersPhaseTable(r), playersProxyTable(r)} {
+		if i > 0 {
+			b.WriteString("\n")
 		}
-	}
-	b.WriteString("\n| Target | CPU ns/frame | vs best peer | Added p50 ms | Added p99 ms | Added p99.9 ms | RSS KiB/session | RSS MiB | Syscalls/frame |\n" +
-		"|---|--:|--:|--:|--:|--:|--:|--:|--:|\n")
-	for _, s := range r.Summary {
-		pl := playersOf(s)
-		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", s.Target, s.CPUNsPerFrame.Short(0), vsBestPeer(pl),
-			pl.AddedP50Ms.Short(3), pl.AddedP99Ms.Short(3), pl.AddedP999Ms.Short(3), pl.RSSPerSessionKiB.Short(1),
-			s.RSSMiB.Short(1), s.SyscallsPerFrame.Short(3))
+		b.WriteString("| " + strings.Join(t.title, " | ") + " |\n")
+		b.WriteString(strings.Repeat("|---", t.names) + strings.Repeat("|--:", len(t.title)-t.names) + "|\n")
+		for _, row := range t.rows {
+			b.WriteString("| " + strings.Join(row, " | ") + " |\n")
+		}
 	}
 	b.WriteString("\n")
 	for _, g := range r.Goals {
 		fmt.Fprintf(b, "Goal, %s.\n\n", g)
 	}
+}
+
+// playersTable is one of the players workload's summary tables, which
+// the terminal and the report print alike.
+type playersTable struct {
+	head  []string // the terminal's column headings
+	title []string // the report's
+	names int      // the first columns, which name a row; the others are figures
+	rows  [][]string
+}
+
+// playersPhaseTable is a line per target and kind of phase.
+func playersPhaseTable(r *Result) playersTable {
+	t := playersTable{
+		head: []string{"target", "phase", "frames/s", "MiB/s", "p50 ms", "p99 ms", "p99.9 ms", "send late mean ms", "send late max ms", "generator CPU %", "errors"},
+		title: []string{"Target", "Phase", "Frames/s", "MiB/s", "p50 ms", "p99 ms", "p99.9 ms", "Send late mean ms", "Send late max ms",
+			"Generator CPU %", "Errors"},
+		names: 2,
+	}
+	for _, s := range r.Summary {
+		for _, row := range playersRows(s) {
+			t.rows = append(t.rows, []string{s.Target, row.kind, row.ps.FramesPerSec.Short(0), row.ps.MiBPerSec.Short(1),
+				row.ps.P50Ms.Short(3), row.ps.P99Ms.Short(3), row.ps.P999Ms.Short(3), row.late.MeanMs.Short(3),
+				row.late.MaxMs.Short(3), row.late.GeneratorCPUPercent.Short(0), strconv.FormatInt(row.ps.Errors, 10)})
+		}
+	}
+	return t
+}
+
+// playersProxyTable is a line per target of the proxy's figures.
+func playersProxyTable(r *Result) playersTable {
+	t := playersTable{
+		head: []string{"target", "CPU ns/frame", "vs best peer", "added p50 ms", "added p99 ms", "added p99.9 ms", "RSS KiB/session", "RSS MiB", "syscalls/frame"},
+		title: []string{"Target", "CPU ns/frame", "vs best peer", "Added p50 ms", "Added p99 ms", "Added p99.9 ms", "RSS KiB/session", "RSS MiB",
+			"Syscalls/frame"},
+		names: 1,
+	}
+	for _, s := range r.Summary {
+		pl := playersOf(s)
+		t.rows = append(t.rows, []string{s.Target, s.CPUNsPerFrame.Short(0), vsBestPeer(pl), pl.AddedP50Ms.Short(3), pl.AddedP99Ms.Short(3),
+			pl.AddedP999Ms.Short(3), pl.RSSPerSessionKiB.Short(1), s.RSSMiB.Short(1), s.SyscallsPerFrame.Short(3)})
+	}
+	return t
 }
 
 // playersRow is one line of the players phase table.
