@@ -230,9 +230,11 @@ type IdleResult struct {
 	// CPUPerLogin is the proxy's on-CPU time from before the logins to
 	// after them, per session logged in, in microseconds (what a GC
 	// setting costs shows here).
-	CPUPerLogin    float64 `json:"cpu_per_login_us"`
-	ProxyMeasured  bool    `json:"proxy_measured"`
-	MeasurementGap string  `json:"measurement_note,omitempty"`
+	CPUPerLogin   float64 `json:"cpu_per_login_us"`
+	ProxyMeasured bool    `json:"proxy_measured"`
+	// MeasurementGap says why the proxy's process was not measured, or
+	// (with ProxyMeasured) why not at the end of the hold.
+	MeasurementGap string `json:"measurement_note,omitempty"`
 
 	// The proxy at rest: its RSS at the end of the hold, before the
 	// liveness check, less its RSS before the logins.
@@ -452,7 +454,9 @@ func Idle(ctx context.Context, cfg IdleConfig) (*IdleResult, error) {
 	}
 	res.HoldSeconds = time.Since(holdStart).Seconds()
 	if res.ProxyMeasured {
-		if rest, err := procstat.Read(cfg.PIDs); err == nil {
+		if rest, err := procstat.Read(cfg.PIDs); err != nil {
+			res.MeasurementGap = fmt.Sprintf("the proxy at the end of the hold: %v", err)
+		} else {
 			res.RSSAfterHoldMiB = float64(rest.RSSBytes) / (1 << 20)
 			res.RSSPerSessionAfterHold = float64(rest.RSSBytes-before.RSSBytes) / 1024 / float64(res.LoggedIn)
 			res.ThreadsAfterHold = rest.Threads

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -50,6 +51,24 @@ func AppendLogin(dst []byte, host string, port uint16, name string) []byte {
 		ProtocolVersion: LoginProtocol, Address: []byte(host), Port: port, NextState: mc.NextStateLogin,
 	})
 	return mc.AppendPacket(dst, mc.PacketLoginStart, mc.AppendString(nil, []byte(name)))
+}
+
+// dialLogin connects to addr (within 5 s) and logs in as name with the
+// handshake's server address host:port (within 10 s). It returns the
+// connection and the bytes that came after Login Success; errors name the
+// connection as what ("conn 3", "session 3").
+func dialLogin(ctx context.Context, addr, host string, port uint16, what, name string) (net.Conn, []byte, error) {
+	d := net.Dialer{Timeout: 5 * time.Second}
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: connecting to %s: %w", what, addr, err)
+	}
+	left, err := Login(nc, host, port, name, nil, time.Now().Add(10*time.Second))
+	if err != nil {
+		nc.Close()
+		return nil, nil, fmt.Errorf("%s via %s: %w", what, addr, err)
+	}
+	return nc, left, nil
 }
 
 // Login sends the Handshake and Login Start for name on c and reads until

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -62,16 +61,9 @@ func runPhase(ctx context.Context, addr string, p Params, hold, stall time.Durat
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			d := net.Dialer{Timeout: 5 * time.Second}
-			nc, err := d.DialContext(ctx, "tcp", addr)
+			nc, left, err := dialLogin(ctx, addr, host, port, fmt.Sprintf("conn %d", i), fmt.Sprintf("bench%d", i))
 			if err != nil {
-				loginErrs[i] = fmt.Errorf("conn %d: connecting to %s: %w", i, addr, err)
-				return
-			}
-			left, err := Login(nc, host, port, fmt.Sprintf("bench%d", i), nil, time.Now().Add(10*time.Second))
-			if err != nil {
-				nc.Close()
-				loginErrs[i] = fmt.Errorf("conn %d via %s: %w", i, addr, err)
+				loginErrs[i] = err
 				return
 			}
 			c, err := newClient(uint32(i), nc, k, p, base, left, hold)

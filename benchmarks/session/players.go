@@ -133,11 +133,18 @@ func (p PlayersParams) maxReplyBody() int {
 // descriptors each), tidegate's spare 128 and what a proxy opens at start.
 const proxyReserve = 2*256 + 128 + 64
 
+// toolReserve is what this tool holds beyond its sessions' descriptors:
+// the reply readers' epoll sets, the senders' timers, the pipes to the
+// processes it starts and its standard files.
+const toolReserve = maxSenders + 64
+
 // CheckPlayersDescriptors fails when n sessions cannot fit in limit
 // descriptors per process (the hard RLIMIT_NOFILE, to which the processes
-// raise their soft limits). This tool and the backend hold one socket per
-// session, every proxy two (client and backend): the proxy runs out first.
+// raise their soft limits). Every proxy holds two per session (client and
+// backend), and so does this tool on Linux, where the reply readers read a
+// duplicate of each session's socket; the backend holds one.
 func CheckPlayersDescriptors(n int, limit uint64) error {
 	return fdlimit.Check(n, limit, "raise the hard limit (ulimit -Hn) or use fewer --sessions",
-		fdlimit.Holder{Name: "a proxy", PerSession: 2, Holds: "client and backend", Reserve: proxyReserve})
+		fdlimit.Holder{Name: "a proxy", PerSession: 2, Holds: "client and backend", Reserve: proxyReserve},
+		fdlimit.Holder{Name: "this tool", PerSession: 2, Holds: "each socket and its duplicate for the reply readers", Reserve: toolReserve})
 }

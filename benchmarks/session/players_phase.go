@@ -23,9 +23,6 @@ const (
 	// dials the backend for each, and a burst of thousands of dials would
 	// overflow the listen backlogs.
 	playersLoginParallel = 64
-	// latencyShards is the number of latency histograms the readers share
-	// (one per session would take 5,000 × ~200 KiB).
-	latencyShards = 16
 	// smallReadBuffer holds a few small frames; a session's reader
 	// borrows a large buffer from largeBuffers only while a chunk is in it.
 	smallReadBuffer = 1024
@@ -50,11 +47,38 @@ type player struct {
 	broken atomic.Bool
 }
 
-// latencyShard is one of the histograms the readers share.
+// latencyShard is a histogram of round trips the readers record into
+// (players_read_*.go decide which reader records into which shard).
 type latencyShard struct {
-	mu     sync.Mutex
+	// mu is nil when a single reader goroutine records into the shard:
+	// then a reply costs no lock.
+	mu     *sync.Mutex
 	hist   *hdrhistogram.Histogram
 	chunks int64 // chunk replies among the recorded round trips
+}
+
+// newLatencyShard returns an empty shard; shared makes it take a lock for
+// each record, for a shard that several goroutines record into.
+func newLatencyShard(shared bool) *latencyShard {
+	sh := &latencyShard{hist: newHistogram()}
+	if shared {
+		sh.mu = new(sync.Mutex)
+	}
+	return sh
+}
+
+// record records one round trip of rtt ns, a chunk reply's when chunk.
+func (sh *latencyShard) record(rtt int64, chunk bool) {
+	if sh.mu != nil {
+		sh.mu.Lock()
+	}
+	_ = sh.hist.RecordValue(max(rtt, histLowest))
+	if chunk {
+		sh.chunks++
+	}
+	if sh.mu != nil {
+		sh.mu.Unlock()
+	}
 }
 
 // playersRun is what runPlayersPhase measured.
@@ -66,8 +90,9 @@ type playersRun struct {
 	// Frames and bytes sent and received in the measured interval.
 	sent, received           int64
 	sentBytes, receivedBytes int64
-	// hist holds the round trips of the frames sent in the measured
-	// interval, chunks how many of them were chunk replies.
+	// hist holds the round trips of the frames due in the measured
+	// interval (playersPhase.measured), chunks how many of them were chunk
+	// replies.
 	hist   *hdrhistogram.Histogram
 	chunks int64
 	// late holds how long after its due time each send of the measured
@@ -89,8 +114,10 @@ type playersPhase struct {
 	// base; sends are due from sendFrom and none at measureTo or later.
 	sendFrom, measureFrom, measureTo int64
 	period                           int64 // between two frames of a session, ns
-	shards                           [latencyShards]latencyShard
-	largeBuffers                     sync.Pool
+	// shards are the round-trip histograms, made by startReaders and
+	// merged once the readers stopped.
+	shards       []*latencyShard
+	largeBuffers sync.Pool
 
 	closing atomic.Bool // the phase is over: connection errors are expected
 	abort   chan struct{}
@@ -152,9 +179,6 @@ func runPlayersPhase(ctx context.Context, addr string, p PlayersParams, stall ti
 	ph := &playersPhase{p: p, k: newPlayersCodec(p), base: time.Now(), abort: make(chan struct{})}
 	bufLen := mc.MaxFrameHeaderLen + p.maxReplyBody()
 	ph.largeBuffers.New = func() any { b := make([]byte, bufLen); return &b }
-	for i := range latencyShards {
-		ph.shards[i].hist = newHistogram()
-	}
 	if hooks.start != nil {
 		hooks.start()
 	}
@@ -207,7 +231,12 @@ func runPlayersPhase(ctx context.Context, addr string, p PlayersParams, stall ti
 		if ph.sleepUntil(ph.measureTo) {
 			after, afterBytes = ph.totals()
 			run.elapsed = time.Duration(ph.now() - from)
-			if cpuTo, err := procstat.SelfCPU(); err == nil && cpuErr == nil {
+			// A CPU figure that could not be read fails the phase rather
+			// than report the generator at 0%.
+			cpuTo, err := procstat.SelfCPU()
+			if err = errors.Join(cpuErr, err); err != nil {
+				hookErr = errors.Join(hookErr, fmt.Errorf("the load generator's CPU: %w", err))
+			} else {
 				run.generatorCPU = cpuTo - cpuFrom
 			}
 			if hooks.after != nil {
@@ -240,9 +269,9 @@ func runPlayersPhase(ctx context.Context, addr string, p PlayersParams, stall ti
 	run.sent, run.received = after[0]-before[0], after[1]-before[1]
 	run.sentBytes, run.receivedBytes = afterBytes[0]-beforeBytes[0], afterBytes[1]-beforeBytes[1]
 	run.hist = newHistogram()
-	for i := range ph.shards {
-		run.hist.Merge(ph.shards[i].hist)
-		run.chunks += ph.shards[i].chunks
+	for _, sh := range ph.shards {
+		run.hist.Merge(sh.hist)
+		run.chunks += sh.chunks
 	}
 	run.late = newHistogram()
 	for _, sn := range senders {
@@ -271,16 +300,10 @@ var errPhaseOver = errors.New("phase over")
 // login connects and logs in every session, playersLoginParallel at a time.
 func (ph *playersPhase) login(ctx context.Context, addr, host string, port uint16) error {
 	ph.players = make([]*player, ph.p.Sessions)
-	d := net.Dialer{Timeout: 5 * time.Second}
 	return parallel.Each(ctx, len(ph.players), playersLoginParallel, func(i int) error {
-		nc, err := d.DialContext(ctx, "tcp", addr)
+		nc, left, err := dialLogin(ctx, addr, host, port, fmt.Sprintf("session %d", i), fmt.Sprintf("player%d", i))
 		if err != nil {
-			return fmt.Errorf("session %d: connecting to %s: %w", i, addr, err)
-		}
-		left, err := Login(nc, host, port, fmt.Sprintf("player%d", i), nil, time.Now().Add(10*time.Second))
-		if err != nil {
-			nc.Close()
-			return fmt.Errorf("session %d via %s: %w", i, addr, err)
+			return err
 		}
 		ph.players[i] = &player{id: uint32(i), nc: nc, leftover: append([]byte(nil), left...)}
 		return nil
@@ -397,12 +420,15 @@ type replyBuffer struct {
 	large      *[]byte // buf, while a frame longer than small is read
 	n          int     // bytes in buf
 	scratch    []byte  // the expected frame of a check
+	// lat is where the session's round trips are recorded.
+	lat *latencyShard
 }
 
 // newReplyBuffer returns the buffer of a session whose replies start with
-// leftover: the first consume takes start bytes, which are in it.
-func newReplyBuffer(leftover []byte) (rb *replyBuffer, start int) {
-	rb = &replyBuffer{small: make([]byte, max(smallReadBuffer, len(leftover)))}
+// leftover and whose round trips go to lat: the first consume takes start
+// bytes, which are in it.
+func newReplyBuffer(leftover []byte, lat *latencyShard) (rb *replyBuffer, start int) {
+	rb = &replyBuffer{small: make([]byte, max(smallReadBuffer, len(leftover))), lat: lat}
 	rb.buf = rb.small
 	return rb, copy(rb.buf, leftover)
 }
@@ -447,7 +473,7 @@ func (ph *playersPhase) consume(pl *player, rb *replyBuffer, m int, now int64) b
 		if frameLen == 0 {
 			break
 		}
-		rb.scratch = ph.check(pl, rb.buf[pos+headerLen:pos+frameLen], now, rb.scratch)
+		ph.check(pl, rb, rb.buf[pos+headerLen:pos+frameLen], now)
 		pos += frameLen
 	}
 	rb.n = copy(rb.buf, rb.buf[pos:rb.n])
@@ -465,8 +491,9 @@ func (ph *playersPhase) readFailed(pl *player, err error) {
 }
 
 // check checks one reply of pl, received at now, and records its round
-// trip when its frame was sent in the measured interval.
-func (ph *playersPhase) check(pl *player, body []byte, now int64, scratch []byte) []byte {
+// trip in rb.lat when its frame was due in the measured interval; rb.scratch
+// holds the expected frame.
+func (ph *playersPhase) check(pl *player, rb *replyBuffer, body []byte, now int64) {
 	want := pl.recv.Load()
 	session, seq, sent, ok := replyFields(body)
 	switch {
@@ -474,34 +501,28 @@ func (ph *playersPhase) check(pl *player, body []byte, now int64, scratch []byte
 		ph.count(&ph.corrupted, 1, fmt.Errorf("session %d, reply to frame %d: not a reply of this session (%d bytes, session field %d)",
 			pl.id, want, len(body), session))
 		pl.recv.Store(want + 1)
-		return scratch
+		return
 	case seq < want:
 		ph.count(&ph.duplicated, 1, fmt.Errorf("session %d: reply to frame %d again, after that to frame %d", pl.id, seq, want-1))
-		return scratch
+		return
 	case seq >= pl.sent.Load():
 		ph.count(&ph.corrupted, 1, fmt.Errorf("session %d: reply to frame %d, which was not sent (%d sent)", pl.id, seq, pl.sent.Load()))
 		pl.recv.Store(want + 1)
-		return scratch
+		return
 	case seq > want:
 		ph.count(&ph.lost, int64(seq-want), fmt.Errorf("session %d: reply to frame %d where frame %d's was due (%d missing)",
 			pl.id, seq, want, seq-want))
 	}
 	pl.recv.Store(seq + 1)
-	chunk, scratch, err := ph.k.verify(body, session, seq, sent, scratch)
+	chunk, scratch, err := ph.k.verify(body, session, seq, sent, rb.scratch)
+	rb.scratch = scratch
 	if err != nil {
 		ph.count(&ph.corrupted, 1, err)
-		return scratch
+		return
 	}
 	if ph.measured(session, seq) {
-		sh := &ph.shards[pl.id%latencyShards]
-		sh.mu.Lock()
-		_ = sh.hist.RecordValue(max(now-sent, histLowest))
-		if chunk {
-			sh.chunks++
-		}
-		sh.mu.Unlock()
+		rb.lat.record(now-sent, chunk)
 	}
-	return scratch
 }
 
 // sender writes the frames of every senders-th session, from session

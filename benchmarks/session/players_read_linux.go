@@ -67,9 +67,14 @@ func (ph *playersPhase) startReaders() (replyReaders, error) {
 			return nil, fmt.Errorf("session %d: %w", pl.id, err)
 		}
 	}
+	// Each reader records into a histogram of its own: no lock per reply.
+	ph.shards = make([]*latencyShard, n)
+	for i := range ph.shards {
+		ph.shards[i] = newLatencyShard(false)
+	}
 	buffers := make([]*replyBuffer, len(ph.players))
 	for i, pl := range ph.players {
-		rb, start := newReplyBuffer(pl.leftover)
+		rb, start := newReplyBuffer(pl.leftover, ph.shards[i%n])
 		pl.leftover = nil
 		buffers[i] = rb
 		if !ph.consume(pl, rb, start, ph.now()) {

@@ -11,14 +11,23 @@ type goroutineReaders struct {
 	wg sync.WaitGroup
 }
 
+// latencyShards is the number of latency histograms the readers share
+// (one per session would take 5,000 × ~200 KiB).
+const latencyShards = 16
+
 // startReaders starts reading every session's replies.
 func (ph *playersPhase) startReaders() (replyReaders, error) {
 	r := &goroutineReaders{ph: ph}
+	ph.shards = make([]*latencyShard, latencyShards)
+	for i := range ph.shards {
+		ph.shards[i] = newLatencyShard(true)
+	}
 	for _, pl := range ph.players {
+		lat := ph.shards[pl.id%latencyShards]
 		r.wg.Add(1)
 		go func() {
 			defer r.wg.Done()
-			rb, start := newReplyBuffer(pl.leftover)
+			rb, start := newReplyBuffer(pl.leftover, lat)
 			pl.leftover = nil
 			if !ph.consume(pl, rb, start, ph.now()) {
 				return

@@ -15,19 +15,19 @@ var PlayersMethodNotes = []string{
 		"direct goes first in odd-numbered repeats, proxy in even-numbered ones, and the target order rotates per repeat.",
 	"Every session logs in (offline, protocol 5) and then sends its frames on a fixed schedule, whether or not its replies " +
 		"came (open loop): frame n of session i is due at n/rate + i/(rate × sessions) seconds, so the sessions' sends are " +
-		"spread evenly over each period. A few sender goroutines write them, waking at most every millisecond; each frame " +
+		"spread evenly over each period. A few sender goroutines write them, waking at most once a --send-tick; each frame " +
 		"carries its real send time. The backend (tidegate backend --chunk-replies) echoes every frame, except that one in " +
 		"chunk-every of a session's frames asks it for a chunk-sized frame instead.",
 	"Every reply is checked against what was sent (size, session, sequence, send time, every byte); a reply lost, " +
 		"duplicated or corrupted, or missing --drain after the last send, is counted, and the phase's figures enter no median.",
-	"Latency is each reply's arrival less its frame's send time, for the frames sent in the measured interval (after " +
-		"--warmup, for --duration); added latency is a proxy phase's quantile less that of the direct phase of the same repeat.",
+	"Latency is each reply's arrival less its frame's send time, for the frames due in the measured interval (after " +
+		"--warmup, for --duration), whenever they went out; added latency is a proxy phase's quantile less that of the direct phase of the same repeat.",
 	"CPU ns/frame is the proxy processes' on-CPU time (sum of /proc/PID/task/*/schedstat field 1) over the measured " +
 		"interval divided by the frames relayed in it, both directions; vs best peer divides it by the lowest median of " +
 		"the other peers (HAProxy, nginx, goproxy).",
-	"RSS per session is the proxy's VmRSS at the end of the measured interval less its VmRSS before the phase's first " +
-		"session connected, divided by the sessions. The proxies run for the whole benchmark, so memory a proxy kept " +
-		"from an earlier phase is not counted again in a later one.",
+	"RSS per session is the proxy's VmRSS at the end of the measured interval less its VmRSS before the sessions of " +
+		"its first phase connected, divided by the sessions. The proxies run for the whole benchmark: a later phase is " +
+		"measured from the same baseline, so memory a proxy kept from an earlier phase still counts in it.",
 	"Send late is how long after its due time each send of the measured interval was written; a sender wakes at most " +
 		"once a --send-tick, so up to a tick (half of one on average) is the design. An overloaded load generator shows " +
 		"here first (with its CPU, percent of one core), and its latency figures then measure it, not the proxy.",
@@ -36,26 +36,17 @@ var PlayersMethodNotes = []string{
 
 // writePlayersTables prints the players workload's summary tables and goals.
 func writePlayersTables(w io.Writer, r *Result) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "target\tphase\tframes/s\tMiB/s\tp50 ms\tp99 ms\tp99.9 ms\tsend late mean ms\tsend late max ms\tgenerator CPU %\terrors")
-	for _, s := range r.Summary {
-		for _, row := range playersRows(s) {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", s.Target, row.kind, row.ps.FramesPerSec.Short(0),
-				row.ps.MiBPerSec.Short(1), row.ps.P50Ms.Short(3), row.ps.P99Ms.Short(3), row.ps.P999Ms.Short(3),
-				row.late.MeanMs.Short(3), row.late.MaxMs.Short(3), row.late.GeneratorCPUPercent.Short(0), row.ps.Errors)
+	for i, t := range []playersTable{playersPhaseTable(r), playersProxyTable(r)} {
+		if i > 0 {
+			fmt.Fprintln(w)
 		}
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, strings.Join(t.head, "\t"))
+		for _, row := range t.rows {
+			fmt.Fprintln(tw, strings.Join(row, "\t"))
+		}
+		tw.Flush()
 	}
-	tw.Flush()
-	fmt.Fprintln(w)
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "target\tCPU ns/frame\tvs best peer\tadded p50 ms\tadded p99 ms\tadded p99.9 ms\tRSS KiB/session\tRSS MiB\tsyscalls/frame")
-	for _, s := range r.Summary {
-		pl := playersOf(s)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Target, s.CPUNsPerFrame.Short(0), vsBestPeer(pl),
-			pl.AddedP50Ms.Short(3), pl.AddedP99Ms.Short(3), pl.AddedP999Ms.Short(3), pl.RSSPerSessionKiB.Short(1),
-			s.RSSMiB.Short(1), s.SyscallsPerFrame.Short(3))
-	}
-	tw.Flush()
 	for _, g := range r.Goals {
 		fmt.Fprintf(w, "goal %s\n", g)
 	}
@@ -63,27 +54,63 @@ func writePlayersTables(w io.Writer, r *Result) {
 
 // writePlayersMarkdown writes the players workload's summary tables and goals.
 func writePlayersMarkdown(b *strings.Builder, r *Result) {
-	b.WriteString("| Target | Phase | Frames/s | MiB/s | p50 ms | p99 ms | p99.9 ms | Send late mean ms | Send late max ms | Generator CPU % | Errors |\n" +
-		"|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
-	for _, s := range r.Summary {
-		for _, row := range playersRows(s) {
-			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d |\n", s.Target, row.kind, row.ps.FramesPerSec.Short(0),
-				row.ps.MiBPerSec.Short(1), row.ps.P50Ms.Short(3), row.ps.P99Ms.Short(3), row.ps.P999Ms.Short(3),
-				row.late.MeanMs.Short(3), row.late.MaxMs.Short(3), row.late.GeneratorCPUPercent.Short(0), row.ps.Errors)
+	for i, t := range []playersTable{playersPhaseTable(r), playersProxyTable(r)} {
+		if i > 0 {
+			b.WriteString("\n")
 		}
-	}
-	b.WriteString("\n| Target | CPU ns/frame | vs best peer | Added p50 ms | Added p99 ms | Added p99.9 ms | RSS KiB/session | RSS MiB | Syscalls/frame |\n" +
-		"|---|--:|--:|--:|--:|--:|--:|--:|--:|\n")
-	for _, s := range r.Summary {
-		pl := playersOf(s)
-		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", s.Target, s.CPUNsPerFrame.Short(0), vsBestPeer(pl),
-			pl.AddedP50Ms.Short(3), pl.AddedP99Ms.Short(3), pl.AddedP999Ms.Short(3), pl.RSSPerSessionKiB.Short(1),
-			s.RSSMiB.Short(1), s.SyscallsPerFrame.Short(3))
+		b.WriteString("| " + strings.Join(t.title, " | ") + " |\n")
+		b.WriteString(strings.Repeat("|---", t.names) + strings.Repeat("|--:", len(t.title)-t.names) + "|\n")
+		for _, row := range t.rows {
+			b.WriteString("| " + strings.Join(row, " | ") + " |\n")
+		}
 	}
 	b.WriteString("\n")
 	for _, g := range r.Goals {
 		fmt.Fprintf(b, "Goal, %s.\n\n", g)
 	}
+}
+
+// playersTable is one of the players workload's summary tables, which
+// the terminal and the report print alike.
+type playersTable struct {
+	head  []string // the terminal's column headings
+	title []string // the report's
+	names int      // the first columns, which name a row; the others are figures
+	rows  [][]string
+}
+
+// playersPhaseTable is a line per target and kind of phase.
+func playersPhaseTable(r *Result) playersTable {
+	t := playersTable{
+		head: []string{"target", "phase", "frames/s", "MiB/s", "p50 ms", "p99 ms", "p99.9 ms", "send late mean ms", "send late max ms", "generator CPU %", "errors"},
+		title: []string{"Target", "Phase", "Frames/s", "MiB/s", "p50 ms", "p99 ms", "p99.9 ms", "Send late mean ms", "Send late max ms",
+			"Generator CPU %", "Errors"},
+		names: 2,
+	}
+	for _, s := range r.Summary {
+		for _, row := range playersRows(s) {
+			t.rows = append(t.rows, []string{s.Target, row.kind, row.ps.FramesPerSec.Short(0), row.ps.MiBPerSec.Short(1),
+				row.ps.P50Ms.Short(3), row.ps.P99Ms.Short(3), row.ps.P999Ms.Short(3), row.late.MeanMs.Short(3),
+				row.late.MaxMs.Short(3), row.late.GeneratorCPUPercent.Short(0), strconv.FormatInt(row.ps.Errors, 10)})
+		}
+	}
+	return t
+}
+
+// playersProxyTable is a line per target of the proxy's figures.
+func playersProxyTable(r *Result) playersTable {
+	t := playersTable{
+		head: []string{"target", "CPU ns/frame", "vs best peer", "added p50 ms", "added p99 ms", "added p99.9 ms", "RSS KiB/session", "RSS MiB", "syscalls/frame"},
+		title: []string{"Target", "CPU ns/frame", "vs best peer", "Added p50 ms", "Added p99 ms", "Added p99.9 ms", "RSS KiB/session", "RSS MiB",
+			"Syscalls/frame"},
+		names: 1,
+	}
+	for _, s := range r.Summary {
+		pl := playersOf(s)
+		t.rows = append(t.rows, []string{s.Target, s.CPUNsPerFrame.Short(0), vsBestPeer(pl), pl.AddedP50Ms.Short(3), pl.AddedP99Ms.Short(3),
+			pl.AddedP999Ms.Short(3), pl.RSSPerSessionKiB.Short(1), s.RSSMiB.Short(1), s.SyscallsPerFrame.Short(3)})
+	}
+	return t
 }
 
 // playersRow is one line of the players phase table.

@@ -9,8 +9,8 @@ import (
 )
 
 // PlayersPhase is what a players phase measured beyond Phase's figures.
-// There, Roundtrips counts the replies to frames sent in the measured
-// interval (their round trips make the latency figures), FramesPerSec the
+// There, Roundtrips counts the correct replies to frames due in the
+// measured interval (their round trips make the latency figures), FramesPerSec the
 // frames sent and received per second and MiBPerSec their bytes.
 type PlayersPhase struct {
 	Sessions     int     `json:"sessions"`

@@ -138,8 +138,13 @@ func runBenchIdle(c *cli.Context) error {
 		if res.ProxyMeasured {
 			fmt.Printf("proxy RSS %.1f MiB -> %.1f MiB: %.2f KiB per session; open files per session %.2f; OS threads %d -> %d\n",
 				res.RSSBeforeMiB, res.RSSAfterMiB, res.RSSPerSession, res.FDsPerSession, res.ThreadsBefore, res.ThreadsAfter)
-			fmt.Printf("proxy at the end of the hold: RSS %.1f MiB, %.2f KiB per session; OS threads %d; CPU %.0f us per login\n",
-				res.RSSAfterHoldMiB, res.RSSPerSessionAfterHold, res.ThreadsAfterHold, res.CPUPerLogin)
+			fmt.Printf("proxy CPU %.0f us per login\n", res.CPUPerLogin)
+			if res.MeasurementGap == "" {
+				fmt.Printf("proxy at the end of the hold: RSS %.1f MiB, %.2f KiB per session; OS threads %d\n",
+					res.RSSAfterHoldMiB, res.RSSPerSessionAfterHold, res.ThreadsAfterHold)
+			} else {
+				fmt.Printf("proxy not measured: %s\n", res.MeasurementGap)
+			}
 		} else {
 			fmt.Printf("proxy not measured: %s\n", res.MeasurementGap)
 		}
@@ -172,21 +177,39 @@ func runBenchIdle(c *cli.Context) error {
 	if minAlive < 0 {
 		minAlive = n
 	}
+	if fails := idleFailures(res, minAlive, c.Float64("max-rss-per-session"), len(cfg.PIDs) > 0, heap); len(fails) > 0 {
+		return cli.Exit(fmt.Sprintf("idle probe FAILED: %v", fails), 1)
+	}
+	return nil
+}
+
+// idleFailures returns why an idle probe failed: fewer than minAlive
+// sessions alive, RSS per session over maxRSS (0: no gate), and a figure
+// the run was to take and could not: the proxy's process figures when this
+// command started the proxy (launched), its Go heap when heap was asked for.
+func idleFailures(res *mcload.IdleResult, minAlive int, maxRSS float64, launched, heap bool) []string {
 	var fails []string
 	if res.Alive < minAlive {
 		fails = append(fails, fmt.Sprintf("%d sessions alive, want at least %d", res.Alive, minAlive))
 	}
-	if max := c.Float64("max-rss-per-session"); max > 0 {
+	if maxRSS > 0 {
 		if !res.ProxyMeasured {
 			fails = append(fails, "--max-rss-per-session set but the proxy's memory was not measured")
-		} else if res.RSSPerSession > max {
-			fails = append(fails, fmt.Sprintf("RSS per session %.2f KiB exceeds %.2f KiB", res.RSSPerSession, max))
+		} else if res.RSSPerSession > maxRSS {
+			fails = append(fails, fmt.Sprintf("RSS per session %.2f KiB exceeds %.2f KiB", res.RSSPerSession, maxRSS))
 		}
 	}
-	if len(fails) > 0 {
-		return cli.Exit(fmt.Sprintf("idle probe FAILED: %v", fails), 1)
+	if launched && res.MeasurementGap != "" {
+		fails = append(fails, "the proxy's process figures: "+res.MeasurementGap)
 	}
-	return nil
+	if heap && !res.HeapMeasured {
+		why := res.HeapMeasurementGap
+		if why == "" {
+			why = "no session logged in"
+		}
+		fails = append(fails, "--heap set but the proxy's Go heap was not measured: "+why)
+	}
+	return fails
 }
 
 // benchIdleWorkerCommand is the hidden worker process of `bench idle`.

@@ -137,13 +137,7 @@ func runBenchStorm(c *cli.Context) error {
 	if res == nil {
 		return runErr
 	}
-	if backend.Running() {
-		if err := backend.Stop(); err != nil {
-			runErr = errors.Join(runErr, fmt.Errorf("echo backend: %w", err))
-		}
-	} else {
-		runErr = errors.Join(runErr, fmt.Errorf("the echo backend exited during the run: %v\n%s", backend.ExitError(), backend.LogTail()))
-	}
+	runErr = errors.Join(runErr, stopEchoBackend(backend))
 	res.Meta = runMeta(started)
 	if err := printResult(c, res, storm.WriteJSON, storm.WriteTable); err != nil {
 		return err
@@ -156,6 +150,23 @@ func runBenchStorm(c *cli.Context) error {
 	}
 	if !res.OK {
 		return failedExit("storm", res.Failures)
+	}
+	return nil
+}
+
+// stopEchoBackend stops the storm's echo backend and says what went wrong
+// with it: it exited during the run, did not stop, or stopped with a
+// failure (echo-backend exits non-zero when it ran out of descriptors or
+// stopped accepting).
+func stopEchoBackend(backend *peers.Process) error {
+	if !backend.Running() {
+		return fmt.Errorf("the echo backend exited during the run: %v\n%s", backend.ExitError(), backend.LogTail())
+	}
+	if err := backend.Stop(); err != nil {
+		return fmt.Errorf("echo backend: %w", err)
+	}
+	if err := backend.ExitError(); err != nil {
+		return fmt.Errorf("the echo backend failed (it ran out of descriptors or stopped accepting: the storm's refusals may be its own, not the proxy's): %w", err)
 	}
 	return nil
 }
@@ -181,7 +192,10 @@ func benchStormEchoCommand() *cli.Command {
 			log.Info().Str("listen", srv.Addr().String()).Msg("storm echo backend listening")
 			err = serveListener(c, log, srv.Serve, srv.Close)
 			log.Info().Int64("accepted", srv.Accepted()).Msg("storm echo backend stopped")
-			return err
+			// An accept that ran out of descriptors was retried, but the
+			// storm's refusals were then the backend's, not the proxy's: the
+			// non-zero exit tells the storm (stopEchoBackend).
+			return errors.Join(err, srv.Failure())
 		},
 	}
 }

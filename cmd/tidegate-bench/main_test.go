@@ -20,6 +20,9 @@ import (
 
 // TestMain fails the run when the tests leave goroutines running.
 func TestMain(m *testing.M) {
+	if code := os.Getenv(fakeBackendEnv); code != "" {
+		fakeBackend(code) // this binary re-run as a backend by a test
+	}
 	// os/signal starts its goroutine on first use, for good: the commands'
 	// signal handling is not a leak.
 	sig := make(chan os.Signal, 1)
