@@ -19,8 +19,8 @@ import (
 
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/proxy"
-	"github.com/tidegate/tidegate/session/push"
-	"github.com/tidegate/tidegate/session/tlv"
+	"github.com/tidegate/tidegate/session/pushserver"
+	"github.com/tidegate/tidegate/session/tlvserver"
 )
 
 // metricSet is what tidegate exports: every tidegate_ metric with its label
@@ -83,14 +83,14 @@ func scrapeExported() (*metricSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	ts, err := tlv.New(tlv.Config{Reactor: reactor.Config{Addrs: []string{"127.0.0.1:0"}, Loops: 1, Logger: zerolog.Nop()}})
+	ts, err := tlvserver.New(tlvserver.Config{Reactor: reactor.Config{Addrs: []string{"127.0.0.1:0"}, Loops: 1, Logger: zerolog.Nop()}})
 	if err != nil {
 		return nil, err
 	}
-	pcfg := push.DefaultConfig()
+	pcfg := pushserver.DefaultConfig()
 	pcfg.PublishAddr, pcfg.SubscribeAddr = "127.0.0.1:0", "127.0.0.1:0"
 	pcfg.Loops, pcfg.PublishLoops, pcfg.Logger = 1, 1, zerolog.Nop()
-	ps, err := push.New(pcfg)
+	ps, err := pushserver.New(pcfg)
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +132,7 @@ func scrapeExported() (*metricSet, error) {
 	pub, sub := ps.Reactors()
 	collectors := []prometheus.Collector{
 		reactor.NewCollector(map[string]*reactor.Server{"proxy": p.Reactor(), "tlv": ts.Reactor(), "publish": pub, "subscribe": sub}),
-		proxy.NewCollector(p), tlv.NewCollector(ts), push.NewCollector(ps),
+		proxy.NewCollector(p), tlvserver.NewCollector(ts), pushserver.NewCollector(ps),
 	}
 	reg := prometheus.NewPedanticRegistry()
 	for _, c := range collectors {

@@ -21,7 +21,7 @@ import (
 	"github.com/tidegate/tidegate/internal/leaktest"
 	"github.com/tidegate/tidegate/internal/standin"
 	"github.com/tidegate/tidegate/internal/testserver"
-	ptlv "github.com/tidegate/tidegate/protocol/tlv"
+	"github.com/tidegate/tidegate/protocol/tlv"
 )
 
 // TestMain lets the test binary stand in for `tidegate serve` when Compare
@@ -41,7 +41,7 @@ func TestMain(m *testing.M) {
 const testVersion = "v0-test"
 
 func TestRequestIsUniqueNonKeepAliveFrame(t *testing.T) {
-	f := ptlv.DefaultFormat
+	f := tlv.DefaultFormat
 	a, b := Request(f, 1, 16), Request(f, 2, 16)
 	if bytes.Equal(a, b) {
 		t.Fatal("two connections send the same request")
@@ -62,7 +62,7 @@ func TestLoadConfigChecks(t *testing.T) {
 		{Addr: "x", Parallel: -2},
 		{Addr: "x", Body: 7},
 		{Addr: "x", Timeout: -time.Second},
-		{Addr: "x", Body: 100, Format: ptlv.Format{TypeWidth: 1, LengthWidth: 2, MaxBody: 50}},
+		{Addr: "x", Body: 100, Format: tlv.Format{TypeWidth: 1, LengthWidth: 2, MaxBody: 50}},
 	} {
 		if _, err := c.withDefaults(); err == nil {
 			t.Errorf("%+v accepted", c)
@@ -182,7 +182,7 @@ func runFake(t *testing.T, serve func(c net.Conn)) Result {
 
 // readRequest reads one whole request of the default format.
 func readRequest(c net.Conn) []byte {
-	req := make([]byte, ptlv.DefaultFormat.HeaderLen()+DefaultBody)
+	req := make([]byte, tlv.DefaultFormat.HeaderLen()+DefaultBody)
 	if _, err := io.ReadFull(c, req); err != nil {
 		return nil
 	}

@@ -14,7 +14,7 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
-	ptlv "github.com/tidegate/tidegate/protocol/tlv"
+	"github.com/tidegate/tidegate/protocol/tlv"
 )
 
 // Defaults of the load.
@@ -42,8 +42,8 @@ type LoadConfig struct {
 	Body int
 	// Timeout bounds each connection, from the start of its connect to EOF.
 	Timeout time.Duration
-	// Format is the TLV layout; zero means ptlv.DefaultFormat.
-	Format ptlv.Format
+	// Format is the TLV layout; zero means tlv.DefaultFormat.
+	Format tlv.Format
 }
 
 // Result is what one run measured.
@@ -83,8 +83,8 @@ func (c LoadConfig) withDefaults() (LoadConfig, error) {
 	if c.Timeout == 0 {
 		c.Timeout = DefaultTimeout
 	}
-	if c.Format == (ptlv.Format{}) {
-		c.Format = ptlv.DefaultFormat
+	if c.Format == (tlv.Format{}) {
+		c.Format = tlv.DefaultFormat
 	}
 	switch {
 	case c.Addr == "":
@@ -110,13 +110,13 @@ func (c LoadConfig) withDefaults() (LoadConfig, error) {
 // Request returns the request of connection i: a frame without the
 // keep-alive bit whose body starts with i and is filled with a pattern of
 // i. The echo server answers with the same bytes.
-func Request(f ptlv.Format, i, body int) []byte {
+func Request(f tlv.Format, i, body int) []byte {
 	b := make([]byte, body)
 	b = b[:copy(b, fmt.Sprintf("%08x", uint32(i)))]
 	for len(b) < body {
 		b = append(b, 'a'+byte((i+len(b))%26))
 	}
-	return f.AppendFrame(nil, ptlv.Header{Type: requestType}, b)
+	return f.AppendFrame(nil, tlv.Header{Type: requestType}, b)
 }
 
 // StepError is a connection that failed: the step (connect, write, read

@@ -5,7 +5,7 @@
 // Each trial waits for the machine to be quiet (other programs on a shared
 // machine can push the kernel into TCP memory pressure, where it drops
 // segments and backs off for seconds), starts a fresh `tidegate serve` (the
-// TLV echo server, session/tlv) from a given binary and
+// TLV echo server, session/tlvserver) from a given binary and
 //
 //   - samples its on-CPU time with no connection (the idle floor);
 //   - opens the connections; each pipelines keep-alive echo requests and

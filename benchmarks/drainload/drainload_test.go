@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/tidegate/tidegate/reactor"
-	"github.com/tidegate/tidegate/session/tlv"
+	"github.com/tidegate/tidegate/session/tlvserver"
 
 	"github.com/rs/zerolog"
 )
@@ -48,7 +48,7 @@ func TestFlowsStallAndResume(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("Linux only")
 	}
-	srv, err := tlv.New(tlv.Config{Reactor: reactor.Config{Addrs: []string{"127.0.0.1:0"}, Loops: 1,
+	srv, err := tlvserver.New(tlvserver.Config{Reactor: reactor.Config{Addrs: []string{"127.0.0.1:0"}, Loops: 1,
 		HighWatermark: 256 << 10, LowWatermark: 128 << 10, Logger: zerolog.New(os.Stderr).Level(zerolog.WarnLevel)}})
 	if err != nil {
 		t.Fatal(err)

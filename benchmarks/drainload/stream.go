@@ -5,7 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
-	ptlv "github.com/tidegate/tidegate/protocol/tlv"
+	"github.com/tidegate/tidegate/protocol/tlv"
 )
 
 // stream is the byte stream one connection sends: keep-alive TLV requests
@@ -21,7 +21,7 @@ type stream struct {
 const seqBytes = 8
 
 func newStream(size int) (*stream, error) {
-	f := ptlv.DefaultFormat
+	f := tlv.DefaultFormat
 	body := size - f.HeaderLen()
 	if body < seqBytes || body > f.MaxBody {
 		return nil, fmt.Errorf("request size %d: want %d..%d bytes", size, f.HeaderLen()+seqBytes, f.HeaderLen()+f.MaxBody)
@@ -30,7 +30,7 @@ func newStream(size int) (*stream, error) {
 	for i := range b {
 		b[i] = byte(i*7 + 3)
 	}
-	return &stream{frame: f.AppendFrame(nil, ptlv.Header{Type: 1, KeepAlive: true}, b), hdr: f.HeaderLen()}, nil
+	return &stream{frame: f.AppendFrame(nil, tlv.Header{Type: 1, KeepAlive: true}, b), hdr: f.HeaderLen()}, nil
 }
 
 // size is the length of one request.

@@ -3,7 +3,7 @@
 // package, with a bufio reader and writer per connection.
 //
 // It speaks the same protocol (protocol/tlv) with the same semantics as
-// session/tlv as far as the design allows: each request is answered with its
+// session/tlvserver as far as the design allows: each request is answered with its
 // own type, keep-alive bit and body, in order; responses are flushed when no
 // more input is buffered (one write per batch of pipelined requests); a
 // request without the keep-alive bit is answered and then the connection is
@@ -24,7 +24,7 @@ import (
 	"time"
 
 	"github.com/tidegate/tidegate/benchmarks/connset"
-	ptlv "github.com/tidegate/tidegate/protocol/tlv"
+	"github.com/tidegate/tidegate/protocol/tlv"
 
 	"github.com/rs/zerolog"
 )
@@ -37,8 +37,8 @@ const DefaultBufferSize = 4096
 type Config struct {
 	// Addr is the listen address, for example "127.0.0.1:0".
 	Addr string
-	// Format is the header layout and body limit; zero means ptlv.DefaultFormat.
-	Format ptlv.Format
+	// Format is the header layout and body limit; zero means tlv.DefaultFormat.
+	Format tlv.Format
 	// BufferSize is the size of the per-connection reader and writer; 0 means
 	// DefaultBufferSize.
 	BufferSize int
@@ -74,8 +74,8 @@ type Server struct {
 
 // New validates cfg and returns a server that is not yet listening.
 func New(cfg Config) (*Server, error) {
-	if cfg.Format == (ptlv.Format{}) {
-		cfg.Format = ptlv.DefaultFormat
+	if cfg.Format == (tlv.Format{}) {
+		cfg.Format = tlv.DefaultFormat
 	}
 	if err := cfg.Format.Validate(); err != nil {
 		return nil, fmt.Errorf("goroutine TLV server: %w", err)
@@ -269,7 +269,7 @@ func (cs *connState) run() error {
 
 // answer copies the request's header and body of length bytes to the writer:
 // the echo response has the same type, keep-alive bit and body.
-func (cs *connState) answer(f ptlv.Format, h ptlv.Header, length int) error {
+func (cs *connState) answer(f tlv.Format, h tlv.Header, length int) error {
 	// Wait for the body first (flushing earlier responses if that blocks),
 	// so that a response is never split around a blocking read.
 	if err := cs.fill(length); err != nil {

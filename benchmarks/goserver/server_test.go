@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	ptlv "github.com/tidegate/tidegate/protocol/tlv"
+	"github.com/tidegate/tidegate/protocol/tlv"
 
 	"github.com/rs/zerolog"
 )
@@ -35,11 +35,11 @@ func start(t *testing.T, cfg Config) *Server {
 	return s
 }
 
-func frame(f ptlv.Format, typ uint16, keepAlive bool, body []byte) []byte {
-	return f.AppendFrame(nil, ptlv.Header{Type: typ, KeepAlive: keepAlive}, body)
+func frame(f tlv.Format, typ uint16, keepAlive bool, body []byte) []byte {
+	return f.AppendFrame(nil, tlv.Header{Type: typ, KeepAlive: keepAlive}, body)
 }
 
-func errorFrame(f ptlv.Format, err error) []byte { return f.AppendError(nil, err.Error()) }
+func errorFrame(f tlv.Format, err error) []byte { return f.AppendError(nil, err.Error()) }
 
 // exchange writes in and reads until the server closes, returning what it
 // sent.
@@ -62,14 +62,14 @@ func exchange(t *testing.T, s *Server, in []byte) []byte {
 }
 
 func TestSemantics(t *testing.T) {
-	f := ptlv.DefaultFormat
-	small := ptlv.Format{TypeWidth: 2, LengthWidth: 2, MaxBody: 100}
+	f := tlv.DefaultFormat
+	small := tlv.Format{TypeWidth: 2, LengthWidth: 2, MaxBody: 100}
 	big := bytes.Repeat([]byte("0123456789abcdef"), 1000) // 16,000 B: larger than the 4 KiB buffers
 	cat := func(bs ...[]byte) []byte { return bytes.Join(bs, nil) }
-	tooLarge := f.AppendHeader(nil, ptlv.Header{Type: 1, KeepAlive: true, Length: f.MaxBody + 1})
+	tooLarge := f.AppendHeader(nil, tlv.Header{Type: 1, KeepAlive: true, Length: f.MaxBody + 1})
 	for _, tc := range []struct {
 		name   string
-		format ptlv.Format
+		format tlv.Format
 		in     []byte
 		want   []byte
 	}{
@@ -87,15 +87,15 @@ func TestSemantics(t *testing.T) {
 			cat(frame(f, 5, true, big), frame(f, 6, false, []byte("end")))},
 		{"error type from client gets an error frame after earlier responses", f,
 			cat(frame(f, 1, true, []byte("ok")), frame(f, 0x7F, true, []byte("bad")), frame(f, 1, true, []byte("never"))),
-			cat(frame(f, 1, true, []byte("ok")), errorFrame(f, &ptlv.FrameError{Reason: ptlv.ReasonErrorTypeFromClient, Value: 0x7F}))},
+			cat(frame(f, 1, true, []byte("ok")), errorFrame(f, &tlv.FrameError{Reason: tlv.ReasonErrorTypeFromClient, Value: 0x7F}))},
 		{"body too large gets an error frame", f, tooLarge,
-			errorFrame(f, &ptlv.FrameError{Reason: ptlv.ReasonBodyTooLarge, Value: int64(f.MaxBody + 1), Limit: int64(f.MaxBody)})},
+			errorFrame(f, &tlv.FrameError{Reason: tlv.ReasonBodyTooLarge, Value: int64(f.MaxBody + 1), Limit: int64(f.MaxBody)})},
 		{"truncated request: closed without answer", f, frame(f, 1, true, []byte("abcdef"))[:7], nil},
 		{"two-byte fields", small,
 			cat(frame(small, 0x1234, true, []byte("wide")), frame(small, 0, false, nil)),
 			cat(frame(small, 0x1234, true, []byte("wide")), frame(small, 0, false, nil))},
-		{"two-byte fields, body over max", small, small.AppendHeader(nil, ptlv.Header{Type: 1, KeepAlive: true, Length: 101}),
-			errorFrame(small, &ptlv.FrameError{Reason: ptlv.ReasonBodyTooLarge, Value: 101, Limit: 100})},
+		{"two-byte fields, body over max", small, small.AppendHeader(nil, tlv.Header{Type: 1, KeepAlive: true, Length: 101}),
+			errorFrame(small, &tlv.FrameError{Reason: tlv.ReasonBodyTooLarge, Value: 101, Limit: 100})},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := start(t, Config{Format: tc.format})
@@ -124,7 +124,7 @@ func TestSemantics(t *testing.T) {
 }
 
 func TestKeepAliveConnectionStaysOpen(t *testing.T) {
-	f := ptlv.DefaultFormat
+	f := tlv.DefaultFormat
 	s := start(t, Config{})
 	c, err := net.Dial("tcp", s.Addr().String())
 	if err != nil {
@@ -195,7 +195,7 @@ func TestStopClosesConnections(t *testing.T) {
 func TestNewRejects(t *testing.T) {
 	for _, cfg := range []Config{
 		{},
-		{Addr: "127.0.0.1:0", Format: ptlv.Format{TypeWidth: 3, LengthWidth: 4, MaxBody: 1}},
+		{Addr: "127.0.0.1:0", Format: tlv.Format{TypeWidth: 3, LengthWidth: 4, MaxBody: 1}},
 		{Addr: "127.0.0.1:0", BufferSize: 8},
 		{Addr: "127.0.0.1:0", IdleTimeout: -1},
 	} {

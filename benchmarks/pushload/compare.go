@@ -18,7 +18,7 @@ import (
 type Server string
 
 const (
-	// Tidegate is `tidegate push` (session/push).
+	// Tidegate is `tidegate push` (session/pushserver).
 	Tidegate Server = "tidegate"
 	// NetHTTP is `tidegate-bench peer push-nethttp` (benchmarks/ssepeer).
 	NetHTTP Server = "nethttp"

@@ -25,7 +25,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tidegate/tidegate/benchmarks/procstat"
-	pushproto "github.com/tidegate/tidegate/protocol/push"
+	"github.com/tidegate/tidegate/protocol/push"
 	"github.com/tidegate/tidegate/protocol/tlv"
 )
 
@@ -168,7 +168,7 @@ type client struct {
 }
 
 func (cl *client) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
-	return pushproto.AppendSubscribe(nil, cl.topic), gnet.None
+	return push.AppendSubscribe(nil, cl.topic), gnet.None
 }
 
 func (cl *client) OnTraffic(c gnet.Conn) gnet.Action {
@@ -179,8 +179,8 @@ func (cl *client) OnTraffic(c gnet.Conn) gnet.Action {
 	buf, _ := c.Peek(-1)
 	off := 0
 	for {
-		f, n, err := pushproto.DecodeFrame(buf[off:], pushproto.DefaultMaxFrame)
-		if errors.Is(err, pushproto.ErrIncomplete) {
+		f, n, err := push.DecodeFrame(buf[off:], push.DefaultMaxFrame)
+		if errors.Is(err, push.ErrIncomplete) {
 			break
 		}
 		if err != nil {
@@ -192,7 +192,7 @@ func (cl *client) OnTraffic(c gnet.Conn) gnet.Action {
 		s.frames.Add(1)
 		var delivered int64
 		for rest := f.Events; len(rest) > 0; {
-			op, payload, r, err := pushproto.NextEvent(rest)
+			op, payload, r, err := push.NextEvent(rest)
 			if err != nil {
 				e := fmt.Errorf("pushload: subscriber event: %w", err)
 				cl.err.CompareAndSwap(nil, &e)
@@ -200,9 +200,9 @@ func (cl *client) OnTraffic(c gnet.Conn) gnet.Action {
 			}
 			rest = r
 			switch op {
-			case pushproto.OpSubscribed:
+			case push.OpSubscribed:
 				s.ready.Store(true)
-			case pushproto.OpNext:
+			case push.OpNext:
 				if len(payload) >= 8 {
 					seq := binary.BigEndian.Uint64(payload)
 					if s.started && seq != s.next {
@@ -516,11 +516,11 @@ func publish(c net.Conn, cfg Config, published *atomic.Int64, stop <-chan struct
 				seq++
 			}
 			var err error
-			body, err = pushproto.AppendPublish(body[:0], []byte(cfg.Topic), events...)
+			body, err = push.AppendPublish(body[:0], []byte(cfg.Topic), events...)
 			if err != nil {
 				return fmt.Errorf("pushload: publish: %w", err)
 			}
-			buf = tlv.DefaultFormat.AppendFrame(buf, tlv.Header{Type: pushproto.TypePublish}, body)
+			buf = tlv.DefaultFormat.AppendFrame(buf, tlv.Header{Type: push.TypePublish}, body)
 		}
 		if len(buf) == 0 {
 			continue

@@ -10,12 +10,12 @@ import (
 	"time"
 
 	"github.com/tidegate/tidegate/internal/testserver"
-	pushproto "github.com/tidegate/tidegate/protocol/push"
-	"github.com/tidegate/tidegate/session/push"
+	"github.com/tidegate/tidegate/protocol/push"
+	"github.com/tidegate/tidegate/session/pushserver"
 )
 
 func TestRunDeliversEverything(t *testing.T) {
-	srv, pa, sa := testserver.Push(t, func(c *push.Config) { c.Window = 20 * time.Millisecond })
+	srv, pa, sa := testserver.Push(t, func(c *pushserver.Config) { c.Window = 20 * time.Millisecond })
 	r, err := Run(context.Background(), Config{
 		PublishAddr: pa, SubscribeAddr: sa, Subscribers: 20, Topic: "load",
 		Rate: 2000, EventsPerFrame: 10, PayloadSize: 64,
@@ -37,7 +37,7 @@ func TestRunDeliversEverything(t *testing.T) {
 // subscriber gets instead.
 func frameRelay(t *testing.T, server string, edit func(conn, frame int, raw []byte) []byte) string {
 	return unitRelay(t, server, func(buf []byte) int {
-		_, size, err := pushproto.DecodeFrame(buf, pushproto.DefaultMaxFrame)
+		_, size, err := push.DecodeFrame(buf, push.DefaultMaxFrame)
 		if err != nil {
 			return 0
 		}
@@ -109,7 +109,7 @@ func TestRunFailsOnLostOrDuplicatedEvents(t *testing.T) {
 		"duplicated": func(raw []byte) []byte { return append(append([]byte{}, raw...), raw...) },
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, pa, sa := testserver.Push(t, func(c *push.Config) { c.Window = 5 * time.Millisecond })
+			_, pa, sa := testserver.Push(t, func(c *pushserver.Config) { c.Window = 5 * time.Millisecond })
 			relay := frameRelay(t, sa, func(conn, frame int, raw []byte) []byte {
 				if conn == 1 && frame == 5 {
 					return edit(raw)
@@ -126,7 +126,7 @@ func TestRunFailsOnLostOrDuplicatedEvents(t *testing.T) {
 		})
 	}
 	// The relay itself passes everything through unharmed.
-	_, pa, sa := testserver.Push(t, func(c *push.Config) { c.Window = 5 * time.Millisecond })
+	_, pa, sa := testserver.Push(t, func(c *pushserver.Config) { c.Window = 5 * time.Millisecond })
 	relay := frameRelay(t, sa, func(_, _ int, raw []byte) []byte { return raw })
 	if r, err := Run(context.Background(), smallRun(pa, relay)); err != nil {
 		t.Fatalf("through an unharmed relay: %v (%s)", err, r)
@@ -136,7 +136,7 @@ func TestRunFailsOnLostOrDuplicatedEvents(t *testing.T) {
 // TestRunCancelledReturnsNoResult: a run whose context ends during the
 // measurement is an error and no result.
 func TestRunCancelledReturnsNoResult(t *testing.T) {
-	_, pa, sa := testserver.Push(t, func(c *push.Config) { c.Window = 5 * time.Millisecond })
+	_, pa, sa := testserver.Push(t, func(c *pushserver.Config) { c.Window = 5 * time.Millisecond })
 	cfg := smallRun(pa, sa)
 	cfg.Duration = time.Minute
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)

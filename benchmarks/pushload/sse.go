@@ -13,7 +13,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/panjf2000/gnet/v2"
 
-	pushproto "github.com/tidegate/tidegate/protocol/push"
+	"github.com/tidegate/tidegate/protocol/push"
 )
 
 // An SSE event's payload is text, so that it is one data line whatever its
@@ -145,8 +145,8 @@ func (cl *sseClient) OnTraffic(c gnet.Conn) gnet.Action {
 			s.named = false
 		case bytes.HasPrefix(line, []byte("event:")):
 			s.named = true
-		case bytes.HasPrefix(line, []byte(pushproto.SSEDataPrefix)) && !s.named:
-			data := line[len(pushproto.SSEDataPrefix):]
+		case bytes.HasPrefix(line, []byte(push.SSEDataPrefix)) && !s.named:
+			data := line[len(push.SSEDataPrefix):]
 			if len(data) > 0 && data[0] == '{' {
 				n, err := dropReport(data)
 				if err != nil {
@@ -186,7 +186,7 @@ func (cl *sseClient) OnTraffic(c gnet.Conn) gnet.Action {
 
 // dropReport reads the count of a {"tidegate.meta":"droppedMessageCount","value":"n"} message.
 func dropReport(data []byte) (int64, error) {
-	prefix := pushproto.AppendDropMeta(nil, 0)
+	prefix := push.AppendDropMeta(nil, 0)
 	prefix = prefix[:len(prefix)-len(`0"}`)]
 	if !bytes.HasPrefix(data, prefix) || !bytes.HasSuffix(data, []byte(`"}`)) {
 		return 0, fmt.Errorf("pushload: SSE meta message %q is no drop report", data)
@@ -208,7 +208,7 @@ type sseReaders struct {
 // waits until every one has its response head.
 func startSSEReaders(cfg Config) (*sseReaders, error) {
 	cl := &sseClient{
-		request: []byte("GET " + pushproto.EventsPath + "?topic=" + url.QueryEscape(cfg.Topic) + " HTTP/1.1\r\nHost: pushload\r\n\r\n"),
+		request: []byte("GET " + push.EventsPath + "?topic=" + url.QueryEscape(cfg.Topic) + " HTTP/1.1\r\nHost: pushload\r\n\r\n"),
 		hist:    hdrhistogram.New(1, 120_000_000, 3),
 	}
 	cl.win0.Store(1<<63 - 1) // nothing recorded until the measurement starts

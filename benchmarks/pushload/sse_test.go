@@ -9,8 +9,8 @@ import (
 
 	"github.com/tidegate/tidegate/benchmarks/ssepeer"
 	"github.com/tidegate/tidegate/internal/testserver"
-	pushproto "github.com/tidegate/tidegate/protocol/push"
-	"github.com/tidegate/tidegate/session/push"
+	"github.com/tidegate/tidegate/protocol/push"
+	"github.com/tidegate/tidegate/session/pushserver"
 )
 
 // startPeer runs the net/http SSE peer on loopback for the test.
@@ -43,7 +43,7 @@ func sseRun(pa, sa string, subscribers int) Config {
 // net/http peer get every event in order, with a latency for the measured
 // ones.
 func TestSSERunDeliversInOrder(t *testing.T) {
-	_, tpa, tsa := testserver.Push(t, func(c *push.Config) { c.Window = 20 * time.Millisecond })
+	_, tpa, tsa := testserver.Push(t, func(c *pushserver.Config) { c.Window = 20 * time.Millisecond })
 	peer, ppa, psa := startPeer(t, 0)
 	for name, addrs := range map[string][2]string{"tidegate": {tpa, tsa}, "nethttp": {ppa, psa}} {
 		t.Run(name, func(t *testing.T) {
@@ -142,7 +142,7 @@ func TestTextEventAndDropReport(t *testing.T) {
 	if _, _, ok := parseTextEvent(p[:MinSSEPayload-1]); ok {
 		t.Fatal("a short payload parsed")
 	}
-	if n, err := dropReport(pushproto.AppendDropMeta(nil, 42)); err != nil || n != 42 {
+	if n, err := dropReport(push.AppendDropMeta(nil, 42)); err != nil || n != 42 {
 		t.Fatalf("drop report: %d, %v", n, err)
 	}
 	if _, err := dropReport([]byte(`{"other":"x"}`)); err == nil {

@@ -14,16 +14,16 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/tidegate/tidegate/internal/testserver"
-	"github.com/tidegate/tidegate/session/push"
+	"github.com/tidegate/tidegate/session/pushserver"
 )
 
 // startMetered runs a push server on ephemeral ports with a metrics
 // listener like the command's: Go, process and push collectors, and pprof.
-func startMetered(t *testing.T, mod func(*push.Config)) (pub, sub, metrics string) {
+func startMetered(t *testing.T, mod func(*pushserver.Config)) (pub, sub, metrics string) {
 	t.Helper()
 	srv, pub, sub := testserver.Push(t, mod)
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), push.NewCollector(srv))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), pushserver.NewCollector(srv))
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/debug/pprof/", httppprof.Index)
@@ -33,7 +33,7 @@ func startMetered(t *testing.T, mod func(*push.Config)) (pub, sub, metrics strin
 }
 
 func TestStuckMeasuresMemoryPerStuckSubscriber(t *testing.T) {
-	pub, sub, metrics := startMetered(t, func(c *push.Config) {
+	pub, sub, metrics := startMetered(t, func(c *pushserver.Config) {
 		c.Window = 20 * time.Millisecond
 		c.HighWatermark = 128 << 10
 		c.MaxBatchBytes = 32 << 10
@@ -44,7 +44,7 @@ func TestStuckMeasuresMemoryPerStuckSubscriber(t *testing.T) {
 		Stuck: 20, StuckRcvBuf: 4096, MetricsURL: metrics, FillTimeout: 30 * time.Second, Steady: 300 * time.Millisecond,
 		// In one process with the race detector, RSS grows with more than
 		// the server: the gate here only has to pass; the bound itself is
-		// tested in session/push and measured with separate processes.
+		// tested in session/pushserver and measured with separate processes.
 		MaxBytesPerStuck: 16 << 20,
 	}
 	r, err := Stuck(context.Background(), cfg)
@@ -66,7 +66,7 @@ func TestStuckMeasuresMemoryPerStuckSubscriber(t *testing.T) {
 }
 
 func TestStuckFailsWithoutMetrics(t *testing.T) {
-	pub, sub, _ := startMetered(t, func(*push.Config) {})
+	pub, sub, _ := startMetered(t, func(*pushserver.Config) {})
 	_, err := Stuck(context.Background(), StuckConfig{
 		Load:  Config{PublishAddr: pub, SubscribeAddr: sub, Subscribers: 1, Topic: "x", Rate: 10, EventsPerFrame: 1, PayloadSize: 8},
 		Stuck: 1, MetricsURL: "http://127.0.0.1:1", FillTimeout: time.Second,

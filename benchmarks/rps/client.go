@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/tidegate/tidegate/benchmarks/procstat"
-	ptlv "github.com/tidegate/tidegate/protocol/tlv"
+	"github.com/tidegate/tidegate/protocol/tlv"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/panjf2000/gnet/v2"
@@ -56,8 +56,8 @@ type Config struct {
 	Timeout time.Duration
 	// Loops is the number of client event loops; 0 means one per core.
 	Loops int
-	// Format is the TLV header layout; zero means ptlv.DefaultFormat.
-	Format ptlv.Format
+	// Format is the TLV header layout; zero means tlv.DefaultFormat.
+	Format tlv.Format
 	// DialTimeout bounds each connect; 0 means DefaultDialTimeout.
 	DialTimeout time.Duration
 	// Logger receives the generator's logs (and gnet's).
@@ -84,8 +84,8 @@ func (c *Config) normalize() error {
 	if c.Warmups < 0 {
 		return fmt.Errorf("rps: warmups %d is negative", c.Warmups)
 	}
-	if c.Format == (ptlv.Format{}) {
-		c.Format = ptlv.DefaultFormat
+	if c.Format == (tlv.Format{}) {
+		c.Format = tlv.DefaultFormat
 	}
 	if err := c.Format.Validate(); err != nil {
 		return fmt.Errorf("rps: %w", err)

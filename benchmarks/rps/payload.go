@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"slices"
 
-	ptlv "github.com/tidegate/tidegate/protocol/tlv"
+	"github.com/tidegate/tidegate/protocol/tlv"
 )
 
 // patternSlack is how far the pattern window slides with the sequence
@@ -33,7 +33,7 @@ type payloads struct {
 
 // newPayloads returns the payloads of a client. It panics if f is invalid or
 // size does not fit its length field, which Config.normalize rules out.
-func newPayloads(f ptlv.Format, client, size int) *payloads {
+func newPayloads(f tlv.Format, client, size int) *payloads {
 	enc, err := f.Encoder()
 	if err != nil {
 		panic(fmt.Sprintf("rps: payloads of %d bytes: %v", size, err))
@@ -44,7 +44,7 @@ func newPayloads(f ptlv.Format, client, size int) *payloads {
 	p.heads = make([]uint64, msgTypes)
 	for typ := range p.heads {
 		var head [8]byte
-		if err := enc.PutHeader(head[:], ptlv.Header{Type: uint16(typ), KeepAlive: true, Length: size}); err != nil {
+		if err := enc.PutHeader(head[:], tlv.Header{Type: uint16(typ), KeepAlive: true, Length: size}); err != nil {
 			panic(fmt.Sprintf("rps: payloads of %d bytes: %v", size, err))
 		}
 		p.heads[typ] = binary.LittleEndian.Uint64(head[:])
@@ -125,7 +125,7 @@ const (
 )
 
 // check compares a decoded response (header h, body) with request seq.
-func (p *payloads) check(h ptlv.Header, body []byte, seq int) verdict {
+func (p *payloads) check(h tlv.Header, body []byte, seq int) verdict {
 	if h.Type != msgType(seq) || !h.KeepAlive || h.Length != p.size || len(body) != p.size {
 		return responseBadHeader
 	}

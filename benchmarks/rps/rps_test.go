@@ -15,9 +15,9 @@ import (
 	"github.com/tidegate/tidegate/benchmarks/goserver"
 	"github.com/tidegate/tidegate/benchmarks/spread"
 	"github.com/tidegate/tidegate/internal/testserver"
-	ptlv "github.com/tidegate/tidegate/protocol/tlv"
+	"github.com/tidegate/tidegate/protocol/tlv"
 	"github.com/tidegate/tidegate/reactor"
-	"github.com/tidegate/tidegate/session/tlv"
+	"github.com/tidegate/tidegate/session/tlvserver"
 
 	"github.com/rs/zerolog"
 )
@@ -28,7 +28,7 @@ func testLogger(t *testing.T) zerolog.Logger {
 
 func startTidegate(t *testing.T) string {
 	t.Helper()
-	srv, err := tlv.New(tlv.Config{Reactor: reactor.Config{Addrs: []string{"tcp://127.0.0.1:0"}, Loops: 2, Logger: testLogger(t)}})
+	srv, err := tlvserver.New(tlvserver.Config{Reactor: reactor.Config{Addrs: []string{"tcp://127.0.0.1:0"}, Loops: 2, Logger: testLogger(t)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func startGoserver(t *testing.T) string {
 // from 0 on this connection) before it is written; mutate returns false to
 // close the connection after writing.
 func echoFrames(c net.Conn, mutate func(i int, frame []byte) bool) {
-	f := ptlv.DefaultFormat
+	f := tlv.DefaultFormat
 	r := bufio.NewReader(c)
 	hdr := make([]byte, f.HeaderLen())
 	for i := 0; ; i++ {
@@ -191,7 +191,7 @@ func TestErrorFrameCountedAsError(t *testing.T) {
 		if _, err := io.ReadFull(c, hdr); err != nil {
 			return
 		}
-		_, _ = c.Write(ptlv.DefaultFormat.AppendError(nil, "no"))
+		_, _ = c.Write(tlv.DefaultFormat.AppendError(nil, "no"))
 	})
 	cfg := baseConfig(t, addr)
 	cfg.Payloads, cfg.Warmups = 4, 0
@@ -260,7 +260,7 @@ func TestConfigValidation(t *testing.T) {
 		{"no payloads", func(c *Config) { c.Payloads = 0 }},
 		{"negative warmups", func(c *Config) { c.Warmups = -1 }},
 		{"negative pipeline", func(c *Config) { c.Pipeline = -1 }},
-		{"body too large", func(c *Config) { c.PayloadSize = ptlv.DefaultFormat.MaxBody + 1 }},
+		{"body too large", func(c *Config) { c.PayloadSize = tlv.DefaultFormat.MaxBody + 1 }},
 		{"negative timeout", func(c *Config) { c.Timeout = -time.Second }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -274,7 +274,7 @@ func TestConfigValidation(t *testing.T) {
 }
 
 func TestPayloadsCatchEveryChangedByte(t *testing.T) {
-	f := ptlv.DefaultFormat
+	f := tlv.DefaultFormat
 	for _, size := range []int{1, 7, 8, 9, 300} {
 		p := newPayloads(f, 3, size)
 		for _, seq := range []int{0, 1, 126, 127, 250, 251, 100000} {
@@ -317,14 +317,14 @@ func TestPayloadsCatchEveryChangedByte(t *testing.T) {
 // every message type, short bodies (whose frames are shorter than the 8-byte
 // header store) and long ones, appended after other bytes.
 func TestRequestsAreFrames(t *testing.T) {
-	for _, f := range []ptlv.Format{ptlv.DefaultFormat, {TypeWidth: 2, LengthWidth: 2, MaxBody: 1000}, {TypeWidth: 1, LengthWidth: 2, MaxBody: 1000}} {
+	for _, f := range []tlv.Format{tlv.DefaultFormat, {TypeWidth: 2, LengthWidth: 2, MaxBody: 1000}, {TypeWidth: 1, LengthWidth: 2, MaxBody: 1000}} {
 		for _, size := range []int{0, 1, 3, 4, 5, 8, 300} {
 			p := newPayloads(f, 7, size)
 			for seq := range 2*127 + 1 {
 				dst := bytes.Repeat([]byte{0xEE}, 3)
 				got := p.appendRequest(dst, seq)
 				body := got[3+f.HeaderLen():]
-				want := f.AppendFrame(bytes.Repeat([]byte{0xEE}, 3), ptlv.Header{Type: uint16(seq % 127), KeepAlive: true}, body)
+				want := f.AppendFrame(bytes.Repeat([]byte{0xEE}, 3), tlv.Header{Type: uint16(seq % 127), KeepAlive: true}, body)
 				if !bytes.Equal(got, want) || len(body) != size {
 					t.Fatalf("%+v size %d seq %d: request % x, want % x", f, size, seq, got, want)
 				}
@@ -338,7 +338,7 @@ func TestRequestsAreFrames(t *testing.T) {
 // check accept: the request's own frame, and no frame with any one byte
 // changed or of another request.
 func TestOwnFrameIsCheck(t *testing.T) {
-	for _, f := range []ptlv.Format{ptlv.DefaultFormat, {TypeWidth: 2, LengthWidth: 2, MaxBody: 1000}} {
+	for _, f := range []tlv.Format{tlv.DefaultFormat, {TypeWidth: 2, LengthWidth: 2, MaxBody: 1000}} {
 		for _, size := range []int{1, 7, 8, 9, 16, 300} {
 			p := newPayloads(f, 3, size)
 			verdict := func(frame []byte, seq int) verdict {
@@ -380,7 +380,7 @@ func TestOwnFrameIsCheck(t *testing.T) {
 // "decode+check" is the per-frame path, taken from the first response that
 // differs.
 func BenchmarkVerify(b *testing.B) {
-	f := ptlv.DefaultFormat
+	f := tlv.DefaultFormat
 	p := newPayloads(f, 1, 16)
 	const pipeline = 64
 	var in []byte

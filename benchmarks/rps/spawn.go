@@ -15,9 +15,9 @@ import (
 
 	"github.com/tidegate/tidegate/benchmarks/goserver"
 	"github.com/tidegate/tidegate/benchmarks/procstat"
-	ptlv "github.com/tidegate/tidegate/protocol/tlv"
+	"github.com/tidegate/tidegate/protocol/tlv"
 	"github.com/tidegate/tidegate/reactor"
-	"github.com/tidegate/tidegate/session/tlv"
+	"github.com/tidegate/tidegate/session/tlvserver"
 
 	"github.com/rs/zerolog"
 )
@@ -26,7 +26,7 @@ import (
 type ServerKind string
 
 const (
-	// Tidegate is tidegate's event-loop TLV server (session/tlv).
+	// Tidegate is tidegate's event-loop TLV server (session/tlvserver).
 	Tidegate ServerKind = "tidegate"
 	// Goroutine is the goroutine-per-connection peer (benchmarks/goserver).
 	Goroutine ServerKind = "goroutine"
@@ -79,7 +79,7 @@ type SpawnConfig struct {
 	// ChildCommand builds the child's command line; required in Child mode.
 	ChildCommand ChildCommandFunc
 	// Format is the TLV layout of an in-process server; zero means the default.
-	Format ptlv.Format
+	Format tlv.Format
 	// Logger receives the in-process server's logs.
 	Logger zerolog.Logger
 	// StartTimeout bounds how long a child may take to accept connections;
@@ -121,7 +121,7 @@ func Spawn(ctx context.Context, cfg SpawnConfig) (*Spawned, error) {
 func spawnInProcess(cfg SpawnConfig, procs int) (*Spawned, error) {
 	switch cfg.Kind {
 	case Tidegate:
-		srv, err := tlv.New(tlv.Config{
+		srv, err := tlvserver.New(tlvserver.Config{
 			Reactor: reactor.Config{Addrs: []string{"tcp://127.0.0.1:0"}, Loops: procs, Logger: cfg.Logger},
 			Format:  cfg.Format,
 		})

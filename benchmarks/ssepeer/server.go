@@ -42,8 +42,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tidegate/tidegate/benchmarks/connset"
-	pushproto "github.com/tidegate/tidegate/protocol/push"
-	ptlv "github.com/tidegate/tidegate/protocol/tlv"
+	"github.com/tidegate/tidegate/protocol/push"
+	"github.com/tidegate/tidegate/protocol/tlv"
 )
 
 // DefaultBuffer is the default capacity, in events, of a subscriber's
@@ -132,7 +132,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, pubLn: pl, subLn: sl, topics: map[string]map[*subscriber]struct{}{}}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+pushproto.EventsPath, s.serveEvents)
+	mux.HandleFunc("GET "+push.EventsPath, s.serveEvents)
 	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ConnState: func(_ net.Conn, st http.ConnState) {
 		switch st {
 		case http.StateNew:
@@ -201,7 +201,7 @@ func (s *Server) Stats() Stats {
 
 func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 	topic := r.URL.Query().Get("topic")
-	if err := pushproto.CheckTopic([]byte(topic)); err != nil {
+	if err := push.CheckTopic([]byte(topic)); err != nil {
 		http.Error(w, fmt.Sprintf("topic %q: %v", topic, err), http.StatusBadRequest)
 		return
 	}
@@ -235,7 +235,7 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 			}
 			fl.Flush()
 		case <-ping:
-			if _, err := io.WriteString(w, pushproto.SSEPing); err != nil {
+			if _, err := io.WriteString(w, push.SSEPing); err != nil {
 				return
 			}
 			fl.Flush()
@@ -323,7 +323,7 @@ func (s *Server) acceptPublishers() {
 // servePublisher reads publish frames until the publisher closes; a bad
 // frame gets a TLV error frame and ends the connection.
 func (s *Server) servePublisher(c net.Conn) error {
-	f := ptlv.DefaultFormat
+	f := tlv.DefaultFormat
 	r := bufio.NewReaderSize(c, 64<<10)
 	hdr := make([]byte, f.HeaderLen())
 	var body []byte
@@ -335,8 +335,8 @@ func (s *Server) servePublisher(c net.Conn) error {
 		if err == nil {
 			err = f.CheckRequest(h)
 		}
-		if err == nil && h.Type != pushproto.TypePublish {
-			err = fmt.Errorf("frame type %d: want %d (publish)", h.Type, pushproto.TypePublish)
+		if err == nil && h.Type != push.TypePublish {
+			err = fmt.Errorf("frame type %d: want %d (publish)", h.Type, push.TypePublish)
 		}
 		if err != nil {
 			return s.reject(c, err)
@@ -348,7 +348,7 @@ func (s *Server) servePublisher(c net.Conn) error {
 		if _, err := io.ReadFull(r, body); err != nil {
 			return err
 		}
-		p, err := pushproto.ParsePublish(body, pushproto.DefaultLimits)
+		p, err := push.ParsePublish(body, push.DefaultLimits)
 		if err != nil {
 			return s.reject(c, err)
 		}
@@ -357,7 +357,7 @@ func (s *Server) servePublisher(c net.Conn) error {
 			if !ok {
 				break
 			}
-			s.fanOut(p.Topic, pushproto.AppendSSEEvent(make([]byte, 0, len(payload)+len(pushproto.SSEDataPrefix)+2), payload))
+			s.fanOut(p.Topic, push.AppendSSEEvent(make([]byte, 0, len(payload)+len(push.SSEDataPrefix)+2), payload))
 		}
 		s.published.Add(int64(p.Count))
 	}
@@ -365,6 +365,6 @@ func (s *Server) servePublisher(c net.Conn) error {
 
 func (s *Server) reject(c net.Conn, err error) error {
 	s.badFrames.Add(1)
-	_, _ = c.Write(ptlv.DefaultFormat.AppendError(nil, err.Error()))
+	_, _ = c.Write(tlv.DefaultFormat.AppendError(nil, err.Error()))
 	return fmt.Errorf("ssepeer: bad publish frame: %w", err)
 }

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/tidegate/tidegate/internal/leaktest"
-	pushproto "github.com/tidegate/tidegate/protocol/push"
-	ptlv "github.com/tidegate/tidegate/protocol/tlv"
+	"github.com/tidegate/tidegate/protocol/push"
+	"github.com/tidegate/tidegate/protocol/tlv"
 )
 
 // TestMain fails the run when the tests leave goroutines running or, on
@@ -38,11 +38,11 @@ func start(t *testing.T, buffer int) *Server {
 
 func publishFrame(t *testing.T, topic string, events ...[]byte) []byte {
 	t.Helper()
-	body, err := pushproto.AppendPublish(nil, []byte(topic), events...)
+	body, err := push.AppendPublish(nil, []byte(topic), events...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return ptlv.DefaultFormat.AppendFrame(nil, ptlv.Header{Type: pushproto.TypePublish}, body)
+	return tlv.DefaultFormat.AppendFrame(nil, tlv.Header{Type: push.TypePublish}, body)
 }
 
 // subscribe opens an SSE stream and reads its response head.
@@ -103,13 +103,13 @@ func TestEventsInOrderAndBadFrame(t *testing.T) {
 			}
 		}
 	}
-	if _, err := pc.Write(ptlv.DefaultFormat.AppendFrame(nil, ptlv.Header{Type: 2}, []byte("x"))); err != nil {
+	if _, err := pc.Write(tlv.DefaultFormat.AppendFrame(nil, tlv.Header{Type: 2}, []byte("x"))); err != nil {
 		t.Fatal(err)
 	}
 	_ = pc.SetReadDeadline(time.Now().Add(10 * time.Second))
 	reply, _ := io.ReadAll(pc)
-	h, _, err := ptlv.DefaultFormat.Decode(reply)
-	if err != nil || h.Type != ptlv.DefaultFormat.ErrorType() {
+	h, _, err := tlv.DefaultFormat.Decode(reply)
+	if err != nil || h.Type != tlv.DefaultFormat.ErrorType() {
 		t.Fatalf("reply to a bad frame %q: type %d, %v", reply, h.Type, err)
 	}
 	if st := s.Stats(); st.Published != 4 || st.BadFrames != 1 || st.Subscribers != 2 {

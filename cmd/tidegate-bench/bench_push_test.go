@@ -7,14 +7,14 @@ import (
 	"time"
 
 	"github.com/tidegate/tidegate/internal/testserver"
-	"github.com/tidegate/tidegate/session/push"
+	"github.com/tidegate/tidegate/session/pushserver"
 )
 
 // TestBenchPushExitsNonZeroWhenInterrupted: a clean run prints its line and
 // exits 0; a run interrupted during its measurement prints no result and
 // exits non-zero.
 func TestBenchPushExitsNonZeroWhenInterrupted(t *testing.T) {
-	_, pa, sa := testserver.Push(t, func(c *push.Config) { c.Loops, c.Window = 1, 5*time.Millisecond })
+	_, pa, sa := testserver.Push(t, func(c *pushserver.Config) { c.Loops, c.Window = 1, 5*time.Millisecond })
 	args := []string{"bench", "push", "--publish", pa, "--subscribe", sa, "--subscribers", "3", "--rate", "1000",
 		"--payload", "16", "--warmup", "50ms", "--drain", "1s", "--log-level", "warn"}
 	out, err := runApp(t, append(args, "--duration", "200ms")...)

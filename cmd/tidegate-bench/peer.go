@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/tidegate/tidegate/benchmarks/goserver"
-	ptlv "github.com/tidegate/tidegate/protocol/tlv"
+	"github.com/tidegate/tidegate/protocol/tlv"
 
 	"github.com/urfave/cli/v2"
 
@@ -44,7 +44,7 @@ func peerTLVGoroutineCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			f, err := ptlv.NewFormat(c.Int("type-width"), c.Int("length-width"), c.Int("max-body"))
+			f, err := tlv.NewFormat(c.Int("type-width"), c.Int("length-width"), c.Int("max-body"))
 			if err != nil {
 				return err
 			}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/tidegate/tidegate/internal/waitfor"
 	"github.com/tidegate/tidegate/reactor"
-	"github.com/tidegate/tidegate/session/tlv"
+	"github.com/tidegate/tidegate/session/tlvserver"
 )
 
 // proxyConfig writes a proxy configuration with one minecraft listener on an
@@ -180,7 +180,7 @@ func TestServeAndPushAndBackendMetrics(t *testing.T) {
 // TestStoppedServerFailsHealthz stops a server under a running metrics
 // listener; draining fails only readiness.
 func TestStoppedServerFailsHealthz(t *testing.T) {
-	srv, err := tlv.New(tlv.Config{Reactor: reactor.Config{Addrs: []string{"127.0.0.1:0"}, Loops: 1, Logger: zerolog.Nop()}})
+	srv, err := tlvserver.New(tlvserver.Config{Reactor: reactor.Config{Addrs: []string{"127.0.0.1:0"}, Loops: 1, Logger: zerolog.Nop()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +189,7 @@ func TestStoppedServerFailsHealthz(t *testing.T) {
 	}
 	h := newHealthRegistry()
 	h.addServer("tlv", srv.Reactor())
-	addr, stopMetrics, err := serveMetrics("127.0.0.1:0", h, nil, tlv.NewCollector(srv))
+	addr, stopMetrics, err := serveMetrics("127.0.0.1:0", h, nil, tlvserver.NewCollector(srv))
 	if err != nil {
 		t.Fatal(err)
 	}

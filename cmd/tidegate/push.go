@@ -9,12 +9,12 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
 
-	"github.com/tidegate/tidegate/session/push"
+	"github.com/tidegate/tidegate/session/pushserver"
 )
 
 // pushCommand runs the fan-out push server.
 func pushCommand() *cli.Command {
-	def := push.DefaultConfig()
+	def := pushserver.DefaultConfig()
 	return &cli.Command{
 		Name:  "push",
 		Usage: "run the fan-out push server (Mantis push: legacy TCP framing and Server-Sent Events)",
@@ -57,7 +57,7 @@ func pushCommand() *cli.Command {
 			if err != nil {
 				return configError(err)
 			}
-			cfg := push.DefaultConfig()
+			cfg := pushserver.DefaultConfig()
 			cfg.PublishAddr = c.String("publish-listen")
 			cfg.SubscribeAddr = c.String("subscribe-listen")
 			cfg.Window = c.Duration("window")
@@ -80,8 +80,8 @@ func pushCommand() *cli.Command {
 
 // runPush starts the push server of cfg and serves until a signal, or until
 // an engine ends, logging its counters every --stats-interval.
-func runPush(c *cli.Context, cfg push.Config, log zerolog.Logger) error {
-	srv, err := push.New(cfg)
+func runPush(c *cli.Context, cfg pushserver.Config, log zerolog.Logger) error {
+	srv, err := pushserver.New(cfg)
 	if err != nil {
 		return configError(fmt.Errorf("push server: %w", err))
 	}
@@ -99,7 +99,7 @@ func runPush(c *cli.Context, cfg push.Config, log zerolog.Logger) error {
 	pub, sub := srv.Reactors()
 	h.addServer("publish", pub)
 	h.addServer("subscribe", sub)
-	metricsAddr, stopMetrics, err := startMetrics(c, log, h, nil, push.NewCollector(srv))
+	metricsAddr, stopMetrics, err := startMetrics(c, log, h, nil, pushserver.NewCollector(srv))
 	if err != nil {
 		return stopAfter(err, srv.Stop)
 	}
@@ -119,7 +119,7 @@ func runPush(c *cli.Context, cfg push.Config, log zerolog.Logger) error {
 }
 
 // logPushStats logs srv's counters every d until quit is closed.
-func logPushStats(log zerolog.Logger, srv *push.Server, d time.Duration, quit <-chan struct{}) {
+func logPushStats(log zerolog.Logger, srv *pushserver.Server, d time.Duration, quit <-chan struct{}) {
 	t := time.NewTicker(d)
 	defer t.Stop()
 	for {

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"time"
 
-	ptlv "github.com/tidegate/tidegate/protocol/tlv"
-	"github.com/tidegate/tidegate/session/tlv"
+	"github.com/tidegate/tidegate/protocol/tlv"
+	"github.com/tidegate/tidegate/session/tlvserver"
 
 	"github.com/urfave/cli/v2"
 )
@@ -38,13 +38,13 @@ func runServe(c *cli.Context) error {
 	if err != nil {
 		return configError(err)
 	}
-	f, err := ptlv.NewFormat(c.Int("type-width"), c.Int("length-width"), c.Int("max-body"))
+	f, err := tlv.NewFormat(c.Int("type-width"), c.Int("length-width"), c.Int("max-body"))
 	if err != nil {
 		return configError(err)
 	}
 	rc := reactorConfig(c, c.String("listen"))
 	rc.Logger = log
-	srv, err := tlv.New(tlv.Config{Reactor: rc, Format: f, IdleTimeout: c.Duration("idle-timeout")})
+	srv, err := tlvserver.New(tlvserver.Config{Reactor: rc, Format: f, IdleTimeout: c.Duration("idle-timeout")})
 	if err != nil {
 		return configError(err)
 	}
@@ -62,7 +62,7 @@ func runServe(c *cli.Context) error {
 		Int("max_body", f.MaxBody).Msg("TLV server listening")
 	h := newHealthRegistry()
 	h.addServer("tlv", srv.Reactor())
-	metricsAddr, stopMetrics, err := startMetrics(c, log, h, nil, tlv.NewCollector(srv))
+	metricsAddr, stopMetrics, err := startMetrics(c, log, h, nil, tlvserver.NewCollector(srv))
 	if err != nil {
 		return stopAfter(err, srv.Stop)
 	}

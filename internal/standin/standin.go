@@ -19,7 +19,7 @@ import (
 
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/proxy"
-	"github.com/tidegate/tidegate/session/tlv"
+	"github.com/tidegate/tidegate/session/tlvserver"
 )
 
 // stopTimeout bounds the stop after SIGTERM.
@@ -112,7 +112,7 @@ func runServe(args []string) error {
 	}); err != nil {
 		return err
 	}
-	srv, err := tlv.New(tlv.Config{Reactor: reactor.Config{Addrs: []string{listen}, Loops: loops}})
+	srv, err := tlvserver.New(tlvserver.Config{Reactor: reactor.Config{Addrs: []string{listen}, Loops: loops}})
 	if err != nil {
 		return err
 	}

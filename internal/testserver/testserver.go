@@ -12,8 +12,8 @@ import (
 
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/mcbackend"
-	"github.com/tidegate/tidegate/session/push"
-	"github.com/tidegate/tidegate/session/tlv"
+	"github.com/tidegate/tidegate/session/pushserver"
+	"github.com/tidegate/tidegate/session/tlvserver"
 )
 
 // stopTimeout bounds a server's stop at the end of a test.
@@ -84,7 +84,7 @@ func start(t testing.TB, start func() error, stop func(context.Context) error, d
 // loops event loops and returns its address.
 func TLV(t testing.TB, loops int) string {
 	t.Helper()
-	srv, err := tlv.New(tlv.Config{Reactor: reactor.Config{Addrs: []string{"127.0.0.1:0"}, Loops: loops}})
+	srv, err := tlvserver.New(tlvserver.Config{Reactor: reactor.Config{Addrs: []string{"127.0.0.1:0"}, Loops: loops}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,14 +95,14 @@ func TLV(t testing.TB, loops int) string {
 // Push starts tidegate's push server on ephemeral loopback ports with two
 // subscriber loops, after mod changes its default configuration, and
 // returns it with its publish and subscribe addresses.
-func Push(t testing.TB, mod func(*push.Config)) (srv *push.Server, pub, sub string) {
+func Push(t testing.TB, mod func(*pushserver.Config)) (srv *pushserver.Server, pub, sub string) {
 	t.Helper()
-	cfg := push.DefaultConfig()
+	cfg := pushserver.DefaultConfig()
 	cfg.PublishAddr, cfg.SubscribeAddr, cfg.Loops = "tcp://127.0.0.1:0", "tcp://127.0.0.1:0", 2
 	if mod != nil {
 		mod(&cfg)
 	}
-	srv, err := push.New(cfg)
+	srv, err := pushserver.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

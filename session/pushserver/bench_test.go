@@ -1,6 +1,6 @@
 //go:build linux
 
-package push
+package pushserver
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	pushproto "github.com/tidegate/tidegate/protocol/push"
+	"github.com/tidegate/tidegate/protocol/push"
 	"github.com/tidegate/tidegate/reactor"
 )
 
@@ -90,9 +90,9 @@ func (k *kernelSink) writev(b *testing.B, bs [][]byte) {
 // copyLegacy is the pre-wrap path: one fresh array of the batch's total size,
 // everything copied in.
 func copyLegacy(topic []byte, ds []*delivery, eventBytes int) []byte {
-	out := make([]byte, pushproto.FrameHeaderLen(len(topic))+eventBytes)
-	pushproto.PutFrameHeader(out, topic, eventBytes)
-	off := pushproto.FrameHeaderLen(len(topic))
+	out := make([]byte, push.FrameHeaderLen(len(topic))+eventBytes)
+	push.PutFrameHeader(out, topic, eventBytes)
+	off := push.FrameHeaderLen(len(topic))
 	for _, d := range ds {
 		for i := range d.events {
 			off += copy(out[off:], d.events[i].wire)
@@ -121,7 +121,7 @@ func copySSE(ds []*delivery) []byte {
 
 // wrapLegacy references every component: the header and each event.
 func wrapLegacy(iov [][]byte, hdr, topic []byte, ds []*delivery, eventBytes int) [][]byte {
-	pushproto.PutFrameHeader(hdr, topic, eventBytes)
+	push.PutFrameHeader(hdr, topic, eventBytes)
 	iov = append(iov, hdr)
 	for _, d := range ds {
 		for i := range d.events {
@@ -161,7 +161,7 @@ func BenchmarkBatchWrite(b *testing.B) {
 				want = copySSE(ds)
 			}
 			// The arms must agree byte for byte before anything is timed.
-			hdr := make([]byte, pushproto.FrameHeaderLen(len(topic)))
+			hdr := make([]byte, push.FrameHeaderLen(len(topic)))
 			var wrapped [][]byte
 			var batch reactor.Batch
 			if shape == "bare" {

@@ -1,11 +1,11 @@
-package tlv
+package tlvserver
 
 import (
 	"bytes"
 	"errors"
 	"testing"
 
-	ptlv "github.com/tidegate/tidegate/protocol/tlv"
+	"github.com/tidegate/tidegate/protocol/tlv"
 	"github.com/tidegate/tidegate/reactor"
 )
 
@@ -15,7 +15,7 @@ type handlerFunc func(typ uint16, req []byte) (uint16, []byte)
 func (h handlerFunc) Serve(typ uint16, req []byte) (uint16, []byte) { return h(typ, req) }
 
 // newUnstarted returns a server that is never started, for its request loop.
-func newUnstarted(t testing.TB, f ptlv.Format, h Handler) *Server {
+func newUnstarted(t testing.TB, f tlv.Format, h Handler) *Server {
 	t.Helper()
 	s, err := New(Config{Reactor: reactor.Config{Addrs: []string{"tcp://127.0.0.1:0"}, Loops: 1}, Format: f, Handler: h})
 	if err != nil {
@@ -35,10 +35,10 @@ func batchBytes(batch *reactor.Batch) []byte {
 }
 
 func TestAnswer(t *testing.T) {
-	f := ptlv.Format{TypeWidth: 1, LengthWidth: 4, MaxBody: 8192}
-	wide := ptlv.Format{TypeWidth: 2, LengthWidth: 2, MaxBody: 1000}
-	frame := func(f ptlv.Format, typ uint16, ka bool, body string) []byte {
-		return f.AppendFrame(nil, ptlv.Header{Type: typ, KeepAlive: ka}, []byte(body))
+	f := tlv.Format{TypeWidth: 1, LengthWidth: 4, MaxBody: 8192}
+	wide := tlv.Format{TypeWidth: 2, LengthWidth: 2, MaxBody: 1000}
+	frame := func(f tlv.Format, typ uint16, ka bool, body string) []byte {
+		return f.AppendFrame(nil, tlv.Header{Type: typ, KeepAlive: ka}, []byte(body))
 	}
 	cat := func(frames ...[]byte) []byte { return bytes.Join(frames, nil) }
 	big := string(bytes.Repeat([]byte("B"), 5000)) // past the batch's copy crossover: referenced
@@ -65,14 +65,14 @@ func TestAnswer(t *testing.T) {
 	})
 	cases := []struct {
 		name       string
-		f          ptlv.Format
+		f          tlv.Format
 		h          Handler
 		in         []byte
 		out        []byte
 		consumed   int
 		requests   int64
 		closeAfter bool
-		bad        ptlv.Reason
+		bad        tlv.Reason
 		badIs      error // the bad frame wraps it (with bad == 0)
 	}{
 		{name: "empty", f: f, h: Echo{}},
@@ -97,17 +97,17 @@ func TestAnswer(t *testing.T) {
 		},
 		{
 			name: "body too large after good ones", f: f, h: Echo{},
-			in:  cat(frame(f, 1, true, "a"), f.AppendHeader(nil, ptlv.Header{Type: 2, KeepAlive: true, Length: 8193})),
-			out: frame(f, 1, true, "a"), consumed: 6, requests: 1, bad: ptlv.ReasonBodyTooLarge,
+			in:  cat(frame(f, 1, true, "a"), f.AppendHeader(nil, tlv.Header{Type: 2, KeepAlive: true, Length: 8193})),
+			out: frame(f, 1, true, "a"), consumed: 6, requests: 1, bad: tlv.ReasonBodyTooLarge,
 		},
 		{
 			name: "error type from client", f: f, h: Echo{},
 			in:  cat(frame(f, 1, true, "a"), frame(f, f.ErrorType(), true, "e")),
-			out: frame(f, 1, true, "a"), consumed: 6, requests: 1, bad: ptlv.ReasonErrorTypeFromClient,
+			out: frame(f, 1, true, "a"), consumed: 6, requests: 1, bad: tlv.ReasonErrorTypeFromClient,
 		},
 		{
 			name: "error type without keep-alive, partial", f: f, h: Echo{},
-			in: frame(f, f.ErrorType(), false, "eee")[:5], bad: ptlv.ReasonErrorTypeFromClient,
+			in: frame(f, f.ErrorType(), false, "eee")[:5], bad: tlv.ReasonErrorTypeFromClient,
 		},
 		{
 			name: "own responses between echoed ones", f: f, h: upper,
@@ -138,17 +138,17 @@ func TestAnswer(t *testing.T) {
 		{
 			name: "2-byte error type", f: wide, h: Echo{},
 			in: cat(frame(wide, 9, true, ""), frame(wide, 0x7FFF, true, "")), out: frame(wide, 9, true, ""),
-			consumed: 4, requests: 1, bad: ptlv.ReasonErrorTypeFromClient,
+			consumed: 4, requests: 1, bad: tlv.ReasonErrorTypeFromClient,
 		},
 		{
 			name: "response type the format cannot carry", f: f, h: unframable,
 			in:  cat(frame(f, 1, true, "a"), frame(f, 3, true, "b"), frame(f, 2, true, "c"), frame(f, 1, true, "d")),
-			out: cat(frame(f, 1, true, "a"), frame(f, 3, true, "B")), consumed: 12, requests: 2, badIs: ptlv.ErrHeaderRange,
+			out: cat(frame(f, 1, true, "a"), frame(f, 3, true, "B")), consumed: 12, requests: 2, badIs: tlv.ErrHeaderRange,
 		},
 		{
 			name: "response longer than the length field", f: wide, h: unframable,
 			in:  cat(frame(wide, 1, true, "a"), frame(wide, 4, true, "b")),
-			out: frame(wide, 1, true, "a"), consumed: 5, requests: 1, badIs: ptlv.ErrHeaderRange,
+			out: frame(wide, 1, true, "a"), consumed: 5, requests: 1, badIs: tlv.ErrHeaderRange,
 		},
 	}
 	for _, tc := range cases {
@@ -164,7 +164,7 @@ func TestAnswer(t *testing.T) {
 				t.Errorf("consumed %d, requests %d, closeAfter %v; want %d, %d, %v",
 					consumed, requests, closeAfter, tc.consumed, tc.requests, tc.closeAfter)
 			}
-			var fe *ptlv.FrameError
+			var fe *tlv.FrameError
 			switch {
 			case tc.badIs != nil:
 				if !errors.Is(bad, tc.badIs) || errors.As(bad, &fe) {
@@ -198,12 +198,12 @@ func BenchmarkAnswer(b *testing.B) {
 		{"own-response", handlerFunc(func(typ uint16, req []byte) (uint16, []byte) { return typ, req[:len(req)-1] })},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			f := ptlv.DefaultFormat
+			f := tlv.DefaultFormat
 			s := newUnstarted(b, f, bc.h)
 			const pipeline = 64
 			var in []byte
 			for i := range pipeline {
-				in = f.AppendFrame(in, ptlv.Header{Type: uint16(i % 127), KeepAlive: true}, bytes.Repeat([]byte{byte(i)}, 16))
+				in = f.AppendFrame(in, tlv.Header{Type: uint16(i % 127), KeepAlive: true}, bytes.Repeat([]byte{byte(i)}, 16))
 			}
 			var batch reactor.Batch
 			b.ReportAllocs()

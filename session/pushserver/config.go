@@ -1,4 +1,4 @@
-package push
+package pushserver
 
 import (
 	"fmt"
@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	pushproto "github.com/tidegate/tidegate/protocol/push"
+	"github.com/tidegate/tidegate/protocol/push"
 	"github.com/tidegate/tidegate/protocol/tlv"
 )
 
@@ -71,7 +71,7 @@ type Config struct {
 	// may have queued before it stops being read.
 	MaxInflight int
 	// Limits bound a publish body.
-	Limits pushproto.Limits
+	Limits push.Limits
 	// Format is the publishers' TLV framing.
 	Format tlv.Format
 	// MaxHeader bounds an SSE subscriber's HTTP request head.
@@ -102,9 +102,9 @@ func DefaultConfig() Config {
 		MaxBatchBytes:      1 << 20,
 		MaxTopics:          1 << 16,
 		MaxInflight:        64,
-		Limits:             pushproto.DefaultLimits,
+		Limits:             push.DefaultLimits,
 		Format:             tlv.DefaultFormat,
-		MaxHeader:          pushproto.DefaultMaxHeader,
+		MaxHeader:          push.DefaultMaxHeader,
 		Tick:               10 * time.Millisecond,
 		Logger:             zerolog.Nop(),
 	}
@@ -144,8 +144,8 @@ func (c *Config) Validate() error {
 	if err := c.Format.Validate(); err != nil {
 		return fmt.Errorf("push: publish format: %w", err)
 	}
-	if c.Format.ErrorType() < pushproto.TypePublish+1 {
-		return fmt.Errorf("push: publish format error type %d leaves no room for type %d", c.Format.ErrorType(), pushproto.TypePublish)
+	if c.Format.ErrorType() < push.TypePublish+1 {
+		return fmt.Errorf("push: publish format error type %d leaves no room for type %d", c.Format.ErrorType(), push.TypePublish)
 	}
 	if c.MaxHeader < 64 {
 		return fmt.Errorf("push: max HTTP header %d bytes is below 64", c.MaxHeader)

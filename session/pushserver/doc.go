@@ -130,4 +130,4 @@
 // and are exempt), its not-writable limit and the next look at its queued
 // output. Deadlines that move later do not move the timer; it re-arms itself
 // when it fires early.
-package push
+package pushserver

@@ -1,4 +1,4 @@
-package tlv
+package tlvserver
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	ptlv "github.com/tidegate/tidegate/protocol/tlv"
+	"github.com/tidegate/tidegate/protocol/tlv"
 	"github.com/tidegate/tidegate/reactor"
 
 	"github.com/rs/zerolog"
@@ -53,7 +53,7 @@ func dial(t *testing.T, s *Server) net.Conn {
 }
 
 // readFrame reads one whole frame.
-func readFrame(t *testing.T, r io.Reader, f ptlv.Format) (ptlv.Header, []byte) {
+func readFrame(t *testing.T, r io.Reader, f tlv.Format) (tlv.Header, []byte) {
 	t.Helper()
 	hdr := make([]byte, f.HeaderLen())
 	if _, err := io.ReadFull(r, hdr); err != nil {
@@ -71,7 +71,7 @@ func readFrame(t *testing.T, r io.Reader, f ptlv.Format) (ptlv.Header, []byte) {
 }
 
 func TestPipelinedEchoInOrder(t *testing.T) {
-	for _, f := range []ptlv.Format{ptlv.DefaultFormat, {TypeWidth: 2, LengthWidth: 2, MaxBody: 60000}} {
+	for _, f := range []tlv.Format{tlv.DefaultFormat, {TypeWidth: 2, LengthWidth: 2, MaxBody: 60000}} {
 		s := startServer(t, Config{Format: f})
 		c := dial(t, s)
 		rng := rand.New(rand.NewPCG(7, 8))
@@ -88,7 +88,7 @@ func TestPipelinedEchoInOrder(t *testing.T) {
 			}
 			typ := uint16(1 + rng.IntN(int(f.ErrorType())-1))
 			reqs = append(reqs, req{typ, body})
-			stream = f.AppendFrame(stream, ptlv.Header{Type: typ, KeepAlive: true}, body)
+			stream = f.AppendFrame(stream, tlv.Header{Type: typ, KeepAlive: true}, body)
 		}
 		// Write in random pieces so frames split across reads.
 		go func() {
@@ -116,11 +116,11 @@ func TestPipelinedEchoInOrder(t *testing.T) {
 func TestNoKeepAliveClosesAfterResponse(t *testing.T) {
 	s := startServer(t, Config{})
 	c := dial(t, s)
-	f := ptlv.DefaultFormat
+	f := tlv.DefaultFormat
 	body := bytes.Repeat([]byte("z"), 200000)
-	msg := f.AppendFrame(nil, ptlv.Header{Type: 3, KeepAlive: true}, []byte("first"))
-	msg = f.AppendFrame(msg, ptlv.Header{Type: 4}, body)
-	msg = f.AppendFrame(msg, ptlv.Header{Type: 5, KeepAlive: true}, []byte("never answered"))
+	msg := f.AppendFrame(nil, tlv.Header{Type: 3, KeepAlive: true}, []byte("first"))
+	msg = f.AppendFrame(msg, tlv.Header{Type: 4}, body)
+	msg = f.AppendFrame(msg, tlv.Header{Type: 5, KeepAlive: true}, []byte("never answered"))
 	if _, err := c.Write(msg); err != nil {
 		t.Fatal(err)
 	}
@@ -139,20 +139,20 @@ func TestNoKeepAliveClosesAfterResponse(t *testing.T) {
 }
 
 func TestBadFramesGetErrorFrameAndClose(t *testing.T) {
-	f := ptlv.Format{TypeWidth: 1, LengthWidth: 4, MaxBody: 1024}
+	f := tlv.Format{TypeWidth: 1, LengthWidth: 4, MaxBody: 1024}
 	cases := []struct {
 		name   string
 		frame  []byte
 		reason string
 	}{
-		{"body over maximum", f.AppendHeader(nil, ptlv.Header{Type: 1, KeepAlive: true, Length: 5000}), "body_too_large"},
-		{"error type from client", f.AppendFrame(nil, ptlv.Header{Type: f.ErrorType(), KeepAlive: true}, []byte("x")), "error_type_from_client"},
+		{"body over maximum", f.AppendHeader(nil, tlv.Header{Type: 1, KeepAlive: true, Length: 5000}), "body_too_large"},
+		{"error type from client", f.AppendFrame(nil, tlv.Header{Type: f.ErrorType(), KeepAlive: true}, []byte("x")), "error_type_from_client"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s := startServer(t, Config{Format: f})
 			c := dial(t, s)
-			good := f.AppendFrame(nil, ptlv.Header{Type: 2, KeepAlive: true}, []byte("ok"))
+			good := f.AppendFrame(nil, tlv.Header{Type: 2, KeepAlive: true}, []byte("ok"))
 			if _, err := c.Write(append(good, tc.frame...)); err != nil {
 				t.Fatal(err)
 			}
@@ -177,7 +177,7 @@ func TestBadFramesGetErrorFrameAndClose(t *testing.T) {
 // response the Format cannot carry is not sent: the responses before it
 // are, then an error frame naming the length, then the connection closes.
 func TestUnframableResponseGetsErrorFrameAndClose(t *testing.T) {
-	f := ptlv.Format{TypeWidth: 1, LengthWidth: 2, MaxBody: 1024}
+	f := tlv.Format{TypeWidth: 1, LengthWidth: 2, MaxBody: 1024}
 	long := make([]byte, 70000)
 	s := startServer(t, Config{Format: f, Handler: handlerFunc(func(typ uint16, req []byte) (uint16, []byte) {
 		if typ == 9 {
@@ -186,9 +186,9 @@ func TestUnframableResponseGetsErrorFrameAndClose(t *testing.T) {
 		return typ, req
 	})})
 	c := dial(t, s)
-	msg := f.AppendFrame(nil, ptlv.Header{Type: 2, KeepAlive: true}, []byte("ok"))
-	msg = f.AppendFrame(msg, ptlv.Header{Type: 9, KeepAlive: true}, []byte("long"))
-	msg = f.AppendFrame(msg, ptlv.Header{Type: 3, KeepAlive: true}, []byte("never answered"))
+	msg := f.AppendFrame(nil, tlv.Header{Type: 2, KeepAlive: true}, []byte("ok"))
+	msg = f.AppendFrame(msg, tlv.Header{Type: 9, KeepAlive: true}, []byte("long"))
+	msg = f.AppendFrame(msg, tlv.Header{Type: 3, KeepAlive: true}, []byte("never answered"))
 	if _, err := c.Write(msg); err != nil {
 		t.Fatal(err)
 	}
@@ -214,9 +214,9 @@ func TestNonReadingClientStaysBounded(t *testing.T) {
 	cfg := Config{Reactor: reactor.Config{Loops: 1, HighWatermark: 256 << 10, LowWatermark: 128 << 10}}
 	s := startServer(t, cfg)
 	c := dial(t, s)
-	f := ptlv.DefaultFormat
+	f := tlv.DefaultFormat
 	body := bytes.Repeat([]byte("p"), 4000)
-	frame := f.AppendFrame(nil, ptlv.Header{Type: 9, KeepAlive: true}, body)
+	frame := f.AppendFrame(nil, tlv.Header{Type: 9, KeepAlive: true}, body)
 	const total = 20000 // 80 MB of requests
 	runtime.GC()
 	var before runtime.MemStats

@@ -1,9 +1,9 @@
-package push
+package pushserver
 
 import (
 	"math"
 
-	pushproto "github.com/tidegate/tidegate/protocol/push"
+	"github.com/tidegate/tidegate/protocol/push"
 	"github.com/tidegate/tidegate/reactor"
 )
 
@@ -15,7 +15,7 @@ type event struct {
 	sse       int32 // length of its SSE encoding
 }
 
-func (e *event) payload() []byte { return e.wire[pushproto.EventHeaderLen:] }
+func (e *event) payload() []byte { return e.wire[push.EventHeaderLen:] }
 
 // delivery is the events of one publish frame. It is immutable once built.
 type delivery struct {
@@ -34,8 +34,8 @@ func (d *delivery) size(sse bool) int {
 
 // newDelivery stores the events of p once: one array for all of them, each
 // event in its legacy encoding.
-func newDelivery(p *pushproto.Publish) *delivery {
-	arena := make([]byte, p.Count*pushproto.EventHeaderLen+p.PayloadBytes)
+func newDelivery(p *push.Publish) *delivery {
+	arena := make([]byte, p.Count*push.EventHeaderLen+p.PayloadBytes)
 	d := &delivery{events: make([]event, 0, p.Count), bytes: len(arena)}
 	off := 0
 	for it := p.Events(); ; {
@@ -43,10 +43,10 @@ func newDelivery(p *pushproto.Publish) *delivery {
 		if !ok {
 			break
 		}
-		w := arena[off : off+pushproto.EventHeaderLen+len(payload)]
-		pushproto.PutEventHeader(w, pushproto.OpNext, len(payload))
-		copy(w[pushproto.EventHeaderLen:], payload)
-		ml := pushproto.HasLineBreak(payload)
+		w := arena[off : off+push.EventHeaderLen+len(payload)]
+		push.PutEventHeader(w, push.OpNext, len(payload))
+		copy(w[push.EventHeaderLen:], payload)
+		ml := push.HasLineBreak(payload)
 		e := event{wire: w, multiline: ml, sse: int32(sseSize(payload, ml))}
 		d.events = append(d.events, e)
 		d.sseBytes += int(e.sse)
@@ -62,7 +62,7 @@ func sseSize(payload []byte, multiline bool) int {
 	}
 	n := len(sseLineEnd)
 	for p := payload; ; {
-		line, rest, found := pushproto.CutLine(p)
+		line, rest, found := push.CutLine(p)
 		n += len(sseDataPrefix) + len(line) + len(sseLineEnd)
 		if !found {
 			return n
@@ -84,15 +84,15 @@ func (e *event) size(sse bool) int {
 func batchOverhead(sse bool, topic []byte, dropped int64) int {
 	n := 0
 	if !sse {
-		n = pushproto.FrameHeaderLen(len(topic))
+		n = push.FrameHeaderLen(len(topic))
 	}
 	if dropped > 0 {
 		var scratch [metaScratch]byte
-		meta := len(pushproto.AppendDropMeta(scratch[:0], dropped))
+		meta := len(push.AppendDropMeta(scratch[:0], dropped))
 		if sse {
 			n += len(sseDataPrefix) + meta + len(sseEventEnd)
 		} else {
-			n += pushproto.EventHeaderLen + meta
+			n += push.EventHeaderLen + meta
 		}
 	}
 	return n
@@ -115,9 +115,9 @@ func fitEvents(pending []*delivery, sse bool, limit int) (events, bytes int) {
 }
 
 var (
-	sseDataPrefix = []byte(pushproto.SSEDataPrefix)
-	sseLineEnd    = []byte(pushproto.SSELineEnd)
-	sseEventEnd   = []byte(pushproto.SSEEventEnd)
+	sseDataPrefix = []byte(push.SSEDataPrefix)
+	sseLineEnd    = []byte(push.SSELineEnd)
+	sseEventEnd   = []byte(push.SSEEventEnd)
 )
 
 // metaScratch is big enough for the drop meta message.
@@ -146,15 +146,15 @@ func appendLegacyBatch(b *reactor.Batch, topic []byte, dropped int64, pending []
 	var meta []byte
 	var scratch [metaScratch]byte
 	if dropped > 0 {
-		meta = pushproto.AppendDropMeta(scratch[:0], dropped)
-		eventBytes += pushproto.EventHeaderLen + len(meta)
+		meta = push.AppendDropMeta(scratch[:0], dropped)
+		eventBytes += push.EventHeaderLen + len(meta)
 	}
-	h := b.Reserve(pushproto.FrameHeaderLen(len(topic)))
-	pushproto.PutFrameHeader(h, topic, eventBytes)
+	h := b.Reserve(push.FrameHeaderLen(len(topic)))
+	push.PutFrameHeader(h, topic, eventBytes)
 	if meta != nil {
-		m := b.Reserve(pushproto.EventHeaderLen + len(meta))
-		pushproto.PutEventHeader(m, pushproto.OpNonDataError, len(meta))
-		copy(m[pushproto.EventHeaderLen:], meta)
+		m := b.Reserve(push.EventHeaderLen + len(meta))
+		push.PutEventHeader(m, push.OpNonDataError, len(meta))
+		copy(m[push.EventHeaderLen:], meta)
 	}
 	for _, d := range pending {
 		for i := range d.events {
@@ -180,7 +180,7 @@ func appendSSEBatch(b *reactor.Batch, dropped int64, pending []*delivery, n int,
 	if dropped > 0 {
 		var scratch [metaScratch]byte
 		b.Copy(sseDataPrefix)
-		b.Copy(pushproto.AppendDropMeta(scratch[:0], dropped))
+		b.Copy(push.AppendDropMeta(scratch[:0], dropped))
 		b.Copy(sseEventEnd)
 	}
 	for _, d := range pending {
@@ -197,7 +197,7 @@ func appendSSEBatch(b *reactor.Batch, dropped int64, pending []*delivery, n int,
 				continue
 			}
 			for p := e.payload(); ; {
-				line, rest, found := pushproto.CutLine(p)
+				line, rest, found := push.CutLine(p)
 				b.Copy(sseDataPrefix)
 				b.Add(line)
 				b.Copy(sseLineEnd)

@@ -1,4 +1,4 @@
-package tlv
+package tlvserver
 
 import (
 	"github.com/prometheus/client_golang/prometheus"

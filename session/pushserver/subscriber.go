@@ -1,4 +1,4 @@
-package push
+package pushserver
 
 import (
 	"errors"
@@ -7,7 +7,7 @@ import (
 	"math/bits"
 	"time"
 
-	pushproto "github.com/tidegate/tidegate/protocol/push"
+	"github.com/tidegate/tidegate/protocol/push"
 	"github.com/tidegate/tidegate/reactor"
 )
 
@@ -105,9 +105,9 @@ func (h subscribeHandler) OnTraffic(c *reactor.Conn) {
 		return
 	}
 	buf, _ := c.Peek(-1)
-	if k := min(len(buf), len(pushproto.SubscribeVerb)); string(buf[:k]) == pushproto.SubscribeVerb[:k] {
-		topic, n, err := pushproto.ParseSubscribe(buf)
-		if errors.Is(err, pushproto.ErrIncomplete) {
+	if k := min(len(buf), len(push.SubscribeVerb)); string(buf[:k]) == push.SubscribeVerb[:k] {
+		topic, n, err := push.ParseSubscribe(buf)
+		if errors.Is(err, push.ErrIncomplete) {
 			return
 		}
 		if err != nil {
@@ -122,18 +122,18 @@ func (h subscribeHandler) OnTraffic(c *reactor.Conn) {
 		c.Discard(-1)
 		return
 	}
-	req, _, err := pushproto.ParseHTTPRequest(buf, s.srv.cfg.MaxHeader)
-	if errors.Is(err, pushproto.ErrIncomplete) {
+	req, _, err := push.ParseHTTPRequest(buf, s.srv.cfg.MaxHeader)
+	if errors.Is(err, push.ErrIncomplete) {
 		return
 	}
 	if err != nil {
-		var he *pushproto.HTTPError
+		var he *push.HTTPError
 		errors.As(err, &he)
 		s.refuseHTTP(he)
 		return
 	}
 	if err := s.subscribe([]byte(req.Topic), kindSSE); err != nil {
-		s.refuseHTTP(&pushproto.HTTPError{Status: 400, Reason: err.Error()})
+		s.refuseHTTP(&push.HTTPError{Status: 400, Reason: err.Error()})
 		return
 	}
 	c.Discard(-1)
@@ -158,12 +158,12 @@ func (s *subscriber) subscribe(name []byte, kind subKind) error {
 	b := s.c.Loop().Batch()
 	if kind == kindTCP {
 		s.sl.tcpSubs.Add(1)
-		f := b.Reserve(pushproto.FrameHeaderLen(len(t.name)) + pushproto.EventHeaderLen)
-		pushproto.PutFrameHeader(f, t.name, pushproto.EventHeaderLen)
-		pushproto.PutEventHeader(f[pushproto.FrameHeaderLen(len(t.name)):], pushproto.OpSubscribed, 0)
+		f := b.Reserve(push.FrameHeaderLen(len(t.name)) + push.EventHeaderLen)
+		push.PutFrameHeader(f, t.name, push.EventHeaderLen)
+		push.PutEventHeader(f[push.FrameHeaderLen(len(t.name)):], push.OpSubscribed, 0)
 	} else {
 		s.sl.sseSubs.Add(1)
-		b.Copy([]byte(pushproto.SSEResponseHeader))
+		b.Copy([]byte(push.SSEResponseHeader))
 	}
 	_ = b.WriteTo(s.c)
 	s.lastWrite = s.c.Loop().Now()
@@ -178,7 +178,7 @@ func (s *subscriber) refuseTCP(reason int, err error) {
 	s.c.Close()
 }
 
-func (s *subscriber) refuseHTTP(he *pushproto.HTTPError) {
+func (s *subscriber) refuseHTTP(he *push.HTTPError) {
 	reason := refuseHTTP400
 	switch he.Status {
 	case 404:
@@ -192,7 +192,7 @@ func (s *subscriber) refuseHTTP(he *pushproto.HTTPError) {
 	}
 	s.sl.refusals[reason].Add(1)
 	s.srv.log.Debug().Int("status", he.Status).Str("reason", he.Reason).Str("remote", addrString(s.c)).Msg("SSE request refused")
-	_ = s.c.Write(pushproto.AppendHTTPError(nil, he))
+	_ = s.c.Write(push.AppendHTTPError(nil, he))
 	s.c.Close()
 }
 
@@ -449,9 +449,9 @@ func (s *subscriber) heartbeat(now int64) {
 	b := s.c.Loop().Batch()
 	if s.kind == kindTCP {
 		name := s.lt.t.name
-		f := b.Reserve(pushproto.FrameHeaderLen(len(name)) + pushproto.EventHeaderLen)
-		pushproto.PutFrameHeader(f, name, pushproto.EventHeaderLen)
-		pushproto.PutEventHeader(f[pushproto.FrameHeaderLen(len(name)):], pushproto.OpHeartbeat, 0)
+		f := b.Reserve(push.FrameHeaderLen(len(name)) + push.EventHeaderLen)
+		push.PutFrameHeader(f, name, push.EventHeaderLen)
+		push.PutEventHeader(f[push.FrameHeaderLen(len(name)):], push.OpHeartbeat, 0)
 	} else {
 		b.Copy(ssePing)
 	}
@@ -460,7 +460,7 @@ func (s *subscriber) heartbeat(now int64) {
 	}
 }
 
-var ssePing = []byte(pushproto.SSEPing)
+var ssePing = []byte(push.SSEPing)
 
 func (s *subscriber) onTimer() {
 	if s.c.Closing() {

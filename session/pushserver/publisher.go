@@ -1,11 +1,11 @@
-package push
+package pushserver
 
 import (
 	"errors"
 	"fmt"
 	"sync/atomic"
 
-	pushproto "github.com/tidegate/tidegate/protocol/push"
+	"github.com/tidegate/tidegate/protocol/push"
 	"github.com/tidegate/tidegate/reactor"
 )
 
@@ -65,13 +65,13 @@ func (h publishHandler) OnTraffic(c *reactor.Conn) {
 			p.reject(rejectErrorType, err)
 			break
 		}
-		if hdr.Type != pushproto.TypePublish {
-			p.reject(rejectUnknownType, fmt.Errorf("push: TLV message type %d, want %d (publish)", hdr.Type, pushproto.TypePublish))
+		if hdr.Type != push.TypePublish {
+			p.reject(rejectUnknownType, fmt.Errorf("push: TLV message type %d, want %d (publish)", hdr.Type, push.TypePublish))
 			break
 		}
-		pub, err := pushproto.ParsePublish(buf[off+hl:off+n], p.srv.cfg.Limits)
+		pub, err := push.ParsePublish(buf[off+hl:off+n], p.srv.cfg.Limits)
 		if err != nil {
-			var pe *pushproto.PublishError
+			var pe *push.PublishError
 			errors.As(err, &pe)
 			p.reject(int(pe.Reason), err)
 			break
@@ -89,7 +89,7 @@ func (h publishHandler) OnTraffic(c *reactor.Conn) {
 
 // route stores pub's events once and queues them for every loop with
 // subscribers to its topic.
-func (p *publisher) route(pub *pushproto.Publish) {
+func (p *publisher) route(pub *push.Publish) {
 	p.cnt.publishFrames.Add(1)
 	p.cnt.publishedEvents.Add(int64(pub.Count))
 	t := p.srv.hub.lookup(pub.Topic)

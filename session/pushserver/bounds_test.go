@@ -1,4 +1,4 @@
-package push
+package pushserver
 
 import (
 	"bufio"
@@ -21,7 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tidegate/tidegate/internal/waitfor"
-	pushproto "github.com/tidegate/tidegate/protocol/push"
+	"github.com/tidegate/tidegate/protocol/push"
 )
 
 // dialStuck connects a subscriber that sends its request and never reads.
@@ -181,11 +181,11 @@ func readChecked(c net.Conn, sse bool, topic string, done func(seq int) bool, g 
 		}
 		for _, e := range evs {
 			switch e.op {
-			case pushproto.OpNonDataError:
+			case push.OpNonDataError:
 				if err := g.meta(e.payload); err != nil {
 					return err
 				}
-			case pushproto.OpNext:
+			case push.OpNext:
 				if done, err := event(e.payload); done || err != nil {
 					return err
 				}
@@ -426,7 +426,7 @@ func TestCutBatchesAreReportedWhereTheyHappen(t *testing.T) {
 			if !sse {
 				lr := &legacyReader{r: bufio.NewReader(c), topic: "cut"} // the acknowledgement, alone in its frame
 				c.SetReadDeadline(time.Now().Add(5 * time.Second))
-				if evs, err := lr.next(); err != nil || evs[0].op != pushproto.OpSubscribed {
+				if evs, err := lr.next(); err != nil || evs[0].op != push.OpSubscribed {
 					t.Fatalf("ack: %v", err)
 				}
 			}

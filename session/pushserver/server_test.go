@@ -1,4 +1,4 @@
-package push
+package pushserver
 
 import (
 	"bufio"
@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/tidegate/tidegate/internal/waitfor"
-	pushproto "github.com/tidegate/tidegate/protocol/push"
+	"github.com/tidegate/tidegate/protocol/push"
 	"github.com/tidegate/tidegate/protocol/tlv"
 )
 
@@ -68,11 +68,11 @@ func dial(t testing.TB, addr string) net.Conn {
 // publishFrame is one TLV publish frame.
 func publishFrame(t testing.TB, topic string, events ...[]byte) []byte {
 	t.Helper()
-	body, err := pushproto.AppendPublish(nil, []byte(topic), events...)
+	body, err := push.AppendPublish(nil, []byte(topic), events...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return tlv.DefaultFormat.AppendFrame(nil, tlv.Header{Type: pushproto.TypePublish}, body)
+	return tlv.DefaultFormat.AppendFrame(nil, tlv.Header{Type: push.TypePublish}, body)
 }
 
 // legacyReader decodes legacy frames with its own code, independent of protocol/push.
@@ -131,7 +131,7 @@ func subscribeTCP(t testing.TB, addr, topic string) (net.Conn, *legacyReader) {
 	lr := &legacyReader{r: bufio.NewReader(c), topic: topic}
 	c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	evs, err := lr.next()
-	if err != nil || len(evs) != 1 || evs[0].op != pushproto.OpSubscribed {
+	if err != nil || len(evs) != 1 || evs[0].op != push.OpSubscribed {
 		t.Fatalf("subscribe ack: %v %+v", err, evs)
 	}
 	return c, lr
@@ -156,8 +156,8 @@ func TestTCPSubscriberReceivesEventsInFrames(t *testing.T) {
 			t.Fatalf("after %d events: %v", len(got), err)
 		}
 		for _, e := range evs {
-			if e.op != pushproto.OpNext {
-				t.Fatalf("op %d, want %d", e.op, pushproto.OpNext)
+			if e.op != push.OpNext {
+				t.Fatalf("op %d, want %d", e.op, push.OpNext)
 			}
 			got = append(got, e.payload)
 		}
@@ -204,7 +204,7 @@ func TestHeartbeatAndReadIdle(t *testing.T) {
 			}
 			break
 		}
-		if len(evs) != 1 || evs[0].op != pushproto.OpHeartbeat || len(evs[0].payload) != 0 {
+		if len(evs) != 1 || evs[0].op != push.OpHeartbeat || len(evs[0].payload) != 0 {
 			t.Fatalf("got %+v, want one heartbeat", evs)
 		}
 		beats++
@@ -300,10 +300,10 @@ func TestBadPublishFrameGetsErrorFrameAndClose(t *testing.T) {
 	srv, pub, _ := startServer(t, nil)
 	f := tlv.DefaultFormat
 	cases := map[string][]byte{
-		"bad_topic":      f.AppendFrame(nil, tlv.Header{Type: pushproto.TypePublish}, []byte{3, 'a', ' ', 'b', 0, 0, 0, 0}),
+		"bad_topic":      f.AppendFrame(nil, tlv.Header{Type: push.TypePublish}, []byte{3, 'a', ' ', 'b', 0, 0, 0, 0}),
 		"unknown_type":   f.AppendFrame(nil, tlv.Header{Type: 9}, nil),
-		"truncated":      f.AppendFrame(nil, tlv.Header{Type: pushproto.TypePublish}, []byte{1, 't', 0, 0, 0, 9}),
-		"body_too_large": f.AppendHeader(nil, tlv.Header{Type: pushproto.TypePublish, Length: f.MaxBody + 1}),
+		"truncated":      f.AppendFrame(nil, tlv.Header{Type: push.TypePublish}, []byte{1, 't', 0, 0, 0, 9}),
+		"body_too_large": f.AppendHeader(nil, tlv.Header{Type: push.TypePublish, Length: f.MaxBody + 1}),
 	}
 	for reason, frame := range cases {
 		c := dial(t, pub)
@@ -565,10 +565,10 @@ func readSequence(c net.Conn, sse bool, n int) error {
 			return fmt.Errorf("after %d events: %w", next, err)
 		}
 		for _, e := range evs {
-			if e.op == pushproto.OpSubscribed {
+			if e.op == push.OpSubscribed {
 				continue
 			}
-			if e.op != pushproto.OpNext {
+			if e.op != push.OpNext {
 				return fmt.Errorf("op %d", e.op)
 			}
 			if err := check(e.payload); err != nil {
@@ -616,7 +616,7 @@ func TestResetSubscribersDoNotDisturbOthers(t *testing.T) {
 						return
 					}
 					for _, e := range evs {
-						if e.op == pushproto.OpNext {
+						if e.op == push.OpNext {
 							got++
 						}
 					}
@@ -654,7 +654,7 @@ func TestSlowReaderStreamStaysFramed(t *testing.T) {
 	}
 	lr := &legacyReader{r: bufio.NewReaderSize(nc, 4096), topic: "slow"}
 	nc.SetReadDeadline(time.Now().Add(20 * time.Second))
-	if evs, err := lr.next(); err != nil || evs[0].op != pushproto.OpSubscribed {
+	if evs, err := lr.next(); err != nil || evs[0].op != push.OpSubscribed {
 		t.Fatalf("ack: %v", err)
 	}
 	p := dial(t, pub)
@@ -670,8 +670,8 @@ func TestSlowReaderStreamStaysFramed(t *testing.T) {
 				}
 				evs = append(evs, e)
 			}
-			body, _ := pushproto.AppendPublish(nil, []byte("slow"), evs...)
-			if _, err := p.Write(tlv.DefaultFormat.AppendFrame(nil, tlv.Header{Type: pushproto.TypePublish}, body)); err != nil {
+			body, _ := push.AppendPublish(nil, []byte("slow"), evs...)
+			if _, err := p.Write(tlv.DefaultFormat.AppendFrame(nil, tlv.Header{Type: push.TypePublish}, body)); err != nil {
 				return
 			}
 			if k%400 == 0 {
@@ -688,7 +688,7 @@ func TestSlowReaderStreamStaysFramed(t *testing.T) {
 			t.Fatalf("after %d events: %v; stats %+v", got, err, srv.Stats())
 		}
 		for _, e := range evs {
-			if e.op != pushproto.OpNext {
+			if e.op != push.OpNext {
 				continue
 			}
 			if len(e.payload) != 517 || binary.BigEndian.Uint32(e.payload) != uint32(got) {
@@ -733,7 +733,7 @@ func TestShutdownFlushesPendingBatches(t *testing.T) {
 			break
 		}
 		for _, e := range evs {
-			if e.op == pushproto.OpNext {
+			if e.op == push.OpNext {
 				got = append(got, string(e.payload))
 			}
 		}
@@ -796,7 +796,7 @@ func TestWindowsAreSpread(t *testing.T) {
 					return
 				}
 				for _, e := range evs {
-					if e.op == pushproto.OpNext {
+					if e.op == push.OpNext {
 						arrived <- time.Now()
 						return
 					}

@@ -1,10 +1,10 @@
-package push
+package pushserver
 
 import (
 	"math/bits"
 	"sync/atomic"
 
-	pushproto "github.com/tidegate/tidegate/protocol/push"
+	"github.com/tidegate/tidegate/protocol/push"
 )
 
 // BatchBuckets is the number of buckets of Stats.BatchSizes.
@@ -13,9 +13,9 @@ const BatchBuckets = 12
 // rejectReason indexes counters of rejected publisher frames: the publish
 // body reasons of protocol/push, then these.
 const (
-	rejectTooLarge    = pushproto.NumPublishReasons + iota // TLV body longer than allowed
-	rejectErrorType                                        // a client sent the reserved error type
-	rejectUnknownType                                      // a TLV type other than TypePublish
+	rejectTooLarge    = push.NumPublishReasons + iota // TLV body longer than allowed
+	rejectErrorType                                   // a client sent the reserved error type
+	rejectUnknownType                                 // a TLV type other than TypePublish
 	numRejects
 )
 
@@ -139,5 +139,5 @@ func rejectName(i int) string {
 	case rejectUnknownType:
 		return "unknown_type"
 	}
-	return pushproto.PublishReason(i).String()
+	return push.PublishReason(i).String()
 }

@@ -1,7 +1,7 @@
 // Package tlv runs the TLV request/response protocol (protocol/tlv) on the
 // reactor: each connection is a state machine on its loop that answers
 // pipelined requests in order, with one batched write per read.
-package tlv
+package tlvserver
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"time"
 	"unsafe"
 
-	ptlv "github.com/tidegate/tidegate/protocol/tlv"
+	"github.com/tidegate/tidegate/protocol/tlv"
 	"github.com/tidegate/tidegate/reactor"
 
 	"github.com/rs/zerolog"
@@ -39,8 +39,8 @@ func (Echo) Serve(typ uint16, req []byte) (uint16, []byte) { return typ, req }
 type Config struct {
 	// Reactor holds the listen addresses, loops and buffer settings.
 	Reactor reactor.Config
-	// Format is the header layout and body limit; zero means ptlv.DefaultFormat.
-	Format ptlv.Format
+	// Format is the header layout and body limit; zero means tlv.DefaultFormat.
+	Format tlv.Format
 	// Handler answers requests; nil means Echo.
 	Handler Handler
 	// IdleTimeout closes connections that send nothing for this long; 0 disables it.
@@ -50,8 +50,8 @@ type Config struct {
 // Server is a TLV server.
 type Server struct {
 	cfg   Config
-	dec   ptlv.Decoder // cfg.Format's
-	enc   ptlv.Encoder // cfg.Format's
+	dec   tlv.Decoder // cfg.Format's
+	enc   tlv.Encoder // cfg.Format's
 	log   zerolog.Logger
 	rs    *reactor.Server
 	stats []loopStats // indexed by reactor.Loop.Index
@@ -86,8 +86,8 @@ type Stats struct {
 
 // New validates cfg and returns a server that is not yet listening.
 func New(cfg Config) (*Server, error) {
-	if cfg.Format == (ptlv.Format{}) {
-		cfg.Format = ptlv.DefaultFormat
+	if cfg.Format == (tlv.Format{}) {
+		cfg.Format = tlv.DefaultFormat
 	}
 	dec, err := cfg.Format.Decoder()
 	if err != nil {
@@ -142,8 +142,8 @@ func (s *Server) Stats() Stats {
 		st.KeepAliveClose += l.keepAliveClose.Load()
 		st.IdleClose += l.idleClose.Load()
 		st.UnframableClose += l.unframable.Load()
-		st.BadFrames[ptlv.ReasonBodyTooLarge.String()] += l.bodyTooLarge.Load()
-		st.BadFrames[ptlv.ReasonErrorTypeFromClient.String()] += l.errorType.Load()
+		st.BadFrames[tlv.ReasonBodyTooLarge.String()] += l.bodyTooLarge.Load()
+		st.BadFrames[tlv.ReasonErrorTypeFromClient.String()] += l.errorType.Load()
 	}
 	return st
 }
@@ -226,7 +226,7 @@ func (s *Server) OnTraffic(c *reactor.Conn) {
 // buf, in order. It stops at a partial frame, after a request without the
 // keep-alive bit (closeAfter), at a bad frame (bad, not answered), or at a
 // request whose response the Format cannot carry (bad, wrapping
-// ptlv.ErrHeaderRange: a type above the error type or a body longer than
+// tlv.ErrHeaderRange: a type above the error type or a body longer than
 // the length field holds; not answered); consumed is the bytes of the
 // requests answered.
 //
@@ -252,7 +252,7 @@ func (s *Server) answer(buf []byte, batch *reactor.Batch) (consumed int, request
 		typ, resp := h.Serve(hdr.Type, req)
 		if typ != hdr.Type || len(resp) != len(req) || (len(req) > 0 && unsafe.SliceData(resp) != unsafe.SliceData(req)) {
 			var head [6]byte // the longest header, encoded here so that a failure adds nothing to the batch
-			if err := s.enc.PutHeader(head[:], ptlv.Header{Type: typ, KeepAlive: hdr.KeepAlive, Length: len(resp)}); err != nil {
+			if err := s.enc.PutHeader(head[:], tlv.Header{Type: typ, KeepAlive: hdr.KeepAlive, Length: len(resp)}); err != nil {
 				bad = fmt.Errorf("tlv server: response to a request of type %#x: %w", hdr.Type, err)
 				break
 			}
@@ -277,12 +277,12 @@ func (s *Server) answer(buf []byte, batch *reactor.Batch) (consumed int, request
 // whose response cannot be framed, to the batch, after the responses to
 // the requests before it, and logs it (and counts a bad request).
 func (s *Server) rejectFrame(c *reactor.Conn, batch *reactor.Batch, err error) {
-	var fe *ptlv.FrameError
+	var fe *tlv.FrameError
 	if errors.As(err, &fe) {
 		switch fe.Reason {
-		case ptlv.ReasonBodyTooLarge:
+		case tlv.ReasonBodyTooLarge:
 			s.loopStats(c).bodyTooLarge.Add(1)
-		case ptlv.ReasonErrorTypeFromClient:
+		case tlv.ReasonErrorTypeFromClient:
 			s.loopStats(c).errorType.Add(1)
 		}
 		s.log.Warn().Str("remote", c.RemoteAddr().String()).Str("reason", fe.Reason.String()).Err(err).Msg("bad TLV frame: sending error frame and closing")

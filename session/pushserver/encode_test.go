@@ -1,4 +1,4 @@
-package push
+package pushserver
 
 import (
 	"bytes"
@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	pushproto "github.com/tidegate/tidegate/protocol/push"
+	"github.com/tidegate/tidegate/protocol/push"
 	"github.com/tidegate/tidegate/reactor"
 )
 
@@ -20,11 +20,11 @@ func makeDeliveries(t testing.TB, shape [][][]byte) ([]*delivery, int) {
 			ds = append(ds, &delivery{})
 			continue
 		}
-		body, err := pushproto.AppendPublish(nil, []byte("t"), payloads...)
+		body, err := push.AppendPublish(nil, []byte("t"), payloads...)
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := pushproto.ParsePublish(body, pushproto.Limits{MaxEvents: 1 << 20, MaxEventSize: 1 << 30})
+		p, err := push.ParsePublish(body, push.Limits{MaxEvents: 1 << 20, MaxEventSize: 1 << 30})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,25 +39,25 @@ func makeDeliveries(t testing.TB, shape [][][]byte) ([]*delivery, int) {
 func plainLegacy(topic []byte, dropped int64, shape [][][]byte) []byte {
 	var evs [][]byte
 	if dropped > 0 {
-		evs = append(evs, pushproto.AppendEvent(nil, pushproto.OpNonDataError, pushproto.AppendDropMeta(nil, dropped)))
+		evs = append(evs, push.AppendEvent(nil, push.OpNonDataError, push.AppendDropMeta(nil, dropped)))
 	}
 	for _, payloads := range shape {
 		for _, p := range payloads {
-			evs = append(evs, pushproto.AppendEvent(nil, pushproto.OpNext, p))
+			evs = append(evs, push.AppendEvent(nil, push.OpNext, p))
 		}
 	}
-	return pushproto.AppendFrame(nil, topic, evs...)
+	return push.AppendFrame(nil, topic, evs...)
 }
 
 // plainSSE is the reference SSE encoding, concatenated.
 func plainSSE(dropped int64, shape [][][]byte) []byte {
 	var out []byte
 	if dropped > 0 {
-		out = pushproto.AppendSSEEvent(out, pushproto.AppendDropMeta(nil, dropped))
+		out = push.AppendSSEEvent(out, push.AppendDropMeta(nil, dropped))
 	}
 	for _, payloads := range shape {
 		for _, p := range payloads {
-			out = pushproto.AppendSSEEvent(out, p)
+			out = push.AppendSSEEvent(out, p)
 		}
 	}
 	return out
@@ -259,7 +259,7 @@ func prefixBytes(ds []*delivery, sse bool, n int) int {
 			}
 			n--
 			if sse {
-				size += len(pushproto.AppendSSEEvent(nil, d.events[i].payload()))
+				size += len(push.AppendSSEEvent(nil, d.events[i].payload()))
 			} else {
 				size += len(d.events[i].wire)
 			}

@@ -1,10 +1,10 @@
-package tlv
+package tlvserver
 
 import (
 	"strings"
 	"testing"
 
-	ptlv "github.com/tidegate/tidegate/protocol/tlv"
+	"github.com/tidegate/tidegate/protocol/tlv"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -13,9 +13,9 @@ import (
 func TestPrometheusCollector(t *testing.T) {
 	s := startServer(t, Config{})
 	c := dial(t, s)
-	f := ptlv.DefaultFormat
-	msg := f.AppendFrame(nil, ptlv.Header{Type: 1, KeepAlive: true}, []byte("one"))
-	msg = f.AppendFrame(msg, ptlv.Header{Type: 2}, []byte("two"))
+	f := tlv.DefaultFormat
+	msg := f.AppendFrame(nil, tlv.Header{Type: 1, KeepAlive: true}, []byte("one"))
+	msg = f.AppendFrame(msg, tlv.Header{Type: 2}, []byte("two"))
 	if _, err := c.Write(msg); err != nil {
 		t.Fatal(err)
 	}
