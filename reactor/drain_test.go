@@ -16,8 +16,8 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/tidegate/tidegate/internal/logbuf"
-	"github.com/tidegate/tidegate/internal/waitfor"
+	"github.com/tidegate/tidegate/internal/testkit/logbuf"
+	"github.com/tidegate/tidegate/internal/testkit/waitfor"
 )
 
 // runOn runs f on l and waits for it.

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tidegate/tidegate/internal/waitfor"
+	"github.com/tidegate/tidegate/internal/testkit/waitfor"
 )
 
 // TestOutQueue: what goes in comes out in order across chunk boundaries,

@@ -8,7 +8,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/tidegate/tidegate/internal/waitfor"
+	"github.com/tidegate/tidegate/internal/testkit/waitfor"
 )
 
 // TestConnSize: a Conn is held for its connection's whole life, two per

@@ -14,8 +14,8 @@ import (
 	"github.com/panjf2000/gnet/v2"
 	"github.com/rs/zerolog"
 
-	"github.com/tidegate/tidegate/internal/leaktest"
-	"github.com/tidegate/tidegate/internal/waitfor"
+	"github.com/tidegate/tidegate/internal/testkit/leaktest"
+	"github.com/tidegate/tidegate/internal/testkit/waitfor"
 )
 
 // pauseProbe pauses the first connection it opens and counts the bytes

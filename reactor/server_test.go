@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tidegate/tidegate/internal/leaktest"
-	"github.com/tidegate/tidegate/internal/waitfor"
+	"github.com/tidegate/tidegate/internal/testkit/leaktest"
+	"github.com/tidegate/tidegate/internal/testkit/waitfor"
 
 	"github.com/rs/zerolog"
 )

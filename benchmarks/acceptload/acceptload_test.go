@@ -18,9 +18,9 @@ import (
 
 	"github.com/tidegate/tidegate/benchmarks/peers"
 	"github.com/tidegate/tidegate/benchmarks/spread"
-	"github.com/tidegate/tidegate/internal/leaktest"
-	"github.com/tidegate/tidegate/internal/standin"
-	"github.com/tidegate/tidegate/internal/testserver"
+	"github.com/tidegate/tidegate/internal/testkit/leaktest"
+	"github.com/tidegate/tidegate/internal/testkit/standin"
+	"github.com/tidegate/tidegate/internal/testkit/testserver"
 	"github.com/tidegate/tidegate/protocol/tlv"
 )
 

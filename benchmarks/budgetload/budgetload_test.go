@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tidegate/tidegate/internal/standin"
+	"github.com/tidegate/tidegate/internal/testkit/standin"
 )
 
 // TestMain lets the test binary stand in for `tidegate proxy` when Run

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/tidegate/tidegate/internal/leaktest"
+	"github.com/tidegate/tidegate/internal/testkit/leaktest"
 )
 
 // TestMain fails the run when the tests leave goroutines running or, on

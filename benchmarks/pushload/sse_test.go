@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/tidegate/tidegate/benchmarks/ssepeer"
-	"github.com/tidegate/tidegate/internal/testserver"
+	"github.com/tidegate/tidegate/internal/testkit/testserver"
 	"github.com/tidegate/tidegate/protocol/push"
 	"github.com/tidegate/tidegate/session/pushserver"
 )

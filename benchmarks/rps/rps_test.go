@@ -14,7 +14,7 @@ import (
 
 	"github.com/tidegate/tidegate/benchmarks/goserver"
 	"github.com/tidegate/tidegate/benchmarks/spread"
-	"github.com/tidegate/tidegate/internal/testserver"
+	"github.com/tidegate/tidegate/internal/testkit/testserver"
 	"github.com/tidegate/tidegate/protocol/tlv"
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/tlvserver"

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tidegate/tidegate/internal/leaktest"
+	"github.com/tidegate/tidegate/internal/testkit/leaktest"
 	"github.com/tidegate/tidegate/protocol/push"
 	"github.com/tidegate/tidegate/protocol/tlv"
 )

@@ -19,7 +19,7 @@ import (
 
 	echobackend "github.com/tidegate/tidegate/benchmarks/echo"
 	"github.com/tidegate/tidegate/benchmarks/peers"
-	"github.com/tidegate/tidegate/internal/standin"
+	"github.com/tidegate/tidegate/internal/testkit/standin"
 )
 
 // TestMain lets the test binary stand in for `tidegate proxy` when a test

@@ -9,7 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/tidegate/tidegate/internal/testserver"
+	"github.com/tidegate/tidegate/internal/testkit/testserver"
 )
 
 // runApp runs the bench binary's commands in process and returns what they

@@ -15,7 +15,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
 
-	"github.com/tidegate/tidegate/internal/leaktest"
+	"github.com/tidegate/tidegate/internal/testkit/leaktest"
 )
 
 // TestMain fails the run when the tests leave goroutines running.

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tidegate/tidegate/internal/waitfor"
+	"github.com/tidegate/tidegate/internal/testkit/waitfor"
 )
 
 // TestSIGTERMDrainsStreamingSessions: SIGTERM while 20 sessions stream

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tidegate/tidegate/internal/waitfor"
+	"github.com/tidegate/tidegate/internal/testkit/waitfor"
 )
 
 // runUntilListening runs argv in-process until its metrics endpoint

@@ -14,10 +14,10 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/tidegate/tidegate/internal/leaktest"
-	"github.com/tidegate/tidegate/internal/logbuf"
-	"github.com/tidegate/tidegate/internal/testserver"
-	"github.com/tidegate/tidegate/internal/waitfor"
+	"github.com/tidegate/tidegate/internal/testkit/leaktest"
+	"github.com/tidegate/tidegate/internal/testkit/logbuf"
+	"github.com/tidegate/tidegate/internal/testkit/testserver"
+	"github.com/tidegate/tidegate/internal/testkit/waitfor"
 )
 
 // TestMain fails the run when the tests leave goroutines running or, on

@@ -19,8 +19,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tidegate/tidegate/internal/testserver"
-	"github.com/tidegate/tidegate/internal/waitfor"
+	"github.com/tidegate/tidegate/internal/testkit/testserver"
+	"github.com/tidegate/tidegate/internal/testkit/waitfor"
 )
 
 // Child mode of the test binary: run tidegate's main with the arguments in

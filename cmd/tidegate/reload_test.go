@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tidegate/tidegate/internal/testserver"
-	"github.com/tidegate/tidegate/internal/waitfor"
+	"github.com/tidegate/tidegate/internal/testkit/testserver"
+	"github.com/tidegate/tidegate/internal/testkit/waitfor"
 )
 
 // greetingBackend answers every connection with its name and a newline.

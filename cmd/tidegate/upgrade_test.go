@@ -19,9 +19,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tidegate/tidegate/internal/gomcbot"
-	"github.com/tidegate/tidegate/internal/testserver"
-	"github.com/tidegate/tidegate/internal/waitfor"
+	"github.com/tidegate/tidegate/internal/testkit/gomcbot"
+	"github.com/tidegate/tidegate/internal/testkit/testserver"
+	"github.com/tidegate/tidegate/internal/testkit/waitfor"
 	"github.com/tidegate/tidegate/session/mcbackend"
 )
 

@@ -11,9 +11,9 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/tidegate/tidegate/internal/leaktest"
-	"github.com/tidegate/tidegate/internal/testredis"
-	"github.com/tidegate/tidegate/internal/waitfor"
+	"github.com/tidegate/tidegate/internal/testkit/leaktest"
+	"github.com/tidegate/tidegate/internal/testkit/testredis"
+	"github.com/tidegate/tidegate/internal/testkit/waitfor"
 )
 
 func TestMain(m *testing.M) { os.Exit(leaktest.Main(m)) }

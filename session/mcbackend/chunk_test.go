@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tidegate/tidegate/internal/waitfor"
+	"github.com/tidegate/tidegate/internal/testkit/waitfor"
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/reactor"
 )

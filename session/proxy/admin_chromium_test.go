@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/tidegate/tidegate/internal/procs"
-	"github.com/tidegate/tidegate/internal/waitfor"
+	"github.com/tidegate/tidegate/internal/testkit/waitfor"
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/session/mcbackend"
 )

@@ -14,9 +14,9 @@ import (
 
 	"github.com/Tnze/go-mc/bot"
 
-	"github.com/tidegate/tidegate/internal/gomcbot"
-	"github.com/tidegate/tidegate/internal/testredis"
-	"github.com/tidegate/tidegate/internal/waitfor"
+	"github.com/tidegate/tidegate/internal/testkit/gomcbot"
+	"github.com/tidegate/tidegate/internal/testkit/testredis"
+	"github.com/tidegate/tidegate/internal/testkit/waitfor"
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/session/mcbackend"
 )

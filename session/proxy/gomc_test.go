@@ -8,7 +8,7 @@ import (
 
 	"github.com/Tnze/go-mc/bot"
 
-	"github.com/tidegate/tidegate/internal/gomcbot"
+	"github.com/tidegate/tidegate/internal/testkit/gomcbot"
 	"github.com/tidegate/tidegate/session/mcbackend"
 )
 

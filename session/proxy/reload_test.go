@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tidegate/tidegate/internal/testserver"
+	"github.com/tidegate/tidegate/internal/testkit/testserver"
 )
 
 // namedBackend accepts connections, greets each with its name and a

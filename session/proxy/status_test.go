@@ -20,9 +20,9 @@ import (
 
 	"github.com/Tnze/go-mc/bot"
 
-	"github.com/tidegate/tidegate/internal/leaktest"
-	"github.com/tidegate/tidegate/internal/testserver"
-	"github.com/tidegate/tidegate/internal/waitfor"
+	"github.com/tidegate/tidegate/internal/testkit/leaktest"
+	"github.com/tidegate/tidegate/internal/testkit/testserver"
+	"github.com/tidegate/tidegate/internal/testkit/waitfor"
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/session/mcbackend"
 )

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tidegate/tidegate/internal/testserver"
+	"github.com/tidegate/tidegate/internal/testkit/testserver"
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/mcbackend"
 )

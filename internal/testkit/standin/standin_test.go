@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/tidegate/tidegate/benchmarks/peers"
-	"github.com/tidegate/tidegate/internal/waitfor"
+	"github.com/tidegate/tidegate/internal/testkit/waitfor"
 )
 
 func TestMain(m *testing.M) {
