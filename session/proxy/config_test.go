@@ -422,7 +422,7 @@ health:
 }
 
 // TestConfigZeroDurations: a bare 0, quoted or not, turns off what 0 turns
-// off, as README says.
+// off, as docs/proxy-config.md says.
 func TestConfigZeroDurations(t *testing.T) {
 	for _, zero := range []string{"0", `"0"`, "0s"} {
 		cfg, _, err := Parse("proxy.yaml", []byte("limits: {idle_timeout: "+zero+"}\nhealth: {interval: "+zero+"}\n"+validTail))
@@ -607,11 +607,11 @@ func TestEditDistance(t *testing.T) {
 	}
 }
 
-// TestREADMEDocumentsEveryKey: the configuration reference in README.md
-// (the YAML block of the Proxy section) parses, and names every key of
+// TestREADMEDocumentsEveryKey: the configuration reference in
+// docs/proxy-config.md (its YAML block) parses, and names every key of
 // every part of the configuration.
 func TestREADMEDocumentsEveryKey(t *testing.T) {
-	data, err := os.ReadFile("../../README.md")
+	data, err := os.ReadFile("../../docs/proxy-config.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -621,14 +621,14 @@ func TestREADMEDocumentsEveryKey(t *testing.T) {
 	}
 	block, _, ok2 := strings.Cut(rest, "```")
 	if !ok || !ok2 {
-		t.Fatal("README.md has no YAML block after \"The configuration (YAML\"")
+		t.Fatal("docs/proxy-config.md has no YAML block after \"The configuration (YAML\"")
 	}
-	if _, _, err := Parse("README.md", []byte(block)); err != nil {
-		t.Fatalf("the README's configuration does not parse: %v", err)
+	if _, _, err := Parse("docs/proxy-config.md", []byte(block)); err != nil {
+		t.Fatalf("docs/proxy-config.md's configuration does not parse: %v", err)
 	}
 	eachConfigKey(func(path, key string, _ reflect.StructField) {
 		if !strings.Contains(block, key+":") {
-			t.Errorf("README.md's configuration does not name %s", joinPath(path, key))
+			t.Errorf("docs/proxy-config.md's configuration does not name %s", joinPath(path, key))
 		}
 	})
 }
