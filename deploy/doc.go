@@ -14,6 +14,6 @@
 // and label the rules and the dashboard use against the metrics a real
 // in-process proxy, TLV server and push server export, parse the
 // ConfigMap's configuration as the proxy does, and run systemd-analyze
-// verify and promtool when they are installed. README.md, "Operating
-// tidegate", tells how to use the files.
+// verify and promtool when they are installed. docs/operations.md,
+// "Deploying", tells how to use the files.
 package deploy

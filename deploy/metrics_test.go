@@ -374,11 +374,18 @@ func TestCheckExprFindsMistakes(t *testing.T) {
 	}
 }
 
-// readmeAnchors returns the anchors of README.md's headings, as GitHub
+// runbookDoc is the file the alerts' runbooks are in, from the repository's
+// root, and runbookURL the address runbook_url links it at.
+const (
+	runbookDoc = "docs/operations.md"
+	runbookURL = "https://github.com/tidegate/tidegate/blob/main/" + runbookDoc
+)
+
+// runbookAnchors returns the anchors of runbookDoc's headings, as GitHub
 // makes them: lower case, spaces to hyphens, punctuation dropped.
-func readmeAnchors(t *testing.T) map[string]bool {
+func runbookAnchors(t *testing.T) map[string]bool {
 	t.Helper()
-	data, err := os.ReadFile("../README.md")
+	data, err := os.ReadFile("../" + runbookDoc)
 	if err != nil {
 		t.Fatal(err)
 	}

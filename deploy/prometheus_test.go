@@ -38,7 +38,7 @@ var labelRefRe = regexp.MustCompile(`\$labels\.([a-zA-Z_][a-zA-Z0-9_]*)`)
 
 // TestAlertRules: every rule is an alert with an expression, a for, a
 // severity, a summary, a description and a runbook URL that points at a
-// heading of README.md; every metric and label it uses is exported; the
+// heading of docs/operations.md; every metric and label it uses is exported; the
 // annotations use only labels the expression's result has; and the alerts
 // the operators' guide describes are all there.
 func TestAlertRules(t *testing.T) {
@@ -53,7 +53,7 @@ func TestAlertRules(t *testing.T) {
 		t.Fatalf("%s: %v", rulesPath, err)
 	}
 	m := exportedMetrics(t)
-	anchors := readmeAnchors(t)
+	anchors := runbookAnchors(t)
 	seen := map[string]string{}
 	for _, g := range rf.Groups {
 		if g.Name == "" || len(g.Rules) == 0 {
@@ -88,8 +88,8 @@ func TestAlertRules(t *testing.T) {
 					t.Errorf("%s: no annotations.%s", where, a)
 				}
 			}
-			if u, err := url.Parse(r.Annotations["runbook_url"]); err != nil || !anchors[u.Fragment] {
-				t.Errorf("%s: runbook_url %q: want a link to a heading of README.md (%v)", where, r.Annotations["runbook_url"], err)
+			if u, err := url.Parse(r.Annotations["runbook_url"]); err != nil || !strings.HasPrefix(r.Annotations["runbook_url"], runbookURL+"#") || !anchors[u.Fragment] {
+				t.Errorf("%s: runbook_url %q: want a link to a heading of %s, %s#... (%v)", where, r.Annotations["runbook_url"], runbookDoc, runbookURL, err)
 			}
 			result, problems := m.checkExpr(r.Expr)
 			for _, p := range problems {
@@ -105,7 +105,7 @@ func TestAlertRules(t *testing.T) {
 			}
 		}
 	}
-	// The alerts README.md's "Operating tidegate" explains, by what they watch.
+	// The alerts docs/operations.md explains, by what they watch.
 	for alert, metric := range map[string]string{
 		"TidegateEngineDown":                "tidegate_engine_up",
 		"TidegateListenerDown":              "tidegate_listener_up",

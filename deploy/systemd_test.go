@@ -97,7 +97,7 @@ func parseTimespan(s string) (time.Duration, error) {
 const drainMargin = 15 * time.Second
 
 // TestSystemdUnit: the unit is Type=notify, runs the proxy with the config
-// and metrics address README.md documents, stops by SIGTERM with time for
+// and metrics address docs/operations.md documents, stops by SIGTERM with time for
 // the default drain, restarts on failure but not on exit 2 (bad
 // configuration), has the descriptor limit and the hardening, no
 // ExecReload sending SIGHUP, no capability for the ports it listens on,
@@ -199,8 +199,8 @@ func TestSystemdUnitVerifies(t *testing.T) {
 	if out := run(t, t.TempDir(), analyze, "verify", copyPath); strings.TrimSpace(out) != "" {
 		t.Errorf("systemd-analyze verify %s:\n%s", unitPath, out)
 	}
-	// The sandbox's exposure, 0 (locked down) to 10 (none); README.md says
-	// 1.4. --offline came with systemd 250.
+	// The sandbox's exposure, 0 (locked down) to 10 (none); docs/operations.md
+	// says 1.4. --offline came with systemd 250.
 	var version int
 	if _, err := fmt.Sscanf(run(t, "", analyze, "--version"), "systemd %d", &version); err != nil || version < 250 {
 		t.Skipf("systemd-analyze %d has no security --offline (%v)", version, err)
