@@ -4,7 +4,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -100,35 +99,20 @@ func addFlagName(t *testing.T, fset *token.FileSet, flags map[string]string, e a
 	flags[name] = fset.Position(e.Pos()).String()
 }
 
-// documentedFlags returns the flags the first cells of the rows of the
-// "## Flags" section's tables name, each with its line.
+// documentedFlags returns the flags the rows of the "## Flags" section's
+// tables name in their first cell, each with its line. Every row must
+// start with one or more flags.
 func documentedFlags(t *testing.T) map[string]int {
 	t.Helper()
-	data, err := os.ReadFile(flagsPath)
-	if err != nil {
-		t.Fatal(err)
-	}
 	documented := map[string]int{}
-	inFlags, inFence := false, false
-	for i, line := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(line, "```") {
-			inFence = !inFence
-		}
-		if inFence {
-			continue
-		}
-		if strings.HasPrefix(line, "## ") {
-			inFlags = line == "## Flags"
-		}
-		if !inFlags {
-			continue
-		}
-		m := flagCellRe.FindStringSubmatch(line)
+	for _, row := range sectionRows(t, flagsPath, "Flags") {
+		m := flagCellRe.FindStringSubmatch(row.text)
 		if m == nil {
+			t.Errorf("%s:%d: a row of the flag tables that does not start with a flag as a code span: %s", flagsPath, row.line, row.text)
 			continue
 		}
 		for _, f := range flagNameRe.FindAllStringSubmatch(m[1], -1) {
-			documented[f[1]] = i + 1
+			documented[f[1]] = row.line
 		}
 	}
 	return documented

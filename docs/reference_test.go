@@ -1,7 +1,6 @@
 package docs_test
 
 import (
-	"os"
 	"reflect"
 	"regexp"
 	"slices"
@@ -14,9 +13,6 @@ import (
 
 // referencePath is the proxy's configuration reference.
 const referencePath = "proxy-config.md"
-
-// keysHeader is the header row of every key table.
-const keysHeader = "| key | default | what |"
 
 // keyRowRe is how the reference documents a key: a row of a table under
 // the "## Keys" heading whose first cell is the key's whole path as one
@@ -70,41 +66,21 @@ func configKeys() []string {
 }
 
 // documentedKeys returns the keys the reference's "## Keys" section
-// names, each with its line. Every row of its tables but the header and
-// the separator must start with a key, once.
+// names, each with its line. Every row of its tables must start with a
+// key, and no key may have two rows.
 func documentedKeys(t *testing.T) map[string]int {
 	t.Helper()
-	data, err := os.ReadFile(referencePath)
-	if err != nil {
-		t.Fatal(err)
-	}
 	documented := map[string]int{}
-	inKeys, inFence := false, false
-	for i, line := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(line, "```") {
-			inFence = !inFence
-		}
-		if inFence {
-			continue
-		}
-		if strings.HasPrefix(line, "## ") {
-			inKeys = line == "## Keys"
-		}
-		if !inKeys || !strings.HasPrefix(line, "|") || line == keysHeader || strings.HasPrefix(line, "|---") {
-			continue
-		}
-		m := keyRowRe.FindStringSubmatch(line)
+	for _, row := range sectionRows(t, referencePath, "Keys") {
+		m := keyRowRe.FindStringSubmatch(row.text)
 		if m == nil {
-			t.Errorf("%s:%d: a row of the key tables that does not start with a key as a code span: %s", referencePath, i+1, line)
+			t.Errorf("%s:%d: a row of the key tables that does not start with a key as a code span: %s", referencePath, row.line, row.text)
 			continue
 		}
 		if first, ok := documented[m[1]]; ok {
-			t.Errorf("%s:%d: %s is documented again (first on line %d)", referencePath, i+1, m[1], first)
+			t.Errorf("%s:%d: %s is documented again (first on line %d)", referencePath, row.line, m[1], first)
 		}
-		documented[m[1]] = i + 1
-	}
-	if len(documented) == 0 {
-		t.Fatalf("%s: no key rows under a \"## Keys\" heading", referencePath)
+		documented[m[1]] = row.line
 	}
 	return documented
 }
