@@ -19,7 +19,8 @@ import (
 // is refused). Each reliance is listed in gnetReliances with where gnet
 // does it and what checks it; the code that needs it is beside, or, for
 // the designs built around a behaviour (the drain watcher, the accept
-// path), named in the list. File names in the list are gnet's, at
+// path), named in the list; the tests of this code are in
+// gnetcompat*_test.go. File names in the list are gnet's, at
 // gnetVersion, under github.com/panjf2000/gnet/v2.
 
 // gnetVersion is the gnet release whose source every reliance in
