@@ -1,7 +1,6 @@
 package reactor
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"runtime"
@@ -40,8 +39,9 @@ type Config struct {
 	// WriteBufferCap is the static part of gnet's outbound buffer per connection.
 	WriteBufferCap int
 	// EdgeTriggered selects edge-triggered polling. It is refused by
-	// Normalize: in gnet v2.9.7 an edge-triggered read that fills the buffer
-	// queues the next read itself, past the poller, so a paused connection
+	// Normalize: in gnet (as of gnetVersion, gnetcompat.go) an
+	// edge-triggered read that fills the buffer queues the next read
+	// itself, past the poller, so a paused connection
 	// would still be read and flow control could not bound memory
 	// (TestEdgeTriggeredIsRefused). The field stays so that the refusal is
 	// explicit and the option can return with a gnet that allows it.
@@ -110,8 +110,7 @@ func (c *Config) Normalize() error {
 		c.Loops = runtime.NumCPU()
 	}
 	if c.EdgeTriggered {
-		return errors.New("reactor: edge-triggered polling is not supported: gnet v2.9.7 re-queues full reads " +
-			"itself, so paused connections would still be read and memory would not stay bounded")
+		return errEdgeTriggered
 	}
 	if c.ReadBufferCap == 0 {
 		c.ReadBufferCap = DefaultReadBufferCap

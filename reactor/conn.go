@@ -347,17 +347,6 @@ func (c *Conn) Writev(bs [][]byte) error {
 	return err
 }
 
-// afterWrite settles a write into gnet's queue with its queued output read
-// once: a pause gnet undid (when a write leaves output queued, gnet rewrites
-// the epoll mask to include EPOLLIN), and the process's queued total.
-func (c *Conn) afterWrite(before int) {
-	after := c.gc.OutboundBuffered()
-	if c.pause != 0 && before == 0 && c.state&stateClosed == 0 && after > 0 {
-		c.loop.setReadInterest(c, false)
-	}
-	c.loop.accountQueued(c, after)
-}
-
 // SetSink declares that the bytes read from c are written into sink, so that
 // c stops being read while sink's output is past the high watermark.
 func (c *Conn) SetSink(sink *Conn) {

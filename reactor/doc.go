@@ -6,8 +6,10 @@
 // loop that owns the connection, and so does everything a Handler calls on a
 // Conn; nothing here takes a lock on the data path.
 //
-// gnet v2.9.7 offers no way to stop reading a connection and no callback when
-// a connection's output has drained. This package adds both:
+// gnet offers no way to stop reading a connection and no callback when a
+// connection's output has drained. This package adds both, with what it
+// takes from gnet's internals kept in gnetcompat*.go, each reliance listed
+// there with its guard and the gnet version it was checked against:
 //
 //   - Pausing changes the socket's interest set in the loop's own poller
 //     (epoll_ctl on Linux, EV_DISABLE on kqueue). The poller descriptor is read
@@ -15,7 +17,7 @@
 //     loop and refuses to start unless each is an epoll instance (kqueue);
 //     TestPollerFD fails loudly if that field path changes. gnet's poll_opt
 //     build tag keeps a pointer where the rewrite writes the descriptor, so
-//     building with it is refused (pollopt.go).
+//     building with it is refused (gnetcompat_pollopt.go).
 //   - Drain is detected from the kernel: gnet only drains output on a
 //     writable event, so the sockets whose drain is awaited sit in a second
 //     epoll set (kqueue) per loop, edge-triggered for writability, and the
@@ -29,7 +31,7 @@
 //
 // # Accepting
 //
-// gnet v2.9.7 ends its whole engine on any accept error but EAGAIN, EINTR,
+// gnet ends its whole engine on any accept error but EAGAIN, EINTR,
 // ECONNRESET and ECONNABORTED: one EMFILE closes every connection. Its main
 // reactor also accepts until EAGAIN before any OnOpen runs, so a storm can
 // use up the descriptors before a refusal frees one. So the Server owns its

@@ -2,10 +2,8 @@ package reactor
 
 import (
 	"net"
-	"slices"
 	"time"
 
-	"github.com/panjf2000/gnet/v2"
 	"golang.org/x/sys/unix"
 )
 
@@ -35,54 +33,6 @@ type HalfCloseHandler interface {
 type tail struct {
 	fd            int // -1 once nothing can be written: gnet closed the socket
 	local, remote net.Addr
-}
-
-// becomeTail takes c's socket out of gnet after gnet read its peer's EOF
-// (inside gnet's OnClose, while the descriptor is still open), so that c
-// stays writable. It reports false, leaving c to close as usual, when that
-// is not possible.
-func (l *Loop) becomeTail(c *Conn) bool {
-	gc := c.gc
-	if n := gc.OutboundBuffered(); n > 0 {
-		// The reactor queues this connection's output itself; gnet's queue
-		// is empty unless something wrote to gnet directly.
-		l.srv.log.Error().Int("queued", n).Msg("half-close: gnet holds queued output it would drop; closing instead")
-		return false
-	}
-	fd := gc.Fd()
-	// The drain watcher's registration is keyed by gnet's descriptor, which
-	// is about to close: it moves to the copy.
-	waiting := c.waitIdx != 0
-	nfd := -1
-	if c.state&stateWriteShut == 0 || c.queued() > 0 || waiting {
-		l.unwatch(c)
-		var err error
-		if nfd, err = dupCloseOnExec(fd); err != nil {
-			l.srv.log.Warn().Err(err).Msg("half-close: cannot keep the socket (dup); closing instead")
-			return false
-		}
-		l.forgetFD(fd)
-	}
-	// Otherwise our FIN went out before the peer's came and nothing is
-	// left to write: the socket is done both ways and goes with gnet's
-	// close. The tail without one (fd -1) still runs OnReadEOF and the
-	// handler's close, as any other, and saves a dup, an epoll_ctl and a
-	// close on the second side of every session that ends in order.
-	c.more().tail = &tail{fd: nfd, local: gc.LocalAddr(), remote: gc.RemoteAddr()}
-	if c.pause.flowControl() {
-		l.stats.Paused.Add(-1)
-	}
-	c.pause = 0 // nothing is read from a tail
-	c.gc = nil
-	l.stats.HalfClosed.Add(1)
-	l.stats.HalfCloseKept.Add(int64(c.queued()))
-	if c.queued() > 0 {
-		l.flushQueue(c)
-	}
-	if waiting && c.state&(stateCloseQueued|stateClosed) == 0 {
-		l.watch(c)
-	}
-	return true
 }
 
 // closeTail closes c's socket; the handler's OnClose follows at the end of
@@ -139,28 +89,6 @@ func (s *Server) closeTails() {
 			return
 		}
 	}
-}
-
-// maxRest bounds what readRest takes from a closing socket: more than any
-// kernel receive buffer holds.
-const maxRest = 64 << 20
-
-// readRest gathers a paused connection's unread input, gnet's and the
-// kernel's, before gnet closes it, so that the handler can still Peek it.
-func (l *Loop) readRest(c *Conn, gc gnet.Conn) {
-	in, _ := gc.Peek(-1)
-	rest := append([]byte(nil), in...)
-	_, _ = gc.Discard(-1)
-	fd := gc.Fd()
-	for len(rest) < maxRest {
-		rest = slices.Grow(rest, 64<<10)
-		n, err := unix.Read(fd, rest[len(rest):cap(rest)])
-		if n <= 0 || err != nil {
-			break
-		}
-		rest = rest[:len(rest)+n]
-	}
-	c.more().eofRest = rest
 }
 
 // CloseWrite shuts down c's write side (a FIN to the peer) once its queued

@@ -18,8 +18,8 @@ import (
 // listener is one listening socket that tidegate owns. Its accept goroutine
 // admits connections while the server is under its limits and hands each one
 // to an event loop; gnet never sees the listening socket, so an accept error
-// cannot end gnet's engine (gnet v2.9.7 ends it on any accept error but
-// EAGAIN, EINTR, ECONNRESET and ECONNABORTED, EMFILE included).
+// cannot end gnet's engine (gnet ends it on any accept error but EAGAIN,
+// EINTR, ECONNRESET and ECONNABORTED, EMFILE included: see gnetReliances).
 type listener struct {
 	srv   *Server
 	index int

@@ -303,26 +303,6 @@ func (l *Loop) traffic(c *Conn) {
 	}
 }
 
-// onPausedTraffic handles a read gnet made on a paused connection: gnet
-// re-enables EPOLLIN when that connection's output fills or drains. If its
-// own drain was awaited (it is its own sink), that is the news, seen here
-// before the drain watcher's hop to the loop: the wait is checked first. Else
-// the bytes stay buffered; if they pile up, the connection writing into this
-// one is paused too, so that the re-enabling stops.
-func (l *Loop) onPausedTraffic(c *Conn) {
-	if c.waitIdx != 0 && l.checkDrain(c, l.Now()) {
-		l.unwatch(c)
-		if c.pause == 0 {
-			return // resumed: afterCallback offers the input
-		}
-	}
-	l.stats.SpuriousWakes.Add(1)
-	l.setReadInterest(c, false)
-	if p := c.producer; p != c && c.InboundBuffered() > l.inboundCap() {
-		p.pauseFor(pausePeerInboundFull)
-	}
-}
-
 // inboundCap is how much unread input a paused connection may hold before its producer is paused too.
 func (l *Loop) inboundCap() int { return 4 * l.srv.cfg.ReadBufferCap }
 

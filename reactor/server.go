@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -98,17 +96,13 @@ func (s *Server) Start() error {
 	if err := s.openListeners(); err != nil {
 		return err
 	}
-	// gnet needs a listener of its own. It gets a Unix socket in a private
-	// directory, removed once the engine has booted, so nothing can connect
-	// to it and gnet's own accept path, which ends the engine on EMFILE,
-	// never runs.
-	dir, err := os.MkdirTemp("", "tidegate-")
+	// gnet needs a listener of its own: one nothing can reach (gnetcompat.go).
+	placeholder, removePlaceholder, err := gnetPlaceholder()
 	if err != nil {
 		s.closeListeners()
-		return fmt.Errorf("reactor: directory for gnet's placeholder socket: %w", err)
+		return err
 	}
-	defer os.RemoveAll(dir)
-	placeholder := "unix://" + filepath.Join(dir, "gnet.sock")
+	defer removePlaceholder()
 	opts := []gnet.Option{
 		gnet.WithMulticore(true),
 		gnet.WithNumEventLoop(s.cfg.Loops),

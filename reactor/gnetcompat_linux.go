@@ -1,5 +1,13 @@
 package reactor
 
+// The epoll side of the reliances in gnetcompat.go: gnet's default epoll
+// poller registers each socket with EpollEvent{Fd: fd}
+// (pkg/netpoll/poller_epoll_default.go, AddRead) and rewrites the whole
+// mask itself in ModRead and ModReadWrite; the reactor pauses a connection
+// by rewriting that registration with the same data, and removes a
+// half-closed connection's descriptor before gnet closes it. Checked by
+// checkPollerFD at Start and by TestPollerFD.
+
 import (
 	"errors"
 	"fmt"
@@ -53,5 +61,14 @@ func (l *Loop) setReadInterest(c *Conn, on bool) {
 	fd := c.gc.Fd()
 	if err := unix.EpollCtl(l.pollFD, unix.EPOLL_CTL_MOD, fd, &unix.EpollEvent{Fd: int32(fd), Events: ev}); err != nil {
 		l.srv.log.Error().Err(err).Int("fd", fd).Bool("read", on).Msg("epoll_ctl: changing read interest failed")
+	}
+}
+
+// forgetFD removes fd from the loop's epoll set before gnet closes it, so
+// that the duplicate kept for a half-closed connection gets no events there
+// (epoll keys on the descriptor number and the open file together).
+func (l *Loop) forgetFD(fd int) {
+	if l.pollFD >= 0 {
+		_ = unix.EpollCtl(l.pollFD, unix.EPOLL_CTL_DEL, fd, nil)
 	}
 }

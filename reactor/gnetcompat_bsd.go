@@ -2,6 +2,13 @@
 
 package reactor
 
+// The kqueue side of the reliances in gnetcompat.go: gnet's kqueue poller
+// keeps EVFILT_READ and EVFILT_WRITE as separate filters and only adds and
+// deletes EVFILT_WRITE after registration
+// (pkg/netpoll/poller_kqueue_default.go), so a read filter disabled here
+// stays disabled. Checked by checkPollerFD at Start; TestPollerFD runs
+// where there is a BSD or macOS machine.
+
 import (
 	"fmt"
 
@@ -37,3 +44,7 @@ func (l *Loop) setReadInterest(c *Conn, on bool) {
 		l.srv.log.Error().Err(err).Int("fd", fd).Bool("read", on).Msg("kevent: changing read interest failed")
 	}
 }
+
+// forgetFD needs nothing on kqueue: closing a descriptor removes its
+// filters, and the duplicate kept for a half-closed connection has none.
+func (l *Loop) forgetFD(int) {}
