@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
@@ -15,9 +14,6 @@ import (
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/proxy"
 )
-
-// processStart is when the process started, for the stop line's uptime.
-var processStart = time.Now()
 
 // buildRevision returns the revision the binary was built from
 // (internal/revision: make build's stamp, else Go's VCS stamp), or "unknown"
@@ -77,17 +73,4 @@ func configDigest(path string) (string, error) {
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:]), nil
-}
-
-// logStopped writes the process's one stop line ("stopped"): why it
-// stopped, how long it ran, the exit status it is about to end with, and
-// the error that status comes from, if any. Level info for a clean stop,
-// error otherwise.
-func logStopped(log zerolog.Logger, cause string, status int, err error) {
-	ev := log.Info()
-	if status != 0 || err != nil {
-		ev = log.Error().Err(err)
-	}
-	ev.Str("cause", cause).Dur("uptime", time.Since(processStart).Round(time.Millisecond)).
-		Int("exit_status", status).Msg("stopped")
 }
