@@ -186,7 +186,7 @@ func logProxyStart(log zerolog.Logger, c *cli.Context, cfg *proxy.Config) error 
 	if loops == 0 {
 		loops = runtime.NumCPU()
 	}
-	startEvent(log, c).Str("config", source).Str("config_hash", cfg.Hash()).Str("config_sha256", digest).Int("loops", loops).Int("gomaxprocs", spareP(loops)).
+	startEvent(log, c).Str("config", source).Str("config_hash", cfg.Hash()).Str("config_sha256", digest).Int("loops", loops).Int("gomaxprocs", lifecycle.SpareP(loops)).
 		Int("max_sessions", cfg.Limits.MaxSessions).Int("max_sessions_per_ip", cfg.Limits.MaxSessionsPerIP).
 		Int64("buffer_budget", cfg.Limits.BufferBudget).Dur("idle_timeout", cfg.Limits.IdleTimeout).
 		Dur("drain_timeout", cfg.Shutdown.DrainTimeout).Bool("demo", c.Bool("demo")).Msg(startMessage)

@@ -90,7 +90,7 @@ func runPush(c *cli.Context, proc *lifecycle.Process, cfg pushserver.Config, log
 	if loops == 0 {
 		loops = runtime.NumCPU()
 	}
-	startEvent(log, c).Int("loops", loops).Int("publish_loops", cfg.PublishLoops).Int("gomaxprocs", spareP(loops+cfg.PublishLoops)).Int("max_topics", cfg.MaxTopics).
+	startEvent(log, c).Int("loops", loops).Int("publish_loops", cfg.PublishLoops).Int("gomaxprocs", lifecycle.SpareP(loops+cfg.PublishLoops)).Int("max_topics", cfg.MaxTopics).
 		Int("high_watermark", cfg.HighWatermark).Int("buffer_budget", cfg.BufferBudget).Dur("window", cfg.Window).
 		Msg(startMessage)
 	if err := srv.Start(); err != nil {

@@ -5,60 +5,22 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"runtime"
 
 	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
 
-	"github.com/tidegate/tidegate/internal/revision"
-	"github.com/tidegate/tidegate/reactor"
+	"github.com/tidegate/tidegate/internal/lifecycle"
 	"github.com/tidegate/tidegate/session/proxy"
 )
 
-// buildRevision returns the revision the binary was built from
-// (internal/revision: make build's stamp, else Go's VCS stamp), or "unknown"
-// for a plain go build with -buildvcs=false.
-func buildRevision() string {
-	if r := revision.This(); r != "" {
-		return r
-	}
-	return "unknown"
-}
-
-// startEvent begins the process's one start line ("tidegate starting") with
-// what every command has: version, revision, Go, pid, command, and the
-// descriptor limit the servers will run under (raised to the hard limit, as
-// they do). The command adds its configuration and limits and sends it
-// before it starts its servers, so that a start that fails is on record
-// with its version too.
+// startEvent begins the process's one start line (lifecycle.StartEvent)
+// for the command c runs.
 func startEvent(log zerolog.Logger, c *cli.Context) *zerolog.Event {
-	ev := log.Info().Str("version", version).Str("revision", buildRevision()).Str("go", runtime.Version()).
-		Int("pid", os.Getpid()).Str("command", c.Command.FullName())
-	if limit, err := reactor.RaiseFileLimit(); err == nil {
-		ev = ev.Uint64("fd_limit", limit)
-	} else {
-		ev = ev.AnErr("fd_limit_error", err)
-	}
-	return ev
-}
-
-// spareP makes GOMAXPROCS one more than the event loops (unless the
-// GOMAXPROCS environment variable set it) and returns it. A loop waits in
-// epoll_wait inside a system call; when every P is held by such a call, the
-// runtime's monitor takes a waiting loop's P away after 20 µs and keeps
-// waking every 20 µs itself, and every wake-up of that loop then has to get
-// a P back. One idle P spare stops both. Measured on w16 with a 2 ms RTT
-// (benchmarks/results/2026-12-01-rtt-w16.md): CPU per frame 3,550 against
-// 4,783 ns with one loop.
-func spareP(loops int) int {
-	if os.Getenv("GOMAXPROCS") == "" && runtime.GOMAXPROCS(0) < loops+1 {
-		runtime.GOMAXPROCS(loops + 1)
-	}
-	return runtime.GOMAXPROCS(0)
+	return lifecycle.StartEvent(log, version, c.Command.FullName())
 }
 
 // startMessage is the message of the start line.
-const startMessage = "tidegate starting"
+const startMessage = lifecycle.StartMessage
 
 // configDigest returns the SHA-256 of the proxy configuration in force: of
 // the file at path as it is on disk (what sha256sum prints for it), or of the

@@ -22,9 +22,9 @@ type check struct {
 	run  CheckFunc
 }
 
-// Engine is what the process watches of a server to notice that its event
+// engine is what the process watches of a server to notice that its event
 // loops ended: *reactor.Server has it.
-type Engine interface {
+type engine interface {
 	Done() <-chan struct{}
 	Err() error
 }
@@ -33,7 +33,7 @@ type Engine interface {
 // exported under.
 type namedEngine struct {
 	name string
-	e    Engine
+	e    engine
 }
 
 // Registry is the one health registry of a command: what it knows of its
@@ -72,7 +72,7 @@ func (h *Registry) AddServer(name string, s *reactor.Server) {
 }
 
 // watch has Run end the process when e's loops end.
-func (h *Registry) watch(name string, e Engine) {
+func (h *Registry) watch(name string, e engine) {
 	h.engines = append(h.engines, namedEngine{name: name, e: e})
 }
 
