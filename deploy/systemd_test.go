@@ -93,7 +93,7 @@ func parseTimespan(s string) (time.Duration, error) {
 
 // drainMargin is what a stop takes beyond the drain timeout: the linger
 // that bounds the last closes (reactor.DefaultLinger, 5 s) and the bound on
-// stopping the servers (stopTimeout in cmd/tidegate, 10 s).
+// stopping the servers (lifecycle.StopTimeout in internal/lifecycle, 10 s).
 const drainMargin = 15 * time.Second
 
 // TestSystemdUnit: the unit is Type=notify, runs the proxy with the config

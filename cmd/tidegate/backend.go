@@ -7,11 +7,12 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/tidegate/tidegate/internal/lifecycle"
 	"github.com/tidegate/tidegate/session/mcbackend"
 )
 
 // backendCommand runs the fake Minecraft backend used by tests and benchmarks.
-func backendCommand() *cli.Command {
+func backendCommand(proc *lifecycle.Process) *cli.Command {
 	return &cli.Command{
 		Name:  "backend",
 		Usage: "run a fake Minecraft Java backend that logs clients in offline and echoes play frames",
@@ -47,11 +48,11 @@ func backendCommand() *cli.Command {
 			metricsFlag(),
 		}, reactorFlags()...), logFlags()...),
 		OnUsageError: usageError,
-		Action:       runBackend,
+		Action:       func(c *cli.Context) error { return runBackend(c, proc) },
 	}
 }
 
-func runBackend(c *cli.Context) error {
+func runBackend(c *cli.Context, proc *lifecycle.Process) error {
 	log, err := newLogger(c)
 	if err != nil {
 		return configError(err)
@@ -105,14 +106,14 @@ func runBackend(c *cli.Context) error {
 	log.Info().Strs("listen", boundAddrs(srv.Reactor())).Int("loops", norm.Reactor.Loops).Int("compression_threshold", threshold).
 		Str("slow_sink", mode.String()).Int("slow_rate", norm.SlowRate).Dur("reply_delay", norm.ReplyDelay).Bool("chunk_replies", norm.ChunkReplies).Dur("login_timeout", norm.LoginTimeout).
 		Msg("fake Minecraft backend listening")
-	h := newHealthRegistry()
-	h.addServer("backend", srv.Reactor())
-	metricsAddr, stopMetrics, err := startMetrics(c, log, h, nil)
+	h := lifecycle.NewRegistry()
+	h.AddServer("backend", srv.Reactor())
+	metricsAddr, metrics, err := startMetrics(c, log, h, nil, nil)
 	if err != nil {
 		return stopAfter(err, srv.Stop)
 	}
-	ready := listeningStatus(metricsAddr, "fake Minecraft backend on "+strings.Join(boundAddrs(srv.Reactor()), ", "))
-	return runUntilSignalDrain(c.Context, log, h, ready, nil, stopAll(func(ctx context.Context) error {
+	ready := lifecycle.ListeningStatus(metricsAddr, "fake Minecraft backend on "+strings.Join(boundAddrs(srv.Reactor()), ", "))
+	return run(c, proc, lifecycle.RunOptions{Log: log, Health: h, Ready: ready, Stop: lifecycle.StopAll(func(ctx context.Context) error {
 		err := srv.Stop(ctx)
 		st := srv.Stats()
 		log.Info().Int64("accepted", st.Reactor.Accepted).Int64("status_requests", st.StatusRequests).
@@ -120,5 +121,5 @@ func runBackend(c *cli.Context) error {
 			Int64("slow_pauses", st.SlowPauses).Int64("held_writes", st.HeldWrites).Int64("held_late_ns", st.HeldLateNs).Int64("timeouts", st.Timeouts).Int64("rejected", st.Rejected()).
 			Msg("backend stopped")
 		return err
-	}, stopMetrics))
+	}, metrics.Shutdown)})
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -12,11 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
+	"github.com/tidegate/tidegate/internal/lifecycle"
 	"github.com/tidegate/tidegate/internal/testkit/waitfor"
 	"github.com/tidegate/tidegate/reactor"
-	"github.com/tidegate/tidegate/session/tlvserver"
 )
 
 // proxyConfig writes a proxy configuration with one minecraft listener on an
@@ -87,11 +84,11 @@ func TestProxyHealthyEndpoints(t *testing.T) {
 	addr := runCommand(t, "proxy", "--config", proxyConfig(t, acceptor(t)))
 
 	code, live := getReport(t, addr, "/healthz")
-	if code != http.StatusOK || live.checkNames() != "proxy" {
-		t.Fatalf("/healthz: %d, checks %s", code, live.checkNames())
+	if code != http.StatusOK || live.Names() != "proxy" {
+		t.Fatalf("/healthz: %d, checks %s", code, live.Names())
 	}
 	var h reactor.Health
-	live.detail(t, "proxy", &h)
+	live.Detail(t, "proxy", &h)
 	if !h.Running || len(h.Listeners) != 1 || !h.Listeners[0].Alive || h.Listeners[0].State != "accepting" ||
 		!strings.HasPrefix(h.Listeners[0].Addr, "127.0.0.1:") {
 		t.Fatalf("/healthz proxy detail: %+v", h)
@@ -100,11 +97,11 @@ func TestProxyHealthyEndpoints(t *testing.T) {
 	// A few checks have passed by now or will have: the backend stays up.
 	time.Sleep(60 * time.Millisecond)
 	code, ready := getReport(t, addr, "/readyz")
-	if code != http.StatusOK || ready.checkNames() != "proxy,draining,backends" {
-		t.Fatalf("/readyz: %d, checks %s", code, ready.checkNames())
+	if code != http.StatusOK || ready.Names() != "proxy,draining,backends" {
+		t.Fatalf("/readyz: %d, checks %s", code, ready.Names())
 	}
-	var b backendsDetail
-	ready.detail(t, "backends", &b)
+	var b lifecycle.BackendsDetail
+	ready.Detail(t, "backends", &b)
 	if len(b.GroupsDown) != 0 || len(b.Backends) != 1 || !b.Backends[0].Up || b.Backends[0].Group != "main" {
 		t.Fatalf("/readyz backends detail: %+v", b)
 	}
@@ -128,18 +125,18 @@ func TestProxyReadyzNamesGroupDown(t *testing.T) {
 		ready = r
 		return nil
 	})
-	if got := ready.checkNames(); got != "proxy,draining,!backends" {
+	if got := ready.Names(); got != "proxy,draining,!backends" {
 		t.Fatalf("/readyz checks %s, want only backends failing", got)
 	}
-	var b backendsDetail
-	ready.detail(t, "backends", &b)
+	var b lifecycle.BackendsDetail
+	ready.Detail(t, "backends", &b)
 	if !slices.Equal(b.GroupsDown, []string{"main"}) || len(b.Backends) != 1 || b.Backends[0].Up ||
 		!strings.Contains(b.Backends[0].LastError, "refused") {
 		t.Fatalf("/readyz backends detail: %+v", b)
 	}
 	// Liveness does not depend on the backends.
 	if code, live := getReport(t, addr, "/healthz"); code != http.StatusOK {
-		t.Fatalf("/healthz %d with the backends down: %s", code, live.checkNames())
+		t.Fatalf("/healthz %d with the backends down: %s", code, live.Names())
 	}
 }
 
@@ -167,65 +164,12 @@ func TestServeAndPushAndBackendMetrics(t *testing.T) {
 				}
 			}
 			names := strings.Join(tc.servers, ",")
-			if code, r := getReport(t, addr, "/healthz"); code != http.StatusOK || r.checkNames() != names {
-				t.Fatalf("/healthz %d, checks %s; want 200, %s", code, r.checkNames(), names)
+			if code, r := getReport(t, addr, "/healthz"); code != http.StatusOK || r.Names() != names {
+				t.Fatalf("/healthz %d, checks %s; want 200, %s", code, r.Names(), names)
 			}
-			if code, r := getReport(t, addr, "/readyz"); code != http.StatusOK || r.checkNames() != names+",draining" {
-				t.Fatalf("/readyz %d, checks %s; want 200, %s,draining", code, r.checkNames(), names)
+			if code, r := getReport(t, addr, "/readyz"); code != http.StatusOK || r.Names() != names+",draining" {
+				t.Fatalf("/readyz %d, checks %s; want 200, %s,draining", code, r.Names(), names)
 			}
 		})
-	}
-}
-
-// TestStoppedServerFailsHealthz stops a server under a running metrics
-// listener; draining fails only readiness.
-func TestStoppedServerFailsHealthz(t *testing.T) {
-	srv, err := tlvserver.New(tlvserver.Config{Reactor: reactor.Config{Addrs: []string{"127.0.0.1:0"}, Loops: 1, Logger: zerolog.Nop()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	h := newHealthRegistry()
-	h.addServer("tlv", srv.Reactor())
-	addr, stopMetrics, err := serveMetrics("127.0.0.1:0", h, nil, tlvserver.NewCollector(srv))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stopMetrics(context.Background()) //nolint:errcheck
-
-	h.SetDraining(true)
-	if code, r := getReport(t, addr.String(), "/readyz"); code != http.StatusServiceUnavailable || r.checkNames() != "tlv,!draining" {
-		t.Fatalf("draining: /readyz %d, checks %s", code, r.checkNames())
-	}
-	if code, _ := getReport(t, addr.String(), "/healthz"); code != http.StatusOK {
-		t.Fatalf("draining: /healthz %d, want 200", code)
-	}
-	h.SetDraining(false)
-	if code, _ := getReport(t, addr.String(), "/readyz"); code != http.StatusOK {
-		t.Fatalf("/readyz %d after draining ended, want 200", code)
-	}
-
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := srv.Stop(ctx); err != nil {
-		t.Fatal(err)
-	}
-	code, r := getReport(t, addr.String(), "/healthz")
-	if code != http.StatusServiceUnavailable || r.checkNames() != "!tlv" {
-		t.Fatalf("stopped: /healthz %d, checks %s", code, r.checkNames())
-	}
-	var hs reactor.Health
-	r.detail(t, "tlv", &hs)
-	if hs.Running || len(hs.Listeners) != 1 || hs.Listeners[0].Alive || hs.Listeners[0].State != "stopped" {
-		t.Fatalf("stopped: /healthz detail %+v", hs)
-	}
-	if code, _ := getReport(t, addr.String(), "/readyz"); code != http.StatusServiceUnavailable {
-		t.Fatalf("stopped: /readyz %d, want 503", code)
-	}
-	_, metrics := get(t, addr.String(), "/metrics")
-	if !strings.Contains(string(metrics), `tidegate_engine_up{server="tlv"} 0`) {
-		t.Fatal("/metrics does not report the stopped engine")
 	}
 }

@@ -9,13 +9,17 @@ import (
 	"os"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/tidegate/tidegate/internal/lifecycle"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
 func main() {
-	catchReloadSignals()
+	// First: a SIGHUP or SIGUSR2 while a server starts is then handled
+	// once it serves, rather than ending the process.
+	proc := lifecycle.Start()
 	app := &cli.App{
 		Name:  "tidegate",
 		Usage: "event-loop proxy and servers on gnet",
@@ -24,10 +28,10 @@ func main() {
 		Version: version,
 		Flags:   logFlags(),
 		Commands: []*cli.Command{
-			proxyCommand(),
-			serveCommand(),
-			pushCommand(),
-			backendCommand(),
+			proxyCommand(proc),
+			serveCommand(proc),
+			pushCommand(proc),
+			backendCommand(proc),
 			versionCommand(),
 		},
 	}

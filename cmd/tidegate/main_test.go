@@ -1,12 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -14,6 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/tidegate/tidegate/internal/lifecycle"
 	"github.com/tidegate/tidegate/internal/testkit/leaktest"
 	"github.com/tidegate/tidegate/internal/testkit/logbuf"
 	"github.com/tidegate/tidegate/internal/testkit/testserver"
@@ -35,24 +33,18 @@ type syncBuffer struct{ logbuf.Buffer }
 // logLines decodes the JSON log lines written so far.
 func (s *syncBuffer) logLines(t *testing.T) []map[string]any {
 	t.Helper()
-	var out []map[string]any
-	sc := bufio.NewScanner(strings.NewReader(s.String()))
-	for sc.Scan() {
-		var m map[string]any
-		if json.Unmarshal(sc.Bytes(), &m) == nil {
-			out = append(out, m)
-		}
-	}
-	return out
+	return s.JSONLines()
 }
 
 // testApp is the app with the long-running commands, logging to errw; an
-// error that carries an exit code is returned instead of exiting.
+// error that carries an exit code is returned instead of exiting. Its
+// commands catch signals as main's do.
 func testApp(errw io.Writer) *cli.App {
+	proc := lifecycle.Start()
 	return &cli.App{
 		Name:           "tidegate",
 		Flags:          logFlags(),
-		Commands:       []*cli.Command{proxyCommand(), serveCommand(), pushCommand(), backendCommand()},
+		Commands:       []*cli.Command{proxyCommand(proc), serveCommand(proc), pushCommand(proc), backendCommand(proc)},
 		Writer:         io.Discard,
 		ErrWriter:      errw,
 		ExitErrHandler: func(*cli.Context, error) {},
@@ -113,55 +105,13 @@ func get(t *testing.T, addr, path string) (int, []byte) {
 	return code, body
 }
 
-// report is healthReport as a client decodes it.
-type report struct {
-	OK     bool `json:"ok"`
-	Checks []struct {
-		Name   string          `json:"name"`
-		OK     bool            `json:"ok"`
-		Detail json.RawMessage `json:"detail"`
-	} `json:"checks"`
-}
+// report is lifecycle.Report as a client decodes it.
+type report = testserver.HealthReport
 
-// getReport fetches /healthz or /readyz and decodes it.
+// getReport fetches /healthz or /readyz from addr and decodes it.
 func getReport(t *testing.T, addr, path string) (int, report) {
 	t.Helper()
-	code, body := get(t, addr, path)
-	var r report
-	if err := json.Unmarshal(body, &r); err != nil {
-		t.Fatalf("%s: %v in %q", path, err, body)
-	}
-	if r.OK != (code == http.StatusOK) || (code != http.StatusOK && code != http.StatusServiceUnavailable) {
-		t.Fatalf("%s answered %d with ok=%v: %s", path, code, r.OK, body)
-	}
-	return code, r
-}
-
-// checkNames lists the names of a report's checks, with a ! before failing ones.
-func (r report) checkNames() string {
-	var names []string
-	for _, c := range r.Checks {
-		if !c.OK {
-			names = append(names, "!"+c.Name)
-		} else {
-			names = append(names, c.Name)
-		}
-	}
-	return strings.Join(names, ",")
-}
-
-// detail decodes the detail of the check named name into v.
-func (r report) detail(t *testing.T, name string, v any) {
-	t.Helper()
-	for _, c := range r.Checks {
-		if c.Name == name {
-			if err := json.Unmarshal(c.Detail, v); err != nil {
-				t.Fatalf("detail of %s: %v in %s", name, err, c.Detail)
-			}
-			return
-		}
-	}
-	t.Fatalf("no check %s in %s", name, r.checkNames())
+	return testserver.GetHealth(t, "http://"+addr+path)
 }
 
 // exitCode returns the status the process exits with after a command

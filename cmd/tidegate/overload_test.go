@@ -31,7 +31,6 @@ const (
 )
 
 func runChild(argsJSON string) int {
-	catchReloadSignals() // as main does
 	var args []string
 	if err := json.Unmarshal([]byte(argsJSON), &args); err != nil {
 		fmt.Fprintln(os.Stderr, "child args:", err)

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/tidegate/tidegate/internal/lifecycle"
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/mcbackend"
 	"github.com/tidegate/tidegate/session/proxy"
@@ -17,7 +18,7 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func proxyCommand() *cli.Command {
+func proxyCommand(proc *lifecycle.Process) *cli.Command {
 	return &cli.Command{
 		Name:  "proxy",
 		Usage: "run the Minecraft-aware proxy (or a raw TCP relay)",
@@ -70,7 +71,7 @@ func proxyCommand() *cli.Command {
 				}
 				defer stop()
 			}
-			return runProxy(c, cfg, log)
+			return runProxy(c, proc, cfg, log)
 		},
 	}
 }
@@ -85,29 +86,29 @@ func configName(c *cli.Context) string {
 
 // runProxy starts the proxy of cfg (and with --demo the fake backend) and
 // serves until a signal, or until an engine ends.
-func runProxy(c *cli.Context, cfg *proxy.Config, log zerolog.Logger) error {
-	inh, err := takeInheritance()
+func runProxy(c *cli.Context, proc *lifecycle.Process, cfg *proxy.Config, log zerolog.Logger) error {
+	inh, err := lifecycle.TakeInheritance()
 	if err != nil {
 		return startError(err)
 	}
 	var inherited []net.Listener
 	if inh != nil {
-		inherited = inh.proxyListeners(cfg.Listeners)
-		metricsMu.Lock()
-		metricsInherited = inh.listeners[metricsListenerName]
-		delete(inh.listeners, metricsListenerName)
-		metricsMu.Unlock()
+		addrs := make([]string, len(cfg.Listeners))
+		for i, l := range cfg.Listeners {
+			addrs[i] = l.Listen
+		}
+		inherited = inh.ProxyListeners(addrs)
 		log.Info().Int("listeners", len(inherited)).Msg("upgrade: started by a live upgrade, on the old process's listeners")
 	}
-	h := newHealthRegistry()
+	h := lifecycle.NewRegistry()
 	var stops []func(context.Context) error
 	var status []string // what listens, for the service manager
 	// Whatever started is stopped when a later step fails.
-	fail := func(err error) error { return stopAfter(err, stopAll(stops...)) }
+	fail := func(err error) error { return stopAfter(err, lifecycle.StopAll(stops...)) }
 	p, err := proxy.NewWithListeners(cfg, log, inherited)
 	if err != nil {
 		if inh != nil {
-			inh.close()
+			inh.Close()
 		}
 		return configError(err)
 	}
@@ -125,7 +126,7 @@ func runProxy(c *cli.Context, cfg *proxy.Config, log zerolog.Logger) error {
 		log.Info().Str("listen", addr).Msg("demo backend listening: offline login, echoes play packets")
 		status = append(status, "demo backend on "+addr)
 		stops = append(stops, be.Stop)
-		h.addServer("demo-backend", be.Reactor())
+		h.AddServer("demo-backend", be.Reactor())
 	}
 	if err := p.Start(); err != nil {
 		return fail(startError(err))
@@ -144,27 +145,28 @@ func runProxy(c *cli.Context, cfg *proxy.Config, log zerolog.Logger) error {
 	}
 	status = append([]string{"proxy on " + strings.Join(listening, ", ")}, status...)
 	stops = append([]func(context.Context) error{p.Stop}, stops...)
-	h.addProxy(p)
-	metricsAddr, stopMetrics, err := startMetrics(c, log, h, p.AdminHandler(), proxy.NewCollector(p))
+	h.AddProxy(p)
+	metricsAddr, metrics, err := startMetrics(c, log, h, inh.MetricsListener(), p.AdminHandler(), proxy.NewCollector(p))
 	if err != nil {
 		return fail(err)
 	}
 	path := c.String("config")
-	plan := &drainPlan{
-		timeout:  cfg.Shutdown.DrainTimeout,
-		shutdown: p.Shutdown,
-		open:     func() int64 { return p.Stats().Active },
-		reload:   func() error { return reloadProxy(log, p, path) },
+	up := &lifecycle.Upgrader{Log: log, Process: proc, Proxy: p, Metrics: metrics, HandoverStall: cfg.Shutdown.DrainTimeout}
+	drain := &lifecycle.Drain{
+		Timeout:  cfg.Shutdown.DrainTimeout,
+		Shutdown: p.Shutdown,
+		Open:     func() int64 { return p.Stats().Active },
+		Reload:   func() error { return reloadProxy(log, p, path) },
+		Upgrade:  up.Upgrade,
 	}
-	h.reload.Store(&plan.reload)
-	up := &upgrader{log: log, p: p, stopMetrics: stopMetrics, handoverStall: cfg.Shutdown.DrainTimeout}
-	plan.upgrade = up.upgrade
+	h.SetReload(drain.Reload)
 	if inh != nil {
-		if err := inh.serve(log, p); err != nil {
+		if err := inh.TakeOver(log, p); err != nil {
 			log.Error().Err(err).Msg("upgrade: the old process keeps its sessions")
 		}
 	}
-	return runUntilSignalDrain(c.Context, log, h, listeningStatus(metricsAddr, status...), plan, stopAll(append(stops, stopMetrics)...))
+	return run(c, proc, lifecycle.RunOptions{Log: log, Health: h, Ready: lifecycle.ListeningStatus(metricsAddr, status...),
+		Drain: drain, Stop: lifecycle.StopAll(append(stops, metrics.Shutdown)...)})
 }
 
 // logProxyStart writes the start line with the proxy's configuration: where
@@ -184,7 +186,7 @@ func logProxyStart(log zerolog.Logger, c *cli.Context, cfg *proxy.Config) error 
 	if loops == 0 {
 		loops = runtime.NumCPU()
 	}
-	startEvent(log, c).Str("config", source).Str("config_hash", cfg.Hash()).Str("config_sha256", digest).Int("loops", loops).Int("gomaxprocs", spareP(loops)).
+	startEvent(log, c).Str("config", source).Str("config_hash", cfg.Hash()).Str("config_sha256", digest).Int("loops", loops).Int("gomaxprocs", lifecycle.SpareP(loops)).
 		Int("max_sessions", cfg.Limits.MaxSessions).Int("max_sessions_per_ip", cfg.Limits.MaxSessionsPerIP).
 		Int64("buffer_budget", cfg.Limits.BufferBudget).Dur("idle_timeout", cfg.Limits.IdleTimeout).
 		Dur("drain_timeout", cfg.Shutdown.DrainTimeout).Bool("demo", c.Bool("demo")).Msg(startMessage)

@@ -9,11 +9,12 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
 
+	"github.com/tidegate/tidegate/internal/lifecycle"
 	"github.com/tidegate/tidegate/session/pushserver"
 )
 
 // pushCommand runs the fan-out push server.
-func pushCommand() *cli.Command {
+func pushCommand(proc *lifecycle.Process) *cli.Command {
 	def := pushserver.DefaultConfig()
 	return &cli.Command{
 		Name:  "push",
@@ -73,14 +74,14 @@ func pushCommand() *cli.Command {
 			cfg.MaxBatchEvents = c.Int("max-batch-events")
 			cfg.MaxBatchBytes = c.Int("max-batch-bytes")
 			cfg.Logger = log
-			return runPush(c, cfg, log)
+			return runPush(c, proc, cfg, log)
 		},
 	}
 }
 
 // runPush starts the push server of cfg and serves until a signal, or until
 // an engine ends, logging its counters every --stats-interval.
-func runPush(c *cli.Context, cfg pushserver.Config, log zerolog.Logger) error {
+func runPush(c *cli.Context, proc *lifecycle.Process, cfg pushserver.Config, log zerolog.Logger) error {
 	srv, err := pushserver.New(cfg)
 	if err != nil {
 		return configError(fmt.Errorf("push server: %w", err))
@@ -89,17 +90,17 @@ func runPush(c *cli.Context, cfg pushserver.Config, log zerolog.Logger) error {
 	if loops == 0 {
 		loops = runtime.NumCPU()
 	}
-	startEvent(log, c).Int("loops", loops).Int("publish_loops", cfg.PublishLoops).Int("gomaxprocs", spareP(loops+cfg.PublishLoops)).Int("max_topics", cfg.MaxTopics).
+	startEvent(log, c).Int("loops", loops).Int("publish_loops", cfg.PublishLoops).Int("gomaxprocs", lifecycle.SpareP(loops+cfg.PublishLoops)).Int("max_topics", cfg.MaxTopics).
 		Int("high_watermark", cfg.HighWatermark).Int("buffer_budget", cfg.BufferBudget).Dur("window", cfg.Window).
 		Msg(startMessage)
 	if err := srv.Start(); err != nil {
 		return startError(err)
 	}
-	h := newHealthRegistry()
+	h := lifecycle.NewRegistry()
 	pub, sub := srv.Reactors()
-	h.addServer("publish", pub)
-	h.addServer("subscribe", sub)
-	metricsAddr, stopMetrics, err := startMetrics(c, log, h, nil, pushserver.NewCollector(srv))
+	h.AddServer("publish", pub)
+	h.AddServer("subscribe", sub)
+	metricsAddr, metrics, err := startMetrics(c, log, h, nil, nil, pushserver.NewCollector(srv))
 	if err != nil {
 		return stopAfter(err, srv.Stop)
 	}
@@ -108,14 +109,14 @@ func runPush(c *cli.Context, cfg pushserver.Config, log zerolog.Logger) error {
 		defer close(quit)
 		go logPushStats(log, srv, d, quit)
 	}
-	ready := listeningStatus(metricsAddr, "publish on "+strings.Join(boundAddrs(pub), ", "),
+	ready := lifecycle.ListeningStatus(metricsAddr, "publish on "+strings.Join(boundAddrs(pub), ", "),
 		"subscribe on "+strings.Join(boundAddrs(sub), ", "))
-	plan := &drainPlan{
-		timeout:  c.Duration("drain-timeout"),
-		shutdown: srv.Shutdown,
-		open:     srv.OpenConns,
+	drain := &lifecycle.Drain{
+		Timeout:  c.Duration("drain-timeout"),
+		Shutdown: srv.Shutdown,
+		Open:     srv.OpenConns,
 	}
-	return runUntilSignalDrain(c.Context, log, h, ready, plan, stopAll(srv.Stop, stopMetrics))
+	return run(c, proc, lifecycle.RunOptions{Log: log, Health: h, Ready: ready, Drain: drain, Stop: lifecycle.StopAll(srv.Stop, metrics.Shutdown)})
 }
 
 // logPushStats logs srv's counters every d until quit is closed.

@@ -8,89 +8,29 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
-	"time"
 
-	"github.com/rs/zerolog"
-
+	"github.com/tidegate/tidegate/internal/lifecycle"
 	"github.com/tidegate/tidegate/reactor"
 )
 
-// fakeEngine is an engine whose end the test decides.
-type fakeEngine struct {
-	done chan struct{}
-	err  error
-}
-
-func (f *fakeEngine) Done() <-chan struct{} { return f.done }
-func (f *fakeEngine) Err() error            { return f.err }
-
+// TestEngineEndedExitsOne: a run that ended because an engine did exits
+// with status 1 naming the server and why, with the error of stopping kept;
+// another error keeps its own status.
 func TestEngineEndedExitsOne(t *testing.T) {
-	logs := &syncBuffer{}
-	log := zerolog.New(logs)
-	h := newHealthRegistry()
-	running := &fakeEngine{done: make(chan struct{})}
-	ended := &fakeEngine{done: make(chan struct{}), err: errors.New("gnet's engine stopped without being asked to")}
-	h.engines = []namedEngine{{"publish", running}, {"subscribe", ended}}
-	var stopped atomic.Int32
-	stop := func(context.Context) error {
-		stopped.Add(1)
-		close(running.done)
-		return nil
-	}
-	time.AfterFunc(20*time.Millisecond, func() { close(ended.done) })
-
-	err := runUntilSignal(context.Background(), log, h, stop)
+	ended := &lifecycle.EngineEndedError{Server: "subscribe", Err: errors.New("gnet's engine stopped without being asked to")}
+	err := runError(errors.Join(ended, errors.New("stopping: stuck")))
 	if code := exitCode(err); code != exitRuntime {
 		t.Fatalf("exit code %d (%v), want %d", code, err, exitRuntime)
 	}
-	if want := "subscribe server: event loops ended: gnet's engine stopped without being asked to"; !strings.Contains(err.Error(), want) {
-		t.Fatalf("error %q does not say %q", err, want)
+	if want := "tidegate: subscribe server: event loops ended: gnet's engine stopped without being asked to\nstopping: stuck"; err.Error() != want {
+		t.Fatalf("error %q, want %q", err, want)
 	}
-	if stopped.Load() != 1 || !h.Draining() {
-		t.Fatalf("stopped %d times, draining %v; want the rest stopped once, draining", stopped.Load(), h.Draining())
+	if err := runError(nil); err != nil {
+		t.Fatalf("clean run: %v", err)
 	}
-	var logged bool
-	for _, l := range logs.logLines(t) {
-		if l["level"] == "error" && l["server"] == "subscribe" && strings.Contains(l["error"].(string), "without being asked") {
-			logged = true
-		}
-	}
-	if !logged {
-		t.Fatalf("no error-level log naming the server and why:\n%s", logs)
-	}
-}
-
-func TestEngineEndedReportsStopFailure(t *testing.T) {
-	ended := &fakeEngine{done: make(chan struct{}), err: errors.New("boom")}
-	close(ended.done)
-	h := newHealthRegistry()
-	h.engines = []namedEngine{{"tlv", ended}}
-	err := runUntilSignal(context.Background(), zerolog.Nop(), h, func(context.Context) error { return errors.New("stuck") })
-	if code := exitCode(err); code != exitRuntime || !strings.Contains(err.Error(), "boom") || !strings.Contains(err.Error(), "stopping: stuck") {
-		t.Fatalf("exit code %d, %v", code, err)
-	}
-}
-
-func TestShutdownIsCleanAndDrains(t *testing.T) {
-	running := &fakeEngine{done: make(chan struct{})}
-	h := newHealthRegistry()
-	h.engines = []namedEngine{{"tlv", running}}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	var drainingAtStop bool
-	err := runUntilSignal(ctx, zerolog.Nop(), h, func(context.Context) error {
-		drainingAtStop = h.Draining()
-		close(running.done) // what Stop does; no longer an unexpected end
-		return nil
-	})
-	if err != nil || !drainingAtStop {
-		t.Fatalf("shutdown: %v, draining when stopping %v; want nil, true", err, drainingAtStop)
-	}
-	// Without a registry (the peers) it still stops.
-	if err := runUntilSignal(ctx, zerolog.Nop(), nil, func(context.Context) error { return nil }); err != nil {
-		t.Fatal(err)
+	if err := runError(errors.New("stopping: stuck")); exitCode(err) != exitRuntime || err.Error() != "stopping: stuck" {
+		t.Fatalf("failed stop: exit code %d (%v)", exitCode(err), err)
 	}
 }
 

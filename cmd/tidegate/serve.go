@@ -5,13 +5,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tidegate/tidegate/internal/lifecycle"
 	"github.com/tidegate/tidegate/protocol/tlv"
 	"github.com/tidegate/tidegate/session/tlvserver"
 
 	"github.com/urfave/cli/v2"
 )
 
-func serveCommand() *cli.Command {
+func serveCommand(proc *lifecycle.Process) *cli.Command {
 	return &cli.Command{
 		Name:  "serve",
 		Usage: "run the TLV request/response server (echo)",
@@ -29,11 +30,11 @@ func serveCommand() *cli.Command {
 			metricsFlag(),
 		}, reactorFlags()...), logFlags()...),
 		OnUsageError: usageError,
-		Action:       runServe,
+		Action:       func(c *cli.Context) error { return runServe(c, proc) },
 	}
 }
 
-func runServe(c *cli.Context) error {
+func runServe(c *cli.Context, proc *lifecycle.Process) error {
 	log, err := newLogger(c)
 	if err != nil {
 		return configError(err)
@@ -52,7 +53,7 @@ func runServe(c *cli.Context) error {
 	if loops == 0 {
 		loops = runtime.NumCPU()
 	}
-	startEvent(log, c).Int("loops", rc.Loops).Int("gomaxprocs", spareP(loops)).Int("max_conns", rc.MaxConns).Int("max_body", f.MaxBody).
+	startEvent(log, c).Int("loops", rc.Loops).Int("gomaxprocs", lifecycle.SpareP(loops)).Int("max_conns", rc.MaxConns).Int("max_body", f.MaxBody).
 		Dur("idle_timeout", c.Duration("idle-timeout")).Dur("drain_timeout", c.Duration("drain-timeout")).Msg(startMessage)
 	if err := srv.Start(); err != nil {
 		return startError(err)
@@ -60,13 +61,13 @@ func runServe(c *cli.Context) error {
 	norm := srv.Reactor().Config()
 	log.Info().Strs("listen", boundAddrs(srv.Reactor())).Int("loops", norm.Loops).Int("max_conns", norm.MaxConns).
 		Int("max_body", f.MaxBody).Msg("TLV server listening")
-	h := newHealthRegistry()
-	h.addServer("tlv", srv.Reactor())
-	metricsAddr, stopMetrics, err := startMetrics(c, log, h, nil, tlvserver.NewCollector(srv))
+	h := lifecycle.NewRegistry()
+	h.AddServer("tlv", srv.Reactor())
+	metricsAddr, metrics, err := startMetrics(c, log, h, nil, nil, tlvserver.NewCollector(srv))
 	if err != nil {
 		return stopAfter(err, srv.Stop)
 	}
-	plan := &drainPlan{timeout: c.Duration("drain-timeout"), shutdown: srv.Reactor().Shutdown, open: srv.Reactor().OpenConns}
-	ready := listeningStatus(metricsAddr, "TLV server on "+strings.Join(boundAddrs(srv.Reactor()), ", "))
-	return runUntilSignalDrain(c.Context, log, h, ready, plan, stopAll(srv.Stop, stopMetrics))
+	drain := &lifecycle.Drain{Timeout: c.Duration("drain-timeout"), Shutdown: srv.Reactor().Shutdown, Open: srv.Reactor().OpenConns}
+	ready := lifecycle.ListeningStatus(metricsAddr, "TLV server on "+strings.Join(boundAddrs(srv.Reactor()), ", "))
+	return run(c, proc, lifecycle.RunOptions{Log: log, Health: h, Ready: ready, Drain: drain, Stop: lifecycle.StopAll(srv.Stop, metrics.Shutdown)})
 }

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/tidegate/tidegate/internal/testkit/gomcbot"
+	"github.com/tidegate/tidegate/internal/testkit/notifysock"
 	"github.com/tidegate/tidegate/internal/testkit/testserver"
 	"github.com/tidegate/tidegate/internal/testkit/waitfor"
 	"github.com/tidegate/tidegate/session/mcbackend"
@@ -298,7 +299,7 @@ func readFile(t *testing.T, path string) string {
 // manager it is the main process again, and go on serving: new raw sessions
 // echo through it, a go-mc bot joins through it.
 func TestUpgradeWhoseNewProcessDiesMidHandOver(t *testing.T) {
-	sock := notifyListener(t, filepath.Join(t.TempDir(), "notify"))
+	sock := notifysock.Listen(t, filepath.Join(t.TempDir(), "notify"))
 	listen, mcListen, metrics := freePort(t), freePort(t), freePort(t)
 	cfg := filepath.Join(t.TempDir(), "proxy.yaml")
 	yaml := fmt.Sprintf("listeners: [{listen: %q, mode: raw, group: main}, {listen: %q, mode: minecraft}]\n"+

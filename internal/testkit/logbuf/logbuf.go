@@ -4,7 +4,10 @@
 package logbuf
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/json"
+	"strings"
 	"sync"
 )
 
@@ -27,4 +30,18 @@ func (b *Buffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()
+}
+
+// JSONLines decodes the lines written so far that are JSON objects (a
+// zerolog logger's lines), in order; other lines are left out.
+func (b *Buffer) JSONLines() []map[string]any {
+	var out []map[string]any
+	sc := bufio.NewScanner(strings.NewReader(b.String()))
+	for sc.Scan() {
+		var m map[string]any
+		if json.Unmarshal(sc.Bytes(), &m) == nil {
+			out = append(out, m)
+		}
+	}
+	return out
 }
