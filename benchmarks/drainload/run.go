@@ -16,7 +16,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/tidegate/tidegate/benchmarks/peers"
+	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/procstat"
 )
 
@@ -184,7 +184,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 func runTrial(ctx context.Context, cfg Config, srv Server) (t Trial) {
 	t.Server = srv.Label
 	log := cfg.Log.With().Str("server", srv.Label).Logger()
-	proc, metrics, err := startServer(cfg, srv)
+	proc, metrics, err := startServer(ctx, cfg, srv)
 	if err != nil {
 		t.Error = err.Error()
 		return t
@@ -230,7 +230,7 @@ func runTrial(ctx context.Context, cfg Config, srv Server) (t Trial) {
 	}
 	diag := &lockedDiag{d: d}
 	log.Info().Int("conns", cfg.Conns).Msg("filling connections until the server stops reading them")
-	flows, err := fill(tctx, cfg, proc.Addr, st, diag)
+	flows, err := fill(tctx, cfg, proc.Addr(), st, diag)
 	defer func() {
 		for _, f := range flows {
 			_ = f.c.Close()
@@ -329,27 +329,22 @@ func waitQuiet(ctx context.Context, cfg Config, pids []int) (float64, error) {
 
 // startServer starts `serve` of srv on free loopback ports and returns it
 // with its metrics address.
-func startServer(cfg Config, srv Server) (*peers.Process, string, error) {
-	var lastErr error
-	for range 3 {
-		listen, err := peers.FreeAddr("127.0.0.1")
-		if err != nil {
-			return nil, "", err
+func startServer(ctx context.Context, cfg Config, srv Server) (*harness.Child, string, error) {
+	var metrics string
+	p, err := harness.RetryFreePort("127.0.0.1", func(listen string) (*harness.Child, error) {
+		var err error
+		if metrics, err = harness.FreeAddr("127.0.0.1"); err != nil {
+			return nil, err
 		}
-		metrics, err := peers.FreeAddr("127.0.0.1")
-		if err != nil {
-			return nil, "", err
-		}
-		p, err := peers.StartProgram(peers.ProgramSpec{Name: "serve-" + srv.Label, Listen: listen, Argv: []string{
+		return harness.Start(ctx, harness.ChildSpec{Name: "serve-" + srv.Label, Listen: listen, Argv: []string{
 			srv.Binary, "serve", "--listen", listen, "--metrics-listen", metrics, "--idle-timeout", "0",
 			"--loops", strconv.Itoa(cfg.Loops), "--high-watermark", strconv.Itoa(cfg.HighWatermark),
 			"--low-watermark", strconv.Itoa(cfg.LowWatermark), "--log-level", "warn"}})
-		if err == nil {
-			return p, metrics, nil
-		}
-		lastErr = err
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("starting %s: %w", srv.Binary, err)
 	}
-	return nil, "", fmt.Errorf("starting %s: %w", srv.Binary, lastErr)
+	return p, metrics, nil
 }
 
 // fill opens the connections, FillParallel at a time, each writing until

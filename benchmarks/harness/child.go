@@ -55,6 +55,9 @@ type ChildSpec struct {
 	// Dir receives the log (Name.log); empty means a new temporary
 	// directory, removed by Stop.
 	Dir string
+	// RemoveDir makes Stop (and a failed Start) remove Dir, a temporary
+	// directory the caller made for the child, unless KeepDirsEnv is set.
+	RemoveDir bool
 	// Log, when set, receives the child's output instead of a log file
 	// (LogTail is then empty).
 	Log *os.File
@@ -99,6 +102,9 @@ type Child struct {
 // fails Start with its log's tail; either way no process is left behind.
 func Start(ctx context.Context, s ChildSpec) (*Child, error) {
 	if len(s.Argv) == 0 {
+		if s.RemoveDir && s.Dir != "" && os.Getenv(KeepDirsEnv) == "" {
+			os.RemoveAll(s.Dir)
+		}
 		return nil, fmt.Errorf("%s: empty command line", s.Name)
 	}
 	if s.ReadyTimeout <= 0 {
@@ -107,7 +113,7 @@ func Start(ctx context.Context, s ChildSpec) (*Child, error) {
 	if s.StopTimeout <= 0 {
 		s.StopTimeout = DefaultStopTimeout
 	}
-	c := &Child{spec: s, dir: s.Dir}
+	c := &Child{spec: s, dir: s.Dir, ownDir: s.RemoveDir && s.Dir != ""}
 	if s.Log == nil {
 		if c.dir == "" {
 			d, err := os.MkdirTemp("", "tidegate-"+s.Name+"-")

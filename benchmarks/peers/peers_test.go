@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tidegate/tidegate/benchmarks/harness"
 )
 
 // TestMain lets the test binary stand in for `tidegate-bench peer goproxy` when a
@@ -342,7 +344,7 @@ func TestStartProgramUnderNoFileAndRunning(t *testing.T) {
 		t.Skip("no prlimit:", err)
 	}
 	backend, _ := echoServer(t)
-	listen, err := FreeAddr("127.0.0.1")
+	listen, err := harness.FreeAddr("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}

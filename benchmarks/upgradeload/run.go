@@ -21,7 +21,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tidegate/tidegate/benchmarks/fdlimit"
-	"github.com/tidegate/tidegate/benchmarks/peers"
+	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/procstat"
 )
 
@@ -290,12 +290,12 @@ func runTrial(ctx context.Context, cfg Config, repeat, attempt int) (t Trial) {
 	}
 	defer be.Close()
 	resetConns := func() { be.EachConn(resetClose) } // every backend connection (see clients.close)
-	listen, err := peers.FreeAddr("127.0.0.1")
+	listen, err := harness.FreeAddr("127.0.0.1")
 	if err != nil {
 		fails.trial("%v", err)
 		return t
 	}
-	metrics, err := peers.FreeAddr("127.0.0.1")
+	metrics, err := harness.FreeAddr("127.0.0.1")
 	if err != nil {
 		fails.trial("%v", err)
 		return t
@@ -307,7 +307,7 @@ func runTrial(ctx context.Context, cfg Config, repeat, attempt int) (t Trial) {
 	}
 	argv := []string{cfg.Executable, "proxy", "--config", cfgPath, "--metrics-listen", metrics, "--log-level", "info", "--log-format", "json"}
 	env := append([]string{"GOTRACEBACK=all"}, cfg.env...)
-	proc, err := peers.StartProgram(peers.ProgramSpec{Name: "tidegate-proxy", Listen: listen, Argv: argv, Dir: dir, Env: env})
+	proc, err := harness.Start(ctx, harness.ChildSpec{Name: "tidegate-proxy", Listen: listen, Argv: argv, Dir: dir, Env: env})
 	if err != nil {
 		fails.trial("%v", err)
 		return t
@@ -323,7 +323,7 @@ func runTrial(ctx context.Context, cfg Config, repeat, attempt int) (t Trial) {
 			fails.trial("pid %d (a proxy on %s) was still running at the end of the trial: killed", pid, cfgPath)
 		}
 	}()
-	t.OldPID = proc.PIDs()[0]
+	t.OldPID = proc.PID()
 	hc := newHealthClient()
 	defer hc.close()
 	if pid, err := hc.waitPID(metrics, 10*time.Second, func(int) bool { return true }); err != nil {
