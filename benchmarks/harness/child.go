@@ -143,6 +143,7 @@ func Start(ctx context.Context, s ChildSpec) (*Child, error) {
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.Env = append(os.Environ(), s.Env...)
 	cmd.ExtraFiles = extra
+	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		c.cleanup()
 		return nil, fmt.Errorf("%s: starting %s: %w", s.Name, c.commandLine(), err)

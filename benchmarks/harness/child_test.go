@@ -31,6 +31,17 @@ func TestMain(m *testing.M) {
 func runChild(mode, listen string) int {
 	fmt.Println("child up in mode", mode)
 	switch mode {
+	case "orphaning":
+		// Start a serving child and die without stopping it.
+		s := ChildSpec{Name: "orphan", Argv: []string{os.Args[0]}, Listen: listen,
+			Env: []string{childModeEnv + "=serve", "HARNESS_TEST_LISTEN=" + listen}}
+		c, err := Start(context.Background(), s)
+		if err != nil {
+			fmt.Println(err)
+			return 1
+		}
+		fmt.Println("orphan pid", c.PID())
+		return 0
 	case "early":
 		fmt.Println("cannot start: no configuration")
 		return 3
@@ -184,6 +195,48 @@ func TestAChildThatNeverListensFailsStartAndIsStopped(t *testing.T) {
 	if pid := findChild(t, "mute"); pid != 0 {
 		t.Errorf("pid %d of the mute child is still running after Start failed", pid)
 	}
+}
+
+func TestAChildDiesWithThisProgram(t *testing.T) {
+	linuxOnly(t)
+	s := childSpec(t, "orphaning")
+	s.Listen = "" // the parent exits at once; its child listens
+	s.Dir = t.TempDir()
+	c, err := Start(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-c.Exited()
+	if err := c.ExitError(); err != nil {
+		t.Fatalf("the parent: %v\n%s", err, c.LogTail())
+	}
+	var orphan int
+	for _, line := range strings.Split(c.LogTail(), "\n") {
+		fmt.Sscanf(line, "orphan pid %d", &orphan)
+	}
+	if orphan == 0 {
+		t.Fatalf("the parent did not start its child:\n%s", c.LogTail())
+	}
+	// The orphan is not this process's child: it is gone once kill fails,
+	// or a zombie until init reaps it.
+	deadline := time.Now().Add(5 * time.Second)
+	for syscall.Kill(orphan, 0) == nil && !zombie(orphan) {
+		if time.Now().After(deadline) {
+			syscall.Kill(orphan, syscall.SIGKILL)
+			t.Fatalf("pid %d still runs 5s after its parent died", orphan)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// zombie reports whether pid has exited and waits to be reaped.
+func zombie(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	return i > 0 && strings.HasPrefix(string(b[i+1:]), " Z")
 }
 
 func TestReadyIsPolledAfterTheListener(t *testing.T) {
