@@ -7,17 +7,15 @@
 package clusterload
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/tidegate/tidegate/benchmarks/gometrics"
 	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/mcload"
 	"github.com/tidegate/tidegate/benchmarks/peers"
@@ -173,7 +171,7 @@ func trial(ctx context.Context, cfg Config, backend, redisURL string, on bool) (
 	}
 	defer p.Stop()
 	pid := p.PID()
-	rt0, _, err := scrape(metrics)
+	rt0, _, err := scrape(ctx, metrics)
 	if err != nil {
 		return Trial{}, err
 	}
@@ -191,7 +189,7 @@ func trial(ctx context.Context, cfg Config, backend, redisURL string, on bool) (
 	if err != nil {
 		return Trial{}, err
 	}
-	rt1, fb, err := scrape(metrics)
+	rt1, fb, err := scrape(ctx, metrics)
 	if err != nil {
 		return Trial{}, err
 	}
@@ -209,24 +207,12 @@ func trial(ctx context.Context, cfg Config, backend, redisURL string, on bool) (
 
 // scrape reads the Redis round trips and the fallbacks from the proxy's
 // /metrics (0 without the cluster).
-func scrape(addr string) (roundTrips, fallbacks int64, err error) {
-	resp, err := http.Get("http://" + addr + "/metrics")
+func scrape(ctx context.Context, addr string) (roundTrips, fallbacks int64, err error) {
+	vals, err := gometrics.New(addr).Scrape(ctx)
 	if err != nil {
 		return 0, 0, fmt.Errorf("scraping the proxy: %w", err)
 	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		name, val, ok := strings.Cut(line, " ")
-		if !ok || strings.HasPrefix(line, "#") {
-			continue
-		}
-		v, err := strconv.ParseFloat(val, 64)
-		if err != nil {
-			continue
-		}
+	for name, v := range vals {
 		switch {
 		case name == "tidegate_cluster_redis_roundtrips_total":
 			roundTrips = int64(v)
@@ -234,5 +220,5 @@ func scrape(addr string) (roundTrips, fallbacks int64, err error) {
 			fallbacks += int64(v)
 		}
 	}
-	return roundTrips, fallbacks, sc.Err()
+	return roundTrips, fallbacks, nil
 }

@@ -1,12 +1,10 @@
 package drainload
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/tidegate/tidegate/benchmarks/gometrics"
 	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/procstat"
 )
@@ -458,27 +457,16 @@ func waitPaused(ctx context.Context, metrics string, want int, timeout time.Dura
 
 // pausedGauge reads tidegate_tlv_paused_connections from the server's /metrics.
 func pausedGauge(ctx context.Context, addr string) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := http.DefaultClient.Do(req)
+	const name = "tidegate_tlv_paused_connections"
+	vals, err := gometrics.New(addr).Scrape(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("reading the server's metrics: %w", err)
 	}
-	defer resp.Body.Close()
-	const name = "tidegate_tlv_paused_connections "
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), name); ok {
-			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			if err != nil {
-				return 0, fmt.Errorf("metrics: %s%q: %w", name, v, err)
-			}
-			return int(f), nil
-		}
+	v, ok := vals[name]
+	if !ok {
+		return 0, fmt.Errorf("metrics at %s: no %s", addr, name)
 	}
-	return 0, fmt.Errorf("metrics at %s: no %s(%v)", addr, strings.TrimSpace(name), sc.Err())
+	return int(v), nil
 }
 
 // cpuSample is one sampling window.
