@@ -335,7 +335,7 @@ func TestConfigWritersWithLimits(t *testing.T) {
 	}
 }
 
-func TestStartProgramUnderNoFileAndRunning(t *testing.T) {
+func TestStartUnderNoFileAndRunning(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("prlimit and /proc are Linux's")
 	}
