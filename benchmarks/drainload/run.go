@@ -201,7 +201,7 @@ func runTrial(ctx context.Context, cfg Config, srv Server) (t Trial) {
 		t.Error = err.Error()
 		return t
 	}
-	sleep(ctx, cfg.Settle)
+	_ = harness.Sleep(ctx, cfg.Settle)
 	idle, err := sampleCPU(ctx, pids, cfg.IdleWindow)
 	if err != nil {
 		t.Error = err.Error()
@@ -249,7 +249,7 @@ func runTrial(ctx context.Context, cfg Config, srv Server) (t Trial) {
 		t.Error = err.Error()
 		return t
 	}
-	sleep(ctx, cfg.Settle)
+	_ = harness.Sleep(ctx, cfg.Settle)
 	log.Info().Int("paused", t.Paused).Dur("window", cfg.Window).Msg("sampling the server's CPU with every connection paused")
 	if mem, err := kernelTCPMemory(); err == nil {
 		t.KernelTCPMiB = float64(mem) / (1 << 20)
@@ -396,7 +396,7 @@ func fill(ctx context.Context, cfg Config, addr string, st *stream, diag *locked
 	}
 	wg.Wait()
 	for first == nil && ctx.Err() == nil {
-		sleep(ctx, stallQuiet)
+		_ = harness.Sleep(ctx, stallQuiet)
 		var loose []*flow
 		for _, f := range flows {
 			s, err := diag.query(f.c.RemoteAddr().(*net.TCPAddr), f.c.LocalAddr().(*net.TCPAddr))
@@ -448,7 +448,7 @@ func waitPaused(ctx context.Context, metrics string, want int, timeout time.Dura
 		if time.Now().After(deadline) {
 			return got, fmt.Errorf("the server counts %d of %d connections paused after %v", got, want, timeout)
 		}
-		sleep(ctx, 200*time.Millisecond)
+		_ = harness.Sleep(ctx, 200*time.Millisecond)
 		if ctx.Err() != nil {
 			return got, ctx.Err()
 		}
@@ -532,7 +532,7 @@ func sampleCPU(ctx context.Context, pids []int, d time.Duration) (cpuSample, err
 		return cpuSample{}, err
 	}
 	start := time.Now()
-	sleep(ctx, d)
+	_ = harness.Sleep(ctx, d)
 	b, err := procstat.Read(pids)
 	if err != nil {
 		return cpuSample{}, err
@@ -545,15 +545,6 @@ func sampleCPU(ctx context.Context, pids []int, d time.Duration) (cpuSample, err
 	srv := float64(b.CPUNs-a.CPUNs) / 1e9
 	return cpuSample{pct: srv / el * 100, runs: float64(b.Slices-a.Slices) / el,
 		other: max(0, float64(mb.Processes-ma.Processes)/1e9-srv) / el * 100}, nil
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
 }
 
 // ms converts a duration to milliseconds.

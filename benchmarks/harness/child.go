@@ -198,7 +198,9 @@ func (c *Child) awaitReady(ctx context.Context) error {
 		select {
 		case <-c.done:
 			return fmt.Errorf("%s: %s exited before %s: %v\n%s", s.Name, c.commandLine(), what, c.waitErr, c.LogTail())
-		case <-ctx.Done():
+		default:
+		}
+		if Sleep(ctx, 20*time.Millisecond) != nil {
 			if ctx.Err() == context.DeadlineExceeded {
 				if errors.Is(err, errFewProcesses) {
 					return nil // it serves; a worker slow to show is no reason to fail
@@ -206,8 +208,19 @@ func (c *Child) awaitReady(ctx context.Context) error {
 				return fmt.Errorf("%s: not %s after %v: %w\n%s", s.Name, what, s.ReadyTimeout, err, c.LogTail())
 			}
 			return fmt.Errorf("%s: waiting for it to be %s: %w", s.Name, what, ctx.Err())
-		case <-time.After(20 * time.Millisecond):
 		}
+	}
+}
+
+// Sleep waits d, or less if ctx ends first; it returns ctx's error then.
+func Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

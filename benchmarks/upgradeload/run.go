@@ -225,18 +225,6 @@ shutdown:
 `, listen, backend, loops, int(DrainTimeout/time.Second))
 }
 
-// sleepCtx sleeps d or until ctx ends, and reports whether it slept all of d.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
 // noisy says why trial t's figures were disturbed by other programs: the
 // rest of the machine used more than twice quiet percent of one core in a
 // window; "" when it did not (or no quiet figure is set).
@@ -343,7 +331,7 @@ func runTrial(ctx context.Context, cfg Config, repeat, attempt int) (t Trial) {
 	}
 	log.Info().Int("sessions", cfg.Sessions).Dur("took", time.Since(start)).Int("old_pid", t.OldPID).Msg("sessions connected; warming up")
 	cs.startWriters(cfg.Writers)
-	if !sleepCtx(ctx, cfg.Warmup) {
+	if harness.Sleep(ctx, cfg.Warmup) != nil {
 		fails.trial("interrupted in the warm-up: %v", ctx.Err())
 		return t
 	}
@@ -357,7 +345,7 @@ func runTrial(ctx context.Context, cfg Config, repeat, attempt int) (t Trial) {
 	cs.setPhase(phaseBaseline)
 	u0 := readUsage(t.OldPID)
 	bStart := time.Now()
-	if !sleepCtx(ctx, cfg.Baseline) {
+	if harness.Sleep(ctx, cfg.Baseline) != nil {
 		fails.trial("interrupted in the baseline: %v", ctx.Err())
 		return t
 	}
@@ -445,7 +433,7 @@ func runTrial(ctx context.Context, cfg Config, repeat, attempt int) (t Trial) {
 		fails.trial("the old proxy (pid %d) ended after SIGUSR2 with %v, want exit status 0", t.OldPID, err)
 	}
 	log.Info().Float64("handover_ms", t.HandoverMs).Str("old_exit", t.OldExit).Msg("the old process exited; settling")
-	sleepCtx(ctx, cfg.Settle)
+	_ = harness.Sleep(ctx, cfg.Settle)
 	cs.setPhase(phaseAfter)
 	upWindow := time.Since(sig)
 	t.NewPID = int(watch.wait(10 * time.Second))
@@ -540,7 +528,7 @@ func waitQuiet(ctx context.Context, maxWait time.Duration, quiet float64) (time.
 	start := time.Now()
 	for {
 		a, err := procstat.MachineCPU()
-		if err != nil || !sleepCtx(ctx, time.Second) {
+		if err != nil || harness.Sleep(ctx, time.Second) != nil {
 			return time.Since(start), -1
 		}
 		b, err := procstat.MachineCPU()
