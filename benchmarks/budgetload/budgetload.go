@@ -22,6 +22,7 @@ import (
 	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/peers"
 	"github.com/tidegate/tidegate/benchmarks/procstat"
+	"github.com/tidegate/tidegate/benchmarks/sockopt"
 )
 
 // Defaults of Config.
@@ -185,7 +186,7 @@ type backend struct {
 }
 
 func startBackend(rcvBuf int, want int, errs *errList) (*backend, error) {
-	lc := net.ListenConfig{Control: setRcvBuf(rcvBuf)}
+	lc := net.ListenConfig{Control: sockopt.Control(rcvBuf, 0, 0)}
 	ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("backend listen on 127.0.0.1:0 with SO_RCVBUF %d: %w", rcvBuf, err)
