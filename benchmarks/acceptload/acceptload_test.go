@@ -320,3 +320,35 @@ func TestCompareCountsSyscalls(t *testing.T) {
 		t.Fatalf("syscalls per connection %+v, CPU %v", sys, cmp.Trials[1].ServerCPUUsPerConn)
 	}
 }
+
+// TestCompareReportsAServerThatExitsEarly checks that a server binary that
+// exits at once fails its trial with its exit status and log: the command
+// then exits non-zero on !OK.
+func TestCompareReportsAServerThatExitsEarly(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the server's CPU comes from Linux's /proc")
+	}
+	bin := filepath.Join(t.TempDir(), "tidegate")
+	script := "#!/bin/sh\nif [ \"$1\" = version ]; then echo 'tidegate " + testVersion + "'; exit 0; fi\n" +
+		"echo 'serve: no such flag' >&2\nexit 2\n"
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	servers, err := BinaryServers([]string{bin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmp, err := Compare(context.Background(), CompareConfig{Servers: servers, Repeats: 1, Warmup: -1,
+		Load: LoadConfig{Conns: 10, Parallel: 1, Timeout: time.Second}, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cmp.OK || len(cmp.Failures) != 1 {
+		t.Fatalf("OK %v, failures %q; want the one trial failed", cmp.OK, cmp.Failures)
+	}
+	for _, want := range []string{"exited before accepting connections", "exit status 2", "serve: no such flag"} {
+		if !strings.Contains(cmp.Failures[0], want) {
+			t.Errorf("failure %q does not say %q", cmp.Failures[0], want)
+		}
+	}
+}

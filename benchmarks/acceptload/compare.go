@@ -14,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/peers"
 	"github.com/tidegate/tidegate/benchmarks/procstat"
 	"github.com/tidegate/tidegate/benchmarks/spread"
@@ -264,14 +265,14 @@ func runTrial(ctx context.Context, cfg CompareConfig, s Server, repeat int, sysc
 	if s.PID > 0 {
 		pids = []int{s.PID}
 	}
-	var proc *peers.Process
+	var proc *harness.Child
 	var counter *peers.SyscallCounter
 	if s.Binary != "" {
 		var err error
-		if addr, err = peers.FreeAddr("127.0.0.1"); err != nil {
+		if addr, err = harness.FreeAddr("127.0.0.1"); err != nil {
 			return fail("%v", err)
 		}
-		spec := peers.ProgramSpec{Name: "serve", Listen: addr, Argv: serveArgv(cfg, s.Binary, addr)}
+		spec := harness.ChildSpec{Name: "serve", Listen: addr, Argv: serveArgv(cfg, s.Binary, addr)}
 		if cfg.GoMaxProcs > 0 {
 			spec.Env = []string{"GOMAXPROCS=" + strconv.Itoa(cfg.GoMaxProcs)}
 		}
@@ -284,9 +285,9 @@ func runTrial(ctx context.Context, cfg CompareConfig, s Server, repeat int, sysc
 			if counter, err = peers.NewSyscallCounter(dir); err != nil {
 				return fail("%v", err)
 			}
-			spec.Syscalls = counter
+			spec.Supervisor = counter
 		}
-		if proc, err = peers.StartProgram(spec); err != nil {
+		if proc, err = harness.Start(ctx, spec); err != nil {
 			return fail("starting %s: %v", s.Binary, err)
 		}
 		defer proc.Stop()

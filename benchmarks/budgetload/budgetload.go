@@ -19,8 +19,10 @@ import (
 	"time"
 
 	"github.com/tidegate/tidegate/benchmarks/gometrics"
+	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/peers"
 	"github.com/tidegate/tidegate/benchmarks/procstat"
+	"github.com/tidegate/tidegate/benchmarks/sockopt"
 )
 
 // Defaults of Config.
@@ -184,7 +186,7 @@ type backend struct {
 }
 
 func startBackend(rcvBuf int, want int, errs *errList) (*backend, error) {
-	lc := net.ListenConfig{Control: setRcvBuf(rcvBuf)}
+	lc := net.ListenConfig{Control: sockopt.Control(rcvBuf, 0, 0)}
 	ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("backend listen on 127.0.0.1:0 with SO_RCVBUF %d: %w", rcvBuf, err)
@@ -218,7 +220,7 @@ func (b *backend) serve(c net.Conn) {
 	defer c.Close()
 	var hdr [headerLen]byte
 	if _, err := io.ReadFull(c, hdr[:]); err != nil {
-		return // the readiness probe of peers.StartProgram: no header
+		return // the readiness probe of harness.Start: no header
 	}
 	id := binary.BigEndian.Uint64(hdr[:])
 	if id >= b.want {
@@ -325,7 +327,7 @@ func Run(ctx context.Context, cfg Config) (t Trial) {
 		return t
 	}
 	defer be.close()
-	proxy, metrics, err := startProxy(cfg, be.ln.Addr().String())
+	proxy, metrics, err := startProxy(ctx, cfg, be.ln.Addr().String())
 	if err != nil {
 		t.Err = err.Error()
 		return t
@@ -349,7 +351,7 @@ func Run(ctx context.Context, cfg Config) (t Trial) {
 			}
 		}
 	}()
-	if err := connectAll(ctx, proxy.Addr, conns, cfg.Connect); err != nil {
+	if err := connectAll(ctx, proxy.Addr(), conns, cfg.Connect); err != nil {
 		t.Err = err.Error()
 		return t
 	}
@@ -526,14 +528,14 @@ func connectAll(ctx context.Context, addr string, conns []*net.TCPConn, parallel
 // startProxy writes a raw-mode configuration relaying to backend with the
 // budget and starts `EXE proxy`; metrics is its --metrics-listen address
 // when cfg.Metrics is set.
-func startProxy(cfg Config, backend string) (p *peers.Process, metrics string, err error) {
+func startProxy(ctx context.Context, cfg Config, backend string) (p *harness.Child, metrics string, err error) {
 	exe := cfg.Executable
 	if exe == "" {
 		if exe, err = os.Executable(); err != nil {
 			return nil, "", fmt.Errorf("locating this program to run as the proxy: %w", err)
 		}
 	}
-	listen, err := peers.FreeAddr("127.0.0.1")
+	listen, err := harness.FreeAddr("127.0.0.1")
 	if err != nil {
 		return nil, "", err
 	}
@@ -542,6 +544,11 @@ func startProxy(cfg Config, backend string) (p *peers.Process, metrics string, e
 		if dir, err = os.MkdirTemp("", "tidegate-budget-"); err != nil {
 			return nil, "", fmt.Errorf("proxy work directory: %w", err)
 		}
+		defer func() {
+			if err != nil {
+				os.RemoveAll(dir)
+			}
+		}()
 	}
 	text := peers.TidegateConfig(peers.RelayConfig{Listen: listen, Backend: backend, Cores: cfg.Loops, Sessions: cfg.Sessions}, true)
 	if !strings.HasSuffix(text, "\n") || !strings.Contains(text, "\nlimits:\n") {
@@ -554,13 +561,13 @@ func startProxy(cfg Config, backend string) (p *peers.Process, metrics string, e
 	}
 	argv := []string{exe, "proxy", "--config", path, "--log-level", "warn"}
 	if cfg.Metrics {
-		if metrics, err = peers.FreeAddr("127.0.0.1"); err != nil {
+		if metrics, err = harness.FreeAddr("127.0.0.1"); err != nil {
 			return nil, "", err
 		}
 		argv = append(argv, "--metrics-listen", metrics)
 	}
-	p, err = peers.StartProgram(peers.ProgramSpec{Name: "tidegate-raw", Listen: listen, Argv: argv, Dir: dir,
-		Env: []string{"GOMAXPROCS=" + strconv.Itoa(cfg.Loops)}})
+	p, err = harness.Start(ctx, harness.ChildSpec{Name: "tidegate-raw", Listen: listen, Argv: argv, Dir: dir,
+		RemoveDir: cfg.Dir == "", Env: []string{"GOMAXPROCS=" + strconv.Itoa(cfg.Loops)}})
 	if err != nil {
 		return nil, "", err
 	}

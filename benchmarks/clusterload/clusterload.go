@@ -7,17 +7,16 @@
 package clusterload
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/tidegate/tidegate/benchmarks/gometrics"
+	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/mcload"
 	"github.com/tidegate/tidegate/benchmarks/peers"
 	"github.com/tidegate/tidegate/benchmarks/procstat"
@@ -81,18 +80,18 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Repeats < 1 || cfg.Count < 1 || cfg.Parallel < 1 {
 		return nil, fmt.Errorf("cluster bench: repeats %d, count %d and parallel %d must be at least 1", cfg.Repeats, cfg.Count, cfg.Parallel)
 	}
-	redisAddr, err := peers.FreeAddr("127.0.0.1")
+	redisAddr, err := harness.FreeAddr("127.0.0.1")
 	if err != nil {
 		return nil, err
 	}
 	_, rport, _ := net.SplitHostPort(redisAddr)
-	redis, err := peers.StartProgram(peers.ProgramSpec{Name: "redis", Listen: redisAddr,
+	redis, err := harness.Start(ctx, harness.ChildSpec{Name: "redis", Listen: redisAddr,
 		Argv: []string{cfg.Redis, "--port", rport, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--loglevel", "warning"}})
 	if err != nil {
 		return nil, fmt.Errorf("starting %s: %w", cfg.Redis, err)
 	}
 	defer redis.Stop()
-	backendAddr, err := peers.FreeAddr("127.0.0.1")
+	backendAddr, err := harness.FreeAddr("127.0.0.1")
 	if err != nil {
 		return nil, err
 	}
@@ -148,11 +147,11 @@ func proxyConfig(listen, backend, redisURL string, cores, sessions int, on bool)
 
 // trial starts a proxy, storms it and stops it.
 func trial(ctx context.Context, cfg Config, backend, redisURL string, on bool) (Trial, error) {
-	listen, err := peers.FreeAddr("127.0.0.1")
+	listen, err := harness.FreeAddr("127.0.0.1")
 	if err != nil {
 		return Trial{}, err
 	}
-	metrics, err := peers.FreeAddr("127.0.0.1")
+	metrics, err := harness.FreeAddr("127.0.0.1")
 	if err != nil {
 		return Trial{}, err
 	}
@@ -165,14 +164,14 @@ func trial(ctx context.Context, cfg Config, backend, redisURL string, on bool) (
 	if err := os.WriteFile(path, []byte(proxyConfig(listen, backend, redisURL, cfg.ProxyCores, cfg.Parallel*2+64, on)), 0o600); err != nil {
 		return Trial{}, err
 	}
-	p, err := peers.StartProgram(peers.ProgramSpec{Name: "tidegate-proxy", Listen: listen, Dir: dir,
+	p, err := harness.Start(ctx, harness.ChildSpec{Name: "tidegate-proxy", Listen: listen, Dir: dir,
 		Argv: []string{cfg.Tidegate, "proxy", "--config", path, "--metrics-listen", metrics, "--log-level", "warn"}})
 	if err != nil {
 		return Trial{}, err
 	}
 	defer p.Stop()
-	pid := p.PIDs()[0]
-	rt0, _, err := scrape(metrics)
+	pid := p.PID()
+	rt0, _, err := scrape(ctx, metrics)
 	if err != nil {
 		return Trial{}, err
 	}
@@ -190,7 +189,7 @@ func trial(ctx context.Context, cfg Config, backend, redisURL string, on bool) (
 	if err != nil {
 		return Trial{}, err
 	}
-	rt1, fb, err := scrape(metrics)
+	rt1, fb, err := scrape(ctx, metrics)
 	if err != nil {
 		return Trial{}, err
 	}
@@ -208,24 +207,12 @@ func trial(ctx context.Context, cfg Config, backend, redisURL string, on bool) (
 
 // scrape reads the Redis round trips and the fallbacks from the proxy's
 // /metrics (0 without the cluster).
-func scrape(addr string) (roundTrips, fallbacks int64, err error) {
-	resp, err := http.Get("http://" + addr + "/metrics")
+func scrape(ctx context.Context, addr string) (roundTrips, fallbacks int64, err error) {
+	vals, err := gometrics.New(addr).Scrape(ctx)
 	if err != nil {
 		return 0, 0, fmt.Errorf("scraping the proxy: %w", err)
 	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		name, val, ok := strings.Cut(line, " ")
-		if !ok || strings.HasPrefix(line, "#") {
-			continue
-		}
-		v, err := strconv.ParseFloat(val, 64)
-		if err != nil {
-			continue
-		}
+	for name, v := range vals {
 		switch {
 		case name == "tidegate_cluster_redis_roundtrips_total":
 			roundTrips = int64(v)
@@ -233,5 +220,5 @@ func scrape(addr string) (roundTrips, fallbacks int64, err error) {
 			fallbacks += int64(v)
 		}
 	}
-	return roundTrips, fallbacks, sc.Err()
+	return roundTrips, fallbacks, nil
 }

@@ -1,12 +1,10 @@
 package drainload
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -16,7 +14,8 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/tidegate/tidegate/benchmarks/peers"
+	"github.com/tidegate/tidegate/benchmarks/gometrics"
+	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/procstat"
 )
 
@@ -184,7 +183,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 func runTrial(ctx context.Context, cfg Config, srv Server) (t Trial) {
 	t.Server = srv.Label
 	log := cfg.Log.With().Str("server", srv.Label).Logger()
-	proc, metrics, err := startServer(cfg, srv)
+	proc, metrics, err := startServer(ctx, cfg, srv)
 	if err != nil {
 		t.Error = err.Error()
 		return t
@@ -202,7 +201,7 @@ func runTrial(ctx context.Context, cfg Config, srv Server) (t Trial) {
 		t.Error = err.Error()
 		return t
 	}
-	sleep(ctx, cfg.Settle)
+	_ = harness.Sleep(ctx, cfg.Settle)
 	idle, err := sampleCPU(ctx, pids, cfg.IdleWindow)
 	if err != nil {
 		t.Error = err.Error()
@@ -230,7 +229,7 @@ func runTrial(ctx context.Context, cfg Config, srv Server) (t Trial) {
 	}
 	diag := &lockedDiag{d: d}
 	log.Info().Int("conns", cfg.Conns).Msg("filling connections until the server stops reading them")
-	flows, err := fill(tctx, cfg, proc.Addr, st, diag)
+	flows, err := fill(tctx, cfg, proc.Addr(), st, diag)
 	defer func() {
 		for _, f := range flows {
 			_ = f.c.Close()
@@ -250,7 +249,7 @@ func runTrial(ctx context.Context, cfg Config, srv Server) (t Trial) {
 		t.Error = err.Error()
 		return t
 	}
-	sleep(ctx, cfg.Settle)
+	_ = harness.Sleep(ctx, cfg.Settle)
 	log.Info().Int("paused", t.Paused).Dur("window", cfg.Window).Msg("sampling the server's CPU with every connection paused")
 	if mem, err := kernelTCPMemory(); err == nil {
 		t.KernelTCPMiB = float64(mem) / (1 << 20)
@@ -329,27 +328,22 @@ func waitQuiet(ctx context.Context, cfg Config, pids []int) (float64, error) {
 
 // startServer starts `serve` of srv on free loopback ports and returns it
 // with its metrics address.
-func startServer(cfg Config, srv Server) (*peers.Process, string, error) {
-	var lastErr error
-	for range 3 {
-		listen, err := peers.FreeAddr("127.0.0.1")
-		if err != nil {
-			return nil, "", err
+func startServer(ctx context.Context, cfg Config, srv Server) (*harness.Child, string, error) {
+	var metrics string
+	p, err := harness.RetryFreePort("127.0.0.1", func(listen string) (*harness.Child, error) {
+		var err error
+		if metrics, err = harness.FreeAddr("127.0.0.1"); err != nil {
+			return nil, err
 		}
-		metrics, err := peers.FreeAddr("127.0.0.1")
-		if err != nil {
-			return nil, "", err
-		}
-		p, err := peers.StartProgram(peers.ProgramSpec{Name: "serve-" + srv.Label, Listen: listen, Argv: []string{
+		return harness.Start(ctx, harness.ChildSpec{Name: "serve-" + srv.Label, Listen: listen, Argv: []string{
 			srv.Binary, "serve", "--listen", listen, "--metrics-listen", metrics, "--idle-timeout", "0",
 			"--loops", strconv.Itoa(cfg.Loops), "--high-watermark", strconv.Itoa(cfg.HighWatermark),
 			"--low-watermark", strconv.Itoa(cfg.LowWatermark), "--log-level", "warn"}})
-		if err == nil {
-			return p, metrics, nil
-		}
-		lastErr = err
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("starting %s: %w", srv.Binary, err)
 	}
-	return nil, "", fmt.Errorf("starting %s: %w", srv.Binary, lastErr)
+	return p, metrics, nil
 }
 
 // fill opens the connections, FillParallel at a time, each writing until
@@ -402,7 +396,7 @@ func fill(ctx context.Context, cfg Config, addr string, st *stream, diag *locked
 	}
 	wg.Wait()
 	for first == nil && ctx.Err() == nil {
-		sleep(ctx, stallQuiet)
+		_ = harness.Sleep(ctx, stallQuiet)
 		var loose []*flow
 		for _, f := range flows {
 			s, err := diag.query(f.c.RemoteAddr().(*net.TCPAddr), f.c.LocalAddr().(*net.TCPAddr))
@@ -454,7 +448,7 @@ func waitPaused(ctx context.Context, metrics string, want int, timeout time.Dura
 		if time.Now().After(deadline) {
 			return got, fmt.Errorf("the server counts %d of %d connections paused after %v", got, want, timeout)
 		}
-		sleep(ctx, 200*time.Millisecond)
+		_ = harness.Sleep(ctx, 200*time.Millisecond)
 		if ctx.Err() != nil {
 			return got, ctx.Err()
 		}
@@ -463,27 +457,16 @@ func waitPaused(ctx context.Context, metrics string, want int, timeout time.Dura
 
 // pausedGauge reads tidegate_tlv_paused_connections from the server's /metrics.
 func pausedGauge(ctx context.Context, addr string) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := http.DefaultClient.Do(req)
+	const name = "tidegate_tlv_paused_connections"
+	vals, err := gometrics.New(addr).Scrape(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("reading the server's metrics: %w", err)
 	}
-	defer resp.Body.Close()
-	const name = "tidegate_tlv_paused_connections "
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), name); ok {
-			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			if err != nil {
-				return 0, fmt.Errorf("metrics: %s%q: %w", name, v, err)
-			}
-			return int(f), nil
-		}
+	v, ok := vals[name]
+	if !ok {
+		return 0, fmt.Errorf("metrics at %s: no %s", addr, name)
 	}
-	return 0, fmt.Errorf("metrics at %s: no %s(%v)", addr, strings.TrimSpace(name), sc.Err())
+	return int(v), nil
 }
 
 // cpuSample is one sampling window.
@@ -549,7 +532,7 @@ func sampleCPU(ctx context.Context, pids []int, d time.Duration) (cpuSample, err
 		return cpuSample{}, err
 	}
 	start := time.Now()
-	sleep(ctx, d)
+	_ = harness.Sleep(ctx, d)
 	b, err := procstat.Read(pids)
 	if err != nil {
 		return cpuSample{}, err
@@ -562,15 +545,6 @@ func sampleCPU(ctx context.Context, pids []int, d time.Duration) (cpuSample, err
 	srv := float64(b.CPUNs-a.CPUNs) / 1e9
 	return cpuSample{pct: srv / el * 100, runs: float64(b.Slices-a.Slices) / el,
 		other: max(0, float64(mb.Processes-ma.Processes)/1e9-srv) / el * 100}, nil
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
 }
 
 // ms converts a duration to milliseconds.

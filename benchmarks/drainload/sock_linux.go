@@ -5,37 +5,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
-
-	"golang.org/x/sys/unix"
 )
-
-// socketControl sets SO_RCVBUF, SO_SNDBUF and TCP_MAXSEG (each when
-// positive) before connect. Small buffers bound the kernel memory a stalled
-// connection holds on the client side; a small MSS (sent in the SYN) bounds
-// it on the server side too, where Linux sizes an autotuned send buffer by
-// segments: on loopback's 64 KiB segments 1,000 stalled connections would
-// push the kernel into TCP memory pressure, and under pressure it drops
-// segments and backs off for seconds.
-func socketControl(rcv, snd, mss int) func(string, string, syscall.RawConn) error {
-	return func(_, _ string, rc syscall.RawConn) error {
-		var serr error
-		set := func(fd uintptr, level, opt, v int) {
-			if serr == nil && v > 0 {
-				serr = unix.SetsockoptInt(int(fd), level, opt, v)
-			}
-		}
-		err := rc.Control(func(fd uintptr) {
-			set(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, rcv)
-			set(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, snd)
-			set(fd, unix.IPPROTO_TCP, unix.TCP_MAXSEG, mss)
-		})
-		if err != nil {
-			return err
-		}
-		return serr
-	}
-}
 
 // kernelTCPMemory is the memory all TCP sockets of the machine hold now
 // (the "mem" pages of /proc/net/sockstat), in bytes.

@@ -1,19 +1,14 @@
 package peers
 
 import (
-	"bytes"
-	"errors"
+	"context"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
-	"syscall"
 	"time"
 
-	"github.com/tidegate/tidegate/benchmarks/procstat"
+	"github.com/tidegate/tidegate/benchmarks/harness"
 )
 
 // Spec says how to start one proxy under test.
@@ -68,35 +63,15 @@ type BackendSpec struct {
 	ChunkReplies bool
 }
 
-// Process is a started proxy or backend.
+// Process is a started proxy or backend: its child process, with what
+// only a proxy has.
 type Process struct {
-	// Name is the kind, or "backend".
-	Name string
-	// Addr is the address it accepts connections on.
-	Addr string
+	*harness.Child
 	// MetricsAddr is where a tidegate proxy serves its metrics and
 	// profiles; empty when it does not.
 	MetricsAddr string
 
-	cmd     *exec.Cmd
-	dir     string
-	ownDir  bool
-	logPath string
-	logFile *os.File
-	done    chan struct{}
-	waitErr error
-	pids    []int
-	sys     *SyscallCounter
-}
-
-// FreeAddr returns host:port with a port that was free a moment ago.
-func FreeAddr(host string) (string, error) {
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		return "", fmt.Errorf("finding a free port on %s: %w", host, err)
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
+	sys *SyscallCounter
 }
 
 func executable(path string) (string, error) {
@@ -184,10 +159,6 @@ func Start(s Spec) (*Process, error) {
 	default:
 		return nil, fmt.Errorf("unknown target %q: want one of %s", s.Kind, kindList())
 	}
-	p := &Process{Name: string(s.Kind), Addr: r.Listen, dir: r.Dir, ownDir: ownDir, sys: s.Syscalls}
-	if s.Kind == KindTidegate || s.Kind == KindTidegateRaw {
-		p.MetricsAddr = s.MetricsListen
-	}
 	want := 1
 	if s.Kind == KindNginx {
 		want = 1 + r.Cores // master and workers
@@ -198,8 +169,18 @@ func Start(s Spec) (*Process, error) {
 		// pid, and as the hard limit is lowered it cannot raise it again.
 		wrap = append(NoFileWrap(s.Prlimit, r.NoFile), wrap...)
 	}
-	if err := p.start(wrap, argv, env, s.ReadyTimeout, want); err != nil {
+	cs := harness.ChildSpec{Name: string(s.Kind), Argv: argv, Wrap: wrap, Env: env, Dir: r.Dir, RemoveDir: ownDir,
+		Listen: r.Listen, Processes: want, ReadyTimeout: s.ReadyTimeout}
+	if s.Syscalls != nil {
+		cs.Supervisor = s.Syscalls
+	}
+	c, err := harness.Start(context.Background(), cs)
+	if err != nil {
 		return nil, err
+	}
+	p := &Process{Child: c, sys: s.Syscalls}
+	if s.Kind == KindTidegate || s.Kind == KindTidegateRaw {
+		p.MetricsAddr = s.MetricsListen
 	}
 	return p, nil
 }
@@ -225,45 +206,11 @@ func StartBackend(s BackendSpec) (*Process, error) {
 	if s.ChunkReplies {
 		argv = append(argv, "--chunk-replies")
 	}
-	return StartProgram(ProgramSpec{Name: "backend", Listen: s.Listen, Argv: argv, Wrap: s.Wrap, Dir: s.Dir})
-}
-
-// ProgramSpec says how to start any server program the way proxies and the
-// backend are started.
-type ProgramSpec struct {
-	// Name labels the process, its log file and its errors.
-	Name string
-	// Listen is the address it accepts connections on once ready.
-	Listen string
-	// Argv is the command line; Wrap prefixes it.
-	Argv, Wrap []string
-	// Dir receives its log; empty means a new temporary directory, removed
-	// by Stop.
-	Dir string
-	// Env is added to this process's environment, such as GOMAXPROCS=1.
-	Env []string
-	// Syscalls, when set, runs the program under perf to count its system calls.
-	Syscalls *SyscallCounter
-}
-
-// StartProgram starts s.Argv and waits until it accepts connections on
-// s.Listen (at most 10 seconds).
-func StartProgram(s ProgramSpec) (*Process, error) {
-	if len(s.Argv) == 0 {
-		return nil, fmt.Errorf("%s: empty command line", s.Name)
-	}
-	p := &Process{Name: s.Name, Addr: s.Listen, dir: s.Dir, sys: s.Syscalls}
-	if p.dir == "" {
-		var err error
-		if p.dir, err = os.MkdirTemp("", "tidegate-"+s.Name+"-"); err != nil {
-			return nil, fmt.Errorf("%s: work directory: %w", s.Name, err)
-		}
-		p.ownDir = true
-	}
-	if err := p.start(s.Wrap, s.Argv, s.Env, 0, 1); err != nil {
+	c, err := harness.Start(context.Background(), harness.ChildSpec{Name: "backend", Listen: s.Listen, Argv: argv, Wrap: s.Wrap, Dir: s.Dir})
+	if err != nil {
 		return nil, err
 	}
-	return p, nil
+	return &Process{Child: c}, nil
 }
 
 func orDefault(s, def string) string {
@@ -271,178 +218,6 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
-}
-
-// start runs wrap+argv, waits until Addr accepts a connection and the
-// process tree has at least want processes (besides perf).
-func (p *Process) start(wrap, argv, env []string, timeout time.Duration, want int) error {
-	if timeout == 0 {
-		timeout = 10 * time.Second
-	}
-	var extra []*os.File
-	if p.sys != nil {
-		argv, extra = p.sys.wrap(argv)
-	}
-	full := append(append([]string{}, wrap...), argv...)
-	p.logPath = filepath.Join(p.dir, p.Name+".log")
-	lf, err := os.Create(p.logPath)
-	if err != nil {
-		return fmt.Errorf("%s: log file: %w", p.Name, err)
-	}
-	p.logFile = lf
-	cmd := exec.Command(full[0], full[1:]...)
-	cmd.Stdout, cmd.Stderr = lf, lf
-	cmd.Env = append(os.Environ(), env...)
-	cmd.ExtraFiles = extra
-	if err := cmd.Start(); err != nil {
-		lf.Close()
-		p.cleanup()
-		return fmt.Errorf("%s: starting %s: %w", p.Name, strings.Join(full, " "), err)
-	}
-	if p.sys != nil {
-		p.sys.started()
-	}
-	p.cmd = cmd
-	p.done = make(chan struct{})
-	go func() {
-		p.waitErr = cmd.Wait()
-		close(p.done)
-	}()
-	deadline := time.Now().Add(timeout)
-	for {
-		select {
-		case <-p.done:
-			err := fmt.Errorf("%s: %s exited before accepting connections on %s: %v\n%s",
-				p.Name, strings.Join(full, " "), p.Addr, p.waitErr, p.LogTail())
-			p.cleanup()
-			return err
-		default:
-		}
-		c, err := net.DialTimeout("tcp", p.Addr, 200*time.Millisecond)
-		if err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			p.Stop()
-			return fmt.Errorf("%s: not accepting connections on %s after %v: %w\n%s", p.Name, p.Addr, timeout, err, p.LogTail())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	for {
-		tree, err := procstat.ProcessTree(cmd.Process.Pid)
-		if err == nil && p.sys != nil {
-			tree = tree[1:] // perf itself
-		}
-		if err == nil && len(tree) >= want {
-			p.pids = tree
-			return nil
-		}
-		if time.Now().After(deadline) {
-			p.pids = tree
-			if len(tree) == 0 {
-				p.Stop()
-				return fmt.Errorf("%s: process tree of pid %d: %v", p.Name, cmd.Process.Pid, err)
-			}
-			return nil
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// Exited returns a channel closed once the program has exited and was
-// reaped, for timing its exit (ExitError then says how); nil before Start.
-func (p *Process) Exited() <-chan struct{} { return p.done }
-
-// Running reports whether the program is still running: false once it has
-// exited (or was never started or was stopped).
-func (p *Process) Running() bool {
-	if p.cmd == nil || p.done == nil {
-		return false
-	}
-	select {
-	case <-p.done:
-		return false
-	default:
-		return true
-	}
-}
-
-// ExitError returns how the program ended, once Running is false: nil for
-// a clean exit or before it ended.
-func (p *Process) ExitError() error {
-	if p.done == nil {
-		return nil
-	}
-	select {
-	case <-p.done:
-		return p.waitErr
-	default:
-		return nil
-	}
-}
-
-// PIDs returns the processes to measure: the program and its children
-// (nginx's workers), without perf.
-func (p *Process) PIDs() []int { return p.pids }
-
-// Dir returns the directory holding its configuration and log.
-func (p *Process) Dir() string { return p.dir }
-
-// LogPath returns the file that holds the process's output (in Dir, so
-// it is gone after Stop when Dir was temporary).
-func (p *Process) LogPath() string { return p.logPath }
-
-// LogTail returns the last lines of the process's output.
-func (p *Process) LogTail() string {
-	b, _ := os.ReadFile(p.logPath)
-	if len(b) > 2000 {
-		b = b[len(b)-2000:]
-	}
-	return string(bytes.TrimSpace(b))
-}
-
-// Stop sends SIGTERM to the program (not to perf, which then exits with
-// it), unless it has exited already, waits up to 5 seconds, then kills it.
-// It removes a temporary work directory.
-func (p *Process) Stop() error {
-	if p.cmd == nil {
-		return nil
-	}
-	target := p.cmd.Process.Pid
-	if len(p.pids) > 0 {
-		target = p.pids[0]
-	}
-	select {
-	case <-p.done: // it has exited and was reaped: its pid is no longer its own
-	default:
-		syscall.Kill(target, syscall.SIGTERM)
-	}
-	var err error
-	select {
-	case <-p.done:
-	case <-time.After(5 * time.Second):
-		syscall.Kill(target, syscall.SIGKILL)
-		p.cmd.Process.Kill()
-		<-p.done
-		err = fmt.Errorf("%s: pid %d did not stop within 5s of SIGTERM and was killed", p.Name, target)
-	}
-	var ee *exec.ExitError
-	if p.waitErr != nil && !errors.As(p.waitErr, &ee) && err == nil {
-		err = fmt.Errorf("%s: %w", p.Name, p.waitErr)
-	}
-	p.cmd = nil
-	p.cleanup()
-	return err
-}
-
-func (p *Process) cleanup() {
-	if p.logFile != nil {
-		p.logFile.Close()
-	}
-	if p.ownDir && os.Getenv("TIDEGATE_KEEP_PEER_DIRS") == "" {
-		os.RemoveAll(p.dir)
-	}
 }
 
 // Syscalls returns the counter the process runs under, or nil.

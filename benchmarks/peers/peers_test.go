@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tidegate/tidegate/benchmarks/harness"
 )
 
 // TestMain lets the test binary stand in for `tidegate-bench peer goproxy` when a
@@ -333,7 +335,7 @@ func TestConfigWritersWithLimits(t *testing.T) {
 	}
 }
 
-func TestStartProgramUnderNoFileAndRunning(t *testing.T) {
+func TestStartUnderNoFileAndRunning(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("prlimit and /proc are Linux's")
 	}
@@ -342,7 +344,7 @@ func TestStartProgramUnderNoFileAndRunning(t *testing.T) {
 		t.Skip("no prlimit:", err)
 	}
 	backend, _ := echoServer(t)
-	listen, err := FreeAddr("127.0.0.1")
+	listen, err := harness.FreeAddr("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}

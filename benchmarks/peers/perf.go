@@ -66,15 +66,16 @@ func NewSyscallCounter(dir string) (*SyscallCounter, error) {
 	}, nil
 }
 
-// wrap returns the perf command line that runs argv, and the files the
-// child must get as descriptors 3 and 4.
-func (s *SyscallCounter) wrap(argv []string) ([]string, []*os.File) {
+// Command returns the perf command line that runs argv, and the files the
+// child must get as descriptors 3 and 4 (harness.Supervisor).
+func (s *SyscallCounter) Command(argv []string) ([]string, []*os.File) {
 	pre := []string{"perf", "stat", "-x,", "-e", SyscallEvent, "-D", "-1", "--control", "fd:3,4", "-o", s.out, "--"}
 	return append(pre, argv...), []*os.File{s.childCtl, s.childAck}
 }
 
-// started closes the child's ends of the pipes in this process.
-func (s *SyscallCounter) started() {
+// Started closes the child's ends of the pipes in this process
+// (harness.Supervisor).
+func (s *SyscallCounter) Started() {
 	s.childCtl.Close()
 	s.childAck.Close()
 }

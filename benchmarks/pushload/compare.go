@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tidegate/tidegate/benchmarks/peers"
+	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/procstat"
 	"github.com/tidegate/tidegate/benchmarks/spread"
 )
@@ -133,11 +133,11 @@ func serverArgv(cfg CompareConfig, srv Server, pub, sub string) ([]string, error
 
 func runTrial(ctx context.Context, cfg CompareConfig, srv Server, n int) (t Trial, err error) {
 	t = Trial{Server: srv, Subscribers: n}
-	pub, err := peers.FreeAddr("127.0.0.1")
+	pub, err := harness.FreeAddr("127.0.0.1")
 	if err != nil {
 		return t, err
 	}
-	sub, err := peers.FreeAddr("127.0.0.1")
+	sub, err := harness.FreeAddr("127.0.0.1")
 	if err != nil {
 		return t, err
 	}
@@ -145,7 +145,7 @@ func runTrial(ctx context.Context, cfg CompareConfig, srv Server, n int) (t Tria
 	if err != nil {
 		return t, err
 	}
-	p, err := peers.StartProgram(peers.ProgramSpec{Name: "push-" + string(srv), Listen: sub, Argv: argv})
+	p, err := harness.Start(ctx, harness.ChildSpec{Name: "push-" + string(srv), Listen: sub, Argv: argv})
 	if err != nil {
 		return t, err
 	}
@@ -154,7 +154,7 @@ func runTrial(ctx context.Context, cfg CompareConfig, srv Server, n int) (t Tria
 			err = errors.Join(err, fmt.Errorf("stopping %s: %w", srv, serr))
 		}
 	}()
-	pid := p.PIDs()[0]
+	pid := p.PID()
 	time.Sleep(200 * time.Millisecond) // let its start-up settle
 	if t.RSSBefore, err = procstat.RSS(pid); err != nil {
 		return t, err

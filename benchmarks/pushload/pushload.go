@@ -24,6 +24,7 @@ import (
 	"github.com/panjf2000/gnet/v2"
 	"github.com/rs/zerolog"
 
+	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/procstat"
 	"github.com/tidegate/tidegate/protocol/push"
 	"github.com/tidegate/tidegate/protocol/tlv"
@@ -290,7 +291,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	defer func() { _ = stopPublishing(true) }()
 	sum := rd.sum
-	if err := sleepCtx(ctx, cfg.Warmup); err != nil {
+	if err := harness.Sleep(ctx, cfg.Warmup); err != nil {
 		return Result{}, fmt.Errorf("pushload: interrupted during the warmup: %w", err)
 	}
 	p0, d0, t0 := published.Load(), first(sum()), time.Now()
@@ -301,7 +302,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	if err := sleepCtx(ctx, cfg.Duration); err != nil {
+	if err := harness.Sleep(ctx, cfg.Duration); err != nil {
 		return Result{}, fmt.Errorf("pushload: interrupted during the measurement: %w", err)
 	}
 	p1, d1, t1 := published.Load(), first(sum()), time.Now()

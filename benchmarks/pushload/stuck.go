@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tidegate/tidegate/benchmarks/gometrics"
+	"github.com/tidegate/tidegate/benchmarks/harness"
 )
 
 // StuckConfig describes a run with subscribers that never read: Load's
@@ -174,7 +175,7 @@ func Stuck(ctx context.Context, cfg StuckConfig) (StuckResult, error) {
 	}
 	r.PeakRSS = prev.rss
 	for {
-		if err := sleepCtx(ctx, time.Second); err != nil {
+		if err := harness.Sleep(ctx, time.Second); err != nil {
 			return r, err
 		}
 		cur, err := m.sample(ctx, false)
@@ -198,7 +199,7 @@ func Stuck(ctx context.Context, cfg StuckConfig) (StuckResult, error) {
 		return r, err
 	}
 	for end := time.Now().Add(cfg.Steady); time.Now().Before(end); {
-		if err := sleepCtx(ctx, min(time.Second, time.Until(end))); err != nil {
+		if err := harness.Sleep(ctx, min(time.Second, time.Until(end))); err != nil {
 			return r, err
 		}
 		s, err := m.sample(ctx, false)
@@ -300,17 +301,6 @@ func dialStuck(cfg StuckConfig) ([]net.Conn, error) {
 		}
 	}
 	return conns, nil
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // serverSample is what one scrape of the server's /metrics tells.

@@ -4,16 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"runtime"
 	"strconv"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/tidegate/tidegate/benchmarks/goserver"
+	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/procstat"
 	"github.com/tidegate/tidegate/protocol/tlv"
 	"github.com/tidegate/tidegate/reactor"
@@ -148,75 +145,27 @@ func spawnChild(ctx context.Context, cfg SpawnConfig, procs int) (*Spawned, erro
 	if cfg.ChildCommand == nil {
 		return nil, errors.New("rps: child mode needs ChildCommand")
 	}
-	addr, err := freeLoopbackAddr()
+	addr, err := harness.FreeAddr("127.0.0.1")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("rps: %w", err)
 	}
 	argv := cfg.ChildCommand(cfg.Kind, addr, procs)
 	if len(argv) == 0 {
 		return nil, fmt.Errorf("rps: empty command line for the %s server", cfg.Kind)
 	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(procs))
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("rps: starting %s server %q: %w", cfg.Kind, strings.Join(argv, " "), err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	stop := func(ctx context.Context) error {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case err := <-exited:
-			var ee *exec.ExitError
-			if err != nil && !errors.As(err, &ee) {
-				return fmt.Errorf("rps: waiting for %s server pid %d: %w", cfg.Kind, cmd.Process.Pid, err)
-			}
-			return nil
-		case <-ctx.Done():
-			_ = cmd.Process.Kill()
-			<-exited
-			return fmt.Errorf("rps: %s server pid %d did not stop on SIGTERM, killed: %w", cfg.Kind, cmd.Process.Pid, ctx.Err())
-		}
-	}
-	timeout := cfg.StartTimeout
-	if timeout == 0 {
-		timeout = 10 * time.Second
-	}
-	deadline := time.Now().Add(timeout)
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			_ = c.Close()
-			break
-		}
-		select {
-		case werr := <-exited:
-			return nil, fmt.Errorf("rps: %s server exited before accepting on %s: %v", cfg.Kind, addr, werr)
-		case <-ctx.Done():
-			_ = stop(context.Background())
-			return nil, fmt.Errorf("rps: waiting for %s server on %s: %w", cfg.Kind, addr, ctx.Err())
-		case <-time.After(10 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = stop(sctx)
-			return nil, fmt.Errorf("rps: %s server did not accept on %s within %v: %w", cfg.Kind, addr, timeout, err)
-		}
-	}
-	return &Spawned{Addr: addr, PID: cmd.Process.Pid, Procs: procs, stop: stop}, nil
-}
-
-// freeLoopbackAddr returns a 127.0.0.1 address whose port was free a moment ago.
-func freeLoopbackAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// The child's log goes to this program's stderr, as the generator's does.
+	c, err := harness.Start(ctx, harness.ChildSpec{Name: string(cfg.Kind) + " server", Argv: argv, Listen: addr,
+		Env: []string{"GOMAXPROCS=" + strconv.Itoa(procs)}, Log: os.Stderr, ReadyTimeout: cfg.StartTimeout})
 	if err != nil {
-		return "", fmt.Errorf("rps: finding a free loopback port: %w", err)
+		return nil, fmt.Errorf("rps: %w", err)
 	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	return addr, nil
+	stop := func(ctx context.Context) error {
+		if err := c.StopContext(ctx); err != nil {
+			return fmt.Errorf("rps: %w", err)
+		}
+		return nil
+	}
+	return &Spawned{Addr: addr, PID: c.PID(), Procs: procs, stop: stop}, nil
 }
 
 // Stop stops the server, waiting at most until ctx ends.

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/peers"
 )
 
@@ -95,19 +96,14 @@ func (e *Environment) addr(role string, i int) (string, error) {
 		}
 		return net.JoinHostPort(n.ProxyIP, strconv.Itoa(26000+i)), nil
 	}
-	return peers.FreeAddr("127.0.0.1")
+	return harness.FreeAddr("127.0.0.1")
 }
 
 func (e *Environment) startProxy(k peers.Kind, i int, sys *peers.SyscallCounter) (*peers.Process, error) {
-	var lastErr error
-	for attempt := 0; attempt < 3; attempt++ { // a free port can be taken before the proxy binds it
-		listen, err := e.addr("proxy", i)
-		if err != nil {
-			return nil, err
-		}
+	start := func(listen string) (*peers.Process, error) {
 		s := peers.Spec{
 			Kind:       k,
-			Relay:      peers.RelayConfig{Listen: listen, Backend: e.backend.Addr, Cores: e.opts.ProxyCores, Sessions: max(e.opts.Sessions, 64)},
+			Relay:      peers.RelayConfig{Listen: listen, Backend: e.backend.Addr(), Cores: e.opts.ProxyCores, Sessions: max(e.opts.Sessions, 64)},
 			GoMaxProcs: e.opts.GoMaxProcs, Executable: e.opts.Executable, PeerExecutable: e.opts.PeerExecutable,
 			HAProxy: e.opts.HAProxy, Nginx: e.opts.Nginx, Syscalls: sys,
 		}
@@ -117,7 +113,8 @@ func (e *Environment) startProxy(k peers.Kind, i int, sys *peers.SyscallCounter)
 		if k == peers.KindTidegate || k == peers.KindTidegateRaw {
 			s.Env = e.opts.TidegateEnv
 			if e.opts.TidegateMetrics {
-				if s.MetricsListen, err = peers.FreeAddr("127.0.0.1"); err != nil {
+				var err error
+				if s.MetricsListen, err = harness.FreeAddr("127.0.0.1"); err != nil {
 					return nil, err
 				}
 			}
@@ -125,20 +122,22 @@ func (e *Environment) startProxy(k peers.Kind, i int, sys *peers.SyscallCounter)
 		if e.opts.Netns != nil {
 			s.Wrap = e.opts.Netns.Exec(e.opts.Netns.ProxyNS)
 		}
-		p, err := peers.Start(s)
-		if err == nil {
-			return p, nil
-		}
-		lastErr = err
-		if e.opts.Netns != nil || sys != nil {
-			break
-		}
+		return peers.Start(s)
 	}
-	return nil, lastErr
+	if e.opts.Netns != nil || sys != nil {
+		// A fixed namespace port is not taken by chance, and perf's
+		// control pipes serve one start only.
+		listen, err := e.addr("proxy", i)
+		if err != nil {
+			return nil, err
+		}
+		return start(listen)
+	}
+	return harness.RetryFreePort("127.0.0.1", start)
 }
 
 // Backend returns the backend's address.
-func (e *Environment) Backend() string { return e.backend.Addr }
+func (e *Environment) Backend() string { return e.backend.Addr() }
 
 // BackendProcess returns the backend process.
 func (e *Environment) BackendProcess() *peers.Process { return e.backend }
@@ -147,7 +146,7 @@ func (e *Environment) BackendProcess() *peers.Process { return e.backend }
 func (e *Environment) Targets() []Target {
 	out := make([]Target, len(e.proxies))
 	for i, p := range e.proxies {
-		out[i] = Target{Name: p.Name, Addr: p.Addr, PIDs: p.PIDs(), MetricsAddr: p.MetricsAddr}
+		out[i] = Target{Name: p.Name(), Addr: p.Addr(), PIDs: p.PIDs(), MetricsAddr: p.MetricsAddr}
 	}
 	return out
 }
@@ -168,7 +167,7 @@ func (e *Environment) StartCounted(name string) (CountedTarget, error) {
 	if err != nil {
 		return CountedTarget{}, err
 	}
-	return CountedTarget{Target: Target{Name: name, Addr: p.Addr, PIDs: p.PIDs()}, Counter: sys, Stop: p.Stop}, nil
+	return CountedTarget{Target: Target{Name: name, Addr: p.Addr(), PIDs: p.PIDs()}, Counter: sys, Stop: p.Stop}, nil
 }
 
 // Close stops every proxy and then the backend.

@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tidegate/tidegate/benchmarks/fdlimit"
+	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/peers"
 	"github.com/tidegate/tidegate/benchmarks/procstat"
 )
@@ -250,8 +251,8 @@ func runTrial(ctx context.Context, cfg Config, k peers.Kind) (t Trial) {
 			t.StopNote = err.Error()
 		}
 	}()
-	log.Info().Str("addr", proxy.Addr).Ints("pids", proxy.PIDs()).Int("held", cfg.Held).Msg("opening held sessions")
-	held, err := OpenHeld(ctx, HeldConfig{Addr: proxy.Addr, Count: cfg.Held, Parallel: cfg.HeldParallel, Sources: cfg.Sources,
+	log.Info().Str("addr", proxy.Addr()).Ints("pids", proxy.PIDs()).Int("held", cfg.Held).Msg("opening held sessions")
+	held, err := OpenHeld(ctx, HeldConfig{Addr: proxy.Addr(), Count: cfg.Held, Parallel: cfg.HeldParallel, Sources: cfg.Sources,
 		Interval: cfg.HeldInterval, Timeout: cfg.EchoTimeout})
 	if err != nil {
 		t.Error = err.Error()
@@ -265,7 +266,7 @@ func runTrial(ctx context.Context, cfg Config, k peers.Kind) (t Trial) {
 	}()
 	before, cpuErr := procstat.Read(proxy.PIDs())
 	log.Info().Int("storm", cfg.Storm).Msg("firing the storm")
-	run, err := Storm(ctx, StormConfig{Addr: proxy.Addr, Count: cfg.Storm, Parallel: cfg.StormParallel, Sources: cfg.Sources, Timeout: cfg.StormTimeout})
+	run, err := Storm(ctx, StormConfig{Addr: proxy.Addr(), Count: cfg.Storm, Parallel: cfg.StormParallel, Sources: cfg.Sources, Timeout: cfg.StormTimeout})
 	if err != nil {
 		t.Error = err.Error()
 		return t
@@ -281,7 +282,7 @@ func runTrial(ctx context.Context, cfg Config, k peers.Kind) (t Trial) {
 		t.CPUNote = cpuErr.Error()
 	}
 	run.Close()
-	ok, attempts, err := NewSession(ctx, proxy.Addr, cfg.AfterTimeout, cfg.EchoTimeout)
+	ok, attempts, err := NewSession(ctx, proxy.Addr(), cfg.AfterTimeout, cfg.EchoTimeout)
 	t.NewSession, t.NewSessionAttempts = ok, attempts
 	if err != nil {
 		t.NewSessionError = err.Error()
@@ -294,24 +295,18 @@ func runTrial(ctx context.Context, cfg Config, k peers.Kind) (t Trial) {
 // startProxy starts a fresh proxy of kind k on a free loopback port (trying
 // again when another program took the port first).
 func startProxy(cfg Config, k peers.Kind) (*peers.Process, error) {
-	var lastErr error
-	for range 3 {
-		listen, err := peers.FreeAddr("127.0.0.1")
-		if err != nil {
-			return nil, err
-		}
-		p, err := peers.Start(peers.Spec{
+	p, err := harness.RetryFreePort("127.0.0.1", func(listen string) (*peers.Process, error) {
+		return peers.Start(peers.Spec{
 			Kind: k,
 			Relay: peers.RelayConfig{Listen: listen, Backend: cfg.Backend, Cores: cfg.ProxyCores,
 				Sessions: cfg.Limit, MaxConns: cfg.Limit, NoFile: cfg.NoFile},
 			Executable: cfg.Executable, HAProxy: cfg.HAProxy, Nginx: cfg.Nginx, Prlimit: cfg.Prlimit,
 		})
-		if err == nil {
-			return p, nil
-		}
-		lastErr = err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("starting %s: %w", k, err)
 	}
-	return nil, fmt.Errorf("starting %s: %w", k, lastErr)
+	return p, nil
 }
 
 // proxyLog returns an excerpt of the proxy's output: its error lines where

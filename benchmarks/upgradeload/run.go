@@ -21,7 +21,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tidegate/tidegate/benchmarks/fdlimit"
-	"github.com/tidegate/tidegate/benchmarks/peers"
+	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/procstat"
 )
 
@@ -225,18 +225,6 @@ shutdown:
 `, listen, backend, loops, int(DrainTimeout/time.Second))
 }
 
-// sleepCtx sleeps d or until ctx ends, and reports whether it slept all of d.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
 // noisy says why trial t's figures were disturbed by other programs: the
 // rest of the machine used more than twice quiet percent of one core in a
 // window; "" when it did not (or no quiet figure is set).
@@ -290,12 +278,12 @@ func runTrial(ctx context.Context, cfg Config, repeat, attempt int) (t Trial) {
 	}
 	defer be.Close()
 	resetConns := func() { be.EachConn(resetClose) } // every backend connection (see clients.close)
-	listen, err := peers.FreeAddr("127.0.0.1")
+	listen, err := harness.FreeAddr("127.0.0.1")
 	if err != nil {
 		fails.trial("%v", err)
 		return t
 	}
-	metrics, err := peers.FreeAddr("127.0.0.1")
+	metrics, err := harness.FreeAddr("127.0.0.1")
 	if err != nil {
 		fails.trial("%v", err)
 		return t
@@ -307,7 +295,7 @@ func runTrial(ctx context.Context, cfg Config, repeat, attempt int) (t Trial) {
 	}
 	argv := []string{cfg.Executable, "proxy", "--config", cfgPath, "--metrics-listen", metrics, "--log-level", "info", "--log-format", "json"}
 	env := append([]string{"GOTRACEBACK=all"}, cfg.env...)
-	proc, err := peers.StartProgram(peers.ProgramSpec{Name: "tidegate-proxy", Listen: listen, Argv: argv, Dir: dir, Env: env})
+	proc, err := harness.Start(ctx, harness.ChildSpec{Name: "tidegate-proxy", Listen: listen, Argv: argv, Dir: dir, Env: env})
 	if err != nil {
 		fails.trial("%v", err)
 		return t
@@ -323,7 +311,7 @@ func runTrial(ctx context.Context, cfg Config, repeat, attempt int) (t Trial) {
 			fails.trial("pid %d (a proxy on %s) was still running at the end of the trial: killed", pid, cfgPath)
 		}
 	}()
-	t.OldPID = proc.PIDs()[0]
+	t.OldPID = proc.PID()
 	hc := newHealthClient()
 	defer hc.close()
 	if pid, err := hc.waitPID(metrics, 10*time.Second, func(int) bool { return true }); err != nil {
@@ -343,7 +331,7 @@ func runTrial(ctx context.Context, cfg Config, repeat, attempt int) (t Trial) {
 	}
 	log.Info().Int("sessions", cfg.Sessions).Dur("took", time.Since(start)).Int("old_pid", t.OldPID).Msg("sessions connected; warming up")
 	cs.startWriters(cfg.Writers)
-	if !sleepCtx(ctx, cfg.Warmup) {
+	if harness.Sleep(ctx, cfg.Warmup) != nil {
 		fails.trial("interrupted in the warm-up: %v", ctx.Err())
 		return t
 	}
@@ -357,7 +345,7 @@ func runTrial(ctx context.Context, cfg Config, repeat, attempt int) (t Trial) {
 	cs.setPhase(phaseBaseline)
 	u0 := readUsage(t.OldPID)
 	bStart := time.Now()
-	if !sleepCtx(ctx, cfg.Baseline) {
+	if harness.Sleep(ctx, cfg.Baseline) != nil {
 		fails.trial("interrupted in the baseline: %v", ctx.Err())
 		return t
 	}
@@ -445,7 +433,7 @@ func runTrial(ctx context.Context, cfg Config, repeat, attempt int) (t Trial) {
 		fails.trial("the old proxy (pid %d) ended after SIGUSR2 with %v, want exit status 0", t.OldPID, err)
 	}
 	log.Info().Float64("handover_ms", t.HandoverMs).Str("old_exit", t.OldExit).Msg("the old process exited; settling")
-	sleepCtx(ctx, cfg.Settle)
+	_ = harness.Sleep(ctx, cfg.Settle)
 	cs.setPhase(phaseAfter)
 	upWindow := time.Since(sig)
 	t.NewPID = int(watch.wait(10 * time.Second))
@@ -540,7 +528,7 @@ func waitQuiet(ctx context.Context, maxWait time.Duration, quiet float64) (time.
 	start := time.Now()
 	for {
 		a, err := procstat.MachineCPU()
-		if err != nil || !sleepCtx(ctx, time.Second) {
+		if err != nil || harness.Sleep(ctx, time.Second) != nil {
 			return time.Since(start), -1
 		}
 		b, err := procstat.MachineCPU()

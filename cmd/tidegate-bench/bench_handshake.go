@@ -44,8 +44,8 @@ func benchHandshakeCommand() *cli.Command {
 			&cli.IntFlag{Name: "max-failed", Value: 0, Usage: "fail if more attempts than this (in any storm) did not reach play (-1: no gate)"},
 			&cli.Float64Flag{Name: "max-p99-ms", Usage: "fail if the p99 time to reach play of any storm exceeds this (0: no gate)"},
 			&cli.BoolFlag{Name: "json", Usage: "print the result as JSON"},
-			&cli.StringFlag{Name: "haproxy-bin", Value: "haproxy", Usage: "HAProxy program"},
-			&cli.StringFlag{Name: "nginx-bin", Value: "nginx", Usage: "nginx program"},
+			haproxyBinFlag(),
+			nginxBinFlag(),
 			tidegateBinFlag(),
 		}, logflags.Flags()...),
 		Action: runBenchHandshake,
@@ -116,8 +116,9 @@ func runBenchHandshake(c *cli.Context) error {
 				return fmt.Errorf("--syscalls: %w", err)
 			}
 		}
-		env, err = session.Launch(session.LaunchOptions{Kinds: kinds, ProxyCores: c.Int("proxy-cores"), BackendLoops: 1, Executable: exe,
-			Sessions: c.Int("parallel"), HAProxy: c.String("haproxy-bin"), Nginx: c.String("nginx-bin"), TidegateEnv: tgEnv})
+		opts := launchOptions(c, kinds, exe)
+		opts.Sessions, opts.TidegateEnv = c.Int("parallel"), tgEnv
+		env, err = session.Launch(opts)
 		if err != nil {
 			return err
 		}

@@ -55,8 +55,8 @@ func benchIdleCommand() *cli.Command {
 			&cli.Float64Flag{Name: "max-rss-per-session", Usage: "fail if the proxy's RSS growth per session exceeds this many KiB (0: no gate)"},
 			&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "bound on each login and echo"},
 			&cli.BoolFlag{Name: "json", Usage: "print the result as JSON"},
-			&cli.StringFlag{Name: "haproxy-bin", Value: "haproxy", Usage: "HAProxy program"},
-			&cli.StringFlag{Name: "nginx-bin", Value: "nginx", Usage: "nginx program"},
+			haproxyBinFlag(),
+			nginxBinFlag(),
 			tidegateBinFlag(),
 		}, logflags.Flags()...),
 		Action: runBenchIdle,
@@ -106,10 +106,9 @@ func runBenchIdle(c *cli.Context) error {
 		if heap && kinds[0] != peers.KindTidegate && kinds[0] != peers.KindTidegateRaw {
 			return fmt.Errorf("--heap and --heap-profile: %s has no Go heap to read (tidegate and tidegate-raw do)", target)
 		}
-		env, err := session.Launch(session.LaunchOptions{Kinds: kinds, ProxyCores: c.Int("proxy-cores"), Executable: tg,
-			GoMaxProcs: c.Int("goproxy-gomaxprocs"), BackendLoops: 1, Sessions: n,
-			HAProxy: c.String("haproxy-bin"), Nginx: c.String("nginx-bin"),
-			TidegateMetrics: heap, TidegateEnv: tgEnv})
+		opts := launchOptions(c, kinds, tg)
+		opts.Sessions, opts.TidegateMetrics, opts.TidegateEnv = n, heap, tgEnv
+		env, err := session.Launch(opts)
 		if err != nil {
 			return err
 		}

@@ -83,10 +83,10 @@ func benchSessionCommand() *cli.Command {
 			&cli.StringFlag{Name: "netns-script", Value: "scripts/netns.sh", Usage: "the namespace script"},
 			&cli.StringFlag{Name: "netns-prefix", Value: "tgbench", Usage: "prefix of the namespace names"},
 			&cli.StringFlag{Name: "netns-inner", Hidden: true, Usage: "internal: running inside the client namespace of this prefix"},
-			&cli.StringFlag{Name: "haproxy-bin", Value: "haproxy", Usage: "HAProxy program"},
+			haproxyBinFlag(),
 			&cli.StringFlag{Name: "tidegate-cpuprofile-dir", Usage: "write a Go CPU profile of each tidegate proxy into `DIR` (go tool pprof)"},
 			tidegateEnvFlag("GOMAXPROCS=1, GOGC=50"),
-			&cli.StringFlag{Name: "nginx-bin", Value: "nginx", Usage: "nginx program"},
+			nginxBinFlag(),
 			tidegateBinFlag(),
 		}, logflags.Flags()...),
 		Action: runBenchSession,
@@ -230,12 +230,9 @@ func runBenchSession(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	opts := session.LaunchOptions{Executable: tg,
-		Kinds: kinds, ProxyCores: c.Int("proxy-cores"), GoMaxProcs: c.Int("goproxy-gomaxprocs"),
-		BackendLoops: c.Int("backend-loops"), Sessions: sessions, ChunkReplies: players != nil,
-		HAProxy: c.String("haproxy-bin"), Nginx: c.String("nginx-bin"),
-		CPUProfileDir: c.String("tidegate-cpuprofile-dir"), ReplyDelay: appRTT / 2, TidegateEnv: tgEnv,
-	}
+	opts := launchOptions(c, kinds, tg)
+	opts.BackendLoops, opts.Sessions, opts.ChunkReplies = c.Int("backend-loops"), sessions, players != nil
+	opts.CPUProfileDir, opts.ReplyDelay, opts.TidegateEnv = c.String("tidegate-cpuprofile-dir"), appRTT/2, tgEnv
 	setup := session.Setup{ProxyCores: opts.ProxyCores, GoMaxProcs: opts.GoMaxProcs, BackendLoops: opts.BackendLoops, Host: session.ThisHost()}
 	if appRTT > 0 {
 		setup.AppRTT = appRTT.String()

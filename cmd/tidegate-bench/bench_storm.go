@@ -13,6 +13,7 @@ import (
 	"github.com/tidegate/tidegate/internal/logflags"
 
 	"github.com/tidegate/tidegate/benchmarks/echo"
+	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/mcload"
 	"github.com/tidegate/tidegate/benchmarks/peers"
 	"github.com/tidegate/tidegate/benchmarks/storm"
@@ -55,8 +56,8 @@ func benchStormCommand() *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "print the result as JSON instead of a table"},
 			&cli.StringFlag{Name: "out", Usage: "write DATE-storm[-LABEL].md (command, machine, revision, tables) and its .json into `DIR`"},
 			&cli.StringFlag{Name: "label", Usage: "suffix of the results file name, such as before or after"},
-			&cli.StringFlag{Name: "haproxy-bin", Value: "haproxy", Usage: "HAProxy program"},
-			&cli.StringFlag{Name: "nginx-bin", Value: "nginx", Usage: "nginx program"},
+			haproxyBinFlag(),
+			nginxBinFlag(),
 			&cli.StringFlag{Name: "prlimit-bin", Value: "prlimit", Usage: "prlimit program (util-linux) that applies --nofile"},
 			tidegateBinFlag(),
 		}, logflags.Flags()...),
@@ -110,11 +111,11 @@ func runBenchStorm(c *cli.Context) error {
 	ctx, stop := sessionContext(c)
 	defer stop()
 
-	backendAddr, err := peers.FreeAddr("127.0.0.1")
+	backendAddr, err := harness.FreeAddr("127.0.0.1")
 	if err != nil {
 		return err
 	}
-	backend, err := peers.StartProgram(peers.ProgramSpec{Name: "echo-backend", Listen: backendAddr,
+	backend, err := harness.Start(ctx, harness.ChildSpec{Name: "echo-backend", Listen: backendAddr,
 		Argv: []string{exe, "bench", "storm", "echo-backend", "--listen", backendAddr, "--log-level", "warn"}})
 	if err != nil {
 		return err
@@ -158,7 +159,7 @@ func runBenchStorm(c *cli.Context) error {
 // with it: it exited during the run, did not stop, or stopped with a
 // failure (echo-backend exits non-zero when it ran out of descriptors or
 // stopped accepting).
-func stopEchoBackend(backend *peers.Process) error {
+func stopEchoBackend(backend *harness.Child) error {
 	if !backend.Running() {
 		return fmt.Errorf("the echo backend exited during the run: %v\n%s", backend.ExitError(), backend.LogTail())
 	}

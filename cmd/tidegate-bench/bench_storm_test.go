@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"net"
 	"os"
 	"os/signal"
@@ -9,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/tidegate/tidegate/benchmarks/peers"
+	"github.com/tidegate/tidegate/benchmarks/harness"
 )
 
 // fakeBackendEnv, set to an exit status, makes the test binary a backend
@@ -59,11 +60,11 @@ func TestStopEchoBackendFailsOnAFailedBackend(t *testing.T) {
 		{"0", ""},
 		{"1", "the echo backend failed"},
 	} {
-		addr, err := peers.FreeAddr("127.0.0.1")
+		addr, err := harness.FreeAddr("127.0.0.1")
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := peers.StartProgram(peers.ProgramSpec{Name: "fake-backend", Listen: addr, Argv: []string{exe},
+		p, err := harness.Start(context.Background(), harness.ChildSpec{Name: "fake-backend", Listen: addr, Argv: []string{exe},
 			Env: []string{fakeBackendEnv + "=" + tc.status, fakeBackendAddrEnv + "=" + addr}})
 		if err != nil {
 			t.Fatal(err)

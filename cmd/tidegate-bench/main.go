@@ -64,7 +64,6 @@ func newApp() *cli.App {
 	}
 }
 
-// tidegateBinFlag is --tidegate-bin, which tidegateBinary reads.
 // stormSetup reads what a login storm command starts with: its logger
 // (logflags) and its --sources.
 func stormSetup(c *cli.Context) (zerolog.Logger, []net.IP, error) {
@@ -85,6 +84,7 @@ func sourcesFlag() cli.Flag {
 	return &cli.StringFlag{Name: "sources", Value: "127.0.0.1,127.0.0.2,127.0.0.3,127.0.0.4", Usage: "local source addresses, comma-separated"}
 }
 
+// tidegateBinFlag is --tidegate-bin, which tidegateBinary reads.
 func tidegateBinFlag() cli.Flag {
 	return &cli.StringFlag{Name: "tidegate-bin", Usage: "the tidegate `BINARY` run as the server, proxy or backend under test " +
 		"(default: tidegate next to this program, else tidegate on PATH)"}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tidegate/tidegate/benchmarks/peers"
+	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/internal/testkit/waitfor"
 )
 
@@ -34,7 +34,7 @@ func TestRunIgnoresOtherArguments(t *testing.T) {
 // freeAddr returns a loopback address whose port was free a moment ago.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	a, err := peers.FreeAddr("127.0.0.1")
+	a, err := harness.FreeAddr("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
