@@ -16,8 +16,8 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/peers"
-	"github.com/tidegate/tidegate/benchmarks/spread"
 	"github.com/tidegate/tidegate/internal/testkit/leaktest"
 	"github.com/tidegate/tidegate/internal/testkit/standin"
 	"github.com/tidegate/tidegate/internal/testkit/testserver"
@@ -121,7 +121,7 @@ func TestSummarizeRatiosAndVerdict(t *testing.T) {
 		t.Fatalf("clean trials failed: %v", c.Failures)
 	}
 	old, nw := c.Summaries[0], c.Summaries[1]
-	if old.Trials != 3 || old.ConnsPerSec != (spread.Spread{Median: 1100, Min: 1000, Max: 1200, N: 3}) {
+	if old.Trials != 3 || old.ConnsPerSec != (harness.Spread{Median: 1100, Min: 1000, Max: 1200, N: 3}) {
 		t.Fatalf("old: %+v", old)
 	}
 	if nw.SyscallsPerConn.Median != 20 || nw.SyscallsPerConn.N != 1 {

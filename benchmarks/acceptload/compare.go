@@ -14,9 +14,9 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/peers"
 	"github.com/tidegate/tidegate/benchmarks/procstat"
-	"github.com/tidegate/tidegate/benchmarks/spread"
 	"github.com/tidegate/tidegate/internal/revision"
 )
 
@@ -143,17 +143,17 @@ type Trial struct {
 
 // Summary is one server's figures over its trials, median [min–max].
 type Summary struct {
-	Server              Server        `json:"server"`
-	Trials              int           `json:"trials"`
-	Failed              int           `json:"failed"`
-	ConnsPerSec         spread.Spread `json:"conns_per_sec"`
-	ServerCPUUsPerConn  spread.Spread `json:"server_cpu_us_per_conn"`
-	ServerSlicesPerConn spread.Spread `json:"server_slices_per_conn"`
-	ClientCPUUsPerConn  spread.Spread `json:"client_cpu_us_per_conn"`
-	OtherCPUUsPerConn   spread.Spread `json:"other_cpu_us_per_conn"`
-	P50Us               spread.Spread `json:"p50_us"`
-	P99Us               spread.Spread `json:"p99_us"`
-	SyscallsPerConn     spread.Spread `json:"syscalls_per_conn"`
+	Server              Server         `json:"server"`
+	Trials              int            `json:"trials"`
+	Failed              int            `json:"failed"`
+	ConnsPerSec         harness.Spread `json:"conns_per_sec"`
+	ServerCPUUsPerConn  harness.Spread `json:"server_cpu_us_per_conn"`
+	ServerSlicesPerConn harness.Spread `json:"server_slices_per_conn"`
+	ClientCPUUsPerConn  harness.Spread `json:"client_cpu_us_per_conn"`
+	OtherCPUUsPerConn   harness.Spread `json:"other_cpu_us_per_conn"`
+	P50Us               harness.Spread `json:"p50_us"`
+	P99Us               harness.Spread `json:"p99_us"`
+	SyscallsPerConn     harness.Spread `json:"syscalls_per_conn"`
 }
 
 // Ratio is one server's medians divided by the first server's (0 where
@@ -423,9 +423,9 @@ func (c *Comparison) summarize(servers []Server) {
 			add(&client, t.ClientCPUUsPerConn)
 			add(&other, t.OtherCPUUsPerConn)
 		}
-		sum.ConnsPerSec, sum.ServerCPUUsPerConn, sum.ServerSlicesPerConn = spread.Of(rate), spread.Of(cpu), spread.Of(slices)
-		sum.ClientCPUUsPerConn, sum.P50Us, sum.P99Us = spread.Of(client), spread.Of(p50), spread.Of(p99)
-		sum.OtherCPUUsPerConn, sum.SyscallsPerConn = spread.Of(other), spread.Of(sys)
+		sum.ConnsPerSec, sum.ServerCPUUsPerConn, sum.ServerSlicesPerConn = harness.Of(rate), harness.Of(cpu), harness.Of(slices)
+		sum.ClientCPUUsPerConn, sum.P50Us, sum.P99Us = harness.Of(client), harness.Of(p50), harness.Of(p99)
+		sum.OtherCPUUsPerConn, sum.SyscallsPerConn = harness.Of(other), harness.Of(sys)
 		c.Summaries = append(c.Summaries, sum)
 	}
 	if len(c.Summaries) > 1 {
@@ -454,9 +454,7 @@ func trialName(t Trial) string {
 }
 
 // ratio divides the medians, 0 where either spread is empty.
-func ratio(a, b spread.Spread) float64 {
-	if a.N == 0 || b.N == 0 || b.Median == 0 {
-		return 0
-	}
-	return a.Median / b.Median
+func ratio(a, b harness.Spread) float64 {
+	r, _ := harness.MedianRatio(a, b)
+	return r
 }

@@ -5,12 +5,12 @@ import (
 	"io"
 	"strings"
 
-	"github.com/tidegate/tidegate/benchmarks/resultfile"
+	"github.com/tidegate/tidegate/benchmarks/harness"
 )
 
 // Meta says where and how a comparison was made; the command fills it in.
 type Meta struct {
-	resultfile.Meta
+	harness.Meta
 	// The load's and the servers' settings, for the table's heading.
 	Conns      int `json:"conns"`
 	Parallel   int `json:"parallel"`
@@ -28,7 +28,7 @@ type Report struct {
 }
 
 // WriteJSON writes the report as indented JSON.
-func WriteJSON(w io.Writer, r Report) error { return resultfile.WriteJSON(w, r) }
+func WriteJSON(w io.Writer, r Report) error { return harness.WriteJSON(w, r) }
 
 func optional(v *float64, decimals int) string {
 	if v == nil {

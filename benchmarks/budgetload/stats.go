@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tidegate/tidegate/benchmarks/spread"
+	"github.com/tidegate/tidegate/benchmarks/harness"
 )
 
 // Slack is what the claim allows above the budget: the proxy's peak RSS
@@ -126,17 +126,17 @@ func (t *Trial) WithinBound() bool { return t.PeakRSS < t.Budget+Slack }
 type Summary struct {
 	Budget   int64
 	Trials   int
-	Baseline spread.Spread // MiB
-	Peak     spread.Spread // MiB
-	Growth   spread.Spread // peak − baseline, MiB
-	Drain    spread.Spread // seconds
-	Flood    spread.Spread // seconds to the plateau
-	Paused   spread.Spread // paused connections at the plateau
-	Heap     spread.Spread // Go heap in use at the plateau, MiB
-	Verified int           // sessions verified, all trials
-	Sessions int           // sessions, all trials
-	Within   int           // trials whose peak stayed under budget + Slack
-	Failed   int           // trials with Failures
+	Baseline harness.Spread // MiB
+	Peak     harness.Spread // MiB
+	Growth   harness.Spread // peak − baseline, MiB
+	Drain    harness.Spread // seconds
+	Flood    harness.Spread // seconds to the plateau
+	Paused   harness.Spread // paused connections at the plateau
+	Heap     harness.Spread // Go heap in use at the plateau, MiB
+	Verified int            // sessions verified, all trials
+	Sessions int            // sessions, all trials
+	Within   int            // trials whose peak stayed under budget + Slack
+	Failed   int            // trials with Failures
 }
 
 // Summarize groups trials by budget, in the order budgets first appear.
@@ -178,9 +178,9 @@ func Summarize(trials []Trial) []Summary {
 				heap = append(heap, mib(t.HeapInuse))
 			}
 		}
-		s.Baseline, s.Peak, s.Growth = spread.Of(base), spread.Of(peak), spread.Of(growth)
-		s.Drain, s.Flood = spread.Of(drain), spread.Of(flood)
-		s.Paused, s.Heap = spread.Of(paused), spread.Of(heap)
+		s.Baseline, s.Peak, s.Growth = harness.Of(base), harness.Of(peak), harness.Of(growth)
+		s.Drain, s.Flood = harness.Of(drain), harness.Of(flood)
+		s.Paused, s.Heap = harness.Of(paused), harness.Of(heap)
 		out = append(out, s)
 	}
 	return out

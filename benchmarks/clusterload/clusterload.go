@@ -18,10 +18,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/mcload"
 	"github.com/tidegate/tidegate/benchmarks/peers"
 	"github.com/tidegate/tidegate/benchmarks/procstat"
-	"github.com/tidegate/tidegate/benchmarks/spread"
 )
 
 // Config is a cluster benchmark.
@@ -58,10 +58,10 @@ type Trial struct {
 
 // Summary is one mode's figures over the trials that had no failure.
 type Summary struct {
-	LoginsPerSec  spread.Spread `json:"logins_per_sec"`
-	CPUMicrosPer  spread.Spread `json:"proxy_cpu_us_per_login"`
-	RoundTripsPer spread.Spread `json:"redis_roundtrips_per_login"`
-	P99Ms         spread.Spread `json:"p99_ms"`
+	LoginsPerSec  harness.Spread `json:"logins_per_sec"`
+	CPUMicrosPer  harness.Spread `json:"proxy_cpu_us_per_login"`
+	RoundTripsPer harness.Spread `json:"redis_roundtrips_per_login"`
+	P99Ms         harness.Spread `json:"p99_ms"`
 }
 
 // Result is the whole run.
@@ -133,7 +133,7 @@ func summarize(ts []Trial, on bool) Summary {
 			rt = append(rt, t.RoundTripsPer)
 		}
 	}
-	return Summary{LoginsPerSec: spread.Of(lps), CPUMicrosPer: spread.Of(cpu), RoundTripsPer: spread.Of(rt), P99Ms: spread.Of(p99)}
+	return Summary{LoginsPerSec: harness.Of(lps), CPUMicrosPer: harness.Of(cpu), RoundTripsPer: harness.Of(rt), P99Ms: harness.Of(p99)}
 }
 
 // proxyConfig is the proxy's configuration: peers.TidegateConfig (no

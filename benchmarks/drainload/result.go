@@ -5,8 +5,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/tidegate/tidegate/benchmarks/resultfile"
-	"github.com/tidegate/tidegate/benchmarks/spread"
+	"github.com/tidegate/tidegate/benchmarks/harness"
 )
 
 // Params are the figures a run was made with.
@@ -36,7 +35,7 @@ func paramsOf(c Config) Params {
 }
 
 // Meta says where and how a run was made; the command fills it in.
-type Meta = resultfile.Meta
+type Meta = harness.Meta
 
 // Trial is one server measured once.
 type Trial struct {
@@ -91,20 +90,20 @@ func (t *Trial) noisy(quiet float64) bool {
 
 // Summary is one server's trials over the repeats.
 type Summary struct {
-	Server        string        `json:"server"`
-	Version       string        `json:"version"`
-	Trials        int           `json:"trials"`
-	Failed        int           `json:"failed"`
-	IdleCPU       spread.Spread `json:"idle_cpu_pct"`
-	PausedCPU     spread.Spread `json:"paused_cpu_pct"`
-	IdleRuns      spread.Spread `json:"idle_runs_per_s"`
-	PausedRuns    spread.Spread `json:"paused_runs_per_s"`
-	ResumeP50     spread.Spread `json:"resume_p50_ms"`
-	ResumeP99     spread.Spread `json:"resume_p99_ms"`
-	AfterDrainP50 spread.Spread `json:"after_drain_p50_ms"`
-	AfterDrainP99 spread.Spread `json:"after_drain_p99_ms"`
-	BacklogMiB    spread.Spread `json:"backlog_mib"`
-	PausedOther   spread.Spread `json:"paused_other_cpu_pct"`
+	Server        string         `json:"server"`
+	Version       string         `json:"version"`
+	Trials        int            `json:"trials"`
+	Failed        int            `json:"failed"`
+	IdleCPU       harness.Spread `json:"idle_cpu_pct"`
+	PausedCPU     harness.Spread `json:"paused_cpu_pct"`
+	IdleRuns      harness.Spread `json:"idle_runs_per_s"`
+	PausedRuns    harness.Spread `json:"paused_runs_per_s"`
+	ResumeP50     harness.Spread `json:"resume_p50_ms"`
+	ResumeP99     harness.Spread `json:"resume_p99_ms"`
+	AfterDrainP50 harness.Spread `json:"after_drain_p50_ms"`
+	AfterDrainP99 harness.Spread `json:"after_drain_p99_ms"`
+	BacklogMiB    harness.Spread `json:"backlog_mib"`
+	PausedOther   harness.Spread `json:"paused_other_cpu_pct"`
 }
 
 // Result is a whole run.
@@ -139,11 +138,11 @@ func (r *Result) summarize(servers []Server) {
 			a50, a99 = append(a50, t.AfterDrainP50), append(a99, t.AfterDrainP99)
 			bl, other = append(bl, t.BacklogMiB), append(other, t.PausedOther)
 		}
-		sum.IdleCPU, sum.PausedCPU = spread.Of(idle), spread.Of(paused)
-		sum.IdleRuns, sum.PausedRuns = spread.Of(iruns), spread.Of(pruns)
-		sum.ResumeP50, sum.ResumeP99 = spread.Of(r50), spread.Of(r99)
-		sum.AfterDrainP50, sum.AfterDrainP99 = spread.Of(a50), spread.Of(a99)
-		sum.BacklogMiB, sum.PausedOther = spread.Of(bl), spread.Of(other)
+		sum.IdleCPU, sum.PausedCPU = harness.Of(idle), harness.Of(paused)
+		sum.IdleRuns, sum.PausedRuns = harness.Of(iruns), harness.Of(pruns)
+		sum.ResumeP50, sum.ResumeP99 = harness.Of(r50), harness.Of(r99)
+		sum.AfterDrainP50, sum.AfterDrainP99 = harness.Of(a50), harness.Of(a99)
+		sum.BacklogMiB, sum.PausedOther = harness.Of(bl), harness.Of(other)
 		r.Summaries = append(r.Summaries, sum)
 	}
 	r.OK = len(r.Failures) == 0 && len(r.Trials) > 0
@@ -213,14 +212,14 @@ const Definitions = `- **CPU % of a core**: the server process's on-CPU time (su
 `
 
 // WriteJSON writes r as indented JSON.
-func WriteJSON(w io.Writer, r *Result) error { return resultfile.WriteJSON(w, r) }
+func WriteJSON(w io.Writer, r *Result) error { return harness.WriteJSON(w, r) }
 
 // WriteReport writes DATE-drain-cost[-LABEL].md and .json into dir and
 // returns the Markdown file's path.
 func WriteReport(dir, label string, r *Result) (string, error) {
 	var b strings.Builder
 	b.WriteString("# Drain detection: CPU of paused connections and resume latency\n\n")
-	resultfile.WriteVerdict(&b, r.OK, "PASS: every connection stalled, was counted paused by the server, resumed and returned every byte in order.")
+	harness.WriteVerdict(&b, r.OK, "PASS: every connection stalled, was counted paused by the server, resumed and returned every byte in order.")
 	r.Meta.WriteHeader(&b, " (tool)", "")
 	for _, s := range r.Params.Servers {
 		fmt.Fprintf(&b, "- server %s: `%s` (%s)\n", s.Label, s.Binary, s.Version)
@@ -228,11 +227,11 @@ func WriteReport(dir, label string, r *Result) (string, error) {
 	p := r.Params
 	fmt.Fprintf(&b, "- %d connections, %d loops, watermarks %d / %d bytes, requests of %d bytes, client SO_RCVBUF %d SO_SNDBUF %d (0: autotuned) TCP_MAXSEG %d, idle window %s, paused window %s, tail %d bytes, %d repeats; each trial first waited for the rest of the machine to be busy under %.0f%% of a core with TCP sockets under %.0f MiB\n\n",
 		p.Conns, p.Loops, p.HighWatermark, p.LowWatermark, p.RequestSize, p.ClientRcvBuf, p.ClientSndBuf, p.ClientMSS, p.IdleWindow, p.Window, p.Tail, p.Repeats, p.QuietCPU, p.QuietTCPMiB)
-	if err := resultfile.WriteTables(&b, r, WriteTable, WriteTrials); err != nil {
+	if err := harness.WriteTables(&b, r, WriteTable, WriteTrials); err != nil {
 		return "", err
 	}
-	resultfile.WriteFailures(&b, r.Failures)
+	harness.WriteFailures(&b, r.Failures)
 	b.WriteString("\n## What the columns mean\n\n")
 	b.WriteString(Definitions)
-	return resultfile.Write(dir, resultfile.Name(r.Meta.Date, "drain-cost", label), b.String(), r)
+	return harness.Write(dir, harness.Name(r.Meta.Date, "drain-cost", label), b.String(), r)
 }

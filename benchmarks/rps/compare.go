@@ -8,7 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/tidegate/tidegate/benchmarks/spread"
+	"github.com/tidegate/tidegate/benchmarks/harness"
 )
 
 // Measurement is one measured run against a freshly spawned server.
@@ -157,18 +157,18 @@ func Failed(ms []Measurement) error {
 // counts them all; Failed those left out of every spread for an errored or
 // timed-out request, whose Errors and Timeouts are still summed.
 type KindSummary struct {
-	Server              ServerKind    `json:"server"`
-	Runs                int           `json:"runs"`
-	Failed              int           `json:"failed"`
-	RPS                 spread.Spread `json:"rps"`
-	AvgMs               spread.Spread `json:"avg_ms"`
-	P50Ms               spread.Spread `json:"p50_ms"`
-	P99Ms               spread.Spread `json:"p99_ms"`
-	Errors              int64         `json:"errors"`
-	Timeouts            int64         `json:"timeouts"`
-	MemPerConnIdleKiB   spread.Spread `json:"mem_per_conn_idle_kib"`
-	MemPerConnActiveKiB spread.Spread `json:"mem_per_conn_active_kib"`
-	CPUPerRequestUs     spread.Spread `json:"server_cpu_per_request_us"`
+	Server              ServerKind     `json:"server"`
+	Runs                int            `json:"runs"`
+	Failed              int            `json:"failed"`
+	RPS                 harness.Spread `json:"rps"`
+	AvgMs               harness.Spread `json:"avg_ms"`
+	P50Ms               harness.Spread `json:"p50_ms"`
+	P99Ms               harness.Spread `json:"p99_ms"`
+	Errors              int64          `json:"errors"`
+	Timeouts            int64          `json:"timeouts"`
+	MemPerConnIdleKiB   harness.Spread `json:"mem_per_conn_idle_kib"`
+	MemPerConnActiveKiB harness.Spread `json:"mem_per_conn_active_kib"`
+	CPUPerRequestUs     harness.Spread `json:"server_cpu_per_request_us"`
 }
 
 // Summary is the comparison of the servers measured.
@@ -211,8 +211,8 @@ func Summarize(ms []Measurement, kinds []ServerKind) Summary {
 				cpu = append(cpu, m.ServerCPUPerRequestUs)
 			}
 		}
-		ks.RPS, ks.AvgMs, ks.P50Ms, ks.P99Ms = spread.Of(rps), spread.Of(avg), spread.Of(p50), spread.Of(p99)
-		ks.MemPerConnIdleKiB, ks.MemPerConnActiveKiB, ks.CPUPerRequestUs = spread.Of(memI), spread.Of(memA), spread.Of(cpu)
+		ks.RPS, ks.AvgMs, ks.P50Ms, ks.P99Ms = harness.Of(rps), harness.Of(avg), harness.Of(p50), harness.Of(p99)
+		ks.MemPerConnIdleKiB, ks.MemPerConnActiveKiB, ks.CPUPerRequestUs = harness.Of(memI), harness.Of(memA), harness.Of(cpu)
 		s.Kinds = append(s.Kinds, ks)
 	}
 	if len(s.Kinds) == 2 {

@@ -4,7 +4,7 @@ import (
 	"io"
 	"testing"
 
-	"github.com/tidegate/tidegate/benchmarks/resultfile"
+	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/internal/testkit/golden"
 )
 
@@ -32,5 +32,5 @@ func TestReportGolden(t *testing.T) {
 	var rep Report
 	golden.Fill(&rep)
 	rep.Measurements, rep.Summary = ms, &sum
-	golden.Render(t, "report.json", func(w io.Writer) error { return resultfile.WriteJSON(w, rep) })
+	golden.Render(t, "report.json", func(w io.Writer) error { return harness.WriteJSON(w, rep) })
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
-	"github.com/tidegate/tidegate/benchmarks/spread"
+	"github.com/tidegate/tidegate/benchmarks/harness"
 )
 
 // Result is the outcome of one measured run.
@@ -44,7 +44,7 @@ type Result struct {
 
 	// PerClientRPS spreads each client's successes per second of its own
 	// run time.
-	PerClientRPS spread.Spread `json:"per_client_rps"`
+	PerClientRPS harness.Spread `json:"per_client_rps"`
 
 	// ClientCPUSeconds is the CPU time this process used during the run
 	// (including an in-process server).
@@ -94,7 +94,7 @@ func (r *run) result() Result {
 		res.P99Ms = float64(hist.ValueAtQuantile(99)) / 1000
 		res.MaxMs = float64(hist.Max()) / 1000
 	}
-	res.PerClientRPS = spread.Of(perClient)
+	res.PerClientRPS = harness.Of(perClient)
 	return res
 }
 

@@ -8,13 +8,13 @@ import (
 	"sort"
 	"text/tabwriter"
 
-	"github.com/tidegate/tidegate/benchmarks/spread"
+	"github.com/tidegate/tidegate/benchmarks/harness"
 )
 
 // Platform is one host's results as scripts/compare-platforms.sh writes
 // them: session results by workload and the idle probe's figures.
 type Platform struct {
-	Host    Host               `json:"host"`
+	Host    harness.Host       `json:"host"`
 	Session map[string]*Result `json:"session"`
 	Idle    *IdleFigures       `json:"idle,omitempty"`
 }
@@ -45,7 +45,7 @@ func ReadPlatform(path string) (*Platform, error) {
 // workload and target both have, the proxy figures and b's value over a's.
 func Compare(w io.Writer, a, b *Platform, nameA, nameB string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	host := func(h Host) string {
+	host := func(h harness.Host) string {
 		return fmt.Sprintf("%s/%s %s, %s (%d cores), %s, %s", h.OS, h.Arch, h.Kernel, h.CPU, h.NumCPU, h.Poller, revisionOf(h))
 	}
 	fmt.Fprintf(tw, "A\t%s\t%s\n", nameA, host(a.Host))
@@ -75,7 +75,7 @@ func Compare(w io.Writer, a, b *Platform, nameA, nameB string) error {
 			}
 			rows := []struct {
 				name   string
-				va, vb spread.Spread
+				va, vb harness.Spread
 			}{
 				{"proxy roundtrips/s", sa.Proxy.RoundtripsPerSec, sb.Proxy.RoundtripsPerSec},
 				{"proxy p99 ms", sa.Proxy.P99Ms, sb.Proxy.P99Ms},
@@ -92,7 +92,7 @@ func Compare(w io.Writer, a, b *Platform, nameA, nameB string) error {
 		}
 	}
 	if a.Idle != nil && b.Idle != nil {
-		one := func(v float64) spread.Spread { return spread.Spread{Median: v, Min: v, Max: v, N: 1} }
+		one := func(v float64) harness.Spread { return harness.Spread{Median: v, Min: v, Max: v, N: 1} }
 		fmt.Fprintf(tw, "idle\t%s\tRSS KiB/session\t%s\t%s\t%s\t\n", a.Idle.Target, num(one(a.Idle.RSSPerSession)),
 			num(one(b.Idle.RSSPerSession)), ratio(one(a.Idle.RSSPerSession), one(b.Idle.RSSPerSession)))
 		fmt.Fprintf(tw, "idle\t%s\tfds/session\t%s\t%s\t%s\t\n", a.Idle.Target, num(one(a.Idle.FDsPerSession)),
@@ -102,7 +102,7 @@ func Compare(w io.Writer, a, b *Platform, nameA, nameB string) error {
 	return tw.Flush()
 }
 
-func num(s spread.Spread) string {
+func num(s harness.Spread) string {
 	if s.N == 0 {
 		return "-"
 	}
@@ -115,7 +115,7 @@ func num(s spread.Spread) string {
 	return fmt.Sprintf("%.3f", s.Median)
 }
 
-func ratio(a, b spread.Spread) string {
+func ratio(a, b harness.Spread) string {
 	if a.N == 0 || b.N == 0 || a.Median == 0 {
 		return "-"
 	}

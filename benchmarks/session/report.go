@@ -14,7 +14,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
-	"github.com/tidegate/tidegate/benchmarks/spread"
+	"github.com/tidegate/tidegate/benchmarks/harness"
 )
 
 // WriteTable prints the summary: one row per target and phase kind, then
@@ -117,7 +117,7 @@ func workloadName(w string) string {
 
 // revisionOf names the revision of the tool that made the run; a binary
 // without make build's stamp or a VCS stamp says so rather than guessing.
-func revisionOf(h Host) string {
+func revisionOf(h harness.Host) string {
 	if h.Revision == "" {
 		return "unknown (no revision stamp: build with make build)"
 	}
@@ -268,51 +268,51 @@ type chartSpec struct {
 // series is one set of bars: a value per target.
 type series struct {
 	name  string
-	stats []spread.Spread
+	stats []harness.Spread
 }
 
 // writeCharts draws bar charts of medians with min–max error bars.
 func writeCharts(dir string, r *Result) ([]chartFile, error) {
 	labels := r.Targets
-	pick := func(f func(Summary) spread.Spread) []spread.Spread {
-		out := make([]spread.Spread, len(r.Summary))
+	pick := func(f func(Summary) harness.Spread) []harness.Spread {
+		out := make([]harness.Spread, len(r.Summary))
 		for i, s := range r.Summary {
 			out[i] = f(s)
 		}
 		return out
 	}
 	cpu := chartSpec{"cpu_ns_per_frame.png", "Proxy CPU per relayed frame", "ns/frame",
-		[]series{{"proxy", pick(func(s Summary) spread.Spread { return s.CPUNsPerFrame })}}}
+		[]series{{"proxy", pick(func(s Summary) harness.Spread { return s.CPUNsPerFrame })}}}
 	p99 := chartSpec{"latency_p99.png", "p99 latency", "ms", []series{
-		{"direct", pick(func(s Summary) spread.Spread { return s.Direct.P99Ms })},
-		{"proxy", pick(func(s Summary) spread.Spread { return s.Proxy.P99Ms })}}}
+		{"direct", pick(func(s Summary) harness.Spread { return s.Direct.P99Ms })},
+		{"proxy", pick(func(s Summary) harness.Spread { return s.Proxy.P99Ms })}}}
 	syscalls := chartSpec{"syscalls_per_frame.png", "Proxy system calls per relayed frame", "syscalls/frame",
-		[]series{{"proxy", pick(func(s Summary) spread.Spread { return s.SyscallsPerFrame })}}}
+		[]series{{"proxy", pick(func(s Summary) harness.Spread { return s.SyscallsPerFrame })}}}
 	specs := []chartSpec{cpu,
 		{"roundtrips.png", "Roundtrips per second", "roundtrips/s", []series{
-			{"direct", pick(func(s Summary) spread.Spread { return s.Direct.RoundtripsPerSec })},
-			{"proxy", pick(func(s Summary) spread.Spread { return s.Proxy.RoundtripsPerSec })}}},
+			{"direct", pick(func(s Summary) harness.Spread { return s.Direct.RoundtripsPerSec })},
+			{"proxy", pick(func(s Summary) harness.Spread { return s.Proxy.RoundtripsPerSec })}}},
 		p99,
 		{"ratio.png", "Proxy/direct frames per second (paired)", "ratio",
-			[]series{{"proxy/direct", pick(func(s Summary) spread.Spread { return s.Ratio })}}},
+			[]series{{"proxy/direct", pick(func(s Summary) harness.Spread { return s.Ratio })}}},
 		syscalls,
 	}
 	if r.Players != nil {
-		players := func(f func(*PlayersSummary) spread.Spread) []spread.Spread {
-			return pick(func(s Summary) spread.Spread {
+		players := func(f func(*PlayersSummary) harness.Spread) []harness.Spread {
+			return pick(func(s Summary) harness.Spread {
 				if s.Players == nil {
-					return spread.Spread{}
+					return harness.Spread{}
 				}
 				return f(s.Players)
 			})
 		}
 		specs = []chartSpec{cpu, p99,
 			{"added_latency.png", "Latency added by the proxy (proxy less direct, paired)", "ms", []series{
-				{"p50", players(func(s *PlayersSummary) spread.Spread { return s.AddedP50Ms })},
-				{"p99", players(func(s *PlayersSummary) spread.Spread { return s.AddedP99Ms })},
-				{"p99.9", players(func(s *PlayersSummary) spread.Spread { return s.AddedP999Ms })}}},
+				{"p50", players(func(s *PlayersSummary) harness.Spread { return s.AddedP50Ms })},
+				{"p99", players(func(s *PlayersSummary) harness.Spread { return s.AddedP99Ms })},
+				{"p99.9", players(func(s *PlayersSummary) harness.Spread { return s.AddedP999Ms })}}},
 			{"rss_per_session.png", "Proxy RSS per session", "KiB",
-				[]series{{"proxy", players(func(s *PlayersSummary) spread.Spread { return s.RSSPerSessionKiB })}}},
+				[]series{{"proxy", players(func(s *PlayersSummary) harness.Spread { return s.RSSPerSessionKiB })}}},
 			syscalls,
 		}
 	}
@@ -338,7 +338,7 @@ func writeCharts(dir string, r *Result) ([]chartFile, error) {
 // rangeBars are min–max error bars around medians.
 type rangeBars struct {
 	xs    []float64
-	stats []spread.Spread
+	stats []harness.Spread
 }
 
 func (e rangeBars) Len() int                    { return len(e.xs) }
@@ -379,11 +379,11 @@ func barChart(path, title, ylabel string, labels []string, ss []series) error {
 		if len(ss) > 1 {
 			p.Legend.Add(s.name, bars)
 		}
-		eb := rangeBars{stats: make([]spread.Spread, len(s.stats))}
+		eb := rangeBars{stats: make([]harness.Spread, len(s.stats))}
 		for j, st := range s.stats {
 			eb.xs = append(eb.xs, xs[j]+shift)
 			if st.N == 0 {
-				st = spread.Spread{}
+				st = harness.Spread{}
 			}
 			eb.stats[j] = st
 		}

@@ -9,9 +9,9 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/peers"
 	"github.com/tidegate/tidegate/benchmarks/procstat"
-	"github.com/tidegate/tidegate/benchmarks/spread"
 )
 
 // Target is a running proxy under test.
@@ -298,7 +298,7 @@ func phaseOf(target, kind string, repeat, order int, params Params, run phaseRun
 // noteHoldLate notes how late the clients' held bursts went out: the
 // emulated RTT is at least appRTT, by this much more on the client side.
 func (r *Result) noteHoldLate(appRTT time.Duration) {
-	late := spread.Of(ptrValues(validPhases(r.Phases), func(p Phase) *float64 { return p.HoldLateUs }))
+	late := harness.Of(ptrValues(validPhases(r.Phases), func(p Phase) *float64 { return p.HoldLateUs }))
 	if late.N == 0 {
 		return
 	}

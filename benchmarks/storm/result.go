@@ -5,9 +5,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/peers"
-	"github.com/tidegate/tidegate/benchmarks/resultfile"
-	"github.com/tidegate/tidegate/benchmarks/spread"
 )
 
 // Params are the figures a run was made with.
@@ -41,24 +40,24 @@ func paramsOf(c Config) Params {
 }
 
 // Meta says where and how a run was made; the command fills it in.
-type Meta = resultfile.Meta
+type Meta = harness.Meta
 
 // Summary is one target's trials in figures over the repeats.
 type Summary struct {
 	Target string `json:"target"`
 	Trials int    `json:"trials"`
 	// Started counts the trials that got as far as firing the storm.
-	Started    int           `json:"started"`
-	HeldLost   spread.Spread `json:"held_lost"`
-	Accepted   spread.Spread `json:"accepted"`
-	Refused    spread.Spread `json:"refused"`
-	TimedOut   spread.Spread `json:"timed_out"`
-	Errored    spread.Spread `json:"errored"`
-	AcceptP50  spread.Spread `json:"accept_p50_ms"`
-	AcceptP99  spread.Spread `json:"accept_p99_ms"`
-	CPUMs      spread.Spread `json:"cpu_ms"`
-	Alive      int           `json:"alive"`
-	NewSession int           `json:"new_session"`
+	Started    int            `json:"started"`
+	HeldLost   harness.Spread `json:"held_lost"`
+	Accepted   harness.Spread `json:"accepted"`
+	Refused    harness.Spread `json:"refused"`
+	TimedOut   harness.Spread `json:"timed_out"`
+	Errored    harness.Spread `json:"errored"`
+	AcceptP50  harness.Spread `json:"accept_p50_ms"`
+	AcceptP99  harness.Spread `json:"accept_p99_ms"`
+	CPUMs      harness.Spread `json:"cpu_ms"`
+	Alive      int            `json:"alive"`
+	NewSession int            `json:"new_session"`
 	// OK: every trial of the target passed.
 	OK bool `json:"ok"`
 }
@@ -117,8 +116,8 @@ func (r *Result) summarize(targets []peers.Kind) {
 		if s.Trials == 0 {
 			continue
 		}
-		s.HeldLost, s.Accepted, s.Refused, s.TimedOut, s.Errored = spread.Of(lost), spread.Of(acc), spread.Of(ref), spread.Of(tmo), spread.Of(errd)
-		s.AcceptP50, s.AcceptP99, s.CPUMs = spread.Of(p50), spread.Of(p99), spread.Of(cpu)
+		s.HeldLost, s.Accepted, s.Refused, s.TimedOut, s.Errored = harness.Of(lost), harness.Of(acc), harness.Of(ref), harness.Of(tmo), harness.Of(errd)
+		s.AcceptP50, s.AcceptP99, s.CPUMs = harness.Of(p50), harness.Of(p99), harness.Of(cpu)
 		r.Summary = append(r.Summary, s)
 	}
 	r.OK = len(r.Failures) == 0 && len(r.Trials) > 0
@@ -217,7 +216,7 @@ func oneLine(s string) string {
 }
 
 // WriteJSON writes the result as indented JSON.
-func WriteJSON(w io.Writer, r *Result) error { return resultfile.WriteJSON(w, r) }
+func WriteJSON(w io.Writer, r *Result) error { return harness.WriteJSON(w, r) }
 
 // Definitions explains the columns, for the results file.
 const Definitions = `- **held lost**: held sessions (opened and checked before the storm, each echoing a 64-byte
@@ -263,14 +262,14 @@ const Limits = `- **session limit** (--limit): tidegate ` + "`limits.max_session
 func WriteReport(dir, label string, r *Result) (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Connection storm: held sessions and a storm past the session and descriptor limits\n\n")
-	resultfile.WriteVerdict(&b, r.OK, "PASS: no held session lost, every proxy alive and serving after every storm.")
+	harness.WriteVerdict(&b, r.OK, "PASS: no held session lost, every proxy alive and serving after every storm.")
 	r.Meta.WriteHeader(&b, "", "")
 	p := r.Params
 	fmt.Fprintf(&b, "- targets %s; %d repeats; %d held, %d storm (parallel %d: 0 is all at once), limit %d sessions, nofile %d, %d proxy core(s)\n",
 		strings.Join(p.Targets, ", "), p.Repeats, p.Held, p.Storm, p.StormParallel, p.Limit, p.NoFile, p.ProxyCores)
 	fmt.Fprintf(&b, "- storm-timeout %s, held-interval %s, echo-timeout %s, after-timeout %s, sources %s\n\n",
 		p.StormTimeout, p.HeldInterval, p.EchoTimeout, p.AfterTimeout, strings.Join(p.Sources, ","))
-	if err := resultfile.WriteTables(&b, r, WriteTable, WriteTrials); err != nil {
+	if err := harness.WriteTables(&b, r, WriteTable, WriteTrials); err != nil {
 		return "", err
 	}
 	b.WriteString("\n## What the columns mean\n\n")
@@ -289,7 +288,7 @@ func WriteReport(dir, label string, r *Result) (string, error) {
 		b.WriteString("\n## Proxy output of the failed trials\n")
 		b.WriteString(logs.String())
 	}
-	return resultfile.Write(dir, resultfile.Name(r.Meta.Date, "storm", label), b.String(), r)
+	return harness.Write(dir, harness.Name(r.Meta.Date, "storm", label), b.String(), r)
 }
 
 // logExcerpt returns at most n lines of a proxy's output, each cut to 300

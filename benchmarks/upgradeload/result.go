@@ -6,8 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tidegate/tidegate/benchmarks/resultfile"
-	"github.com/tidegate/tidegate/benchmarks/spread"
+	"github.com/tidegate/tidegate/benchmarks/harness"
 )
 
 // Params are the figures a run was made with.
@@ -39,7 +38,7 @@ func paramsOf(c Config) Params {
 
 // Meta says where and how a run was made; the command fills it in.
 type Meta struct {
-	resultfile.Meta
+	harness.Meta
 	// ProxyVersion is what the tidegate binary's `version` printed.
 	ProxyVersion string `json:"proxy_version,omitempty"`
 }
@@ -97,25 +96,25 @@ func (t *Trial) OK() bool { return len(t.Failures) == 0 }
 
 // Summary is the trials without a failure, over the repeats.
 type Summary struct {
-	Sessions         int           `json:"sessions"`
-	Trials           int           `json:"trials"`
-	Failed           int           `json:"failed"`
-	HandoverMs       spread.Spread `json:"handover_ms"`
-	LoggedHandoverMs spread.Spread `json:"logged_handover_ms"`
-	LoggedTakeoverMs spread.Spread `json:"logged_takeover_ms"`
-	NewHealthMs      spread.Spread `json:"new_health_ms"`
-	UpgradeMaxMs     spread.Spread `json:"upgrade_gap_max_ms"`
-	UpgradeP99Ms     spread.Spread `json:"upgrade_gap_p99_ms"`
-	UpgradeMedianMs  spread.Spread `json:"upgrade_gap_median_ms"`
-	BaselineMaxMs    spread.Spread `json:"baseline_gap_max_ms"`
-	BaselineP99Ms    spread.Spread `json:"baseline_gap_p99_ms"`
-	BaselineMedianMs spread.Spread `json:"baseline_gap_median_ms"`
-	UpgradeLagMs     spread.Spread `json:"upgrade_send_lag_ms"`
-	BaselineLagMs    spread.Spread `json:"baseline_send_lag_ms"`
+	Sessions         int            `json:"sessions"`
+	Trials           int            `json:"trials"`
+	Failed           int            `json:"failed"`
+	HandoverMs       harness.Spread `json:"handover_ms"`
+	LoggedHandoverMs harness.Spread `json:"logged_handover_ms"`
+	LoggedTakeoverMs harness.Spread `json:"logged_takeover_ms"`
+	NewHealthMs      harness.Spread `json:"new_health_ms"`
+	UpgradeMaxMs     harness.Spread `json:"upgrade_gap_max_ms"`
+	UpgradeP99Ms     harness.Spread `json:"upgrade_gap_p99_ms"`
+	UpgradeMedianMs  harness.Spread `json:"upgrade_gap_median_ms"`
+	BaselineMaxMs    harness.Spread `json:"baseline_gap_max_ms"`
+	BaselineP99Ms    harness.Spread `json:"baseline_gap_p99_ms"`
+	BaselineMedianMs harness.Spread `json:"baseline_gap_median_ms"`
+	UpgradeLagMs     harness.Spread `json:"upgrade_send_lag_ms"`
+	BaselineLagMs    harness.Spread `json:"baseline_send_lag_ms"`
 	// Kept is over every trial, failed ones included: a lost session is
 	// what the figure is for.
-	Kept            spread.Spread `json:"kept"`
-	SessionFailures int           `json:"session_failures"`
+	Kept            harness.Spread `json:"kept"`
+	SessionFailures int            `json:"session_failures"`
 	// Noisy counts the trials in the figures during which other programs
 	// were busy (after every retry); Retried the trials that ran again.
 	Noisy   int `json:"noisy"`
@@ -167,11 +166,11 @@ func (r *Result) summarize() {
 		bmax, bp99, bmed = append(bmax, t.Baseline.MaxMs), append(bp99, t.Baseline.P99Ms), append(bmed, t.Baseline.MedianMs)
 		ulag, blag = append(ulag, t.Upgrade.SendLagMs), append(blag, t.Baseline.SendLagMs)
 	}
-	s.HandoverMs, s.LoggedHandoverMs, s.LoggedTakeoverMs, s.NewHealthMs = spread.Of(hand), spread.Of(lhand), spread.Of(ltake), spread.Of(health)
-	s.UpgradeMaxMs, s.UpgradeP99Ms, s.UpgradeMedianMs = spread.Of(umax), spread.Of(up99), spread.Of(umed)
-	s.BaselineMaxMs, s.BaselineP99Ms, s.BaselineMedianMs = spread.Of(bmax), spread.Of(bp99), spread.Of(bmed)
-	s.UpgradeLagMs, s.BaselineLagMs = spread.Of(ulag), spread.Of(blag)
-	s.Kept = spread.Of(kept)
+	s.HandoverMs, s.LoggedHandoverMs, s.LoggedTakeoverMs, s.NewHealthMs = harness.Of(hand), harness.Of(lhand), harness.Of(ltake), harness.Of(health)
+	s.UpgradeMaxMs, s.UpgradeP99Ms, s.UpgradeMedianMs = harness.Of(umax), harness.Of(up99), harness.Of(umed)
+	s.BaselineMaxMs, s.BaselineP99Ms, s.BaselineMedianMs = harness.Of(bmax), harness.Of(bp99), harness.Of(bmed)
+	s.UpgradeLagMs, s.BaselineLagMs = harness.Of(ulag), harness.Of(blag)
+	s.Kept = harness.Of(kept)
 	r.Summary = s
 	if r.Interrupted != "" {
 		r.Failures = append(r.Failures, "interrupted: "+r.Interrupted)
@@ -315,14 +314,14 @@ const Definitions = `- **hand-over**: from just before SIGUSR2 is sent to the pr
 `
 
 // WriteJSON writes r as indented JSON.
-func WriteJSON(w io.Writer, r *Result) error { return resultfile.WriteJSON(w, r) }
+func WriteJSON(w io.Writer, r *Result) error { return harness.WriteJSON(w, r) }
 
 // WriteReport writes DATE-upgrade[-LABEL].md and .json into dir and returns
 // the Markdown file's path.
 func WriteReport(dir, label string, r *Result) (string, error) {
 	var b strings.Builder
 	b.WriteString("# Live upgrade under load: hand-over time and the longest echo gap of every session\n\n")
-	resultfile.WriteVerdict(&b, r.OK, fmt.Sprintf("PASS: in every trial all %d sessions were kept, every echo arrived in order and unchanged, the new process served a new session and stopped on SIGTERM.", r.Params.Sessions))
+	harness.WriteVerdict(&b, r.OK, fmt.Sprintf("PASS: in every trial all %d sessions were kept, every echo arrived in order and unchanged, the new process served a new session and stopped on SIGTERM.", r.Params.Sessions))
 	proxy := " (tool)"
 	if r.Meta.ProxyVersion != "" {
 		proxy += "; proxy binary: " + r.Meta.ProxyVersion
@@ -356,10 +355,10 @@ func WriteReport(dir, label string, r *Result) (string, error) {
 	for i, f := range r.Failures {
 		failures[i] = cell(f)
 	}
-	resultfile.WriteFailures(&b, failures)
+	harness.WriteFailures(&b, failures)
 	b.WriteString("\n## The proxy's log: upgrade lines, warnings and errors\n")
 	for _, t := range r.Trials {
 		fmt.Fprintf(&b, "\nrepeat %d (%s):\n\n```\n%s\n```\n", t.Repeat, t.ProxyLog, strings.Join(t.LogLines, "\n"))
 	}
-	return resultfile.Write(dir, resultfile.Name(r.Meta.Date, "upgrade", label), b.String(), r)
+	return harness.Write(dir, harness.Name(r.Meta.Date, "upgrade", label), b.String(), r)
 }

@@ -11,11 +11,11 @@ import (
 
 	"github.com/tidegate/tidegate/internal/logflags"
 
+	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/mcload"
 	"github.com/tidegate/tidegate/benchmarks/peers"
 	"github.com/tidegate/tidegate/benchmarks/procstat"
 	"github.com/tidegate/tidegate/benchmarks/session"
-	"github.com/tidegate/tidegate/benchmarks/spread"
 )
 
 // benchHandshakeCommand is a login storm.
@@ -65,11 +65,11 @@ type handshakeTrial struct {
 
 // handshakeSummary is one target's figures over its storms.
 type handshakeSummary struct {
-	Target      string        `json:"target"`
-	PerSec      spread.Spread `json:"accepted_per_sec"`
-	P50Ms       spread.Spread `json:"p50_ms"`
-	P99Ms       spread.Spread `json:"p99_ms"`
-	CPUUsPerLog spread.Spread `json:"proxy_cpu_us_per_login"`
+	Target      string         `json:"target"`
+	PerSec      harness.Spread `json:"accepted_per_sec"`
+	P50Ms       harness.Spread `json:"p50_ms"`
+	P99Ms       harness.Spread `json:"p99_ms"`
+	CPUUsPerLog harness.Spread `json:"proxy_cpu_us_per_login"`
 	// SyscallsPerLogin is from the --syscalls storm (a copy under perf, not
 	// used for CPU); 0 without one.
 	SyscallsPerLogin float64 `json:"syscalls_per_login,omitempty"`
@@ -252,7 +252,7 @@ func summarizeHandshakes(names []string, trials []handshakeTrial) []handshakeSum
 				cpu = append(cpu, tr.ProxyCPUUsPerLogin)
 			}
 		}
-		out = append(out, handshakeSummary{Target: n, PerSec: spread.Of(rate), P50Ms: spread.Of(p50), P99Ms: spread.Of(p99), CPUUsPerLog: spread.Of(cpu)})
+		out = append(out, handshakeSummary{Target: n, PerSec: harness.Of(rate), P50Ms: harness.Of(p50), P99Ms: harness.Of(p99), CPUUsPerLog: harness.Of(cpu)})
 	}
 	return out
 }

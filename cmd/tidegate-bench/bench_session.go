@@ -13,6 +13,7 @@ import (
 	"github.com/tidegate/tidegate/internal/logflags"
 
 	"github.com/tidegate/tidegate/benchmarks/fdlimit"
+	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/peers"
 	"github.com/tidegate/tidegate/benchmarks/session"
 )
@@ -236,7 +237,7 @@ func runBenchSession(c *cli.Context) error {
 		HAProxy: c.String("haproxy-bin"), Nginx: c.String("nginx-bin"),
 		CPUProfileDir: c.String("tidegate-cpuprofile-dir"), ReplyDelay: appRTT / 2, TidegateEnv: tgEnv,
 	}
-	setup := session.Setup{ProxyCores: opts.ProxyCores, GoMaxProcs: opts.GoMaxProcs, BackendLoops: opts.BackendLoops, Host: session.ThisHost()}
+	setup := session.Setup{ProxyCores: opts.ProxyCores, GoMaxProcs: opts.GoMaxProcs, BackendLoops: opts.BackendLoops, Host: harness.ThisHost()}
 	if appRTT > 0 {
 		setup.AppRTT = appRTT.String()
 	}

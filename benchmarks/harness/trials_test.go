@@ -1,0 +1,45 @@
+package harness
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+)
+
+func TestOrderRotates(t *testing.T) {
+	for r, want := range [][]int{{0, 1, 2}, {1, 2, 0}, {2, 0, 1}, {0, 1, 2}} {
+		if got := Order(3, r); !slices.Equal(got, want) {
+			t.Errorf("Order(3, %d) = %v, want %v", r, got, want)
+		}
+	}
+}
+
+func TestRotateVisitsEveryTrialAndStops(t *testing.T) {
+	var seen []string
+	done := Rotate(2, 2, func(r, pos, target int) bool {
+		seen = append(seen, fmt.Sprintf("%d/%d:%d", r, pos, target))
+		return true
+	})
+	if want := []string{"0/0:0", "0/1:1", "1/0:1", "1/1:0"}; !done || !slices.Equal(seen, want) {
+		t.Errorf("Rotate = %v, visited %v; want true, %v", done, seen, want)
+	}
+	n := 0
+	if Rotate(3, 2, func(int, int, int) bool { n++; return n < 3 }) || n != 3 {
+		t.Errorf("Rotate went on after run returned false: %d calls", n)
+	}
+}
+
+func TestSpreadOfLeavesOutFailedTrials(t *testing.T) {
+	type trial struct {
+		rate   float64
+		failed bool
+	}
+	ts := []trial{{10, false}, {1000, true}, {30, false}}
+	s := SpreadOf(ts, func(t trial) bool { return !t.failed }, func(t trial) float64 { return t.rate })
+	if s != (Spread{Median: 20, Min: 10, Max: 30, N: 2}) {
+		t.Errorf("SpreadOf = %+v, want the two passed trials' 20 [10–30]", s)
+	}
+	if all := Values(ts, nil, func(t trial) float64 { return t.rate }); len(all) != 3 {
+		t.Errorf("Values with no filter = %v, want all three", all)
+	}
+}
