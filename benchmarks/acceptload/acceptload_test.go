@@ -90,20 +90,6 @@ func TestResultFailed(t *testing.T) {
 	}
 }
 
-func TestOrderRotates(t *testing.T) {
-	first := map[int]int{}
-	for r := range 4 {
-		o := Order(2, r)
-		if len(o) != 2 || o[0] == o[1] {
-			t.Fatalf("repeat %d: order %v", r, o)
-		}
-		first[o[0]]++
-	}
-	if first[0] != 2 || first[1] != 2 {
-		t.Fatalf("first places %v, want each twice", first)
-	}
-}
-
 func f64(v float64) *float64 { return &v }
 
 func TestSummarizeRatiosAndVerdict(t *testing.T) {

@@ -178,16 +178,6 @@ type Comparison struct {
 	OK       bool     `json:"ok"`
 }
 
-// Order returns the servers' order in repeat r: rotated by r, so that each
-// server runs first as often as the others.
-func Order(n, r int) []int {
-	out := make([]int, n)
-	for i := range out {
-		out[i] = (i + r) % n
-	}
-	return out
-}
-
 // Compare runs cfg.Repeats trials per server, alternating between them,
 // then as many syscall trials when cfg.Syscalls. The error is for a configuration that cannot
 // run or a canceled ctx; failed trials are in the Comparison.
@@ -219,7 +209,7 @@ func Compare(ctx context.Context, cfg CompareConfig) (*Comparison, error) {
 	}
 	cmp := &Comparison{}
 	for r := range cfg.Repeats {
-		for _, i := range Order(len(cfg.Servers), r) {
+		for _, i := range harness.Order(len(cfg.Servers), r) {
 			t, err := runTrial(ctx, cfg, cfg.Servers[i], r+1, false)
 			if err != nil {
 				return nil, err
@@ -229,7 +219,7 @@ func Compare(ctx context.Context, cfg CompareConfig) (*Comparison, error) {
 	}
 	if cfg.Syscalls {
 		for r := range cfg.Repeats {
-			for _, i := range Order(len(cfg.Servers), r) {
+			for _, i := range harness.Order(len(cfg.Servers), r) {
 				if cfg.Servers[i].Binary == "" {
 					continue
 				}

@@ -103,11 +103,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	defer backend.Stop()
 	res := &Result{Count: cfg.Count, Parallel: cfg.Parallel}
 	for r := range cfg.Repeats {
-		order := []bool{true, false}
-		if r%2 == 1 {
-			order = []bool{false, true}
-		}
-		for _, on := range order {
+		for _, i := range harness.Order(2, r) {
+			on := i == 0
 			tr, err := trial(ctx, cfg, backendAddr, "redis://"+redisAddr+"/0", on)
 			if err != nil {
 				res.On, res.Off = summarize(res.Trials, true), summarize(res.Trials, false)

@@ -120,29 +120,25 @@ func (r *Result) summarize(servers []Server) {
 	r.Summaries = nil
 	r.Failures = nil
 	for _, s := range servers {
-		sum := Summary{Server: s.Label, Version: s.Version}
-		var idle, paused, iruns, pruns, r50, r99, a50, a99, bl, other []float64
-		for _, t := range r.Trials {
-			if t.Server != s.Label {
-				continue
-			}
-			sum.Trials++
+		mine := harness.Keep(r.Trials, func(t Trial) bool { return t.Server == s.Label })
+		sum := Summary{Server: s.Label, Version: s.Version, Trials: len(mine)}
+		for _, t := range mine {
 			if t.Error != "" {
 				sum.Failed++
 				r.Failures = append(r.Failures, fmt.Sprintf("%s repeat %d: %s", t.Server, t.Repeat, t.Error))
-				continue
 			}
-			idle, iruns = append(idle, t.IdleCPU), append(iruns, t.IdleRuns)
-			paused, pruns = append(paused, t.PausedCPU), append(pruns, t.PausedRuns)
-			r50, r99 = append(r50, t.ResumeP50), append(r99, t.ResumeP99)
-			a50, a99 = append(a50, t.AfterDrainP50), append(a99, t.AfterDrainP99)
-			bl, other = append(bl, t.BacklogMiB), append(other, t.PausedOther)
 		}
-		sum.IdleCPU, sum.PausedCPU = harness.Of(idle), harness.Of(paused)
-		sum.IdleRuns, sum.PausedRuns = harness.Of(iruns), harness.Of(pruns)
-		sum.ResumeP50, sum.ResumeP99 = harness.Of(r50), harness.Of(r99)
-		sum.AfterDrainP50, sum.AfterDrainP99 = harness.Of(a50), harness.Of(a99)
-		sum.BacklogMiB, sum.PausedOther = harness.Of(bl), harness.Of(other)
+		ok := harness.Keep(mine, func(t Trial) bool { return t.Error == "" })
+		sum.IdleCPU = harness.SpreadOf(ok, func(t Trial) float64 { return t.IdleCPU })
+		sum.PausedCPU = harness.SpreadOf(ok, func(t Trial) float64 { return t.PausedCPU })
+		sum.IdleRuns = harness.SpreadOf(ok, func(t Trial) float64 { return t.IdleRuns })
+		sum.PausedRuns = harness.SpreadOf(ok, func(t Trial) float64 { return t.PausedRuns })
+		sum.ResumeP50 = harness.SpreadOf(ok, func(t Trial) float64 { return t.ResumeP50 })
+		sum.ResumeP99 = harness.SpreadOf(ok, func(t Trial) float64 { return t.ResumeP99 })
+		sum.AfterDrainP50 = harness.SpreadOf(ok, func(t Trial) float64 { return t.AfterDrainP50 })
+		sum.AfterDrainP99 = harness.SpreadOf(ok, func(t Trial) float64 { return t.AfterDrainP99 })
+		sum.BacklogMiB = harness.SpreadOf(ok, func(t Trial) float64 { return t.BacklogMiB })
+		sum.PausedOther = harness.SpreadOf(ok, func(t Trial) float64 { return t.PausedOther })
 		r.Summaries = append(r.Summaries, sum)
 	}
 	r.OK = len(r.Failures) == 0 && len(r.Trials) > 0

@@ -16,6 +16,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/peers"
 	"github.com/tidegate/tidegate/benchmarks/procstat"
 )
@@ -152,8 +153,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	res := &Result{Params: paramsOf(cfg)}
 	for r := range cfg.Repeats {
-		for pos := range cfg.Servers {
-			srv := cfg.Servers[(pos+r)%len(cfg.Servers)]
+		for pos, i := range harness.Order(len(cfg.Servers), r) {
+			srv := cfg.Servers[i]
 			t := runTrial(ctx, cfg, srv)
 			for retry := 1; retry <= cfg.NoisyRetries && t.Error == "" && t.noisy(cfg.QuietCPU) && ctx.Err() == nil; retry++ {
 				cfg.Log.Warn().Str("server", srv.Label).Int("repeat", r).Float64("idle_other_pct", t.IdleOther).

@@ -26,20 +26,25 @@ func Rotate(repeats, n int, run func(repeat, pos, target int) bool) bool {
 	return true
 }
 
-// Values returns get of each of items that keep accepts: a figure of the
-// trials that count. Failed trials are left out of a median (an errored
-// run is not a sample) but stay in the report's trials.
-func Values[T any](items []T, keep func(T) bool, get func(T) float64) []float64 {
-	var out []float64
+// Keep returns the items that keep accepts, in their order: the trials
+// whose figures count. A failed trial is left out of a median (an errored
+// run is not a sample) but stays in the report's trials.
+func Keep[T any](items []T, keep func(T) bool) []T {
+	var out []T
 	for _, it := range items {
-		if keep == nil || keep(it) {
-			out = append(out, get(it))
+		if keep(it) {
+			out = append(out, it)
 		}
 	}
 	return out
 }
 
-// SpreadOf is Of(Values(items, keep, get)).
-func SpreadOf[T any](items []T, keep func(T) bool, get func(T) float64) Spread {
-	return Of(Values(items, keep, get))
+// SpreadOf returns the spread of get over items: one figure of the trials
+// that count.
+func SpreadOf[T any](items []T, get func(T) float64) Spread {
+	vals := make([]float64, len(items))
+	for i, it := range items {
+		vals[i] = get(it)
+	}
+	return Of(vals)
 }

@@ -35,11 +35,11 @@ func TestSpreadOfLeavesOutFailedTrials(t *testing.T) {
 		failed bool
 	}
 	ts := []trial{{10, false}, {1000, true}, {30, false}}
-	s := SpreadOf(ts, func(t trial) bool { return !t.failed }, func(t trial) float64 { return t.rate })
-	if s != (Spread{Median: 20, Min: 10, Max: 30, N: 2}) {
+	ok := Keep(ts, func(t trial) bool { return !t.failed })
+	if s := SpreadOf(ok, func(t trial) float64 { return t.rate }); s != (Spread{Median: 20, Min: 10, Max: 30, N: 2}) {
 		t.Errorf("SpreadOf = %+v, want the two passed trials' 20 [10–30]", s)
 	}
-	if all := Values(ts, nil, func(t trial) float64 { return t.rate }); len(all) != 3 {
-		t.Errorf("Values with no filter = %v, want all three", all)
+	if s := SpreadOf(Keep(ts, func(trial) bool { return false }), func(t trial) float64 { return t.rate }); s.N != 0 {
+		t.Errorf("SpreadOf of no trial = %+v, want N 0", s)
 	}
 }

@@ -110,8 +110,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	var steps []step
 	n := len(cfg.Targets)
 	for r := 0; r < cfg.Repeats; r++ {
-		for i := 0; i < n; i++ {
-			t := cfg.Targets[(i+r)%n]
+		for _, i := range harness.Order(n, r) {
+			t := cfg.Targets[i]
 			if r%2 == 0 {
 				steps = append(steps, step{t, KindDirect, r}, step{t, KindProxy, r})
 			} else {

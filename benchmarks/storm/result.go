@@ -78,14 +78,12 @@ type Result struct {
 func (r *Result) summarize(targets []peers.Kind) {
 	r.Summary, r.Failures = nil, nil
 	for _, k := range targets {
-		s := Summary{Target: string(k), OK: true}
-		var lost, acc, ref, tmo, errd, p50, p99, cpu []float64
-		for i := range r.Trials {
-			t := &r.Trials[i]
-			if t.Target != string(k) {
-				continue
-			}
-			s.Trials++
+		mine := harness.Keep(r.Trials, func(t Trial) bool { return t.Target == string(k) })
+		if len(mine) == 0 {
+			continue
+		}
+		s := Summary{Target: string(k), Trials: len(mine), OK: true}
+		for _, t := range mine {
 			if f := t.Failures(); len(f) > 0 {
 				s.OK = false
 				for _, m := range f {
@@ -98,26 +96,20 @@ func (r *Result) summarize(targets []peers.Kind) {
 			if t.NewSession {
 				s.NewSession++
 			}
-			if t.Storm == nil {
-				continue
-			}
-			s.Started++
-			st := t.Storm
-			lost = append(lost, float64(t.Held.Lost))
-			acc, ref = append(acc, float64(st.Accepted)), append(ref, float64(st.Refused))
-			tmo, errd = append(tmo, float64(st.TimedOut)), append(errd, float64(st.Errored))
-			if st.Accepted > 0 {
-				p50, p99 = append(p50, st.AcceptP50Ms), append(p99, st.AcceptP99Ms)
-			}
-			if t.CPUMeasured {
-				cpu = append(cpu, t.CPUMs)
-			}
 		}
-		if s.Trials == 0 {
-			continue
-		}
-		s.HeldLost, s.Accepted, s.Refused, s.TimedOut, s.Errored = harness.Of(lost), harness.Of(acc), harness.Of(ref), harness.Of(tmo), harness.Of(errd)
-		s.AcceptP50, s.AcceptP99, s.CPUMs = harness.Of(p50), harness.Of(p99), harness.Of(cpu)
+		// Every trial that fired the storm counts, failed ones too: a lost
+		// held session or a refused storm connection is what is measured.
+		started := harness.Keep(mine, func(t Trial) bool { return t.Storm != nil })
+		accepted := harness.Keep(started, func(t Trial) bool { return t.Storm.Accepted > 0 })
+		s.Started = len(started)
+		s.HeldLost = harness.SpreadOf(started, func(t Trial) float64 { return float64(t.Held.Lost) })
+		s.Accepted = harness.SpreadOf(started, func(t Trial) float64 { return float64(t.Storm.Accepted) })
+		s.Refused = harness.SpreadOf(started, func(t Trial) float64 { return float64(t.Storm.Refused) })
+		s.TimedOut = harness.SpreadOf(started, func(t Trial) float64 { return float64(t.Storm.TimedOut) })
+		s.Errored = harness.SpreadOf(started, func(t Trial) float64 { return float64(t.Storm.Errored) })
+		s.AcceptP50 = harness.SpreadOf(accepted, func(t Trial) float64 { return t.Storm.AcceptP50Ms })
+		s.AcceptP99 = harness.SpreadOf(accepted, func(t Trial) float64 { return t.Storm.AcceptP99Ms })
+		s.CPUMs = harness.SpreadOf(harness.Keep(started, func(t Trial) bool { return t.CPUMeasured }), func(t Trial) float64 { return t.CPUMs })
 		r.Summary = append(r.Summary, s)
 	}
 	r.OK = len(r.Failures) == 0 && len(r.Trials) > 0

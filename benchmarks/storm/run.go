@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tidegate/tidegate/benchmarks/fdlimit"
+	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/peers"
 	"github.com/tidegate/tidegate/benchmarks/procstat"
 )
@@ -211,8 +212,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	res := &Result{Params: paramsOf(cfg)}
 	for r := range cfg.Repeats {
-		for pos := range cfg.Targets {
-			k := cfg.Targets[(pos+r)%len(cfg.Targets)]
+		for pos, i := range harness.Order(len(cfg.Targets), r) {
+			k := cfg.Targets[i]
 			t := runTrial(ctx, cfg, k)
 			t.Repeat, t.Position = r, pos
 			res.Trials = append(res.Trials, t)

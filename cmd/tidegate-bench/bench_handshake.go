@@ -129,8 +129,8 @@ func runBenchHandshake(c *cli.Context) error {
 	var trials []handshakeTrial
 	var runErr error
 	for r := 0; r < repeats && runErr == nil; r++ {
-		for i := range targets {
-			t := targets[(i+r)%len(targets)]
+		for _, i := range harness.Order(len(targets), r) {
+			t := targets[i]
 			log.Info().Str("target", t.name).Str("addr", t.addr).Int("repeat", r).Int("count", cfg.Count).Int("parallel", cfg.Parallel).
 				Msg("handshake storm starting")
 			tr, err := handshakeStorm(ctx, cfg, t.addr, t.pids)
