@@ -64,7 +64,7 @@ func WriteTable(w io.Writer, r Report) error {
 	}
 	for _, s := range r.Summaries {
 		if s.Server.Binary != "" {
-			fmt.Fprintf(&b, "server %s: %s (revision %s)\n", s.Server.Label, s.Server.Binary, orDash(s.Server.Revision))
+			fmt.Fprintf(&b, "server %s: %s (revision %s)\n", s.Server.Label, s.Server.Binary, harness.OrDash(s.Server.Revision))
 		}
 	}
 	b.WriteString("\n| repeat | server | conns/s | server CPU µs/conn | server run slices/conn | client CPU µs/conn | other CPU µs/conn | p50 µs | p99 µs | max µs | errors | syscalls/conn | failure |\n")
@@ -74,7 +74,7 @@ func WriteTable(w io.Writer, r Report) error {
 		fmt.Fprintf(&b, "| %s | %s | %.0f | %s | %s | %s | %s | %.1f | %.1f | %.1f | %d | %s | %s |\n",
 			strings.TrimPrefix(trialName(t), "repeat "), t.Server, res.ConnsPerSec, optional(t.ServerCPUUsPerConn, 2),
 			optional(t.ServerSlicesPerConn, 2), optional(t.ClientCPUUsPerConn, 2), optional(t.OtherCPUUsPerConn, 1),
-			res.P50Us, res.P99Us, res.MaxUs, res.Errors, optional(t.SyscallsPerConn, 2), orDash(oneLine(t.Failure)))
+			res.P50Us, res.P99Us, res.MaxUs, res.Errors, optional(t.SyscallsPerConn, 2), harness.OrDash(oneLine(t.Failure)))
 	}
 	b.WriteString("\nmedian [min–max] over the repeats:\n\n")
 	b.WriteString("| server | trials | conns/s | server CPU µs/conn | server run slices/conn | client CPU µs/conn | other CPU µs/conn | p50 µs | p99 µs | syscalls/conn |\n")
@@ -98,13 +98,6 @@ func WriteTable(w io.Writer, r Report) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "–"
-	}
-	return s
 }
 
 // oneLine keeps a message on one table row.

@@ -99,14 +99,6 @@ func writeEchoTables(w io.Writer, r *Result) {
 	tw.Flush()
 }
 
-// orDash is s, or "–" for a figure the host did not tell.
-func orDash(s string) string {
-	if s == "" {
-		return "–"
-	}
-	return s
-}
-
 // workloadName is the preset the run used, or "custom" for explicit flags.
 func workloadName(w string) string {
 	if w == "" {
@@ -174,14 +166,14 @@ func WriteReport(dir string, r *Result) error {
 	fmt.Fprintf(&b, "# Session benchmark: %s\n\n", title)
 	h := r.Setup.Host
 	fmt.Fprintf(&b, "Host: %s/%s, kernel %s, %s (%d cores), poller %s, %s, revision %s.\n\n",
-		h.OS, h.Arch, orDash(h.Kernel), orDash(h.CPU), h.NumCPU, h.Poller, h.GoVersion, revisionOf(h))
+		h.OS, h.Arch, harness.OrDash(h.Kernel), harness.OrDash(h.CPU), h.NumCPU, h.Poller, h.GoVersion, revisionOf(h))
 	fmt.Fprintf(&b, "Workload: `%s`, %d repeat(s). Targets: %s. Proxy cores: %d; backend loops: %d",
 		r.workloadFlags(), r.Repeats, strings.Join(r.Targets, ", "), r.Setup.ProxyCores, r.Setup.BackendLoops)
 	if r.Setup.GoMaxProcs > 0 {
 		fmt.Fprintf(&b, "; goproxy GOMAXPROCS %d", r.Setup.GoMaxProcs)
 	}
 	if r.Setup.Namespaces {
-		fmt.Fprintf(&b, "; client, proxy and backend in three network namespaces, RTT %s per link", orDash(r.Setup.RTT))
+		fmt.Fprintf(&b, "; client, proxy and backend in three network namespaces, RTT %s per link", harness.OrDash(r.Setup.RTT))
 	} else {
 		b.WriteString("; loopback")
 	}

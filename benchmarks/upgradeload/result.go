@@ -139,38 +139,37 @@ type Result struct {
 
 func (r *Result) summarize() {
 	s := Summary{Sessions: r.Params.Sessions, Trials: len(r.Trials)}
-	var hand, lhand, ltake, health, umax, up99, umed, bmax, bp99, bmed, ulag, blag, kept []float64
 	r.Failures = nil
 	s.Retried = len(r.Noisy)
 	for _, t := range r.Trials {
 		if t.Noisy != "" {
 			s.Noisy++
 		}
-		kept = append(kept, float64(t.Kept))
 		s.SessionFailures += t.SessionFailures
 		if !t.OK() {
 			s.Failed++
 			for _, f := range t.Failures {
 				r.Failures = append(r.Failures, fmt.Sprintf("repeat %d: %s", t.Repeat, f))
 			}
-			continue
 		}
-		hand, health = append(hand, t.HandoverMs), append(health, t.NewHealthMs)
-		if t.LoggedHandover != nil && t.LoggedHandover.TookMs >= 0 {
-			lhand = append(lhand, t.LoggedHandover.TookMs)
-		}
-		if t.LoggedTakeover != nil && t.LoggedTakeover.TookMs >= 0 {
-			ltake = append(ltake, t.LoggedTakeover.TookMs)
-		}
-		umax, up99, umed = append(umax, t.Upgrade.MaxMs), append(up99, t.Upgrade.P99Ms), append(umed, t.Upgrade.MedianMs)
-		bmax, bp99, bmed = append(bmax, t.Baseline.MaxMs), append(bp99, t.Baseline.P99Ms), append(bmed, t.Baseline.MedianMs)
-		ulag, blag = append(ulag, t.Upgrade.SendLagMs), append(blag, t.Baseline.SendLagMs)
 	}
-	s.HandoverMs, s.LoggedHandoverMs, s.LoggedTakeoverMs, s.NewHealthMs = harness.Of(hand), harness.Of(lhand), harness.Of(ltake), harness.Of(health)
-	s.UpgradeMaxMs, s.UpgradeP99Ms, s.UpgradeMedianMs = harness.Of(umax), harness.Of(up99), harness.Of(umed)
-	s.BaselineMaxMs, s.BaselineP99Ms, s.BaselineMedianMs = harness.Of(bmax), harness.Of(bp99), harness.Of(bmed)
-	s.UpgradeLagMs, s.BaselineLagMs = harness.Of(ulag), harness.Of(blag)
-	s.Kept = harness.Of(kept)
+	// Kept is over every trial: a lost session is what the figure is for.
+	s.Kept = harness.SpreadOf(r.Trials, func(t Trial) float64 { return float64(t.Kept) })
+	ok := harness.Keep(r.Trials, func(t Trial) bool { return t.OK() })
+	s.HandoverMs = harness.SpreadOf(ok, func(t Trial) float64 { return t.HandoverMs })
+	s.NewHealthMs = harness.SpreadOf(ok, func(t Trial) float64 { return t.NewHealthMs })
+	s.LoggedHandoverMs = harness.SpreadOf(harness.Keep(ok, func(t Trial) bool { return t.LoggedHandover != nil && t.LoggedHandover.TookMs >= 0 }),
+		func(t Trial) float64 { return t.LoggedHandover.TookMs })
+	s.LoggedTakeoverMs = harness.SpreadOf(harness.Keep(ok, func(t Trial) bool { return t.LoggedTakeover != nil && t.LoggedTakeover.TookMs >= 0 }),
+		func(t Trial) float64 { return t.LoggedTakeover.TookMs })
+	s.UpgradeMaxMs = harness.SpreadOf(ok, func(t Trial) float64 { return t.Upgrade.MaxMs })
+	s.UpgradeP99Ms = harness.SpreadOf(ok, func(t Trial) float64 { return t.Upgrade.P99Ms })
+	s.UpgradeMedianMs = harness.SpreadOf(ok, func(t Trial) float64 { return t.Upgrade.MedianMs })
+	s.BaselineMaxMs = harness.SpreadOf(ok, func(t Trial) float64 { return t.Baseline.MaxMs })
+	s.BaselineP99Ms = harness.SpreadOf(ok, func(t Trial) float64 { return t.Baseline.P99Ms })
+	s.BaselineMedianMs = harness.SpreadOf(ok, func(t Trial) float64 { return t.Baseline.MedianMs })
+	s.UpgradeLagMs = harness.SpreadOf(ok, func(t Trial) float64 { return t.Upgrade.SendLagMs })
+	s.BaselineLagMs = harness.SpreadOf(ok, func(t Trial) float64 { return t.Baseline.SendLagMs })
 	r.Summary = s
 	if r.Interrupted != "" {
 		r.Failures = append(r.Failures, "interrupted: "+r.Interrupted)
@@ -230,7 +229,7 @@ func writeTrials(w io.Writer, trials []Trial) error {
 			repeat, t.OldPID, t.NewPID, t.HandoverMs, logged(t.LoggedHandover), logged(t.LoggedTakeover), t.NewHealthMs,
 			t.Upgrade.MaxMs, t.Upgrade.P99Ms, t.Upgrade.MedianMs, t.Upgrade.WindowS,
 			t.Baseline.MaxMs, t.Baseline.P99Ms, t.Baseline.MedianMs, t.Baseline.WindowS,
-			t.Baseline.SendLagMs, t.Upgrade.SendLagMs, t.Kept, t.Echoes, yesNo(t.NewSession), orDash(t.NewExit),
+			t.Baseline.SendLagMs, t.Upgrade.SendLagMs, t.Kept, t.Echoes, yesNo(t.NewSession), harness.OrDash(t.NewExit),
 			cpuCell(t.BaselineCPU), cpuCell(t.UpgradeCPU), t.QuietWaitS, cell(strings.Join(failures, "; ")))
 	}
 	_, err := io.WriteString(w, b.String())
@@ -250,13 +249,6 @@ func yesNo(v bool) string {
 		return "yes"
 	}
 	return "no"
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "–"
-	}
-	return s
 }
 
 // cell makes s fit in a Markdown table cell.
