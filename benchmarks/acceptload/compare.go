@@ -385,37 +385,28 @@ func (c *Comparison) summarize(servers []Server) {
 	c.Summaries, c.Ratios, c.Failures = nil, nil, nil
 	for _, s := range servers {
 		sum := Summary{Server: s}
-		var rate, cpu, slices, client, other, p50, p99, sys []float64
-		add := func(dst *[]float64, v *float64) {
-			if v != nil {
-				*dst = append(*dst, *v)
-			}
-		}
+		var measured, counted []Trial
 		for _, t := range c.Trials {
-			if t.Server != s.Label {
-				continue
-			}
-			if t.Failure != "" {
+			switch {
+			case t.Server != s.Label:
+			case t.Failure != "":
 				sum.Failed++
 				c.Failures = append(c.Failures, fmt.Sprintf("%s %s: %s", s.Label, trialName(t), t.Failure))
-				continue
+			case t.Syscalls:
+				counted = append(counted, t)
+			default:
+				measured = append(measured, t)
 			}
-			if t.Syscalls {
-				add(&sys, t.SyscallsPerConn)
-				continue
-			}
-			sum.Trials++
-			rate = append(rate, t.Result.ConnsPerSec)
-			p50 = append(p50, t.Result.P50Us)
-			p99 = append(p99, t.Result.P99Us)
-			add(&cpu, t.ServerCPUUsPerConn)
-			add(&slices, t.ServerSlicesPerConn)
-			add(&client, t.ClientCPUUsPerConn)
-			add(&other, t.OtherCPUUsPerConn)
 		}
-		sum.ConnsPerSec, sum.ServerCPUUsPerConn, sum.ServerSlicesPerConn = harness.Of(rate), harness.Of(cpu), harness.Of(slices)
-		sum.ClientCPUUsPerConn, sum.P50Us, sum.P99Us = harness.Of(client), harness.Of(p50), harness.Of(p99)
-		sum.OtherCPUUsPerConn, sum.SyscallsPerConn = harness.Of(other), harness.Of(sys)
+		sum.Trials = len(measured)
+		sum.ConnsPerSec = harness.SpreadOf(measured, func(t Trial) float64 { return t.Result.ConnsPerSec })
+		sum.P50Us = harness.SpreadOf(measured, func(t Trial) float64 { return t.Result.P50Us })
+		sum.P99Us = harness.SpreadOf(measured, func(t Trial) float64 { return t.Result.P99Us })
+		sum.ServerCPUUsPerConn = harness.SpreadOfPresent(measured, func(t Trial) *float64 { return t.ServerCPUUsPerConn })
+		sum.ServerSlicesPerConn = harness.SpreadOfPresent(measured, func(t Trial) *float64 { return t.ServerSlicesPerConn })
+		sum.ClientCPUUsPerConn = harness.SpreadOfPresent(measured, func(t Trial) *float64 { return t.ClientCPUUsPerConn })
+		sum.OtherCPUUsPerConn = harness.SpreadOfPresent(measured, func(t Trial) *float64 { return t.OtherCPUUsPerConn })
+		sum.SyscallsPerConn = harness.SpreadOfPresent(counted, func(t Trial) *float64 { return t.SyscallsPerConn })
 		c.Summaries = append(c.Summaries, sum)
 	}
 	if len(c.Summaries) > 1 {

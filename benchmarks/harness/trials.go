@@ -1,5 +1,7 @@
 package harness
 
+import "math"
+
 // Order returns the targets' order in repeat r of n targets: rotated by r,
 // so that each target runs first as often as the others and none always
 // follows the same one (a warm cache, a busy neighbour).
@@ -45,6 +47,18 @@ func SpreadOf[T any](items []T, get func(T) float64) Spread {
 	vals := make([]float64, len(items))
 	for i, it := range items {
 		vals[i] = get(it)
+	}
+	return Of(vals)
+}
+
+// SpreadOfPresent returns the spread of get over the items that have the
+// figure: get returns nil (or a NaN) where an item did not measure it.
+func SpreadOfPresent[T any](items []T, get func(T) *float64) Spread {
+	var vals []float64
+	for _, it := range items {
+		if v := get(it); v != nil && !math.IsNaN(*v) {
+			vals = append(vals, *v)
+		}
 	}
 	return Of(vals)
 }

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"testing"
 )
@@ -41,5 +42,13 @@ func TestSpreadOfLeavesOutFailedTrials(t *testing.T) {
 	}
 	if s := SpreadOf(Keep(ts, func(trial) bool { return false }), func(t trial) float64 { return t.rate }); s.N != 0 {
 		t.Errorf("SpreadOf of no trial = %+v, want N 0", s)
+	}
+}
+
+func TestSpreadOfPresentSkipsMissingFigures(t *testing.T) {
+	one, nan, three := 1.0, math.NaN(), 3.0
+	vals := []*float64{&one, nil, &nan, &three}
+	if s := SpreadOfPresent(vals, func(v *float64) *float64 { return v }); s != (Spread{Median: 2, Min: 1, Max: 3, N: 2}) {
+		t.Errorf("SpreadOfPresent = %+v, want 2 [1–3] of the two present", s)
 	}
 }

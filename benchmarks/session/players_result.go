@@ -201,7 +201,7 @@ func (r *Result) summarizePlayers() {
 		}
 		s.Players = &PlayersSummary{
 			AddedP50Ms: harness.Of(added[0]), AddedP99Ms: harness.Of(added[1]), AddedP999Ms: harness.Of(added[2]),
-			RSSPerSessionKiB: harness.Of(ptrValues(proxy, func(p Phase) *float64 { return p.Players.RSSPerSessionKiB })),
+			RSSPerSessionKiB: harness.SpreadOfPresent(proxy, func(p Phase) *float64 { return p.Players.RSSPerSessionKiB }),
 			Direct:           sendLateOf(direct),
 			Proxy:            sendLateOf(proxy),
 		}

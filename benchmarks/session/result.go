@@ -1,10 +1,6 @@
 package session
 
-import (
-	"math"
-
-	"github.com/tidegate/tidegate/benchmarks/harness"
-)
+import "github.com/tidegate/tidegate/benchmarks/harness"
 
 // Phase kinds.
 const (
@@ -119,31 +115,13 @@ type Setup struct {
 // OK reports whether every phase completed with every echo correct.
 func (r *Result) OK() bool { return r.Errors == 0 && r.Failed == 0 }
 
-func ptrValues(ps []Phase, get func(Phase) *float64) []float64 {
-	var out []float64
-	for _, p := range ps {
-		if v := get(p); v != nil && !math.IsNaN(*v) {
-			out = append(out, *v)
-		}
-	}
-	return out
-}
-
 // valid reports whether a phase's figures may enter a median: it completed
 // and every echo was right. A phase with wrong echoes measured a relay that
 // does not work.
 func (p Phase) valid() bool { return p.Failure == "" && p.Errors == 0 }
 
 // validPhases returns the phases of ps whose figures count.
-func validPhases(ps []Phase) []Phase {
-	var ok []Phase
-	for _, p := range ps {
-		if p.valid() {
-			ok = append(ok, p)
-		}
-	}
-	return ok
-}
+func validPhases(ps []Phase) []Phase { return harness.Keep(ps, Phase.valid) }
 
 func phaseStats(ps []Phase) PhaseStats {
 	s := PhaseStats{Phases: len(ps)}
@@ -154,13 +132,7 @@ func phaseStats(ps []Phase) PhaseStats {
 		}
 	}
 	ok := validPhases(ps)
-	get := func(f func(Phase) float64) harness.Spread {
-		vs := make([]float64, len(ok))
-		for i, p := range ok {
-			vs[i] = f(p)
-		}
-		return harness.Of(vs)
-	}
+	get := func(f func(Phase) float64) harness.Spread { return harness.SpreadOf(ok, f) }
 	s.RoundtripsPerSec = get(func(p Phase) float64 { return p.RoundtripsPerSec })
 	s.FramesPerSec = get(func(p Phase) float64 { return p.FramesPerSec })
 	s.MiBPerSec = get(func(p Phase) float64 { return p.MiBPerSec })
@@ -168,7 +140,7 @@ func phaseStats(ps []Phase) PhaseStats {
 	s.P95Ms = get(func(p Phase) float64 { return p.P95Ms })
 	s.P99Ms = get(func(p Phase) float64 { return p.P99Ms })
 	s.P999Ms = get(func(p Phase) float64 { return p.P999Ms })
-	s.SegmentsPerFrame = harness.Of(ptrValues(ok, func(p Phase) *float64 { return p.SegmentsPerFrame }))
+	s.SegmentsPerFrame = harness.SpreadOfPresent(ok, func(p Phase) *float64 { return p.SegmentsPerFrame })
 	return s
 }
 
@@ -217,9 +189,9 @@ func (r *Result) summarize() {
 			Direct:           phaseStats(direct),
 			Proxy:            phaseStats(proxy),
 			Ratio:            harness.Of(ratios),
-			CPUNsPerFrame:    harness.Of(ptrValues(validPhases(proxy), func(p Phase) *float64 { return p.CPUNsPerFrame })),
-			SyscallsPerFrame: harness.Of(ptrValues(validPhases(sys), func(p Phase) *float64 { return p.SyscallsPerFrame })),
-			RSSMiB:           harness.Of(ptrValues(validPhases(proxy), func(p Phase) *float64 { return p.RSSMiB })),
+			CPUNsPerFrame:    harness.SpreadOfPresent(validPhases(proxy), func(p Phase) *float64 { return p.CPUNsPerFrame }),
+			SyscallsPerFrame: harness.SpreadOfPresent(validPhases(sys), func(p Phase) *float64 { return p.SyscallsPerFrame }),
+			RSSMiB:           harness.SpreadOfPresent(validPhases(proxy), func(p Phase) *float64 { return p.RSSMiB }),
 		})
 	}
 	if r.Players != nil {

@@ -298,7 +298,7 @@ func phaseOf(target, kind string, repeat, order int, params Params, run phaseRun
 // noteHoldLate notes how late the clients' held bursts went out: the
 // emulated RTT is at least appRTT, by this much more on the client side.
 func (r *Result) noteHoldLate(appRTT time.Duration) {
-	late := harness.Of(ptrValues(validPhases(r.Phases), func(p Phase) *float64 { return p.HoldLateUs }))
+	late := harness.SpreadOfPresent(validPhases(r.Phases), func(p Phase) *float64 { return p.HoldLateUs })
 	if late.N == 0 {
 		return
 	}
