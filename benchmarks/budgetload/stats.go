@@ -153,34 +153,23 @@ func Summarize(trials []Trial) []Summary {
 	var out []Summary
 	for _, b := range order {
 		s := Summary{Budget: b, Trials: len(by[b])}
-		var base, peak, growth, drain, flood, paused, heap []float64
 		for _, t := range by[b] {
 			s.Verified += t.Verified
 			s.Sessions += t.Sessions
-			// A trial that lost or corrupted a byte, or did not run through,
-			// measured a proxy that did not work: no figure of it counts.
-			if len(t.Failures()) > 0 {
-				s.Failed++
-				continue
-			}
-			if t.WithinBound() {
-				s.Within++
-			}
-			base = append(base, mib(t.BaselineRSS))
-			peak = append(peak, mib(t.PeakRSS))
-			growth = append(growth, mib(t.PeakRSS-t.BaselineRSS))
-			drain = append(drain, t.Drain.Seconds())
-			flood = append(flood, t.Flood.Seconds())
-			if t.Paused >= 0 {
-				paused = append(paused, float64(t.Paused))
-			}
-			if t.HeapInuse >= 0 {
-				heap = append(heap, mib(t.HeapInuse))
-			}
 		}
-		s.Baseline, s.Peak, s.Growth = harness.Of(base), harness.Of(peak), harness.Of(growth)
-		s.Drain, s.Flood = harness.Of(drain), harness.Of(flood)
-		s.Paused, s.Heap = harness.Of(paused), harness.Of(heap)
+		// A trial that lost or corrupted a byte, or did not run through,
+		// measured a proxy that did not work: no figure of it counts.
+		ok := harness.Keep(by[b], func(t Trial) bool { return len(t.Failures()) == 0 })
+		s.Failed = s.Trials - len(ok)
+		s.Within = len(harness.Keep(ok, func(t Trial) bool { return t.WithinBound() }))
+		s.Baseline = harness.SpreadOf(ok, func(t Trial) float64 { return mib(t.BaselineRSS) })
+		s.Peak = harness.SpreadOf(ok, func(t Trial) float64 { return mib(t.PeakRSS) })
+		s.Growth = harness.SpreadOf(ok, func(t Trial) float64 { return mib(t.PeakRSS - t.BaselineRSS) })
+		s.Drain = harness.SpreadOf(ok, func(t Trial) float64 { return t.Drain.Seconds() })
+		s.Flood = harness.SpreadOf(ok, func(t Trial) float64 { return t.Flood.Seconds() })
+		// -1: the figure could not be scraped.
+		s.Paused = harness.SpreadOf(harness.Keep(ok, func(t Trial) bool { return t.Paused >= 0 }), func(t Trial) float64 { return float64(t.Paused) })
+		s.Heap = harness.SpreadOf(harness.Keep(ok, func(t Trial) bool { return t.HeapInuse >= 0 }), func(t Trial) float64 { return mib(t.HeapInuse) })
 		out = append(out, s)
 	}
 	return out

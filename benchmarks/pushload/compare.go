@@ -210,32 +210,26 @@ func Summarize(ts []Trial, counts []int, servers []Server) []Summary {
 	for _, n := range counts {
 		for _, srv := range servers {
 			s := Summary{Server: srv, Subscribers: n}
-			var dps, cpu, dpc, idle, active, p50, p99, mx []float64
-			for _, t := range ts {
-				if t.Server != srv || t.Subscribers != n {
-					continue
-				}
+			mine := harness.Keep(ts, func(t Trial) bool { return t.Server == srv && t.Subscribers == n })
+			s.Trials = len(mine)
+			for _, t := range mine {
 				r := t.Result
-				s.Trials++
 				s.Dropped += r.Dropped
 				s.Closed += r.Closed
 				s.Lost += r.TotalExpected - r.TotalDelivered - r.Dropped
 				if t.Failure != "" {
 					s.Failed++
-					continue
 				}
-				dps = append(dps, r.DeliveredPerSec)
-				cpu = append(cpu, float64(r.CPUPerEvent.Nanoseconds()))
-				dpc = append(dpc, t.DeliveriesPerCPUSec)
-				idle = append(idle, t.KiBPerSubIdle)
-				active = append(active, t.KiBPerSubActive)
-				p50 = append(p50, ms(r.P50))
-				p99 = append(p99, ms(r.P99))
-				mx = append(mx, ms(r.MaxLatency))
 			}
-			s.DeliveredPerSec, s.CPUNsPerEvent, s.DeliveriesPerCPUSec = harness.Of(dps), harness.Of(cpu), harness.Of(dpc)
-			s.KiBPerSubIdle, s.KiBPerSubActive = harness.Of(idle), harness.Of(active)
-			s.P50Ms, s.P99Ms, s.MaxMs = harness.Of(p50), harness.Of(p99), harness.Of(mx)
+			ok := harness.Keep(mine, func(t Trial) bool { return t.Failure == "" })
+			s.DeliveredPerSec = harness.SpreadOf(ok, func(t Trial) float64 { return t.Result.DeliveredPerSec })
+			s.CPUNsPerEvent = harness.SpreadOf(ok, func(t Trial) float64 { return float64(t.Result.CPUPerEvent.Nanoseconds()) })
+			s.DeliveriesPerCPUSec = harness.SpreadOf(ok, func(t Trial) float64 { return t.DeliveriesPerCPUSec })
+			s.KiBPerSubIdle = harness.SpreadOf(ok, func(t Trial) float64 { return t.KiBPerSubIdle })
+			s.KiBPerSubActive = harness.SpreadOf(ok, func(t Trial) float64 { return t.KiBPerSubActive })
+			s.P50Ms = harness.SpreadOf(ok, func(t Trial) float64 { return ms(t.Result.P50) })
+			s.P99Ms = harness.SpreadOf(ok, func(t Trial) float64 { return ms(t.Result.P99) })
+			s.MaxMs = harness.SpreadOf(ok, func(t Trial) float64 { return ms(t.Result.MaxLatency) })
 			out = append(out, s)
 		}
 	}

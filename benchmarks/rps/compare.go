@@ -189,48 +189,36 @@ func Summarize(ms []Measurement, kinds []ServerKind) Summary {
 	var s Summary
 	for _, k := range kinds {
 		ks := KindSummary{Server: k}
-		var rps, avg, p50, p99, memI, memA, cpu []float64
-		for _, m := range ms {
-			if m.Server != k {
-				continue
-			}
-			ks.Runs++
+		mine := harness.Keep(ms, func(m Measurement) bool { return m.Server == k })
+		ks.Runs = len(mine)
+		for _, m := range mine {
 			ks.Errors += m.Result.Errors
 			ks.Timeouts += m.Result.Timeouts
 			if m.Failure != "" {
 				ks.Failed++
-				continue
-			}
-			rps = append(rps, m.Result.RPS)
-			avg = append(avg, m.Result.AvgMs)
-			p50 = append(p50, m.Result.P50Ms)
-			p99 = append(p99, m.Result.P99Ms)
-			if m.Mode == Child {
-				memI = append(memI, m.MemPerConnIdleKiB)
-				memA = append(memA, m.MemPerConnActiveKiB)
-				cpu = append(cpu, m.ServerCPUPerRequestUs)
 			}
 		}
-		ks.RPS, ks.AvgMs, ks.P50Ms, ks.P99Ms = harness.Of(rps), harness.Of(avg), harness.Of(p50), harness.Of(p99)
-		ks.MemPerConnIdleKiB, ks.MemPerConnActiveKiB, ks.CPUPerRequestUs = harness.Of(memI), harness.Of(memA), harness.Of(cpu)
+		ok := harness.Keep(mine, func(m Measurement) bool { return m.Failure == "" })
+		ks.RPS = harness.SpreadOf(ok, func(m Measurement) float64 { return m.Result.RPS })
+		ks.AvgMs = harness.SpreadOf(ok, func(m Measurement) float64 { return m.Result.AvgMs })
+		ks.P50Ms = harness.SpreadOf(ok, func(m Measurement) float64 { return m.Result.P50Ms })
+		ks.P99Ms = harness.SpreadOf(ok, func(m Measurement) float64 { return m.Result.P99Ms })
+		// Memory and CPU are the child's own only when it was one.
+		child := harness.Keep(ok, func(m Measurement) bool { return m.Mode == Child })
+		ks.MemPerConnIdleKiB = harness.SpreadOf(child, func(m Measurement) float64 { return m.MemPerConnIdleKiB })
+		ks.MemPerConnActiveKiB = harness.SpreadOf(child, func(m Measurement) float64 { return m.MemPerConnActiveKiB })
+		ks.CPUPerRequestUs = harness.SpreadOf(child, func(m Measurement) float64 { return m.ServerCPUPerRequestUs })
 		s.Kinds = append(s.Kinds, ks)
 	}
 	if len(s.Kinds) == 2 {
 		a, b := s.Kinds[0], s.Kinds[1]
-		s.RPSRatio = ratio(a.RPS.Median, b.RPS.Median)
-		s.P50Ratio = ratio(a.P50Ms.Median, b.P50Ms.Median)
-		s.P99Ratio = ratio(a.P99Ms.Median, b.P99Ms.Median)
-		s.MemActiveRatio = ratio(a.MemPerConnActiveKiB.Median, b.MemPerConnActiveKiB.Median)
-		s.CPUPerRequestRatio = ratio(a.CPUPerRequestUs.Median, b.CPUPerRequestUs.Median)
+		s.RPSRatio, _ = harness.MedianRatio(a.RPS, b.RPS)
+		s.P50Ratio, _ = harness.MedianRatio(a.P50Ms, b.P50Ms)
+		s.P99Ratio, _ = harness.MedianRatio(a.P99Ms, b.P99Ms)
+		s.MemActiveRatio, _ = harness.MedianRatio(a.MemPerConnActiveKiB, b.MemPerConnActiveKiB)
+		s.CPUPerRequestRatio, _ = harness.MedianRatio(a.CPUPerRequestUs, b.CPUPerRequestUs)
 	}
 	return s
-}
-
-func ratio(a, b float64) float64 {
-	if b == 0 {
-		return 0
-	}
-	return a / b
 }
 
 // WriteMeasurements prints one row per measurement.

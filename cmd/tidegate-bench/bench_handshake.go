@@ -242,17 +242,15 @@ func countLoginSyscalls(ctx context.Context, env *session.Environment, name stri
 func summarizeHandshakes(names []string, trials []handshakeTrial) []handshakeSummary {
 	out := make([]handshakeSummary, 0, len(names))
 	for _, n := range names {
-		var rate, p50, p99, cpu []float64
-		for _, tr := range trials {
-			if tr.Target != n || tr.Error != "" {
-				continue
-			}
-			rate, p50, p99 = append(rate, tr.AcceptedPerSec), append(p50, tr.P50Ms), append(p99, tr.P99Ms)
-			if tr.ProxyCPUUsPerLogin > 0 {
-				cpu = append(cpu, tr.ProxyCPUUsPerLogin)
-			}
-		}
-		out = append(out, handshakeSummary{Target: n, PerSec: harness.Of(rate), P50Ms: harness.Of(p50), P99Ms: harness.Of(p99), CPUUsPerLog: harness.Of(cpu)})
+		ok := harness.Keep(trials, func(tr handshakeTrial) bool { return tr.Target == n && tr.Error == "" })
+		out = append(out, handshakeSummary{Target: n,
+			PerSec: harness.SpreadOf(ok, func(tr handshakeTrial) float64 { return tr.AcceptedPerSec }),
+			P50Ms:  harness.SpreadOf(ok, func(tr handshakeTrial) float64 { return tr.P50Ms }),
+			P99Ms:  harness.SpreadOf(ok, func(tr handshakeTrial) float64 { return tr.P99Ms }),
+			// 0: the proxy's process was not known (--addr).
+			CPUUsPerLog: harness.SpreadOf(harness.Keep(ok, func(tr handshakeTrial) bool { return tr.ProxyCPUUsPerLogin > 0 }),
+				func(tr handshakeTrial) float64 { return tr.ProxyCPUUsPerLogin }),
+		})
 	}
 	return out
 }
