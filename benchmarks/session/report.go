@@ -1,7 +1,6 @@
 package session
 
 import (
-	"encoding/json"
 	"fmt"
 	"image/color"
 	"io"
@@ -117,11 +116,7 @@ func revisionOf(h harness.Host) string {
 }
 
 // WriteJSON writes r as indented JSON.
-func WriteJSON(w io.Writer, r *Result) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
-}
+func WriteJSON(w io.Writer, r *Result) error { return harness.WriteJSON(w, r) }
 
 // MethodNotes explain how the figures were taken; the report prints them.
 var MethodNotes = []string{
