@@ -3,6 +3,7 @@ package drainload
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/tidegate/tidegate/benchmarks/harness"
@@ -146,33 +147,36 @@ func (r *Result) summarize(servers []Server) {
 
 // WriteTable writes the summary as a Markdown table.
 func WriteTable(w io.Writer, r *Result) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d connections paused; median [min–max] over %d repeats\n\n", r.Params.Conns, r.Params.Repeats)
-	b.WriteString("| server | version | CPU % of a core, idle | CPU %, paused | wake-ups/s, idle | wake-ups/s, paused | resume p50 ms | resume p99 ms | after drain p50 ms | after drain p99 ms | backlog MiB | rest of machine CPU %, paused | failed trials |\n")
-	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
-	for _, s := range r.Summaries {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d of %d |\n", s.Server, s.Version,
-			s.IdleCPU.Format(2), s.PausedCPU.Format(2), s.IdleRuns.Format(0), s.PausedRuns.Format(0),
-			s.ResumeP50.Format(3), s.ResumeP99.Format(3), s.AfterDrainP50.Format(3), s.AfterDrainP99.Format(3),
-			s.BacklogMiB.Format(2), s.PausedOther.Format(1), s.Failed, s.Trials)
+	if _, err := fmt.Fprintf(w, "%d connections paused; median [min–max] over %d repeats\n\n", r.Params.Conns, r.Params.Repeats); err != nil {
+		return err
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	rows := make([][]string, 0, len(r.Summaries))
+	for _, s := range r.Summaries {
+		rows = append(rows, []string{s.Server, s.Version, s.IdleCPU.Format(2), s.PausedCPU.Format(2), s.IdleRuns.Format(0),
+			s.PausedRuns.Format(0), s.ResumeP50.Format(3), s.ResumeP99.Format(3), s.AfterDrainP50.Format(3),
+			s.AfterDrainP99.Format(3), s.BacklogMiB.Format(2), s.PausedOther.Format(1), fmt.Sprintf("%d of %d", s.Failed, s.Trials)})
+	}
+	return harness.MarkdownTable(w, []string{"server", "version", "CPU % of a core, idle", "CPU %, paused", "wake-ups/s, idle",
+		"wake-ups/s, paused", "resume p50 ms", "resume p99 ms", "after drain p50 ms", "after drain p99 ms", "backlog MiB",
+		"rest of machine CPU %, paused", "failed trials"}, "llrrrrrrrrrrr", rows)
 }
 
 // WriteTrials writes every trial as a Markdown table.
 func WriteTrials(w io.Writer, r *Result) error {
-	var b strings.Builder
-	b.WriteString("| repeat | # | server | waited for quiet s | idle CPU % | paused | paused CPU % | wake-ups/s idle / paused | rest of machine CPU % idle / paused / resuming | retries | kernel TCP MiB | pressure / rcvq drops / RTOs | resumed | resume p50 / p99 ms | after drain p50 / p99 ms | backlog MiB | error |\n")
-	b.WriteString("|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|\n")
+	rows := make([][]string, 0, len(r.Trials))
 	for _, t := range r.Trials {
-		fmt.Fprintf(&b, "| %d | %d | %s | %.0f | %.2f | %d | %.2f | %.0f / %.0f | %.1f / %.1f / %.1f | %d | %.0f | %d / %d / %d | %d | %.3f / %.3f | %.3f / %.3f | %.2f | %s |\n",
-			t.Repeat, t.Position, t.Server, t.QuietWaitS, t.IdleCPU, t.Paused, t.PausedCPU, t.IdleRuns, t.PausedRuns, t.IdleOther, t.PausedOther, t.ResumeOther, t.Retries,
-			t.KernelTCPMiB, t.Kernel.MemoryPressures, t.Kernel.RcvQDrop, t.Kernel.Timeouts, t.Resumed,
-			t.ResumeP50, t.ResumeP99, t.AfterDrainP50, t.AfterDrainP99, t.BacklogMiB, strings.ReplaceAll(t.Error, "|", "/"))
+		rows = append(rows, []string{strconv.Itoa(t.Repeat), strconv.Itoa(t.Position), t.Server, harness.Fixed(t.QuietWaitS, 0),
+			harness.Fixed(t.IdleCPU, 2), strconv.Itoa(t.Paused), harness.Fixed(t.PausedCPU, 2),
+			fmt.Sprintf("%.0f / %.0f", t.IdleRuns, t.PausedRuns), fmt.Sprintf("%.1f / %.1f / %.1f", t.IdleOther, t.PausedOther, t.ResumeOther),
+			strconv.Itoa(t.Retries), harness.Fixed(t.KernelTCPMiB, 0),
+			fmt.Sprintf("%d / %d / %d", t.Kernel.MemoryPressures, t.Kernel.RcvQDrop, t.Kernel.Timeouts), strconv.Itoa(t.Resumed),
+			fmt.Sprintf("%.3f / %.3f", t.ResumeP50, t.ResumeP99), fmt.Sprintf("%.3f / %.3f", t.AfterDrainP50, t.AfterDrainP99),
+			harness.Fixed(t.BacklogMiB, 2), strings.ReplaceAll(t.Error, "|", "/")})
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	return harness.MarkdownTable(w, []string{"repeat", "#", "server", "waited for quiet s", "idle CPU %", "paused", "paused CPU %",
+		"wake-ups/s idle / paused", "rest of machine CPU % idle / paused / resuming", "retries", "kernel TCP MiB",
+		"pressure / rcvq drops / RTOs", "resumed", "resume p50 / p99 ms", "after drain p50 / p99 ms", "backlog MiB", "error"},
+		"rrlrrrrrrrrrrrrrl", rows)
 }
 
 // Definitions says what the columns mean.

@@ -3,6 +3,7 @@ package storm
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/tidegate/tidegate/benchmarks/harness"
@@ -129,52 +130,51 @@ func yesOf(n, total int) string {
 // WriteTable writes the summary as a markdown table, one row per target,
 // each figure as median [min–max] over the repeats, then the failures.
 func WriteTable(w io.Writer, r *Result) error {
-	var b strings.Builder
 	nofile := "descriptor limit unchanged"
 	if r.Params.NoFile > 0 {
 		nofile = fmt.Sprintf("%d descriptors per proxy", r.Params.NoFile)
 	}
-	fmt.Fprintf(&b, "storm: %d held sessions, %d storm connections, limit %d sessions, %s, %d repeats\n\n",
-		r.Params.Held, r.Params.Storm, r.Params.Limit, nofile, r.Params.Repeats)
-	b.WriteString("| target | held lost | storm accepted | refused | timed out | errored | accept p50 ms | accept p99 ms | proxy alive | new session after | proxy CPU ms | verdict |\n")
-	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|---|---|--:|---|\n")
+	if _, err := fmt.Fprintf(w, "storm: %d held sessions, %d storm connections, limit %d sessions, %s, %d repeats\n\n",
+		r.Params.Held, r.Params.Storm, r.Params.Limit, nofile, r.Params.Repeats); err != nil {
+		return err
+	}
+	rows := make([][]string, 0, len(r.Summary))
 	for _, s := range r.Summary {
 		verdict := "ok"
 		if !s.OK {
 			verdict = "**FAIL**"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", s.Target,
-			s.HeldLost.Format(0), s.Accepted.Format(0), s.Refused.Format(0), s.TimedOut.Format(0), s.Errored.Format(0),
-			s.AcceptP50.Format(1), s.AcceptP99.Format(1), yesOf(s.Alive, s.Trials), yesOf(s.NewSession, s.Trials),
-			s.CPUMs.Format(0), verdict)
+		rows = append(rows, []string{s.Target, s.HeldLost.Format(0), s.Accepted.Format(0), s.Refused.Format(0),
+			s.TimedOut.Format(0), s.Errored.Format(0), s.AcceptP50.Format(1), s.AcceptP99.Format(1),
+			yesOf(s.Alive, s.Trials), yesOf(s.NewSession, s.Trials), s.CPUMs.Format(0), verdict})
 	}
-	if len(r.Failures) > 0 {
-		b.WriteString("\nFailures:\n")
-		for _, f := range r.Failures {
-			fmt.Fprintf(&b, "- %s\n", f)
-		}
+	if err := harness.MarkdownTable(w, []string{"target", "held lost", "storm accepted", "refused", "timed out", "errored",
+		"accept p50 ms", "accept p99 ms", "proxy alive", "new session after", "proxy CPU ms", "verdict"}, "lrrrrrrrllrl", rows); err != nil {
+		return err
 	}
-	_, err := io.WriteString(w, b.String())
+	if len(r.Failures) == 0 {
+		return nil
+	}
+	_, err := io.WriteString(w, "\nFailures:\n- "+strings.Join(r.Failures, "\n- ")+"\n")
 	return err
 }
 
 // WriteTrials writes one markdown row per trial with the reasons behind
 // the refusals, time-outs and losses.
 func WriteTrials(w io.Writer, r *Result) error {
-	var b strings.Builder
-	b.WriteString("| repeat | # | target | held lost (echoes) | accepted | refused | timed out | errored | accept p50 / p99 / max ms | connect p99 ms | storm s | CPU ms | alive | new session | reasons |\n")
-	b.WriteString("|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|---|\n")
+	rows := make([][]string, 0, len(r.Trials))
 	for i := range r.Trials {
 		t := &r.Trials[i]
+		head := []string{strconv.Itoa(t.Repeat), strconv.Itoa(t.Position), t.Target}
 		if t.Storm == nil {
-			fmt.Fprintf(&b, "| %d | %d | %s | – | – | – | – | – | – | – | – | – | %s | %s | error: %s |\n",
-				t.Repeat, t.Position, t.Target, yesNo(t.Alive), yesNo(t.NewSession), oneLine(t.Error))
+			rows = append(rows, append(head, "–", "–", "–", "–", "–", "–", "–", "–", "–",
+				yesNo(t.Alive), yesNo(t.NewSession), "error: "+oneLine(t.Error)))
 			continue
 		}
 		st := t.Storm
 		cpu := "–"
 		if t.CPUMeasured {
-			cpu = fmt.Sprintf("%.0f", t.CPUMs)
+			cpu = harness.Fixed(t.CPUMs, 0)
 		}
 		reasons := reasonList(st.Reasons)
 		if t.Held.Lost > 0 {
@@ -183,15 +183,15 @@ func WriteTrials(w io.Writer, r *Result) error {
 		lat, conn := "–", "–"
 		if st.Accepted > 0 {
 			lat = fmt.Sprintf("%.1f / %.1f / %.1f", st.AcceptP50Ms, st.AcceptP99Ms, st.AcceptMaxMs)
-			conn = fmt.Sprintf("%.1f", st.ConnectP99Ms)
+			conn = harness.Fixed(st.ConnectP99Ms, 1)
 		}
-		fmt.Fprintf(&b, "| %d | %d | %s | %d (%d) | %d | %d | %d | %d | %s | %s | %.2f | %s | %s | %s | %s |\n",
-			t.Repeat, t.Position, t.Target, t.Held.Lost, t.Held.Echoes, st.Accepted, st.Refused, st.TimedOut, st.Errored,
-			lat, conn, st.Seconds, cpu,
-			yesNo(t.Alive), yesNo(t.NewSession), reasons)
+		rows = append(rows, append(head, fmt.Sprintf("%d (%d)", t.Held.Lost, t.Held.Echoes), strconv.Itoa(st.Accepted),
+			strconv.Itoa(st.Refused), strconv.Itoa(st.TimedOut), strconv.Itoa(st.Errored), lat, conn,
+			harness.Fixed(st.Seconds, 2), cpu, yesNo(t.Alive), yesNo(t.NewSession), reasons))
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	return harness.MarkdownTable(w, []string{"repeat", "#", "target", "held lost (echoes)", "accepted", "refused", "timed out",
+		"errored", "accept p50 / p99 / max ms", "connect p99 ms", "storm s", "CPU ms", "alive", "new session", "reasons"},
+		"rrlrrrrrrrrrlll", rows)
 }
 
 func yesNo(b bool) string {
