@@ -180,18 +180,16 @@ func (r *Result) summarize() {
 // WriteTable writes the summary as a Markdown table.
 func WriteTable(w io.Writer, r *Result) error {
 	s := r.Summary
-	var b strings.Builder
-	fmt.Fprintf(&b, "live upgrade under load: %d sessions, a message every %g ms each; median [min–max] over %d of %d trials without a failure (ms)\n\n",
-		s.Sessions, r.Params.IntervalMs, s.Trials-s.Failed, s.Trials)
-	b.WriteString("| sessions | hand-over (signal → old exit) | old's own hand-over (log) | longest gap, upgrade: max / p99 / median | longest gap, baseline: max / p99 / median | sessions kept | failures |\n")
-	b.WriteString("|--:|--:|--:|--:|--:|--:|--:|\n")
-	fmt.Fprintf(&b, "| %d | %s | %s | %s / %s / %s | %s / %s / %s | %s of %d | %s |\n",
-		s.Sessions, s.HandoverMs.Short(0), s.LoggedHandoverMs.Short(0),
-		s.UpgradeMaxMs.Short(0), s.UpgradeP99Ms.Short(0), s.UpgradeMedianMs.Short(0),
-		s.BaselineMaxMs.Short(0), s.BaselineP99Ms.Short(0), s.BaselineMedianMs.Short(0),
-		s.Kept.Short(0), s.Sessions, failureCell(r))
-	_, err := io.WriteString(w, b.String())
-	return err
+	if _, err := fmt.Fprintf(w, "live upgrade under load: %d sessions, a message every %g ms each; median [min–max] over %d of %d trials without a failure (ms)\n\n",
+		s.Sessions, r.Params.IntervalMs, s.Trials-s.Failed, s.Trials); err != nil {
+		return err
+	}
+	return harness.MarkdownTable(w, []string{"sessions", "hand-over (signal → old exit)", "old's own hand-over (log)",
+		"longest gap, upgrade: max / p99 / median", "longest gap, baseline: max / p99 / median", "sessions kept", "failures"},
+		"rrrrrrr", [][]string{{strconv.Itoa(s.Sessions), s.HandoverMs.Short(0), s.LoggedHandoverMs.Short(0),
+			s.UpgradeMaxMs.Short(0) + " / " + s.UpgradeP99Ms.Short(0) + " / " + s.UpgradeMedianMs.Short(0),
+			s.BaselineMaxMs.Short(0) + " / " + s.BaselineP99Ms.Short(0) + " / " + s.BaselineMedianMs.Short(0),
+			s.Kept.Short(0) + " of " + strconv.Itoa(s.Sessions), failureCell(r)}})
 }
 
 // failureCell says how many trials and sessions failed.
@@ -207,15 +205,16 @@ func failureCell(r *Result) string {
 func WriteTrials(w io.Writer, r *Result) error { return writeTrials(w, r.Trials) }
 
 func writeTrials(w io.Writer, trials []Trial) error {
-	var b strings.Builder
-	b.WriteString("| repeat | old → new pid | hand-over ms | logged hand-over ms (sessions) | logged take-over ms (sessions) | new /healthz ms | upgrade gap max / p99 / median ms (window s) | baseline gap max / p99 / median ms (window s) | send lag ms baseline / upgrade | kept | echoes | new session | new process after SIGTERM | CPU % tool / proxy / rest, baseline | CPU % tool / proxy / rest, upgrade | waited for quiet s | failures |\n")
-	b.WriteString("|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|--:|--:|--:|---|\n")
 	logged := func(f *LoggedFigure) string {
 		if f == nil {
 			return "–"
 		}
 		return fmt.Sprintf("%.0f (%d)", f.TookMs, f.Sessions)
 	}
+	gaps := func(g GapStats) string {
+		return fmt.Sprintf("%.0f / %.0f / %.0f (%.1f)", g.MaxMs, g.P99Ms, g.MedianMs, g.WindowS)
+	}
+	rows := make([][]string, 0, len(trials))
 	for _, t := range trials {
 		failures := t.Failures
 		if t.Noisy != "" {
@@ -225,15 +224,17 @@ func writeTrials(w io.Writer, trials []Trial) error {
 		if t.Attempt > 0 {
 			repeat += fmt.Sprintf(" (again %d)", t.Attempt)
 		}
-		fmt.Fprintf(&b, "| %s | %d → %d | %.0f | %s | %s | %.0f | %.0f / %.0f / %.0f (%.1f) | %.0f / %.0f / %.0f (%.1f) | %.1f / %.1f | %d | %d | %s | %s | %s | %s | %.0f | %s |\n",
-			repeat, t.OldPID, t.NewPID, t.HandoverMs, logged(t.LoggedHandover), logged(t.LoggedTakeover), t.NewHealthMs,
-			t.Upgrade.MaxMs, t.Upgrade.P99Ms, t.Upgrade.MedianMs, t.Upgrade.WindowS,
-			t.Baseline.MaxMs, t.Baseline.P99Ms, t.Baseline.MedianMs, t.Baseline.WindowS,
-			t.Baseline.SendLagMs, t.Upgrade.SendLagMs, t.Kept, t.Echoes, yesNo(t.NewSession), harness.OrDash(t.NewExit),
-			cpuCell(t.BaselineCPU), cpuCell(t.UpgradeCPU), t.QuietWaitS, cell(strings.Join(failures, "; ")))
+		rows = append(rows, []string{repeat, fmt.Sprintf("%d → %d", t.OldPID, t.NewPID), harness.Fixed(t.HandoverMs, 0),
+			logged(t.LoggedHandover), logged(t.LoggedTakeover), harness.Fixed(t.NewHealthMs, 0), gaps(t.Upgrade), gaps(t.Baseline),
+			fmt.Sprintf("%.1f / %.1f", t.Baseline.SendLagMs, t.Upgrade.SendLagMs), strconv.Itoa(t.Kept),
+			strconv.FormatInt(t.Echoes, 10), yesNo(t.NewSession), harness.OrDash(t.NewExit), cpuCell(t.BaselineCPU),
+			cpuCell(t.UpgradeCPU), harness.Fixed(t.QuietWaitS, 0), cell(strings.Join(failures, "; "))})
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	return harness.MarkdownTable(w, []string{"repeat", "old → new pid", "hand-over ms", "logged hand-over ms (sessions)",
+		"logged take-over ms (sessions)", "new /healthz ms", "upgrade gap max / p99 / median ms (window s)",
+		"baseline gap max / p99 / median ms (window s)", "send lag ms baseline / upgrade", "kept", "echoes", "new session",
+		"new process after SIGTERM", "CPU % tool / proxy / rest, baseline", "CPU % tool / proxy / rest, upgrade",
+		"waited for quiet s", "failures"}, "rlrrrrrrrrrllrrrl", rows)
 }
 
 // cpuCell writes a window's tool / proxy / rest CPU.
