@@ -178,26 +178,30 @@ func Summarize(trials []Trial) []Summary {
 // WriteTable writes the summaries as a Markdown table, then one line per
 // trial.
 func WriteTable(w io.Writer, trials []Trial) error {
-	var b strings.Builder
-	b.WriteString("| budget | bound (budget + 64 MiB) | baseline RSS MiB | peak RSS MiB | peak − baseline MiB | within bound | Go heap in use at plateau MiB | paused conns at plateau | flood to plateau s | drain s | sessions verified | failed trials |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	var sums [][]string
 	for _, s := range Summarize(trials) {
-		fmt.Fprintf(&b, "| %s | %d MiB | %s | %s | %s | %d/%d | %s | %s | %s | %s | %d/%d | %d |\n",
-			FormatSize(s.Budget), (s.Budget+Slack)>>20, s.Baseline.Format(0), s.Peak.Format(0), s.Growth.Format(0),
-			s.Within, s.Trials, s.Heap.Format(0), s.Paused.Format(0), s.Flood.Format(1), s.Drain.Format(1),
-			s.Verified, s.Sessions, s.Failed)
+		sums = append(sums, []string{FormatSize(s.Budget), fmt.Sprintf("%d MiB", (s.Budget+Slack)>>20), s.Baseline.Format(0),
+			s.Peak.Format(0), s.Growth.Format(0), fmt.Sprintf("%d/%d", s.Within, s.Trials), s.Heap.Format(0), s.Paused.Format(0),
+			s.Flood.Format(1), s.Drain.Format(1), fmt.Sprintf("%d/%d", s.Verified, s.Sessions), strconv.Itoa(s.Failed)})
 	}
-	b.WriteString("\n| # | budget | baseline RSS MiB | peak RSS MiB (flood) | peak RSS MiB (drain) | stable | sent at plateau MiB | drain s | verified | result |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
+	if err := harness.MarkdownTable(w, []string{"budget", "bound (budget + 64 MiB)", "baseline RSS MiB", "peak RSS MiB",
+		"peak − baseline MiB", "within bound", "Go heap in use at plateau MiB", "paused conns at plateau", "flood to plateau s",
+		"drain s", "sessions verified", "failed trials"}, "", sums); err != nil {
+		return err
+	}
+	rows := make([][]string, 0, len(trials))
 	for i, t := range trials {
 		res := "ok"
 		if f := t.Failures(); len(f) > 0 {
 			res = strings.Join(f, "; ")
 		}
-		fmt.Fprintf(&b, "| %d | %s | %d | %d | %d | %v | %d | %.1f | %d/%d | %s |\n", i+1, FormatSize(t.Budget),
-			t.BaselineRSS>>20, t.PeakRSS>>20, t.DrainPeakRSS>>20, t.Stable, t.SentAtPlateau>>20, t.Drain.Seconds(),
-			t.Verified, t.Sessions, res)
+		rows = append(rows, []string{strconv.Itoa(i + 1), FormatSize(t.Budget), strconv.FormatInt(t.BaselineRSS>>20, 10),
+			strconv.FormatInt(t.PeakRSS>>20, 10), strconv.FormatInt(t.DrainPeakRSS>>20, 10), strconv.FormatBool(t.Stable),
+			strconv.FormatInt(t.SentAtPlateau>>20, 10), harness.Fixed(t.Drain.Seconds(), 1), fmt.Sprintf("%d/%d", t.Verified, t.Sessions), res})
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	if _, err := io.WriteString(w, "\n"); err != nil {
+		return err
+	}
+	return harness.MarkdownTable(w, []string{"#", "budget", "baseline RSS MiB", "peak RSS MiB (flood)", "peak RSS MiB (drain)",
+		"stable", "sent at plateau MiB", "drain s", "verified", "result"}, "", rows)
 }
