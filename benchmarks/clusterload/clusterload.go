@@ -10,6 +10,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -131,6 +132,31 @@ func summarize(ts []Trial, on bool) Summary {
 		}
 	}
 	return Summary{LoginsPerSec: harness.Of(lps), CPUMicrosPer: harness.Of(cpu), RoundTripsPer: harness.Of(rt), P99Ms: harness.Of(p99)}
+}
+
+// WriteTable writes every trial, then the medians [min–max] of each mode,
+// as Markdown tables.
+func WriteTable(w io.Writer, res *Result) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "cluster bench: %d logins per trial, %d in parallel\n", res.Count, res.Parallel)
+	fmt.Fprintln(&b, "| trial | cluster | logins/s | proxy CPU µs/login | Redis round trips/login | p99 ms | failed | fallbacks |")
+	fmt.Fprintln(&b, "|--:|---|--:|--:|--:|--:|--:|--:|")
+	for i, t := range res.Trials {
+		fmt.Fprintf(&b, "| %d | %v | %.0f | %.1f | %.2f | %.2f | %d %s | %d |\n", i+1, t.Cluster, t.LoginsPerSec, t.CPUMicrosPer,
+			t.RoundTripsPer, t.P99Ms, t.Failed, t.RejectedReason, t.Fallbacks)
+	}
+	fmt.Fprintln(&b)
+	fmt.Fprintln(&b, "| | logins/s | proxy CPU µs/login | Redis round trips/login | p99 ms |")
+	fmt.Fprintln(&b, "|---|--:|--:|--:|--:|")
+	for _, m := range []struct {
+		name string
+		s    Summary
+	}{{"cluster on", res.On}, {"cluster off", res.Off}} {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", m.name, m.s.LoginsPerSec.Format(0), m.s.CPUMicrosPer.Format(1),
+			m.s.RoundTripsPer.Format(2), m.s.P99Ms.Format(2))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 // proxyConfig is the proxy's configuration: peers.TidegateConfig (no
