@@ -121,33 +121,37 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 }
 
 func summarize(ts []Trial, on bool) Summary {
-	var lps, cpu, rt, p99 []float64
-	for _, t := range ts {
-		if t.Cluster != on || t.Failed > 0 {
-			continue
-		}
-		lps, cpu, p99 = append(lps, t.LoginsPerSec), append(cpu, t.CPUMicrosPer), append(p99, t.P99Ms)
-		if on {
-			rt = append(rt, t.RoundTripsPer)
-		}
+	ok := harness.Keep(ts, func(t Trial) bool { return t.Cluster == on && t.Failed == 0 })
+	s := Summary{LoginsPerSec: harness.SpreadOf(ok, func(t Trial) float64 { return t.LoginsPerSec }),
+		CPUMicrosPer: harness.SpreadOf(ok, func(t Trial) float64 { return t.CPUMicrosPer }),
+		P99Ms:        harness.SpreadOf(ok, func(t Trial) float64 { return t.P99Ms })}
+	if on {
+		// With the cluster off there is no Redis to count round trips to.
+		s.RoundTripsPer = harness.SpreadOf(ok, func(t Trial) float64 { return t.RoundTripsPer })
 	}
-	return Summary{LoginsPerSec: harness.Of(lps), CPUMicrosPer: harness.Of(cpu), RoundTripsPer: harness.Of(rt), P99Ms: harness.Of(p99)}
+	return s
 }
 
 // WriteTable writes every trial, then the medians [min–max] of each mode,
 // as Markdown tables.
 func WriteTable(w io.Writer, res *Result) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "cluster bench: %d logins per trial, %d in parallel\n", res.Count, res.Parallel)
-	fmt.Fprintln(&b, "| trial | cluster | logins/s | proxy CPU µs/login | Redis round trips/login | p99 ms | failed | fallbacks |")
-	fmt.Fprintln(&b, "|--:|---|--:|--:|--:|--:|--:|--:|")
-	for i, t := range res.Trials {
-		fmt.Fprintf(&b, "| %d | %v | %.0f | %.1f | %.2f | %.2f | %d %s | %d |\n", i+1, t.Cluster, t.LoginsPerSec, t.CPUMicrosPer,
-			t.RoundTripsPer, t.P99Ms, t.Failed, t.RejectedReason, t.Fallbacks)
+	if _, err := fmt.Fprintf(w, "cluster bench: %d logins per trial, %d in parallel\n", res.Count, res.Parallel); err != nil {
+		return err
 	}
-	fmt.Fprintln(&b)
-	fmt.Fprintln(&b, "| | logins/s | proxy CPU µs/login | Redis round trips/login | p99 ms |")
-	fmt.Fprintln(&b, "|---|--:|--:|--:|--:|")
+	trials := make([][]string, 0, len(res.Trials))
+	for i, t := range res.Trials {
+		trials = append(trials, []string{strconv.Itoa(i + 1), strconv.FormatBool(t.Cluster), harness.Fixed(t.LoginsPerSec, 0),
+			harness.Fixed(t.CPUMicrosPer, 1), harness.Fixed(t.RoundTripsPer, 2), harness.Fixed(t.P99Ms, 2),
+			strconv.Itoa(t.Failed) + " " + t.RejectedReason, strconv.FormatInt(t.Fallbacks, 10)})
+	}
+	if err := harness.MarkdownTable(w, []string{"trial", "cluster", "logins/s", "proxy CPU µs/login", "Redis round trips/login",
+		"p99 ms", "failed", "fallbacks"}, "rlrrrrrr", trials); err != nil {
+		return err
+	}
+	// The modes' column has no heading: "| |", which MarkdownTable would
+	// write with two spaces.
+	var b strings.Builder
+	b.WriteString("\n| | logins/s | proxy CPU µs/login | Redis round trips/login | p99 ms |\n|---|--:|--:|--:|--:|\n")
 	for _, m := range []struct {
 		name string
 		s    Summary
