@@ -4,6 +4,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 )
 
 // MarkdownTable writes a Markdown table: the header, the alignment row
@@ -47,4 +48,33 @@ func MedianRatio(a, b Spread) (ratio float64, ok bool) {
 		return 0, false
 	}
 	return a.Median / b.Median, true
+}
+
+// TextTable lays a table out for a terminal: the header and the rows in
+// columns padded with spaces, two between columns.
+type TextTable struct {
+	// Right aligns every column to the right (figures); else to the left.
+	Right bool
+	// Closed ends every row with a column separator, so that the last
+	// column is padded to its width too.
+	Closed bool
+}
+
+// Write writes header and rows, each cell as given.
+func (t TextTable) Write(w io.Writer, header []string, rows [][]string) error {
+	var flags uint
+	if t.Right {
+		flags = tabwriter.AlignRight
+	}
+	end := "\n"
+	if t.Closed {
+		end = "\t\n"
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', flags)
+	for _, r := range append([][]string{header}, rows...) {
+		if _, err := io.WriteString(tw, strings.Join(r, "\t")+end); err != nil {
+			return err
+		}
+	}
+	return tw.Flush()
 }

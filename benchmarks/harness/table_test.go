@@ -30,3 +30,21 @@ func TestMedianRatio(t *testing.T) {
 		t.Errorf("Fixed(2.345, 1) = %q", s)
 	}
 }
+
+func TestTextTable(t *testing.T) {
+	for _, c := range []struct {
+		table TextTable
+		want  string
+	}{
+		{TextTable{}, "name  n\nab    1\nc     22\n"},
+		{TextTable{Right: true, Closed: true}, "  name   n\n    ab   1\n     c  22\n"},
+	} {
+		var b strings.Builder
+		if err := c.table.Write(&b, []string{"name", "n"}, [][]string{{"ab", "1"}, {"c", "22"}}); err != nil {
+			t.Fatal(err)
+		}
+		if b.String() != c.want {
+			t.Errorf("%+v wrote %q, want %q", c.table, b.String(), c.want)
+		}
+	}
+}

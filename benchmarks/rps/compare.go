@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"text/tabwriter"
+	"strconv"
 	"time"
 
 	"github.com/tidegate/tidegate/benchmarks/harness"
@@ -223,28 +223,30 @@ func Summarize(ms []Measurement, kinds []ServerKind) Summary {
 
 // WriteMeasurements prints one row per measurement.
 func WriteMeasurements(w io.Writer, ms []Measurement) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "repeat\tserver\tstrategy\tclients\tpipeline\tRPS\tavg ms\tp50 ms\tp99 ms\terrors\ttimeouts\tper-client calls/s min/med/max\tsrv CPU µs/req\tclient CPU s\tKiB/conn idle\tKiB/conn active\t")
+	rows := make([][]string, 0, len(ms))
 	for _, m := range ms {
 		r := m.Result
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%.0f\t%.4f\t%.4f\t%.4f\t%d\t%d\t%.0f / %.0f / %.0f\t%.2f\t%.2f\t%.1f\t%.1f\t\n",
-			m.Repeat, m.Server, m.Strategy, r.Clients, r.Pipeline, r.RPS, r.AvgMs, r.P50Ms, r.P99Ms, r.Errors, r.Timeouts,
-			r.PerClientRPS.Min, r.PerClientRPS.Median, r.PerClientRPS.Max,
-			m.ServerCPUPerRequestUs, r.ClientCPUSeconds, m.MemPerConnIdleKiB, m.MemPerConnActiveKiB)
+		rows = append(rows, []string{strconv.Itoa(m.Repeat), string(m.Server), string(m.Strategy), strconv.Itoa(r.Clients),
+			strconv.Itoa(r.Pipeline), harness.Fixed(r.RPS, 0), harness.Fixed(r.AvgMs, 4), harness.Fixed(r.P50Ms, 4),
+			harness.Fixed(r.P99Ms, 4), strconv.FormatInt(r.Errors, 10), strconv.FormatInt(r.Timeouts, 10), perClient(r),
+			harness.Fixed(m.ServerCPUPerRequestUs, 2), harness.Fixed(r.ClientCPUSeconds, 2),
+			harness.Fixed(m.MemPerConnIdleKiB, 1), harness.Fixed(m.MemPerConnActiveKiB, 1)})
 	}
-	return tw.Flush()
+	return harness.TextTable{Right: true, Closed: true}.Write(w, []string{"repeat", "server", "strategy", "clients", "pipeline",
+		"RPS", "avg ms", "p50 ms", "p99 ms", "errors", "timeouts", "per-client calls/s min/med/max", "srv CPU µs/req",
+		"client CPU s", "KiB/conn idle", "KiB/conn active"}, rows)
 }
 
 // WriteSummary prints the per-server medians [min–max] and the ratios.
 func WriteSummary(w io.Writer, s Summary) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "server\truns\tfailed\tRPS\tp50 ms\tp99 ms\terrors\ttimeouts\tsrv CPU µs/req\tKiB/conn active\t")
+	rows := make([][]string, 0, len(s.Kinds))
 	for _, k := range s.Kinds {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t\n", k.Server, k.Runs, k.Failed, k.RPS.Format(0),
-			k.P50Ms.Format(3), k.P99Ms.Format(3), k.Errors, k.Timeouts,
-			k.CPUPerRequestUs.Format(2), k.MemPerConnActiveKiB.Format(1))
+		rows = append(rows, []string{string(k.Server), strconv.Itoa(k.Runs), strconv.Itoa(k.Failed), k.RPS.Format(0),
+			k.P50Ms.Format(3), k.P99Ms.Format(3), strconv.FormatInt(k.Errors, 10), strconv.FormatInt(k.Timeouts, 10),
+			k.CPUPerRequestUs.Format(2), k.MemPerConnActiveKiB.Format(1)})
 	}
-	if err := tw.Flush(); err != nil {
+	if err := (harness.TextTable{Closed: true}).Write(w, []string{"server", "runs", "failed", "RPS", "p50 ms", "p99 ms", "errors",
+		"timeouts", "srv CPU µs/req", "KiB/conn active"}, rows); err != nil {
 		return err
 	}
 	if len(s.Kinds) == 2 {
