@@ -6,8 +6,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -74,28 +74,23 @@ func (p Phase) errorCounts() string {
 
 // writeEchoTables prints the echo workloads' summary tables.
 func writeEchoTables(w io.Writer, r *Result) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "target\tphase\troundtrips/s\tframes/s\tMiB/s\tp50 ms\tp95 ms\tp99 ms\terrors")
+	var phases, proxy [][]string
 	for _, s := range r.Summary {
 		for _, row := range []struct {
 			kind string
 			ps   PhaseStats
 		}{{KindDirect, s.Direct}, {KindProxy, s.Proxy}} {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", s.Target, row.kind,
-				row.ps.RoundtripsPerSec.Short(0), row.ps.FramesPerSec.Short(0), row.ps.MiBPerSec.Short(1),
-				row.ps.P50Ms.Short(3), row.ps.P95Ms.Short(3), row.ps.P99Ms.Short(3), row.ps.Errors)
+			phases = append(phases, []string{s.Target, row.kind, row.ps.RoundtripsPerSec.Short(0), row.ps.FramesPerSec.Short(0),
+				row.ps.MiBPerSec.Short(1), row.ps.P50Ms.Short(3), row.ps.P95Ms.Short(3), row.ps.P99Ms.Short(3),
+				strconv.FormatInt(row.ps.Errors, 10)})
 		}
+		proxy = append(proxy, []string{s.Target, s.Ratio.Short(3), s.CPUNsPerFrame.Short(0), s.SyscallsPerFrame.Short(3),
+			s.Proxy.SegmentsPerFrame.Short(3), s.Direct.SegmentsPerFrame.Short(3), s.RSSMiB.Short(1)})
 	}
-	tw.Flush()
+	harness.TextTable{}.Write(w, []string{"target", "phase", "roundtrips/s", "frames/s", "MiB/s", "p50 ms", "p95 ms", "p99 ms", "errors"}, phases)
 	fmt.Fprintln(w)
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "target\tproxy/direct\tCPU ns/frame\tsyscalls/frame\tsegments/frame (proxy)\tsegments/frame (direct)\tRSS MiB")
-	for _, s := range r.Summary {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Target, s.Ratio.Short(3), s.CPUNsPerFrame.Short(0),
-			s.SyscallsPerFrame.Short(3), s.Proxy.SegmentsPerFrame.Short(3), s.Direct.SegmentsPerFrame.Short(3),
-			s.RSSMiB.Short(1))
-	}
-	tw.Flush()
+	harness.TextTable{}.Write(w, []string{"target", "proxy/direct", "CPU ns/frame", "syscalls/frame", "segments/frame (proxy)",
+		"segments/frame (direct)", "RSS MiB"}, proxy)
 }
 
 // workloadName is the preset the run used, or "custom" for explicit flags.
