@@ -208,27 +208,22 @@ func Compare(ctx context.Context, cfg CompareConfig) (*Comparison, error) {
 		}
 	}
 	cmp := &Comparison{}
-	for r := range cfg.Repeats {
-		for _, i := range harness.Order(len(cfg.Servers), r) {
-			t, err := runTrial(ctx, cfg, cfg.Servers[i], r+1, false)
-			if err != nil {
-				return nil, err
+	trials := func(syscalls bool) error {
+		return harness.Rotate(cfg.Repeats, len(cfg.Servers), func(r, _, i int) error {
+			if syscalls && cfg.Servers[i].Binary == "" {
+				return nil // a server already running cannot be started under perf
 			}
+			t, err := runTrial(ctx, cfg, cfg.Servers[i], r+1, syscalls)
 			cmp.Trials = append(cmp.Trials, t)
-		}
+			return err
+		})
+	}
+	if err := trials(false); err != nil {
+		return nil, err
 	}
 	if cfg.Syscalls {
-		for r := range cfg.Repeats {
-			for _, i := range harness.Order(len(cfg.Servers), r) {
-				if cfg.Servers[i].Binary == "" {
-					continue
-				}
-				t, err := runTrial(ctx, cfg, cfg.Servers[i], r+1, true)
-				if err != nil {
-					return nil, err
-				}
-				cmp.Trials = append(cmp.Trials, t)
-			}
+		if err := trials(true); err != nil {
+			return nil, err
 		}
 	}
 	cmp.summarize(cfg.Servers)

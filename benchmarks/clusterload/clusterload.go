@@ -103,21 +103,20 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	defer backend.Stop()
 	res := &Result{Count: cfg.Count, Parallel: cfg.Parallel}
-	for r := range cfg.Repeats {
-		for _, i := range harness.Order(2, r) {
-			on := i == 0
-			tr, err := trial(ctx, cfg, backendAddr, "redis://"+redisAddr+"/0", on)
-			if err != nil {
-				res.On, res.Off = summarize(res.Trials, true), summarize(res.Trials, false)
-				return res, err
-			}
-			cfg.Log("repeat %d cluster %v: %.0f logins/s, %.1f µs CPU/login, %.2f Redis round trips/login, %d failed",
-				r+1, on, tr.LoginsPerSec, tr.CPUMicrosPer, tr.RoundTripsPer, tr.Failed)
-			res.Trials = append(res.Trials, tr)
+	// The two modes alternate: on first in even repeats, off first in odd.
+	err = harness.Rotate(cfg.Repeats, 2, func(r, _, i int) error {
+		on := i == 0
+		tr, err := trial(ctx, cfg, backendAddr, "redis://"+redisAddr+"/0", on)
+		if err != nil {
+			return err
 		}
-	}
+		cfg.Log("repeat %d cluster %v: %.0f logins/s, %.1f µs CPU/login, %.2f Redis round trips/login, %d failed",
+			r+1, on, tr.LoginsPerSec, tr.CPUMicrosPer, tr.RoundTripsPer, tr.Failed)
+		res.Trials = append(res.Trials, tr)
+		return nil
+	})
 	res.On, res.Off = summarize(res.Trials, true), summarize(res.Trials, false)
-	return res, nil
+	return res, err
 }
 
 func summarize(ts []Trial, on bool) Summary {

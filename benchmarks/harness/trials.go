@@ -13,19 +13,20 @@ func Order(n, r int) []int {
 	return out
 }
 
-// Rotate calls run for every repeat and every position of n targets, the
-// target of position pos in repeat r being Order(n, r)[pos]; it stops
-// early, and returns false, when run returns false (the run was
-// interrupted).
-func Rotate(repeats, n int, run func(repeat, pos, target int) bool) bool {
+// Rotate is the trial loop: it calls run for every repeat and every
+// position of n targets, the target of position pos in repeat r being
+// Order(n, r)[pos]. A failed trial is run's to record (it stays in the
+// report, out of the medians); an error from run ends the loop (the run
+// was interrupted or cannot go on) and Rotate returns it.
+func Rotate(repeats, n int, run func(repeat, pos, target int) error) error {
 	for r := range repeats {
 		for pos, target := range Order(n, r) {
-			if !run(r, pos, target) {
-				return false
+			if err := run(r, pos, target); err != nil {
+				return err
 			}
 		}
 	}
-	return true
+	return nil
 }
 
 // Keep returns the items that keep accepts, in their order: the trials

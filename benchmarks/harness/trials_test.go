@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -17,16 +18,23 @@ func TestOrderRotates(t *testing.T) {
 
 func TestRotateVisitsEveryTrialAndStops(t *testing.T) {
 	var seen []string
-	done := Rotate(2, 2, func(r, pos, target int) bool {
+	err := Rotate(2, 2, func(r, pos, target int) error {
 		seen = append(seen, fmt.Sprintf("%d/%d:%d", r, pos, target))
-		return true
+		return nil
 	})
-	if want := []string{"0/0:0", "0/1:1", "1/0:1", "1/1:0"}; !done || !slices.Equal(seen, want) {
-		t.Errorf("Rotate = %v, visited %v; want true, %v", done, seen, want)
+	if want := []string{"0/0:0", "0/1:1", "1/0:1", "1/1:0"}; err != nil || !slices.Equal(seen, want) {
+		t.Errorf("Rotate = %v, visited %v; want nil, %v", err, seen, want)
 	}
 	n := 0
-	if Rotate(3, 2, func(int, int, int) bool { n++; return n < 3 }) || n != 3 {
-		t.Errorf("Rotate went on after run returned false: %d calls", n)
+	stop := errors.New("interrupted")
+	err = Rotate(3, 2, func(int, int, int) error {
+		if n++; n == 3 {
+			return stop
+		}
+		return nil
+	})
+	if err != stop || n != 3 {
+		t.Errorf("Rotate = %v after %d calls, want the error of the third and no more", err, n)
 	}
 }
 

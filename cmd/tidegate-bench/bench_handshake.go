@@ -127,26 +127,23 @@ func runBenchHandshake(c *cli.Context) error {
 		}
 	}
 	var trials []handshakeTrial
-	var runErr error
-	for r := 0; r < repeats && runErr == nil; r++ {
-		for _, i := range harness.Order(len(targets), r) {
-			t := targets[i]
-			log.Info().Str("target", t.name).Str("addr", t.addr).Int("repeat", r).Int("count", cfg.Count).Int("parallel", cfg.Parallel).
-				Msg("handshake storm starting")
-			tr, err := handshakeStorm(ctx, cfg, t.addr, t.pids)
-			tr.Target, tr.Repeat = t.name, r
-			if err != nil {
-				tr.Error = err.Error()
-			}
-			if tr.HandshakeResult != nil {
-				trials = append(trials, tr)
-			}
-			if err != nil {
-				runErr = fmt.Errorf("%s, repeat %d: %w", t.name, r, err)
-				break
-			}
+	runErr := harness.Rotate(repeats, len(targets), func(r, _, i int) error {
+		t := targets[i]
+		log.Info().Str("target", t.name).Str("addr", t.addr).Int("repeat", r).Int("count", cfg.Count).Int("parallel", cfg.Parallel).
+			Msg("handshake storm starting")
+		tr, err := handshakeStorm(ctx, cfg, t.addr, t.pids)
+		tr.Target, tr.Repeat = t.name, r
+		if err != nil {
+			tr.Error = err.Error()
 		}
-	}
+		if tr.HandshakeResult != nil {
+			trials = append(trials, tr)
+		}
+		if err != nil {
+			return fmt.Errorf("%s, repeat %d: %w", t.name, r, err)
+		}
+		return nil
+	})
 	names := make([]string, len(targets))
 	for i, t := range targets {
 		names[i] = t.name
