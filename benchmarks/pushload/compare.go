@@ -31,8 +31,8 @@ type CompareConfig struct {
 	// Subscribers and hooks are set per trial.
 	Load Config
 	// Subscribers are the subscriber counts, each run Repeats times for
-	// every server, the order of the servers swapped from one repeat to
-	// the next.
+	// every server, the order of the servers rotated by one from one
+	// repeat to the next (harness.Rotate: two servers alternate).
 	Subscribers []int
 	Repeats     int
 	Servers     []Server
@@ -89,27 +89,23 @@ func Compare(ctx context.Context, cfg CompareConfig) ([]Trial, error) {
 	}
 	var out []Trial
 	for _, n := range cfg.Subscribers {
-		for rep := 1; rep <= cfg.Repeats; rep++ {
-			order := cfg.Servers
-			if rep%2 == 0 {
-				order = make([]Server, len(cfg.Servers))
-				for i, s := range cfg.Servers {
-					order[len(order)-1-i] = s
-				}
+		err := harness.Rotate(cfg.Repeats, len(cfg.Servers), func(r, pos, i int) error {
+			srv, rep := cfg.Servers[i], r+1
+			t, err := runTrial(ctx, cfg, srv, n)
+			if err != nil {
+				return fmt.Errorf("pushload: %s, %d subscribers, repeat %d: %w", srv, n, rep, err)
 			}
-			for pos, srv := range order {
-				t, err := runTrial(ctx, cfg, srv, n)
-				if err != nil {
-					return out, fmt.Errorf("pushload: %s, %d subscribers, repeat %d: %w", srv, n, rep, err)
-				}
-				t.Repeat, t.Position = rep, pos
-				if t.Failure != "" {
-					cfg.Load.Logger.Error().Str("server", string(srv)).Int("subscribers", n).Int("repeat", rep).
-						Str("failure", t.Failure).Msg("trial failed: left out of the medians")
-				}
-				cfg.Load.Logger.Info().Str("server", string(srv)).Int("repeat", rep).Msg(t.Result.String())
-				out = append(out, t)
+			t.Repeat, t.Position = rep, pos
+			if t.Failure != "" {
+				cfg.Load.Logger.Error().Str("server", string(srv)).Int("subscribers", n).Int("repeat", rep).
+					Str("failure", t.Failure).Msg("trial failed: left out of the medians")
 			}
+			cfg.Load.Logger.Info().Str("server", string(srv)).Int("repeat", rep).Msg(t.Result.String())
+			out = append(out, t)
+			return nil
+		})
+		if err != nil {
+			return out, err
 		}
 	}
 	return out, nil

@@ -104,8 +104,9 @@ func Measure(ctx context.Context, load Config, spawn SpawnConfig) (m Measurement
 }
 
 // Compare measures each of kinds repeats times, a fresh server each time,
-// alternating the order in which the kinds run from one repeat to the next
-// so that neither always runs on a warmer or cooler machine. A run whose
+// the order of the kinds rotated by one from one repeat to the next
+// (harness.Rotate: two kinds alternate) so that neither always runs on a
+// warmer or cooler machine. A run whose
 // requests failed is kept, with its Failure, and the others go on; Failed
 // tells whether any did. An error is a run that could not be made.
 func Compare(ctx context.Context, load Config, spawn SpawnConfig, kinds []ServerKind, repeats int) ([]Measurement, error) {
@@ -113,30 +114,22 @@ func Compare(ctx context.Context, load Config, spawn SpawnConfig, kinds []Server
 		return nil, fmt.Errorf("rps: repeats %d: want at least 1", repeats)
 	}
 	var out []Measurement
-	for rep := 0; rep < repeats; rep++ {
-		order := kinds
-		if rep%2 == 1 {
-			order = make([]ServerKind, len(kinds))
-			for i, k := range kinds {
-				order[len(kinds)-1-i] = k
-			}
+	err := harness.Rotate(repeats, len(kinds), func(r, pos, i int) error {
+		sc := spawn
+		sc.Kind = kinds[i]
+		m, err := Measure(ctx, load, sc)
+		if err != nil {
+			return fmt.Errorf("repeat %d, %s: %w", r+1, sc.Kind, err)
 		}
-		for pos, k := range order {
-			sc := spawn
-			sc.Kind = k
-			m, err := Measure(ctx, load, sc)
-			if err != nil {
-				return out, fmt.Errorf("repeat %d, %s: %w", rep+1, k, err)
-			}
-			m.Repeat, m.Position = rep+1, pos
-			if m.Failure != "" {
-				load.Logger.Error().Str("server", string(k)).Int("repeat", rep+1).Str("failure", m.Failure).
-					Msg("run failed: left out of the medians")
-			}
-			out = append(out, m)
+		m.Repeat, m.Position = r+1, pos
+		if m.Failure != "" {
+			load.Logger.Error().Str("server", string(sc.Kind)).Int("repeat", r+1).Str("failure", m.Failure).
+				Msg("run failed: left out of the medians")
 		}
-	}
-	return out, nil
+		out = append(out, m)
+		return nil
+	})
+	return out, err
 }
 
 // Failed returns an error naming every measurement that failed, or nil.
