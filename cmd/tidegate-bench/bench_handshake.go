@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -272,15 +273,15 @@ func printHandshakes(trials []handshakeTrial, sums []handshakeSummary) {
 		return
 	}
 	fmt.Println()
-	fmt.Println("| target | accepted/s | p50 ms | p99 ms | proxy CPU µs/login | syscalls/login |")
-	fmt.Println("|---|--:|--:|--:|--:|--:|")
+	rows := make([][]string, 0, len(sums))
 	for _, s := range sums {
 		sys := "–"
 		if s.SyscallsPerLogin > 0 {
-			sys = fmt.Sprintf("%.1f", s.SyscallsPerLogin)
+			sys = harness.Fixed(s.SyscallsPerLogin, 1)
 		}
-		fmt.Printf("| %s | %s | %s | %s | %s | %s |\n", s.Target, s.PerSec.Format(0), s.P50Ms.Format(2), s.P99Ms.Format(1), s.CPUUsPerLog.Format(1), sys)
+		rows = append(rows, []string{s.Target, s.PerSec.Format(0), s.P50Ms.Format(2), s.P99Ms.Format(1), s.CPUUsPerLog.Format(1), sys})
 	}
+	harness.MarkdownTable(os.Stdout, []string{"target", "accepted/s", "p50 ms", "p99 ms", "proxy CPU µs/login", "syscalls/login"}, "lrrrrr", rows)
 	if len(sums) < 2 || sums[0].PerSec.N == 0 {
 		return
 	}
