@@ -56,3 +56,19 @@ func TestReportGolden(t *testing.T) {
 		})
 	}
 }
+
+// TestCompareGolden renders bench compare's side-by-side table of two
+// platforms, each with both workloads of goldenResult.
+func TestCompareGolden(t *testing.T) {
+	platform := func(kernel string, idleRSS float64) *Platform {
+		var p Platform
+		golden.Fill(&p)
+		p.Host.Kernel = kernel
+		p.Session = map[string]*Result{"w16": goldenResult(false), "players": goldenResult(true)}
+		p.Idle.RSSPerSession = idleRSS
+		return &p
+	}
+	a, b := platform("6.1", 4), platform("24.0", 6)
+	b.Session["w16"].Summary[0].CPUNsPerFrame.Median *= 2
+	golden.Render(t, "compare.txt", func(w io.Writer) error { return Compare(w, a, b, "a.json", "b.json") })
+}
