@@ -16,8 +16,8 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/peers"
-	"github.com/tidegate/tidegate/benchmarks/spread"
 	"github.com/tidegate/tidegate/internal/testkit/leaktest"
 	"github.com/tidegate/tidegate/internal/testkit/standin"
 	"github.com/tidegate/tidegate/internal/testkit/testserver"
@@ -90,20 +90,6 @@ func TestResultFailed(t *testing.T) {
 	}
 }
 
-func TestOrderRotates(t *testing.T) {
-	first := map[int]int{}
-	for r := range 4 {
-		o := Order(2, r)
-		if len(o) != 2 || o[0] == o[1] {
-			t.Fatalf("repeat %d: order %v", r, o)
-		}
-		first[o[0]]++
-	}
-	if first[0] != 2 || first[1] != 2 {
-		t.Fatalf("first places %v, want each twice", first)
-	}
-}
-
 func f64(v float64) *float64 { return &v }
 
 func TestSummarizeRatiosAndVerdict(t *testing.T) {
@@ -121,7 +107,7 @@ func TestSummarizeRatiosAndVerdict(t *testing.T) {
 		t.Fatalf("clean trials failed: %v", c.Failures)
 	}
 	old, nw := c.Summaries[0], c.Summaries[1]
-	if old.Trials != 3 || old.ConnsPerSec != (spread.Spread{Median: 1100, Min: 1000, Max: 1200, N: 3}) {
+	if old.Trials != 3 || old.ConnsPerSec != (harness.Spread{Median: 1100, Min: 1000, Max: 1200, N: 3}) {
 		t.Fatalf("old: %+v", old)
 	}
 	if nw.SyscallsPerConn.Median != 20 || nw.SyscallsPerConn.N != 1 {

@@ -17,7 +17,6 @@ import (
 	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/peers"
 	"github.com/tidegate/tidegate/benchmarks/procstat"
-	"github.com/tidegate/tidegate/benchmarks/spread"
 	"github.com/tidegate/tidegate/internal/revision"
 )
 
@@ -144,17 +143,17 @@ type Trial struct {
 
 // Summary is one server's figures over its trials, median [min–max].
 type Summary struct {
-	Server              Server        `json:"server"`
-	Trials              int           `json:"trials"`
-	Failed              int           `json:"failed"`
-	ConnsPerSec         spread.Spread `json:"conns_per_sec"`
-	ServerCPUUsPerConn  spread.Spread `json:"server_cpu_us_per_conn"`
-	ServerSlicesPerConn spread.Spread `json:"server_slices_per_conn"`
-	ClientCPUUsPerConn  spread.Spread `json:"client_cpu_us_per_conn"`
-	OtherCPUUsPerConn   spread.Spread `json:"other_cpu_us_per_conn"`
-	P50Us               spread.Spread `json:"p50_us"`
-	P99Us               spread.Spread `json:"p99_us"`
-	SyscallsPerConn     spread.Spread `json:"syscalls_per_conn"`
+	Server              Server         `json:"server"`
+	Trials              int            `json:"trials"`
+	Failed              int            `json:"failed"`
+	ConnsPerSec         harness.Spread `json:"conns_per_sec"`
+	ServerCPUUsPerConn  harness.Spread `json:"server_cpu_us_per_conn"`
+	ServerSlicesPerConn harness.Spread `json:"server_slices_per_conn"`
+	ClientCPUUsPerConn  harness.Spread `json:"client_cpu_us_per_conn"`
+	OtherCPUUsPerConn   harness.Spread `json:"other_cpu_us_per_conn"`
+	P50Us               harness.Spread `json:"p50_us"`
+	P99Us               harness.Spread `json:"p99_us"`
+	SyscallsPerConn     harness.Spread `json:"syscalls_per_conn"`
 }
 
 // Ratio is one server's medians divided by the first server's (0 where
@@ -177,16 +176,6 @@ type Comparison struct {
 	// Failures lists every failed trial; OK is true when there are none.
 	Failures []string `json:"failures,omitempty"`
 	OK       bool     `json:"ok"`
-}
-
-// Order returns the servers' order in repeat r: rotated by r, so that each
-// server runs first as often as the others.
-func Order(n, r int) []int {
-	out := make([]int, n)
-	for i := range out {
-		out[i] = (i + r) % n
-	}
-	return out
 }
 
 // Compare runs cfg.Repeats trials per server, alternating between them,
@@ -219,27 +208,22 @@ func Compare(ctx context.Context, cfg CompareConfig) (*Comparison, error) {
 		}
 	}
 	cmp := &Comparison{}
-	for r := range cfg.Repeats {
-		for _, i := range Order(len(cfg.Servers), r) {
-			t, err := runTrial(ctx, cfg, cfg.Servers[i], r+1, false)
-			if err != nil {
-				return nil, err
+	trials := func(syscalls bool) error {
+		return harness.Rotate(cfg.Repeats, len(cfg.Servers), func(r, _, i int) error {
+			if syscalls && cfg.Servers[i].Binary == "" {
+				return nil // a server already running cannot be started under perf
 			}
+			t, err := runTrial(ctx, cfg, cfg.Servers[i], r+1, syscalls)
 			cmp.Trials = append(cmp.Trials, t)
-		}
+			return err
+		})
+	}
+	if err := trials(false); err != nil {
+		return nil, err
 	}
 	if cfg.Syscalls {
-		for r := range cfg.Repeats {
-			for _, i := range Order(len(cfg.Servers), r) {
-				if cfg.Servers[i].Binary == "" {
-					continue
-				}
-				t, err := runTrial(ctx, cfg, cfg.Servers[i], r+1, true)
-				if err != nil {
-					return nil, err
-				}
-				cmp.Trials = append(cmp.Trials, t)
-			}
+		if err := trials(true); err != nil {
+			return nil, err
 		}
 	}
 	cmp.summarize(cfg.Servers)
@@ -396,37 +380,28 @@ func (c *Comparison) summarize(servers []Server) {
 	c.Summaries, c.Ratios, c.Failures = nil, nil, nil
 	for _, s := range servers {
 		sum := Summary{Server: s}
-		var rate, cpu, slices, client, other, p50, p99, sys []float64
-		add := func(dst *[]float64, v *float64) {
-			if v != nil {
-				*dst = append(*dst, *v)
-			}
-		}
+		var measured, counted []Trial
 		for _, t := range c.Trials {
-			if t.Server != s.Label {
-				continue
-			}
-			if t.Failure != "" {
+			switch {
+			case t.Server != s.Label:
+			case t.Failure != "":
 				sum.Failed++
 				c.Failures = append(c.Failures, fmt.Sprintf("%s %s: %s", s.Label, trialName(t), t.Failure))
-				continue
+			case t.Syscalls:
+				counted = append(counted, t)
+			default:
+				measured = append(measured, t)
 			}
-			if t.Syscalls {
-				add(&sys, t.SyscallsPerConn)
-				continue
-			}
-			sum.Trials++
-			rate = append(rate, t.Result.ConnsPerSec)
-			p50 = append(p50, t.Result.P50Us)
-			p99 = append(p99, t.Result.P99Us)
-			add(&cpu, t.ServerCPUUsPerConn)
-			add(&slices, t.ServerSlicesPerConn)
-			add(&client, t.ClientCPUUsPerConn)
-			add(&other, t.OtherCPUUsPerConn)
 		}
-		sum.ConnsPerSec, sum.ServerCPUUsPerConn, sum.ServerSlicesPerConn = spread.Of(rate), spread.Of(cpu), spread.Of(slices)
-		sum.ClientCPUUsPerConn, sum.P50Us, sum.P99Us = spread.Of(client), spread.Of(p50), spread.Of(p99)
-		sum.OtherCPUUsPerConn, sum.SyscallsPerConn = spread.Of(other), spread.Of(sys)
+		sum.Trials = len(measured)
+		sum.ConnsPerSec = harness.SpreadOf(measured, func(t Trial) float64 { return t.Result.ConnsPerSec })
+		sum.P50Us = harness.SpreadOf(measured, func(t Trial) float64 { return t.Result.P50Us })
+		sum.P99Us = harness.SpreadOf(measured, func(t Trial) float64 { return t.Result.P99Us })
+		sum.ServerCPUUsPerConn = harness.SpreadOfPresent(measured, func(t Trial) *float64 { return t.ServerCPUUsPerConn })
+		sum.ServerSlicesPerConn = harness.SpreadOfPresent(measured, func(t Trial) *float64 { return t.ServerSlicesPerConn })
+		sum.ClientCPUUsPerConn = harness.SpreadOfPresent(measured, func(t Trial) *float64 { return t.ClientCPUUsPerConn })
+		sum.OtherCPUUsPerConn = harness.SpreadOfPresent(measured, func(t Trial) *float64 { return t.OtherCPUUsPerConn })
+		sum.SyscallsPerConn = harness.SpreadOfPresent(counted, func(t Trial) *float64 { return t.SyscallsPerConn })
 		c.Summaries = append(c.Summaries, sum)
 	}
 	if len(c.Summaries) > 1 {
@@ -455,9 +430,7 @@ func trialName(t Trial) string {
 }
 
 // ratio divides the medians, 0 where either spread is empty.
-func ratio(a, b spread.Spread) float64 {
-	if a.N == 0 || b.N == 0 || b.Median == 0 {
-		return 0
-	}
-	return a.Median / b.Median
+func ratio(a, b harness.Spread) float64 {
+	r, _ := harness.MedianRatio(a, b)
+	return r
 }

@@ -3,14 +3,15 @@ package acceptload
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
-	"github.com/tidegate/tidegate/benchmarks/resultfile"
+	"github.com/tidegate/tidegate/benchmarks/harness"
 )
 
 // Meta says where and how a comparison was made; the command fills it in.
 type Meta struct {
-	resultfile.Meta
+	harness.Meta
 	// The load's and the servers' settings, for the table's heading.
 	Conns      int `json:"conns"`
 	Parallel   int `json:"parallel"`
@@ -28,7 +29,7 @@ type Report struct {
 }
 
 // WriteJSON writes the report as indented JSON.
-func WriteJSON(w io.Writer, r Report) error { return resultfile.WriteJSON(w, r) }
+func WriteJSON(w io.Writer, r Report) error { return harness.WriteJSON(w, r) }
 
 func optional(v *float64, decimals int) string {
 	if v == nil {
@@ -64,26 +65,33 @@ func WriteTable(w io.Writer, r Report) error {
 	}
 	for _, s := range r.Summaries {
 		if s.Server.Binary != "" {
-			fmt.Fprintf(&b, "server %s: %s (revision %s)\n", s.Server.Label, s.Server.Binary, orDash(s.Server.Revision))
+			fmt.Fprintf(&b, "server %s: %s (revision %s)\n", s.Server.Label, s.Server.Binary, harness.OrDash(s.Server.Revision))
 		}
 	}
-	b.WriteString("\n| repeat | server | conns/s | server CPU µs/conn | server run slices/conn | client CPU µs/conn | other CPU µs/conn | p50 µs | p99 µs | max µs | errors | syscalls/conn | failure |\n")
-	b.WriteString("|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|\n")
+	b.WriteString("\n")
+	trials := make([][]string, 0, len(r.Trials))
 	for _, t := range r.Trials {
 		res := t.Result
-		fmt.Fprintf(&b, "| %s | %s | %.0f | %s | %s | %s | %s | %.1f | %.1f | %.1f | %d | %s | %s |\n",
-			strings.TrimPrefix(trialName(t), "repeat "), t.Server, res.ConnsPerSec, optional(t.ServerCPUUsPerConn, 2),
-			optional(t.ServerSlicesPerConn, 2), optional(t.ClientCPUUsPerConn, 2), optional(t.OtherCPUUsPerConn, 1),
-			res.P50Us, res.P99Us, res.MaxUs, res.Errors, optional(t.SyscallsPerConn, 2), orDash(oneLine(t.Failure)))
+		trials = append(trials, []string{strings.TrimPrefix(trialName(t), "repeat "), t.Server, harness.Fixed(res.ConnsPerSec, 0),
+			optional(t.ServerCPUUsPerConn, 2), optional(t.ServerSlicesPerConn, 2), optional(t.ClientCPUUsPerConn, 2),
+			optional(t.OtherCPUUsPerConn, 1), harness.Fixed(res.P50Us, 1), harness.Fixed(res.P99Us, 1), harness.Fixed(res.MaxUs, 1),
+			strconv.Itoa(res.Errors), optional(t.SyscallsPerConn, 2), harness.OrDash(oneLine(t.Failure))})
+	}
+	if err := harness.MarkdownTable(&b, []string{"repeat", "server", "conns/s", "server CPU µs/conn", "server run slices/conn",
+		"client CPU µs/conn", "other CPU µs/conn", "p50 µs", "p99 µs", "max µs", "errors", "syscalls/conn", "failure"},
+		"rlrrrrrrrrrrl", trials); err != nil {
+		return err
 	}
 	b.WriteString("\nmedian [min–max] over the repeats:\n\n")
-	b.WriteString("| server | trials | conns/s | server CPU µs/conn | server run slices/conn | client CPU µs/conn | other CPU µs/conn | p50 µs | p99 µs | syscalls/conn |\n")
-	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	sums := make([][]string, 0, len(r.Summaries))
 	for _, s := range r.Summaries {
-		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", s.Server.Label, s.Trials,
-			s.ConnsPerSec.Format(0), s.ServerCPUUsPerConn.Format(2), s.ServerSlicesPerConn.Format(2),
-			s.ClientCPUUsPerConn.Format(2), s.OtherCPUUsPerConn.Format(1), s.P50Us.Format(1), s.P99Us.Format(1),
-			s.SyscallsPerConn.Short(2))
+		sums = append(sums, []string{s.Server.Label, strconv.Itoa(s.Trials), s.ConnsPerSec.Format(0), s.ServerCPUUsPerConn.Format(2),
+			s.ServerSlicesPerConn.Format(2), s.ClientCPUUsPerConn.Format(2), s.OtherCPUUsPerConn.Format(1), s.P50Us.Format(1),
+			s.P99Us.Format(1), s.SyscallsPerConn.Short(2)})
+	}
+	if err := harness.MarkdownTable(&b, []string{"server", "trials", "conns/s", "server CPU µs/conn", "server run slices/conn",
+		"client CPU µs/conn", "other CPU µs/conn", "p50 µs", "p99 µs", "syscalls/conn"}, "lrrrrrrrrr", sums); err != nil {
+		return err
 	}
 	for _, q := range r.Ratios {
 		fmt.Fprintf(&b, "\nratio %s/%s (medians): conns/s %s, server CPU/conn %s, p50 %s, p99 %s, syscalls/conn %s\n",
@@ -98,13 +106,6 @@ func WriteTable(w io.Writer, r Report) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "–"
-	}
-	return s
 }
 
 // oneLine keeps a message on one table row.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tidegate/tidegate/benchmarks/spread"
+	"github.com/tidegate/tidegate/benchmarks/harness"
 )
 
 // Slack is what the claim allows above the budget: the proxy's peak RSS
@@ -126,17 +126,17 @@ func (t *Trial) WithinBound() bool { return t.PeakRSS < t.Budget+Slack }
 type Summary struct {
 	Budget   int64
 	Trials   int
-	Baseline spread.Spread // MiB
-	Peak     spread.Spread // MiB
-	Growth   spread.Spread // peak − baseline, MiB
-	Drain    spread.Spread // seconds
-	Flood    spread.Spread // seconds to the plateau
-	Paused   spread.Spread // paused connections at the plateau
-	Heap     spread.Spread // Go heap in use at the plateau, MiB
-	Verified int           // sessions verified, all trials
-	Sessions int           // sessions, all trials
-	Within   int           // trials whose peak stayed under budget + Slack
-	Failed   int           // trials with Failures
+	Baseline harness.Spread // MiB
+	Peak     harness.Spread // MiB
+	Growth   harness.Spread // peak − baseline, MiB
+	Drain    harness.Spread // seconds
+	Flood    harness.Spread // seconds to the plateau
+	Paused   harness.Spread // paused connections at the plateau
+	Heap     harness.Spread // Go heap in use at the plateau, MiB
+	Verified int            // sessions verified, all trials
+	Sessions int            // sessions, all trials
+	Within   int            // trials whose peak stayed under budget + Slack
+	Failed   int            // trials with Failures
 }
 
 // Summarize groups trials by budget, in the order budgets first appear.
@@ -153,34 +153,23 @@ func Summarize(trials []Trial) []Summary {
 	var out []Summary
 	for _, b := range order {
 		s := Summary{Budget: b, Trials: len(by[b])}
-		var base, peak, growth, drain, flood, paused, heap []float64
 		for _, t := range by[b] {
 			s.Verified += t.Verified
 			s.Sessions += t.Sessions
-			// A trial that lost or corrupted a byte, or did not run through,
-			// measured a proxy that did not work: no figure of it counts.
-			if len(t.Failures()) > 0 {
-				s.Failed++
-				continue
-			}
-			if t.WithinBound() {
-				s.Within++
-			}
-			base = append(base, mib(t.BaselineRSS))
-			peak = append(peak, mib(t.PeakRSS))
-			growth = append(growth, mib(t.PeakRSS-t.BaselineRSS))
-			drain = append(drain, t.Drain.Seconds())
-			flood = append(flood, t.Flood.Seconds())
-			if t.Paused >= 0 {
-				paused = append(paused, float64(t.Paused))
-			}
-			if t.HeapInuse >= 0 {
-				heap = append(heap, mib(t.HeapInuse))
-			}
 		}
-		s.Baseline, s.Peak, s.Growth = spread.Of(base), spread.Of(peak), spread.Of(growth)
-		s.Drain, s.Flood = spread.Of(drain), spread.Of(flood)
-		s.Paused, s.Heap = spread.Of(paused), spread.Of(heap)
+		// A trial that lost or corrupted a byte, or did not run through,
+		// measured a proxy that did not work: no figure of it counts.
+		ok := harness.Keep(by[b], func(t Trial) bool { return len(t.Failures()) == 0 })
+		s.Failed = s.Trials - len(ok)
+		s.Within = len(harness.Keep(ok, func(t Trial) bool { return t.WithinBound() }))
+		s.Baseline = harness.SpreadOf(ok, func(t Trial) float64 { return mib(t.BaselineRSS) })
+		s.Peak = harness.SpreadOf(ok, func(t Trial) float64 { return mib(t.PeakRSS) })
+		s.Growth = harness.SpreadOf(ok, func(t Trial) float64 { return mib(t.PeakRSS - t.BaselineRSS) })
+		s.Drain = harness.SpreadOf(ok, func(t Trial) float64 { return t.Drain.Seconds() })
+		s.Flood = harness.SpreadOf(ok, func(t Trial) float64 { return t.Flood.Seconds() })
+		// -1: the figure could not be scraped.
+		s.Paused = harness.SpreadOf(harness.Keep(ok, func(t Trial) bool { return t.Paused >= 0 }), func(t Trial) float64 { return float64(t.Paused) })
+		s.Heap = harness.SpreadOf(harness.Keep(ok, func(t Trial) bool { return t.HeapInuse >= 0 }), func(t Trial) float64 { return mib(t.HeapInuse) })
 		out = append(out, s)
 	}
 	return out
@@ -189,26 +178,30 @@ func Summarize(trials []Trial) []Summary {
 // WriteTable writes the summaries as a Markdown table, then one line per
 // trial.
 func WriteTable(w io.Writer, trials []Trial) error {
-	var b strings.Builder
-	b.WriteString("| budget | bound (budget + 64 MiB) | baseline RSS MiB | peak RSS MiB | peak − baseline MiB | within bound | Go heap in use at plateau MiB | paused conns at plateau | flood to plateau s | drain s | sessions verified | failed trials |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	var sums [][]string
 	for _, s := range Summarize(trials) {
-		fmt.Fprintf(&b, "| %s | %d MiB | %s | %s | %s | %d/%d | %s | %s | %s | %s | %d/%d | %d |\n",
-			FormatSize(s.Budget), (s.Budget+Slack)>>20, s.Baseline.Format(0), s.Peak.Format(0), s.Growth.Format(0),
-			s.Within, s.Trials, s.Heap.Format(0), s.Paused.Format(0), s.Flood.Format(1), s.Drain.Format(1),
-			s.Verified, s.Sessions, s.Failed)
+		sums = append(sums, []string{FormatSize(s.Budget), fmt.Sprintf("%d MiB", (s.Budget+Slack)>>20), s.Baseline.Format(0),
+			s.Peak.Format(0), s.Growth.Format(0), fmt.Sprintf("%d/%d", s.Within, s.Trials), s.Heap.Format(0), s.Paused.Format(0),
+			s.Flood.Format(1), s.Drain.Format(1), fmt.Sprintf("%d/%d", s.Verified, s.Sessions), strconv.Itoa(s.Failed)})
 	}
-	b.WriteString("\n| # | budget | baseline RSS MiB | peak RSS MiB (flood) | peak RSS MiB (drain) | stable | sent at plateau MiB | drain s | verified | result |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
+	if err := harness.MarkdownTable(w, []string{"budget", "bound (budget + 64 MiB)", "baseline RSS MiB", "peak RSS MiB",
+		"peak − baseline MiB", "within bound", "Go heap in use at plateau MiB", "paused conns at plateau", "flood to plateau s",
+		"drain s", "sessions verified", "failed trials"}, "", sums); err != nil {
+		return err
+	}
+	rows := make([][]string, 0, len(trials))
 	for i, t := range trials {
 		res := "ok"
 		if f := t.Failures(); len(f) > 0 {
 			res = strings.Join(f, "; ")
 		}
-		fmt.Fprintf(&b, "| %d | %s | %d | %d | %d | %v | %d | %.1f | %d/%d | %s |\n", i+1, FormatSize(t.Budget),
-			t.BaselineRSS>>20, t.PeakRSS>>20, t.DrainPeakRSS>>20, t.Stable, t.SentAtPlateau>>20, t.Drain.Seconds(),
-			t.Verified, t.Sessions, res)
+		rows = append(rows, []string{strconv.Itoa(i + 1), FormatSize(t.Budget), strconv.FormatInt(t.BaselineRSS>>20, 10),
+			strconv.FormatInt(t.PeakRSS>>20, 10), strconv.FormatInt(t.DrainPeakRSS>>20, 10), strconv.FormatBool(t.Stable),
+			strconv.FormatInt(t.SentAtPlateau>>20, 10), harness.Fixed(t.Drain.Seconds(), 1), fmt.Sprintf("%d/%d", t.Verified, t.Sessions), res})
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	if _, err := io.WriteString(w, "\n"); err != nil {
+		return err
+	}
+	return harness.MarkdownTable(w, []string{"#", "budget", "baseline RSS MiB", "peak RSS MiB (flood)", "peak RSS MiB (drain)",
+		"stable", "sent at plateau MiB", "drain s", "verified", "result"}, "", rows)
 }

@@ -9,9 +9,11 @@ package clusterload
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,7 +22,6 @@ import (
 	"github.com/tidegate/tidegate/benchmarks/mcload"
 	"github.com/tidegate/tidegate/benchmarks/peers"
 	"github.com/tidegate/tidegate/benchmarks/procstat"
-	"github.com/tidegate/tidegate/benchmarks/spread"
 )
 
 // Config is a cluster benchmark.
@@ -57,10 +58,10 @@ type Trial struct {
 
 // Summary is one mode's figures over the trials that had no failure.
 type Summary struct {
-	LoginsPerSec  spread.Spread `json:"logins_per_sec"`
-	CPUMicrosPer  spread.Spread `json:"proxy_cpu_us_per_login"`
-	RoundTripsPer spread.Spread `json:"redis_roundtrips_per_login"`
-	P99Ms         spread.Spread `json:"p99_ms"`
+	LoginsPerSec  harness.Spread `json:"logins_per_sec"`
+	CPUMicrosPer  harness.Spread `json:"proxy_cpu_us_per_login"`
+	RoundTripsPer harness.Spread `json:"redis_roundtrips_per_login"`
+	P99Ms         harness.Spread `json:"p99_ms"`
 }
 
 // Result is the whole run.
@@ -101,38 +102,63 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	defer backend.Stop()
 	res := &Result{Count: cfg.Count, Parallel: cfg.Parallel}
-	for r := range cfg.Repeats {
-		order := []bool{true, false}
-		if r%2 == 1 {
-			order = []bool{false, true}
+	// The two modes alternate: on first in even repeats, off first in odd.
+	err = harness.Rotate(cfg.Repeats, 2, func(r, _, i int) error {
+		on := i == 0
+		tr, err := trial(ctx, cfg, backendAddr, "redis://"+redisAddr+"/0", on)
+		if err != nil {
+			return err
 		}
-		for _, on := range order {
-			tr, err := trial(ctx, cfg, backendAddr, "redis://"+redisAddr+"/0", on)
-			if err != nil {
-				res.On, res.Off = summarize(res.Trials, true), summarize(res.Trials, false)
-				return res, err
-			}
-			cfg.Log("repeat %d cluster %v: %.0f logins/s, %.1f µs CPU/login, %.2f Redis round trips/login, %d failed",
-				r+1, on, tr.LoginsPerSec, tr.CPUMicrosPer, tr.RoundTripsPer, tr.Failed)
-			res.Trials = append(res.Trials, tr)
-		}
-	}
+		cfg.Log("repeat %d cluster %v: %.0f logins/s, %.1f µs CPU/login, %.2f Redis round trips/login, %d failed",
+			r+1, on, tr.LoginsPerSec, tr.CPUMicrosPer, tr.RoundTripsPer, tr.Failed)
+		res.Trials = append(res.Trials, tr)
+		return nil
+	})
 	res.On, res.Off = summarize(res.Trials, true), summarize(res.Trials, false)
-	return res, nil
+	return res, err
 }
 
 func summarize(ts []Trial, on bool) Summary {
-	var lps, cpu, rt, p99 []float64
-	for _, t := range ts {
-		if t.Cluster != on || t.Failed > 0 {
-			continue
-		}
-		lps, cpu, p99 = append(lps, t.LoginsPerSec), append(cpu, t.CPUMicrosPer), append(p99, t.P99Ms)
-		if on {
-			rt = append(rt, t.RoundTripsPer)
-		}
+	ok := harness.Keep(ts, func(t Trial) bool { return t.Cluster == on && t.Failed == 0 })
+	s := Summary{LoginsPerSec: harness.SpreadOf(ok, func(t Trial) float64 { return t.LoginsPerSec }),
+		CPUMicrosPer: harness.SpreadOf(ok, func(t Trial) float64 { return t.CPUMicrosPer }),
+		P99Ms:        harness.SpreadOf(ok, func(t Trial) float64 { return t.P99Ms })}
+	if on {
+		// With the cluster off there is no Redis to count round trips to.
+		s.RoundTripsPer = harness.SpreadOf(ok, func(t Trial) float64 { return t.RoundTripsPer })
 	}
-	return Summary{LoginsPerSec: spread.Of(lps), CPUMicrosPer: spread.Of(cpu), RoundTripsPer: spread.Of(rt), P99Ms: spread.Of(p99)}
+	return s
+}
+
+// WriteTable writes every trial, then the medians [min–max] of each mode,
+// as Markdown tables.
+func WriteTable(w io.Writer, res *Result) error {
+	if _, err := fmt.Fprintf(w, "cluster bench: %d logins per trial, %d in parallel\n", res.Count, res.Parallel); err != nil {
+		return err
+	}
+	trials := make([][]string, 0, len(res.Trials))
+	for i, t := range res.Trials {
+		trials = append(trials, []string{strconv.Itoa(i + 1), strconv.FormatBool(t.Cluster), harness.Fixed(t.LoginsPerSec, 0),
+			harness.Fixed(t.CPUMicrosPer, 1), harness.Fixed(t.RoundTripsPer, 2), harness.Fixed(t.P99Ms, 2),
+			strconv.Itoa(t.Failed) + " " + t.RejectedReason, strconv.FormatInt(t.Fallbacks, 10)})
+	}
+	if err := harness.MarkdownTable(w, []string{"trial", "cluster", "logins/s", "proxy CPU µs/login", "Redis round trips/login",
+		"p99 ms", "failed", "fallbacks"}, "rlrrrrrr", trials); err != nil {
+		return err
+	}
+	// The modes' column has no heading: "| |", which MarkdownTable would
+	// write with two spaces.
+	var b strings.Builder
+	b.WriteString("\n| | logins/s | proxy CPU µs/login | Redis round trips/login | p99 ms |\n|---|--:|--:|--:|--:|\n")
+	for _, m := range []struct {
+		name string
+		s    Summary
+	}{{"cluster on", res.On}, {"cluster off", res.Off}} {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", m.name, m.s.LoginsPerSec.Format(0), m.s.CPUMicrosPer.Format(1),
+			m.s.RoundTripsPer.Format(2), m.s.P99Ms.Format(2))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 // proxyConfig is the proxy's configuration: peers.TidegateConfig (no

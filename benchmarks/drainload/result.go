@@ -3,10 +3,10 @@ package drainload
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
-	"github.com/tidegate/tidegate/benchmarks/resultfile"
-	"github.com/tidegate/tidegate/benchmarks/spread"
+	"github.com/tidegate/tidegate/benchmarks/harness"
 )
 
 // Params are the figures a run was made with.
@@ -36,7 +36,7 @@ func paramsOf(c Config) Params {
 }
 
 // Meta says where and how a run was made; the command fills it in.
-type Meta = resultfile.Meta
+type Meta = harness.Meta
 
 // Trial is one server measured once.
 type Trial struct {
@@ -91,20 +91,20 @@ func (t *Trial) noisy(quiet float64) bool {
 
 // Summary is one server's trials over the repeats.
 type Summary struct {
-	Server        string        `json:"server"`
-	Version       string        `json:"version"`
-	Trials        int           `json:"trials"`
-	Failed        int           `json:"failed"`
-	IdleCPU       spread.Spread `json:"idle_cpu_pct"`
-	PausedCPU     spread.Spread `json:"paused_cpu_pct"`
-	IdleRuns      spread.Spread `json:"idle_runs_per_s"`
-	PausedRuns    spread.Spread `json:"paused_runs_per_s"`
-	ResumeP50     spread.Spread `json:"resume_p50_ms"`
-	ResumeP99     spread.Spread `json:"resume_p99_ms"`
-	AfterDrainP50 spread.Spread `json:"after_drain_p50_ms"`
-	AfterDrainP99 spread.Spread `json:"after_drain_p99_ms"`
-	BacklogMiB    spread.Spread `json:"backlog_mib"`
-	PausedOther   spread.Spread `json:"paused_other_cpu_pct"`
+	Server        string         `json:"server"`
+	Version       string         `json:"version"`
+	Trials        int            `json:"trials"`
+	Failed        int            `json:"failed"`
+	IdleCPU       harness.Spread `json:"idle_cpu_pct"`
+	PausedCPU     harness.Spread `json:"paused_cpu_pct"`
+	IdleRuns      harness.Spread `json:"idle_runs_per_s"`
+	PausedRuns    harness.Spread `json:"paused_runs_per_s"`
+	ResumeP50     harness.Spread `json:"resume_p50_ms"`
+	ResumeP99     harness.Spread `json:"resume_p99_ms"`
+	AfterDrainP50 harness.Spread `json:"after_drain_p50_ms"`
+	AfterDrainP99 harness.Spread `json:"after_drain_p99_ms"`
+	BacklogMiB    harness.Spread `json:"backlog_mib"`
+	PausedOther   harness.Spread `json:"paused_other_cpu_pct"`
 }
 
 // Result is a whole run.
@@ -121,29 +121,25 @@ func (r *Result) summarize(servers []Server) {
 	r.Summaries = nil
 	r.Failures = nil
 	for _, s := range servers {
-		sum := Summary{Server: s.Label, Version: s.Version}
-		var idle, paused, iruns, pruns, r50, r99, a50, a99, bl, other []float64
-		for _, t := range r.Trials {
-			if t.Server != s.Label {
-				continue
-			}
-			sum.Trials++
+		mine := harness.Keep(r.Trials, func(t Trial) bool { return t.Server == s.Label })
+		sum := Summary{Server: s.Label, Version: s.Version, Trials: len(mine)}
+		for _, t := range mine {
 			if t.Error != "" {
 				sum.Failed++
 				r.Failures = append(r.Failures, fmt.Sprintf("%s repeat %d: %s", t.Server, t.Repeat, t.Error))
-				continue
 			}
-			idle, iruns = append(idle, t.IdleCPU), append(iruns, t.IdleRuns)
-			paused, pruns = append(paused, t.PausedCPU), append(pruns, t.PausedRuns)
-			r50, r99 = append(r50, t.ResumeP50), append(r99, t.ResumeP99)
-			a50, a99 = append(a50, t.AfterDrainP50), append(a99, t.AfterDrainP99)
-			bl, other = append(bl, t.BacklogMiB), append(other, t.PausedOther)
 		}
-		sum.IdleCPU, sum.PausedCPU = spread.Of(idle), spread.Of(paused)
-		sum.IdleRuns, sum.PausedRuns = spread.Of(iruns), spread.Of(pruns)
-		sum.ResumeP50, sum.ResumeP99 = spread.Of(r50), spread.Of(r99)
-		sum.AfterDrainP50, sum.AfterDrainP99 = spread.Of(a50), spread.Of(a99)
-		sum.BacklogMiB, sum.PausedOther = spread.Of(bl), spread.Of(other)
+		ok := harness.Keep(mine, func(t Trial) bool { return t.Error == "" })
+		sum.IdleCPU = harness.SpreadOf(ok, func(t Trial) float64 { return t.IdleCPU })
+		sum.PausedCPU = harness.SpreadOf(ok, func(t Trial) float64 { return t.PausedCPU })
+		sum.IdleRuns = harness.SpreadOf(ok, func(t Trial) float64 { return t.IdleRuns })
+		sum.PausedRuns = harness.SpreadOf(ok, func(t Trial) float64 { return t.PausedRuns })
+		sum.ResumeP50 = harness.SpreadOf(ok, func(t Trial) float64 { return t.ResumeP50 })
+		sum.ResumeP99 = harness.SpreadOf(ok, func(t Trial) float64 { return t.ResumeP99 })
+		sum.AfterDrainP50 = harness.SpreadOf(ok, func(t Trial) float64 { return t.AfterDrainP50 })
+		sum.AfterDrainP99 = harness.SpreadOf(ok, func(t Trial) float64 { return t.AfterDrainP99 })
+		sum.BacklogMiB = harness.SpreadOf(ok, func(t Trial) float64 { return t.BacklogMiB })
+		sum.PausedOther = harness.SpreadOf(ok, func(t Trial) float64 { return t.PausedOther })
 		r.Summaries = append(r.Summaries, sum)
 	}
 	r.OK = len(r.Failures) == 0 && len(r.Trials) > 0
@@ -151,33 +147,36 @@ func (r *Result) summarize(servers []Server) {
 
 // WriteTable writes the summary as a Markdown table.
 func WriteTable(w io.Writer, r *Result) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d connections paused; median [min–max] over %d repeats\n\n", r.Params.Conns, r.Params.Repeats)
-	b.WriteString("| server | version | CPU % of a core, idle | CPU %, paused | wake-ups/s, idle | wake-ups/s, paused | resume p50 ms | resume p99 ms | after drain p50 ms | after drain p99 ms | backlog MiB | rest of machine CPU %, paused | failed trials |\n")
-	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
-	for _, s := range r.Summaries {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d of %d |\n", s.Server, s.Version,
-			s.IdleCPU.Format(2), s.PausedCPU.Format(2), s.IdleRuns.Format(0), s.PausedRuns.Format(0),
-			s.ResumeP50.Format(3), s.ResumeP99.Format(3), s.AfterDrainP50.Format(3), s.AfterDrainP99.Format(3),
-			s.BacklogMiB.Format(2), s.PausedOther.Format(1), s.Failed, s.Trials)
+	if _, err := fmt.Fprintf(w, "%d connections paused; median [min–max] over %d repeats\n\n", r.Params.Conns, r.Params.Repeats); err != nil {
+		return err
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	rows := make([][]string, 0, len(r.Summaries))
+	for _, s := range r.Summaries {
+		rows = append(rows, []string{s.Server, s.Version, s.IdleCPU.Format(2), s.PausedCPU.Format(2), s.IdleRuns.Format(0),
+			s.PausedRuns.Format(0), s.ResumeP50.Format(3), s.ResumeP99.Format(3), s.AfterDrainP50.Format(3),
+			s.AfterDrainP99.Format(3), s.BacklogMiB.Format(2), s.PausedOther.Format(1), fmt.Sprintf("%d of %d", s.Failed, s.Trials)})
+	}
+	return harness.MarkdownTable(w, []string{"server", "version", "CPU % of a core, idle", "CPU %, paused", "wake-ups/s, idle",
+		"wake-ups/s, paused", "resume p50 ms", "resume p99 ms", "after drain p50 ms", "after drain p99 ms", "backlog MiB",
+		"rest of machine CPU %, paused", "failed trials"}, "llrrrrrrrrrrr", rows)
 }
 
 // WriteTrials writes every trial as a Markdown table.
 func WriteTrials(w io.Writer, r *Result) error {
-	var b strings.Builder
-	b.WriteString("| repeat | # | server | waited for quiet s | idle CPU % | paused | paused CPU % | wake-ups/s idle / paused | rest of machine CPU % idle / paused / resuming | retries | kernel TCP MiB | pressure / rcvq drops / RTOs | resumed | resume p50 / p99 ms | after drain p50 / p99 ms | backlog MiB | error |\n")
-	b.WriteString("|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|\n")
+	rows := make([][]string, 0, len(r.Trials))
 	for _, t := range r.Trials {
-		fmt.Fprintf(&b, "| %d | %d | %s | %.0f | %.2f | %d | %.2f | %.0f / %.0f | %.1f / %.1f / %.1f | %d | %.0f | %d / %d / %d | %d | %.3f / %.3f | %.3f / %.3f | %.2f | %s |\n",
-			t.Repeat, t.Position, t.Server, t.QuietWaitS, t.IdleCPU, t.Paused, t.PausedCPU, t.IdleRuns, t.PausedRuns, t.IdleOther, t.PausedOther, t.ResumeOther, t.Retries,
-			t.KernelTCPMiB, t.Kernel.MemoryPressures, t.Kernel.RcvQDrop, t.Kernel.Timeouts, t.Resumed,
-			t.ResumeP50, t.ResumeP99, t.AfterDrainP50, t.AfterDrainP99, t.BacklogMiB, strings.ReplaceAll(t.Error, "|", "/"))
+		rows = append(rows, []string{strconv.Itoa(t.Repeat), strconv.Itoa(t.Position), t.Server, harness.Fixed(t.QuietWaitS, 0),
+			harness.Fixed(t.IdleCPU, 2), strconv.Itoa(t.Paused), harness.Fixed(t.PausedCPU, 2),
+			fmt.Sprintf("%.0f / %.0f", t.IdleRuns, t.PausedRuns), fmt.Sprintf("%.1f / %.1f / %.1f", t.IdleOther, t.PausedOther, t.ResumeOther),
+			strconv.Itoa(t.Retries), harness.Fixed(t.KernelTCPMiB, 0),
+			fmt.Sprintf("%d / %d / %d", t.Kernel.MemoryPressures, t.Kernel.RcvQDrop, t.Kernel.Timeouts), strconv.Itoa(t.Resumed),
+			fmt.Sprintf("%.3f / %.3f", t.ResumeP50, t.ResumeP99), fmt.Sprintf("%.3f / %.3f", t.AfterDrainP50, t.AfterDrainP99),
+			harness.Fixed(t.BacklogMiB, 2), strings.ReplaceAll(t.Error, "|", "/")})
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	return harness.MarkdownTable(w, []string{"repeat", "#", "server", "waited for quiet s", "idle CPU %", "paused", "paused CPU %",
+		"wake-ups/s idle / paused", "rest of machine CPU % idle / paused / resuming", "retries", "kernel TCP MiB",
+		"pressure / rcvq drops / RTOs", "resumed", "resume p50 / p99 ms", "after drain p50 / p99 ms", "backlog MiB", "error"},
+		"rrlrrrrrrrrrrrrrl", rows)
 }
 
 // Definitions says what the columns mean.
@@ -213,14 +212,14 @@ const Definitions = `- **CPU % of a core**: the server process's on-CPU time (su
 `
 
 // WriteJSON writes r as indented JSON.
-func WriteJSON(w io.Writer, r *Result) error { return resultfile.WriteJSON(w, r) }
+func WriteJSON(w io.Writer, r *Result) error { return harness.WriteJSON(w, r) }
 
 // WriteReport writes DATE-drain-cost[-LABEL].md and .json into dir and
 // returns the Markdown file's path.
 func WriteReport(dir, label string, r *Result) (string, error) {
 	var b strings.Builder
 	b.WriteString("# Drain detection: CPU of paused connections and resume latency\n\n")
-	resultfile.WriteVerdict(&b, r.OK, "PASS: every connection stalled, was counted paused by the server, resumed and returned every byte in order.")
+	harness.WriteVerdict(&b, r.OK, "PASS: every connection stalled, was counted paused by the server, resumed and returned every byte in order.")
 	r.Meta.WriteHeader(&b, " (tool)", "")
 	for _, s := range r.Params.Servers {
 		fmt.Fprintf(&b, "- server %s: `%s` (%s)\n", s.Label, s.Binary, s.Version)
@@ -228,11 +227,11 @@ func WriteReport(dir, label string, r *Result) (string, error) {
 	p := r.Params
 	fmt.Fprintf(&b, "- %d connections, %d loops, watermarks %d / %d bytes, requests of %d bytes, client SO_RCVBUF %d SO_SNDBUF %d (0: autotuned) TCP_MAXSEG %d, idle window %s, paused window %s, tail %d bytes, %d repeats; each trial first waited for the rest of the machine to be busy under %.0f%% of a core with TCP sockets under %.0f MiB\n\n",
 		p.Conns, p.Loops, p.HighWatermark, p.LowWatermark, p.RequestSize, p.ClientRcvBuf, p.ClientSndBuf, p.ClientMSS, p.IdleWindow, p.Window, p.Tail, p.Repeats, p.QuietCPU, p.QuietTCPMiB)
-	if err := resultfile.WriteTables(&b, r, WriteTable, WriteTrials); err != nil {
+	if err := harness.WriteTables(&b, r, WriteTable, WriteTrials); err != nil {
 		return "", err
 	}
-	resultfile.WriteFailures(&b, r.Failures)
+	harness.WriteFailures(&b, r.Failures)
 	b.WriteString("\n## What the columns mean\n\n")
 	b.WriteString(Definitions)
-	return resultfile.Write(dir, resultfile.Name(r.Meta.Date, "drain-cost", label), b.String(), r)
+	return harness.Write(dir, harness.Name(r.Meta.Date, "drain-cost", label), b.String(), r)
 }

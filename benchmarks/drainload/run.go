@@ -150,32 +150,30 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		cfg.Servers[i].Version = strings.TrimSpace(string(out))
 	}
 	res := &Result{Params: paramsOf(cfg)}
-	for r := range cfg.Repeats {
-		for pos := range cfg.Servers {
-			srv := cfg.Servers[(pos+r)%len(cfg.Servers)]
-			t := runTrial(ctx, cfg, srv)
-			for retry := 1; retry <= cfg.NoisyRetries && t.Error == "" && t.noisy(cfg.QuietCPU) && ctx.Err() == nil; retry++ {
-				cfg.Log.Warn().Str("server", srv.Label).Int("repeat", r).Float64("idle_other_pct", t.IdleOther).
-					Float64("paused_other_pct", t.PausedOther).Float64("resume_other_pct", t.ResumeOther).
-					Msg("other programs were busy during the trial: running it again")
-				t = runTrial(ctx, cfg, srv)
-				t.Retries = retry
-			}
-			t.Repeat, t.Position = r, pos
-			res.Trials = append(res.Trials, t)
-			ev := cfg.Log.Info()
-			if t.Error != "" {
-				ev = cfg.Log.Warn().Str("error", t.Error)
-			}
-			ev.Str("server", t.Server).Int("repeat", r).Float64("idle_cpu_pct", t.IdleCPU).Float64("paused_cpu_pct", t.PausedCPU).
-				Float64("resume_p99_ms", t.ResumeP99).Float64("after_drain_p99_ms", t.AfterDrainP99).Msg("drain trial done")
-			if err := ctx.Err(); err != nil {
-				res.summarize(cfg.Servers)
-				return res, fmt.Errorf("drain benchmark interrupted: %w", err)
-			}
+	err := harness.Rotate(cfg.Repeats, len(cfg.Servers), func(r, pos, i int) error {
+		srv := cfg.Servers[i]
+		t := runTrial(ctx, cfg, srv)
+		for retry := 1; retry <= cfg.NoisyRetries && t.Error == "" && t.noisy(cfg.QuietCPU) && ctx.Err() == nil; retry++ {
+			cfg.Log.Warn().Str("server", srv.Label).Int("repeat", r).Float64("idle_other_pct", t.IdleOther).
+				Float64("paused_other_pct", t.PausedOther).Float64("resume_other_pct", t.ResumeOther).
+				Msg("other programs were busy during the trial: running it again")
+			t = runTrial(ctx, cfg, srv)
+			t.Retries = retry
 		}
-	}
+		t.Repeat, t.Position = r, pos
+		res.Trials = append(res.Trials, t)
+		ev := cfg.Log.Info()
+		if t.Error != "" {
+			ev = cfg.Log.Warn().Str("error", t.Error)
+		}
+		ev.Str("server", t.Server).Int("repeat", r).Float64("idle_cpu_pct", t.IdleCPU).Float64("paused_cpu_pct", t.PausedCPU).
+			Float64("resume_p99_ms", t.ResumeP99).Float64("after_drain_p99_ms", t.AfterDrainP99).Msg("drain trial done")
+		return ctx.Err()
+	})
 	res.summarize(cfg.Servers)
+	if err != nil {
+		return res, fmt.Errorf("drain benchmark interrupted: %w", err)
+	}
 	return res, nil
 }
 

@@ -11,7 +11,6 @@ import (
 
 	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/procstat"
-	"github.com/tidegate/tidegate/benchmarks/spread"
 )
 
 // Server names a push server under test.
@@ -31,8 +30,8 @@ type CompareConfig struct {
 	// Subscribers and hooks are set per trial.
 	Load Config
 	// Subscribers are the subscriber counts, each run Repeats times for
-	// every server, the order of the servers swapped from one repeat to
-	// the next.
+	// every server, the order of the servers rotated by one from one
+	// repeat to the next (harness.Rotate: two servers alternate).
 	Subscribers []int
 	Repeats     int
 	Servers     []Server
@@ -70,12 +69,12 @@ type Summary struct {
 	Server                Server
 	Subscribers           int
 	Trials, Failed        int
-	DeliveredPerSec       spread.Spread
-	CPUNsPerEvent         spread.Spread
-	DeliveriesPerCPUSec   spread.Spread
-	KiBPerSubIdle         spread.Spread
-	KiBPerSubActive       spread.Spread
-	P50Ms, P99Ms, MaxMs   spread.Spread
+	DeliveredPerSec       harness.Spread
+	CPUNsPerEvent         harness.Spread
+	DeliveriesPerCPUSec   harness.Spread
+	KiBPerSubIdle         harness.Spread
+	KiBPerSubActive       harness.Spread
+	P50Ms, P99Ms, MaxMs   harness.Spread
 	Dropped, Closed, Lost int64
 }
 
@@ -89,27 +88,23 @@ func Compare(ctx context.Context, cfg CompareConfig) ([]Trial, error) {
 	}
 	var out []Trial
 	for _, n := range cfg.Subscribers {
-		for rep := 1; rep <= cfg.Repeats; rep++ {
-			order := cfg.Servers
-			if rep%2 == 0 {
-				order = make([]Server, len(cfg.Servers))
-				for i, s := range cfg.Servers {
-					order[len(order)-1-i] = s
-				}
+		err := harness.Rotate(cfg.Repeats, len(cfg.Servers), func(r, pos, i int) error {
+			srv, rep := cfg.Servers[i], r+1
+			t, err := runTrial(ctx, cfg, srv, n)
+			if err != nil {
+				return fmt.Errorf("pushload: %s, %d subscribers, repeat %d: %w", srv, n, rep, err)
 			}
-			for pos, srv := range order {
-				t, err := runTrial(ctx, cfg, srv, n)
-				if err != nil {
-					return out, fmt.Errorf("pushload: %s, %d subscribers, repeat %d: %w", srv, n, rep, err)
-				}
-				t.Repeat, t.Position = rep, pos
-				if t.Failure != "" {
-					cfg.Load.Logger.Error().Str("server", string(srv)).Int("subscribers", n).Int("repeat", rep).
-						Str("failure", t.Failure).Msg("trial failed: left out of the medians")
-				}
-				cfg.Load.Logger.Info().Str("server", string(srv)).Int("repeat", rep).Msg(t.Result.String())
-				out = append(out, t)
+			t.Repeat, t.Position = rep, pos
+			if t.Failure != "" {
+				cfg.Load.Logger.Error().Str("server", string(srv)).Int("subscribers", n).Int("repeat", rep).
+					Str("failure", t.Failure).Msg("trial failed: left out of the medians")
 			}
+			cfg.Load.Logger.Info().Str("server", string(srv)).Int("repeat", rep).Msg(t.Result.String())
+			out = append(out, t)
+			return nil
+		})
+		if err != nil {
+			return out, err
 		}
 	}
 	return out, nil
@@ -210,32 +205,26 @@ func Summarize(ts []Trial, counts []int, servers []Server) []Summary {
 	for _, n := range counts {
 		for _, srv := range servers {
 			s := Summary{Server: srv, Subscribers: n}
-			var dps, cpu, dpc, idle, active, p50, p99, mx []float64
-			for _, t := range ts {
-				if t.Server != srv || t.Subscribers != n {
-					continue
-				}
+			mine := harness.Keep(ts, func(t Trial) bool { return t.Server == srv && t.Subscribers == n })
+			s.Trials = len(mine)
+			for _, t := range mine {
 				r := t.Result
-				s.Trials++
 				s.Dropped += r.Dropped
 				s.Closed += r.Closed
 				s.Lost += r.TotalExpected - r.TotalDelivered - r.Dropped
 				if t.Failure != "" {
 					s.Failed++
-					continue
 				}
-				dps = append(dps, r.DeliveredPerSec)
-				cpu = append(cpu, float64(r.CPUPerEvent.Nanoseconds()))
-				dpc = append(dpc, t.DeliveriesPerCPUSec)
-				idle = append(idle, t.KiBPerSubIdle)
-				active = append(active, t.KiBPerSubActive)
-				p50 = append(p50, ms(r.P50))
-				p99 = append(p99, ms(r.P99))
-				mx = append(mx, ms(r.MaxLatency))
 			}
-			s.DeliveredPerSec, s.CPUNsPerEvent, s.DeliveriesPerCPUSec = spread.Of(dps), spread.Of(cpu), spread.Of(dpc)
-			s.KiBPerSubIdle, s.KiBPerSubActive = spread.Of(idle), spread.Of(active)
-			s.P50Ms, s.P99Ms, s.MaxMs = spread.Of(p50), spread.Of(p99), spread.Of(mx)
+			ok := harness.Keep(mine, func(t Trial) bool { return t.Failure == "" })
+			s.DeliveredPerSec = harness.SpreadOf(ok, func(t Trial) float64 { return t.Result.DeliveredPerSec })
+			s.CPUNsPerEvent = harness.SpreadOf(ok, func(t Trial) float64 { return float64(t.Result.CPUPerEvent.Nanoseconds()) })
+			s.DeliveriesPerCPUSec = harness.SpreadOf(ok, func(t Trial) float64 { return t.DeliveriesPerCPUSec })
+			s.KiBPerSubIdle = harness.SpreadOf(ok, func(t Trial) float64 { return t.KiBPerSubIdle })
+			s.KiBPerSubActive = harness.SpreadOf(ok, func(t Trial) float64 { return t.KiBPerSubActive })
+			s.P50Ms = harness.SpreadOf(ok, func(t Trial) float64 { return ms(t.Result.P50) })
+			s.P99Ms = harness.SpreadOf(ok, func(t Trial) float64 { return ms(t.Result.P99) })
+			s.MaxMs = harness.SpreadOf(ok, func(t Trial) float64 { return ms(t.Result.MaxLatency) })
 			out = append(out, s)
 		}
 	}
@@ -251,15 +240,15 @@ func WriteTrials(w io.Writer, ts []Trial) error {
 		r := t.Result
 		rows = append(rows, []string{
 			strconv.Itoa(t.Subscribers), strconv.Itoa(t.Repeat), strconv.Itoa(t.Position), string(t.Server),
-			f0(r.DeliveredPerSec), strconv.FormatInt(r.CPUPerEvent.Nanoseconds(), 10), f0(t.DeliveriesPerCPUSec),
-			f1(t.KiBPerSubIdle), f1(t.KiBPerSubActive),
-			f1(ms(r.P50)), f1(ms(r.P99)), f1(ms(r.MaxLatency)), f1(r.ClientCPU.Seconds()),
+			harness.Fixed(r.DeliveredPerSec, 0), strconv.FormatInt(r.CPUPerEvent.Nanoseconds(), 10), harness.Fixed(t.DeliveriesPerCPUSec, 0),
+			harness.Fixed(t.KiBPerSubIdle, 1), harness.Fixed(t.KiBPerSubActive, 1),
+			harness.Fixed(ms(r.P50), 1), harness.Fixed(ms(r.P99), 1), harness.Fixed(ms(r.MaxLatency), 1), harness.Fixed(r.ClientCPU.Seconds(), 1),
 			strconv.FormatInt(r.TotalDelivered, 10), strconv.FormatInt(r.Dropped, 10), strconv.FormatInt(r.Closed, 10),
 			strconv.FormatInt(r.TotalExpected-r.TotalDelivered-r.Dropped, 10), strconv.FormatInt(r.OutOfOrder, 10),
-			orDash(strings.ReplaceAll(t.Failure, "|", "/")),
+			harness.OrDash(strings.ReplaceAll(t.Failure, "|", "/")),
 		})
 	}
-	return writeMarkdown(w, []string{"subscribers", "repeat", "#", "server", "deliveries/s", "server CPU ns/event",
+	return harness.MarkdownTable(w, []string{"subscribers", "repeat", "#", "server", "deliveries/s", "server CPU ns/event",
 		"deliveries per CPU-s", "KiB/sub connected", "KiB/sub publishing", "p50 ms", "p99 ms", "max ms", "client CPU s",
 		"delivered", "dropped", "closed by server", "lost", "order breaks", "failure"}, "rrrlrrrrrrrrrrrrrrl", rows)
 }
@@ -274,7 +263,7 @@ func WriteSummary(w io.Writer, ss []Summary) error {
 			s.P50Ms.Format(1), s.P99Ms.Format(1), strconv.FormatInt(s.Dropped, 10), strconv.FormatInt(s.Closed, 10),
 			strconv.FormatInt(s.Lost, 10), fmt.Sprintf("%d of %d", s.Failed, s.Trials)})
 	}
-	if err := writeMarkdown(w, []string{"subscribers", "server", "deliveries/s", "server CPU ns/event", "deliveries per CPU-s",
+	if err := harness.MarkdownTable(w, []string{"subscribers", "server", "deliveries/s", "server CPU ns/event", "deliveries per CPU-s",
 		"KiB/sub connected", "KiB/sub publishing", "p50 ms", "p99 ms", "dropped", "closed by server", "lost", "failed"},
 		"rlrrrrrrrrrrr", rows); err != nil {
 		return err
@@ -296,42 +285,13 @@ func WriteSummary(w io.Writer, ss []Summary) error {
 	if _, err := io.WriteString(w, "\nRatios of the medians:\n\n"); err != nil {
 		return err
 	}
-	return writeMarkdown(w, []string{"subscribers", "ratio", "deliveries/s", "deliveries per CPU-s", "KiB/sub connected",
+	return harness.MarkdownTable(w, []string{"subscribers", "ratio", "deliveries/s", "deliveries per CPU-s", "KiB/sub connected",
 		"KiB/sub publishing", "p50", "p99"}, "rlrrrrrr", ratios)
 }
 
-func ratio(a, b spread.Spread) string {
-	if a.N == 0 || b.N == 0 || b.Median == 0 {
-		return "–"
+func ratio(a, b harness.Spread) string {
+	if r, ok := harness.MedianRatio(a, b); ok {
+		return harness.Fixed(r, 2) + "×"
 	}
-	return strconv.FormatFloat(a.Median/b.Median, 'f', 2, 64) + "×"
-}
-
-func f0(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) }
-func f1(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
-
-func orDash(s string) string {
-	if s == "" {
-		return "–"
-	}
-	return s
-}
-
-// writeMarkdown writes a Markdown table; align has an 'l' or 'r' per column.
-func writeMarkdown(w io.Writer, header []string, align string, rows [][]string) error {
-	var b strings.Builder
-	b.WriteString("| " + strings.Join(header, " | ") + " |\n|")
-	for i := range header {
-		if i < len(align) && align[i] == 'r' {
-			b.WriteString("--:|")
-		} else {
-			b.WriteString("---|")
-		}
-	}
-	b.WriteString("\n")
-	for _, r := range rows {
-		b.WriteString("| " + strings.Join(r, " | ") + " |\n")
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	return "–"
 }

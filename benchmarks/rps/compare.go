@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"text/tabwriter"
+	"strconv"
 	"time"
 
-	"github.com/tidegate/tidegate/benchmarks/spread"
+	"github.com/tidegate/tidegate/benchmarks/harness"
 )
 
 // Measurement is one measured run against a freshly spawned server.
@@ -104,8 +104,9 @@ func Measure(ctx context.Context, load Config, spawn SpawnConfig) (m Measurement
 }
 
 // Compare measures each of kinds repeats times, a fresh server each time,
-// alternating the order in which the kinds run from one repeat to the next
-// so that neither always runs on a warmer or cooler machine. A run whose
+// the order of the kinds rotated by one from one repeat to the next
+// (harness.Rotate: two kinds alternate) so that neither always runs on a
+// warmer or cooler machine. A run whose
 // requests failed is kept, with its Failure, and the others go on; Failed
 // tells whether any did. An error is a run that could not be made.
 func Compare(ctx context.Context, load Config, spawn SpawnConfig, kinds []ServerKind, repeats int) ([]Measurement, error) {
@@ -113,30 +114,22 @@ func Compare(ctx context.Context, load Config, spawn SpawnConfig, kinds []Server
 		return nil, fmt.Errorf("rps: repeats %d: want at least 1", repeats)
 	}
 	var out []Measurement
-	for rep := 0; rep < repeats; rep++ {
-		order := kinds
-		if rep%2 == 1 {
-			order = make([]ServerKind, len(kinds))
-			for i, k := range kinds {
-				order[len(kinds)-1-i] = k
-			}
+	err := harness.Rotate(repeats, len(kinds), func(r, pos, i int) error {
+		sc := spawn
+		sc.Kind = kinds[i]
+		m, err := Measure(ctx, load, sc)
+		if err != nil {
+			return fmt.Errorf("repeat %d, %s: %w", r+1, sc.Kind, err)
 		}
-		for pos, k := range order {
-			sc := spawn
-			sc.Kind = k
-			m, err := Measure(ctx, load, sc)
-			if err != nil {
-				return out, fmt.Errorf("repeat %d, %s: %w", rep+1, k, err)
-			}
-			m.Repeat, m.Position = rep+1, pos
-			if m.Failure != "" {
-				load.Logger.Error().Str("server", string(k)).Int("repeat", rep+1).Str("failure", m.Failure).
-					Msg("run failed: left out of the medians")
-			}
-			out = append(out, m)
+		m.Repeat, m.Position = r+1, pos
+		if m.Failure != "" {
+			load.Logger.Error().Str("server", string(sc.Kind)).Int("repeat", r+1).Str("failure", m.Failure).
+				Msg("run failed: left out of the medians")
 		}
-	}
-	return out, nil
+		out = append(out, m)
+		return nil
+	})
+	return out, err
 }
 
 // Failed returns an error naming every measurement that failed, or nil.
@@ -157,18 +150,18 @@ func Failed(ms []Measurement) error {
 // counts them all; Failed those left out of every spread for an errored or
 // timed-out request, whose Errors and Timeouts are still summed.
 type KindSummary struct {
-	Server              ServerKind    `json:"server"`
-	Runs                int           `json:"runs"`
-	Failed              int           `json:"failed"`
-	RPS                 spread.Spread `json:"rps"`
-	AvgMs               spread.Spread `json:"avg_ms"`
-	P50Ms               spread.Spread `json:"p50_ms"`
-	P99Ms               spread.Spread `json:"p99_ms"`
-	Errors              int64         `json:"errors"`
-	Timeouts            int64         `json:"timeouts"`
-	MemPerConnIdleKiB   spread.Spread `json:"mem_per_conn_idle_kib"`
-	MemPerConnActiveKiB spread.Spread `json:"mem_per_conn_active_kib"`
-	CPUPerRequestUs     spread.Spread `json:"server_cpu_per_request_us"`
+	Server              ServerKind     `json:"server"`
+	Runs                int            `json:"runs"`
+	Failed              int            `json:"failed"`
+	RPS                 harness.Spread `json:"rps"`
+	AvgMs               harness.Spread `json:"avg_ms"`
+	P50Ms               harness.Spread `json:"p50_ms"`
+	P99Ms               harness.Spread `json:"p99_ms"`
+	Errors              int64          `json:"errors"`
+	Timeouts            int64          `json:"timeouts"`
+	MemPerConnIdleKiB   harness.Spread `json:"mem_per_conn_idle_kib"`
+	MemPerConnActiveKiB harness.Spread `json:"mem_per_conn_active_kib"`
+	CPUPerRequestUs     harness.Spread `json:"server_cpu_per_request_us"`
 }
 
 // Summary is the comparison of the servers measured.
@@ -189,74 +182,64 @@ func Summarize(ms []Measurement, kinds []ServerKind) Summary {
 	var s Summary
 	for _, k := range kinds {
 		ks := KindSummary{Server: k}
-		var rps, avg, p50, p99, memI, memA, cpu []float64
-		for _, m := range ms {
-			if m.Server != k {
-				continue
-			}
-			ks.Runs++
+		mine := harness.Keep(ms, func(m Measurement) bool { return m.Server == k })
+		ks.Runs = len(mine)
+		for _, m := range mine {
 			ks.Errors += m.Result.Errors
 			ks.Timeouts += m.Result.Timeouts
 			if m.Failure != "" {
 				ks.Failed++
-				continue
-			}
-			rps = append(rps, m.Result.RPS)
-			avg = append(avg, m.Result.AvgMs)
-			p50 = append(p50, m.Result.P50Ms)
-			p99 = append(p99, m.Result.P99Ms)
-			if m.Mode == Child {
-				memI = append(memI, m.MemPerConnIdleKiB)
-				memA = append(memA, m.MemPerConnActiveKiB)
-				cpu = append(cpu, m.ServerCPUPerRequestUs)
 			}
 		}
-		ks.RPS, ks.AvgMs, ks.P50Ms, ks.P99Ms = spread.Of(rps), spread.Of(avg), spread.Of(p50), spread.Of(p99)
-		ks.MemPerConnIdleKiB, ks.MemPerConnActiveKiB, ks.CPUPerRequestUs = spread.Of(memI), spread.Of(memA), spread.Of(cpu)
+		ok := harness.Keep(mine, func(m Measurement) bool { return m.Failure == "" })
+		ks.RPS = harness.SpreadOf(ok, func(m Measurement) float64 { return m.Result.RPS })
+		ks.AvgMs = harness.SpreadOf(ok, func(m Measurement) float64 { return m.Result.AvgMs })
+		ks.P50Ms = harness.SpreadOf(ok, func(m Measurement) float64 { return m.Result.P50Ms })
+		ks.P99Ms = harness.SpreadOf(ok, func(m Measurement) float64 { return m.Result.P99Ms })
+		// Memory and CPU are the child's own only when it was one.
+		child := harness.Keep(ok, func(m Measurement) bool { return m.Mode == Child })
+		ks.MemPerConnIdleKiB = harness.SpreadOf(child, func(m Measurement) float64 { return m.MemPerConnIdleKiB })
+		ks.MemPerConnActiveKiB = harness.SpreadOf(child, func(m Measurement) float64 { return m.MemPerConnActiveKiB })
+		ks.CPUPerRequestUs = harness.SpreadOf(child, func(m Measurement) float64 { return m.ServerCPUPerRequestUs })
 		s.Kinds = append(s.Kinds, ks)
 	}
 	if len(s.Kinds) == 2 {
 		a, b := s.Kinds[0], s.Kinds[1]
-		s.RPSRatio = ratio(a.RPS.Median, b.RPS.Median)
-		s.P50Ratio = ratio(a.P50Ms.Median, b.P50Ms.Median)
-		s.P99Ratio = ratio(a.P99Ms.Median, b.P99Ms.Median)
-		s.MemActiveRatio = ratio(a.MemPerConnActiveKiB.Median, b.MemPerConnActiveKiB.Median)
-		s.CPUPerRequestRatio = ratio(a.CPUPerRequestUs.Median, b.CPUPerRequestUs.Median)
+		s.RPSRatio, _ = harness.MedianRatio(a.RPS, b.RPS)
+		s.P50Ratio, _ = harness.MedianRatio(a.P50Ms, b.P50Ms)
+		s.P99Ratio, _ = harness.MedianRatio(a.P99Ms, b.P99Ms)
+		s.MemActiveRatio, _ = harness.MedianRatio(a.MemPerConnActiveKiB, b.MemPerConnActiveKiB)
+		s.CPUPerRequestRatio, _ = harness.MedianRatio(a.CPUPerRequestUs, b.CPUPerRequestUs)
 	}
 	return s
 }
 
-func ratio(a, b float64) float64 {
-	if b == 0 {
-		return 0
-	}
-	return a / b
-}
-
 // WriteMeasurements prints one row per measurement.
 func WriteMeasurements(w io.Writer, ms []Measurement) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "repeat\tserver\tstrategy\tclients\tpipeline\tRPS\tavg ms\tp50 ms\tp99 ms\terrors\ttimeouts\tper-client calls/s min/med/max\tsrv CPU µs/req\tclient CPU s\tKiB/conn idle\tKiB/conn active\t")
+	rows := make([][]string, 0, len(ms))
 	for _, m := range ms {
 		r := m.Result
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%.0f\t%.4f\t%.4f\t%.4f\t%d\t%d\t%.0f / %.0f / %.0f\t%.2f\t%.2f\t%.1f\t%.1f\t\n",
-			m.Repeat, m.Server, m.Strategy, r.Clients, r.Pipeline, r.RPS, r.AvgMs, r.P50Ms, r.P99Ms, r.Errors, r.Timeouts,
-			r.PerClientRPS.Min, r.PerClientRPS.Median, r.PerClientRPS.Max,
-			m.ServerCPUPerRequestUs, r.ClientCPUSeconds, m.MemPerConnIdleKiB, m.MemPerConnActiveKiB)
+		rows = append(rows, []string{strconv.Itoa(m.Repeat), string(m.Server), string(m.Strategy), strconv.Itoa(r.Clients),
+			strconv.Itoa(r.Pipeline), harness.Fixed(r.RPS, 0), harness.Fixed(r.AvgMs, 4), harness.Fixed(r.P50Ms, 4),
+			harness.Fixed(r.P99Ms, 4), strconv.FormatInt(r.Errors, 10), strconv.FormatInt(r.Timeouts, 10), perClient(r),
+			harness.Fixed(m.ServerCPUPerRequestUs, 2), harness.Fixed(r.ClientCPUSeconds, 2),
+			harness.Fixed(m.MemPerConnIdleKiB, 1), harness.Fixed(m.MemPerConnActiveKiB, 1)})
 	}
-	return tw.Flush()
+	return harness.TextTable{Right: true, Closed: true}.Write(w, []string{"repeat", "server", "strategy", "clients", "pipeline",
+		"RPS", "avg ms", "p50 ms", "p99 ms", "errors", "timeouts", "per-client calls/s min/med/max", "srv CPU µs/req",
+		"client CPU s", "KiB/conn idle", "KiB/conn active"}, rows)
 }
 
 // WriteSummary prints the per-server medians [min–max] and the ratios.
 func WriteSummary(w io.Writer, s Summary) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "server\truns\tfailed\tRPS\tp50 ms\tp99 ms\terrors\ttimeouts\tsrv CPU µs/req\tKiB/conn active\t")
+	rows := make([][]string, 0, len(s.Kinds))
 	for _, k := range s.Kinds {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t\n", k.Server, k.Runs, k.Failed, k.RPS.Format(0),
-			k.P50Ms.Format(3), k.P99Ms.Format(3), k.Errors, k.Timeouts,
-			k.CPUPerRequestUs.Format(2), k.MemPerConnActiveKiB.Format(1))
+		rows = append(rows, []string{string(k.Server), strconv.Itoa(k.Runs), strconv.Itoa(k.Failed), k.RPS.Format(0),
+			k.P50Ms.Format(3), k.P99Ms.Format(3), strconv.FormatInt(k.Errors, 10), strconv.FormatInt(k.Timeouts, 10),
+			k.CPUPerRequestUs.Format(2), k.MemPerConnActiveKiB.Format(1)})
 	}
-	if err := tw.Flush(); err != nil {
+	if err := (harness.TextTable{Closed: true}).Write(w, []string{"server", "runs", "failed", "RPS", "p50 ms", "p99 ms", "errors",
+		"timeouts", "srv CPU µs/req", "KiB/conn active"}, rows); err != nil {
 		return err
 	}
 	if len(s.Kinds) == 2 {

@@ -1,13 +1,9 @@
 package rps
 
-import (
-	"bufio"
-	"os"
-	"runtime"
-	"strings"
-)
+import "github.com/tidegate/tidegate/benchmarks/harness"
 
-// Machine describes where a benchmark ran.
+// Machine describes where a benchmark ran, under the names bench rps's JSON
+// has always used; harness.ThisHost reads it.
 type Machine struct {
 	NumCPU    int    `json:"num_cpu"`
 	GOOS      string `json:"goos"`
@@ -17,22 +13,8 @@ type Machine struct {
 	CPUModel  string `json:"cpu_model,omitempty"`
 }
 
-// ThisMachine reads the machine's description; the kernel and CPU model
-// come from /proc and are empty where it is missing.
+// ThisMachine describes this machine (harness.ThisHost).
 func ThisMachine() Machine {
-	m := Machine{NumCPU: runtime.NumCPU(), GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, GoVersion: runtime.Version()}
-	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
-		m.Kernel = strings.TrimSpace(string(b))
-	}
-	if f, err := os.Open("/proc/cpuinfo"); err == nil {
-		defer f.Close()
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
-				m.CPUModel = strings.TrimSpace(v)
-				break
-			}
-		}
-	}
-	return m
+	h := harness.ThisHost()
+	return Machine{NumCPU: h.NumCPU, GOOS: h.OS, GOARCH: h.Arch, GoVersion: h.GoVersion, Kernel: h.Kernel, CPUModel: h.CPU}
 }

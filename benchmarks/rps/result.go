@@ -3,11 +3,11 @@ package rps
 import (
 	"fmt"
 	"io"
-	"text/tabwriter"
+	"strconv"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
-	"github.com/tidegate/tidegate/benchmarks/spread"
+	"github.com/tidegate/tidegate/benchmarks/harness"
 )
 
 // Result is the outcome of one measured run.
@@ -44,7 +44,7 @@ type Result struct {
 
 	// PerClientRPS spreads each client's successes per second of its own
 	// run time.
-	PerClientRPS spread.Spread `json:"per_client_rps"`
+	PerClientRPS harness.Spread `json:"per_client_rps"`
 
 	// ClientCPUSeconds is the CPU time this process used during the run
 	// (including an in-process server).
@@ -94,18 +94,23 @@ func (r *run) result() Result {
 		res.P99Ms = float64(hist.ValueAtQuantile(99)) / 1000
 		res.MaxMs = float64(hist.Max()) / 1000
 	}
-	res.PerClientRPS = spread.Of(perClient)
+	res.PerClientRPS = harness.Of(perClient)
 	return res
 }
 
 // WriteTable prints results as an aligned table, one row each.
 func WriteTable(w io.Writer, rows ...Result) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "clients\tpipeline\tsize\trequests\tRPS\tavg ms\tp50 ms\tp99 ms\terrors\ttimeouts\tper-client calls/s min/med/max\t")
+	cells := make([][]string, 0, len(rows))
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%.0f\t%.4f\t%.4f\t%.4f\t%d\t%d\t%.0f / %.0f / %.0f\t\n",
-			r.Clients, r.Pipeline, r.PayloadSize, r.Requests, r.RPS, r.AvgMs, r.P50Ms, r.P99Ms,
-			r.Errors, r.Timeouts, r.PerClientRPS.Min, r.PerClientRPS.Median, r.PerClientRPS.Max)
+		cells = append(cells, []string{strconv.Itoa(r.Clients), strconv.Itoa(r.Pipeline), strconv.Itoa(r.PayloadSize),
+			strconv.FormatInt(r.Requests, 10), harness.Fixed(r.RPS, 0), harness.Fixed(r.AvgMs, 4), harness.Fixed(r.P50Ms, 4),
+			harness.Fixed(r.P99Ms, 4), strconv.FormatInt(r.Errors, 10), strconv.FormatInt(r.Timeouts, 10), perClient(r)})
 	}
-	return tw.Flush()
+	return harness.TextTable{Right: true, Closed: true}.Write(w, []string{"clients", "pipeline", "size", "requests", "RPS",
+		"avg ms", "p50 ms", "p99 ms", "errors", "timeouts", "per-client calls/s min/med/max"}, cells)
+}
+
+// perClient writes the spread of the clients' own call rates.
+func perClient(r Result) string {
+	return fmt.Sprintf("%.0f / %.0f / %.0f", r.PerClientRPS.Min, r.PerClientRPS.Median, r.PerClientRPS.Max)
 }

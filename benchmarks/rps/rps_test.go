@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/tidegate/tidegate/benchmarks/goserver"
-	"github.com/tidegate/tidegate/benchmarks/spread"
+	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/internal/testkit/testserver"
 	"github.com/tidegate/tidegate/protocol/tlv"
 	"github.com/tidegate/tidegate/reactor"
@@ -448,7 +448,7 @@ func TestSummarizeLeavesOutFailedRuns(t *testing.T) {
 	if k.Runs != 3 || k.Failed != 1 || k.Errors != 3 || k.Timeouts != 1 {
 		t.Fatalf("counts %+v", k)
 	}
-	if k.RPS != (spread.Spread{Median: 250, Min: 200, Max: 300, N: 2}) || k.P99Ms.Max != 2 || k.CPUPerRequestUs.Max != 7 {
+	if k.RPS != (harness.Spread{Median: 250, Min: 200, Max: 300, N: 2}) || k.P99Ms.Max != 2 || k.CPUPerRequestUs.Max != 7 {
 		t.Fatalf("the failed run entered the spreads: %+v", k)
 	}
 	err := Failed(ms)
@@ -466,7 +466,7 @@ func TestSummarizeRatios(t *testing.T) {
 		{Server: Tidegate, Mode: Child, Result: Result{RPS: 100, P50Ms: 1}, MemPerConnActiveKiB: 2},
 	}
 	s := Summarize(ms, []ServerKind{Tidegate, Goroutine})
-	if got := s.Kinds[0].RPS; got != (spread.Spread{Min: 100, Median: 200, Max: 300, N: 3}) {
+	if got := s.Kinds[0].RPS; got != (harness.Spread{Min: 100, Median: 200, Max: 300, N: 3}) {
 		t.Fatalf("tidegate RPS spread %+v", got)
 	}
 	if got := s.Kinds[1].RPS.Median; got != 125 {

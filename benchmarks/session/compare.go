@@ -6,15 +6,14 @@ import (
 	"io"
 	"os"
 	"sort"
-	"text/tabwriter"
 
-	"github.com/tidegate/tidegate/benchmarks/spread"
+	"github.com/tidegate/tidegate/benchmarks/harness"
 )
 
 // Platform is one host's results as scripts/compare-platforms.sh writes
 // them: session results by workload and the idle probe's figures.
 type Platform struct {
-	Host    Host               `json:"host"`
+	Host    harness.Host       `json:"host"`
 	Session map[string]*Result `json:"session"`
 	Idle    *IdleFigures       `json:"idle,omitempty"`
 }
@@ -44,16 +43,13 @@ func ReadPlatform(path string) (*Platform, error) {
 // Compare prints a and b side by side: host descriptions, then for every
 // workload and target both have, the proxy figures and b's value over a's.
 func Compare(w io.Writer, a, b *Platform, nameA, nameB string) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	host := func(h Host) string {
+	host := func(h harness.Host) string {
 		return fmt.Sprintf("%s/%s %s, %s (%d cores), %s, %s", h.OS, h.Arch, h.Kernel, h.CPU, h.NumCPU, h.Poller, revisionOf(h))
 	}
-	fmt.Fprintf(tw, "A\t%s\t%s\n", nameA, host(a.Host))
-	fmt.Fprintf(tw, "B\t%s\t%s\n", nameB, host(b.Host))
-	tw.Flush()
+	if err := (harness.TextTable{}).Write(w, []string{"A", nameA, host(a.Host)}, [][]string{{"B", nameB, host(b.Host)}}); err != nil {
+		return err
+	}
 	fmt.Fprintln(w)
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workload\ttarget\tfigure\tA\tB\tB/A\t")
 	var workloads []string
 	for k := range a.Session {
 		if b.Session[k] != nil {
@@ -61,6 +57,7 @@ func Compare(w io.Writer, a, b *Platform, nameA, nameB string) error {
 		}
 	}
 	sort.Strings(workloads)
+	var rows [][]string
 	for _, wl := range workloads {
 		ra, rb := a.Session[wl], b.Session[wl]
 		for _, sa := range ra.Summary {
@@ -73,36 +70,37 @@ func Compare(w io.Writer, a, b *Platform, nameA, nameB string) error {
 			if sb == nil {
 				continue
 			}
-			rows := []struct {
+			for _, f := range []struct {
 				name   string
-				va, vb spread.Spread
+				va, vb harness.Spread
 			}{
 				{"proxy roundtrips/s", sa.Proxy.RoundtripsPerSec, sb.Proxy.RoundtripsPerSec},
 				{"proxy p99 ms", sa.Proxy.P99Ms, sb.Proxy.P99Ms},
 				{"proxy/direct", sa.Ratio, sb.Ratio},
 				{"CPU ns/frame", sa.CPUNsPerFrame, sb.CPUNsPerFrame},
 				{"syscalls/frame", sa.SyscallsPerFrame, sb.SyscallsPerFrame},
-			}
-			for _, r := range rows {
-				if r.va.N == 0 && r.vb.N == 0 {
-					continue
+			} {
+				if f.va.N != 0 || f.vb.N != 0 {
+					rows = append(rows, []string{wl, sa.Target, f.name, num(f.va), num(f.vb), ratio(f.va, f.vb)})
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", wl, sa.Target, r.name, num(r.va), num(r.vb), ratio(r.va, r.vb))
 			}
 		}
 	}
 	if a.Idle != nil && b.Idle != nil {
-		one := func(v float64) spread.Spread { return spread.Spread{Median: v, Min: v, Max: v, N: 1} }
-		fmt.Fprintf(tw, "idle\t%s\tRSS KiB/session\t%s\t%s\t%s\t\n", a.Idle.Target, num(one(a.Idle.RSSPerSession)),
-			num(one(b.Idle.RSSPerSession)), ratio(one(a.Idle.RSSPerSession), one(b.Idle.RSSPerSession)))
-		fmt.Fprintf(tw, "idle\t%s\tfds/session\t%s\t%s\t%s\t\n", a.Idle.Target, num(one(a.Idle.FDsPerSession)),
-			num(one(b.Idle.FDsPerSession)), ratio(one(a.Idle.FDsPerSession), one(b.Idle.FDsPerSession)))
-		fmt.Fprintf(tw, "idle\t%s\talive/sessions\t%d/%d\t%d/%d\t-\t\n", a.Idle.Target, a.Idle.Alive, a.Idle.Sessions, b.Idle.Alive, b.Idle.Sessions)
+		one := func(v float64) harness.Spread { return harness.Spread{Median: v, Min: v, Max: v, N: 1} }
+		for _, f := range []struct {
+			name   string
+			va, vb float64
+		}{{"RSS KiB/session", a.Idle.RSSPerSession, b.Idle.RSSPerSession}, {"fds/session", a.Idle.FDsPerSession, b.Idle.FDsPerSession}} {
+			rows = append(rows, []string{"idle", a.Idle.Target, f.name, num(one(f.va)), num(one(f.vb)), ratio(one(f.va), one(f.vb))})
+		}
+		rows = append(rows, []string{"idle", a.Idle.Target, "alive/sessions", fmt.Sprintf("%d/%d", a.Idle.Alive, a.Idle.Sessions),
+			fmt.Sprintf("%d/%d", b.Idle.Alive, b.Idle.Sessions), "-"})
 	}
-	return tw.Flush()
+	return harness.TextTable{Right: true, Closed: true}.Write(w, []string{"workload", "target", "figure", "A", "B", "B/A"}, rows)
 }
 
-func num(s spread.Spread) string {
+func num(s harness.Spread) string {
 	if s.N == 0 {
 		return "-"
 	}
@@ -115,7 +113,7 @@ func num(s spread.Spread) string {
 	return fmt.Sprintf("%.3f", s.Median)
 }
 
-func ratio(a, b spread.Spread) string {
+func ratio(a, b harness.Spread) string {
 	if a.N == 0 || b.N == 0 || a.Median == 0 {
 		return "-"
 	}

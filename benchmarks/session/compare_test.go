@@ -8,17 +8,17 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tidegate/tidegate/benchmarks/spread"
+	"github.com/tidegate/tidegate/benchmarks/harness"
 )
 
 func TestComparePrintsRatios(t *testing.T) {
 	mk := func(cpu, rps float64, kernel string, rss float64) *Platform {
 		return &Platform{
-			Host: Host{OS: "linux", Kernel: kernel, Poller: "epoll", NumCPU: 2},
+			Host: harness.Host{OS: "linux", Kernel: kernel, Poller: "epoll", NumCPU: 2},
 			Session: map[string]*Result{"w1": {Targets: []string{"tidegate"}, Summary: []Summary{{
 				Target:        "tidegate",
-				CPUNsPerFrame: spread.Spread{Median: cpu, Min: cpu, Max: cpu, N: 3},
-				Proxy:         PhaseStats{RoundtripsPerSec: spread.Spread{Median: rps, N: 3}},
+				CPUNsPerFrame: harness.Spread{Median: cpu, Min: cpu, Max: cpu, N: 3},
+				Proxy:         PhaseStats{RoundtripsPerSec: harness.Spread{Median: rps, N: 3}},
 			}}}},
 			Idle: &IdleFigures{Target: "tidegate", Sessions: 100, Alive: 100, RSSPerSession: rss, FDsPerSession: 2},
 		}

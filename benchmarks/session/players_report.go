@@ -5,7 +5,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"text/tabwriter"
+
+	"github.com/tidegate/tidegate/benchmarks/harness"
 )
 
 // PlayersMethodNotes explain how the players workload's figures were
@@ -40,12 +41,7 @@ func writePlayersTables(w io.Writer, r *Result) {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, strings.Join(t.head, "\t"))
-		for _, row := range t.rows {
-			fmt.Fprintln(tw, strings.Join(row, "\t"))
-		}
-		tw.Flush()
+		harness.TextTable{}.Write(w, t.head, t.rows)
 	}
 	for _, g := range r.Goals {
 		fmt.Fprintf(w, "goal %s\n", g)
@@ -58,11 +54,7 @@ func writePlayersMarkdown(b *strings.Builder, r *Result) {
 		if i > 0 {
 			b.WriteString("\n")
 		}
-		b.WriteString("| " + strings.Join(t.title, " | ") + " |\n")
-		b.WriteString(strings.Repeat("|---", t.names) + strings.Repeat("|--:", len(t.title)-t.names) + "|\n")
-		for _, row := range t.rows {
-			b.WriteString("| " + strings.Join(row, " | ") + " |\n")
-		}
+		harness.MarkdownTable(b, t.title, strings.Repeat("l", t.names)+strings.Repeat("r", len(t.title)-t.names), t.rows)
 	}
 	b.WriteString("\n")
 	for _, g := range r.Goals {

@@ -5,7 +5,7 @@ import (
 	"math"
 	"strings"
 
-	"github.com/tidegate/tidegate/benchmarks/spread"
+	"github.com/tidegate/tidegate/benchmarks/harness"
 )
 
 // PlayersPhase is what a players phase measured beyond Phase's figures.
@@ -53,11 +53,11 @@ type PlayersPhase struct {
 type PlayersSummary struct {
 	// Added latency: each proxy phase's quantile less that of the direct
 	// phase of the same repeat.
-	AddedP50Ms  spread.Spread `json:"added_p50_ms"`
-	AddedP99Ms  spread.Spread `json:"added_p99_ms"`
-	AddedP999Ms spread.Spread `json:"added_p999_ms"`
+	AddedP50Ms  harness.Spread `json:"added_p50_ms"`
+	AddedP99Ms  harness.Spread `json:"added_p99_ms"`
+	AddedP999Ms harness.Spread `json:"added_p999_ms"`
 	// RSSPerSessionKiB is over the proxy phases.
-	RSSPerSessionKiB spread.Spread `json:"rss_per_session_kib"`
+	RSSPerSessionKiB harness.Spread `json:"rss_per_session_kib"`
 	// SendLate figures are over the target's direct and proxy phases.
 	Direct SendLate `json:"direct_send_late"`
 	Proxy  SendLate `json:"proxy_send_late"`
@@ -72,10 +72,10 @@ type PlayersSummary struct {
 // phase: how late its sends went out (the mean and the most of each
 // phase) and its CPU, over the phases.
 type SendLate struct {
-	MeanMs spread.Spread `json:"mean_ms"`
-	MaxMs  spread.Spread `json:"max_ms"`
+	MeanMs harness.Spread `json:"mean_ms"`
+	MaxMs  harness.Spread `json:"max_ms"`
 	// GeneratorCPUPercent is the load generator's CPU, percent of a core.
-	GeneratorCPUPercent spread.Spread `json:"generator_cpu_percent"`
+	GeneratorCPUPercent harness.Spread `json:"generator_cpu_percent"`
 }
 
 // sendLateOf summarizes the send lateness of players phases ps.
@@ -85,7 +85,7 @@ func sendLateOf(ps []Phase) SendLate {
 		mean, most = append(mean, p.Players.SendLateMeanMs), append(most, p.Players.SendLateMaxMs)
 		cpu = append(cpu, p.Players.GeneratorCPUPercent)
 	}
-	return SendLate{MeanMs: spread.Of(mean), MaxMs: spread.Of(most), GeneratorCPUPercent: spread.Of(cpu)}
+	return SendLate{MeanMs: harness.Of(mean), MaxMs: harness.Of(most), GeneratorCPUPercent: harness.Of(cpu)}
 }
 
 // Goals of issue #14 for a tidegate target in the players workload.
@@ -200,8 +200,8 @@ func (r *Result) summarizePlayers() {
 			}
 		}
 		s.Players = &PlayersSummary{
-			AddedP50Ms: spread.Of(added[0]), AddedP99Ms: spread.Of(added[1]), AddedP999Ms: spread.Of(added[2]),
-			RSSPerSessionKiB: spread.Of(ptrValues(proxy, func(p Phase) *float64 { return p.Players.RSSPerSessionKiB })),
+			AddedP50Ms: harness.Of(added[0]), AddedP99Ms: harness.Of(added[1]), AddedP999Ms: harness.Of(added[2]),
+			RSSPerSessionKiB: harness.SpreadOfPresent(proxy, func(p Phase) *float64 { return p.Players.RSSPerSessionKiB }),
 			Direct:           sendLateOf(direct),
 			Proxy:            sendLateOf(proxy),
 		}
@@ -211,7 +211,7 @@ func (r *Result) summarizePlayers() {
 		if s.CPUNsPerFrame.N == 0 {
 			continue
 		}
-		best, ok := r.bestPeer(s.Target, func(o Summary) spread.Spread { return o.CPUNsPerFrame })
+		best, ok := r.bestPeer(s.Target, func(o Summary) harness.Spread { return o.CPUNsPerFrame })
 		if ok && best.CPUNsPerFrame.Median > 0 {
 			v := s.CPUNsPerFrame.Median / best.CPUNsPerFrame.Median
 			s.Players.CPUVsBestPeer, s.Players.BestPeer = &v, best.Target
@@ -221,8 +221,8 @@ func (r *Result) summarizePlayers() {
 		if !isTidegate(s.Target) || s.CPUNsPerFrame.N == 0 || s.Players.AddedP99Ms.N == 0 {
 			continue
 		}
-		cpuPeer, ok1 := r.bestPeer(s.Target, func(o Summary) spread.Spread { return o.CPUNsPerFrame })
-		latPeer, ok2 := r.bestPeer(s.Target, func(o Summary) spread.Spread { return o.Players.AddedP99Ms })
+		cpuPeer, ok1 := r.bestPeer(s.Target, func(o Summary) harness.Spread { return o.CPUNsPerFrame })
+		latPeer, ok2 := r.bestPeer(s.Target, func(o Summary) harness.Spread { return o.Players.AddedP99Ms })
 		if !ok1 || !ok2 || cpuPeer.CPUNsPerFrame.Median <= 0 {
 			continue
 		}
@@ -238,7 +238,7 @@ func (r *Result) summarizePlayers() {
 
 // bestPeer returns the summary of the peer other than target with the
 // lowest median of the figure get picks, among those that have it.
-func (r *Result) bestPeer(target string, get func(Summary) spread.Spread) (Summary, bool) {
+func (r *Result) bestPeer(target string, get func(Summary) harness.Spread) (Summary, bool) {
 	var best Summary
 	low := math.Inf(1)
 	for _, o := range r.Summary {

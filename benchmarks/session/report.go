@@ -1,20 +1,19 @@
 package session
 
 import (
-	"encoding/json"
 	"fmt"
 	"image/color"
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
-	"github.com/tidegate/tidegate/benchmarks/spread"
+	"github.com/tidegate/tidegate/benchmarks/harness"
 )
 
 // WriteTable prints the summary: one row per target and phase kind, then
@@ -75,36 +74,23 @@ func (p Phase) errorCounts() string {
 
 // writeEchoTables prints the echo workloads' summary tables.
 func writeEchoTables(w io.Writer, r *Result) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "target\tphase\troundtrips/s\tframes/s\tMiB/s\tp50 ms\tp95 ms\tp99 ms\terrors")
+	var phases, proxy [][]string
 	for _, s := range r.Summary {
 		for _, row := range []struct {
 			kind string
 			ps   PhaseStats
 		}{{KindDirect, s.Direct}, {KindProxy, s.Proxy}} {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", s.Target, row.kind,
-				row.ps.RoundtripsPerSec.Short(0), row.ps.FramesPerSec.Short(0), row.ps.MiBPerSec.Short(1),
-				row.ps.P50Ms.Short(3), row.ps.P95Ms.Short(3), row.ps.P99Ms.Short(3), row.ps.Errors)
+			phases = append(phases, []string{s.Target, row.kind, row.ps.RoundtripsPerSec.Short(0), row.ps.FramesPerSec.Short(0),
+				row.ps.MiBPerSec.Short(1), row.ps.P50Ms.Short(3), row.ps.P95Ms.Short(3), row.ps.P99Ms.Short(3),
+				strconv.FormatInt(row.ps.Errors, 10)})
 		}
+		proxy = append(proxy, []string{s.Target, s.Ratio.Short(3), s.CPUNsPerFrame.Short(0), s.SyscallsPerFrame.Short(3),
+			s.Proxy.SegmentsPerFrame.Short(3), s.Direct.SegmentsPerFrame.Short(3), s.RSSMiB.Short(1)})
 	}
-	tw.Flush()
+	harness.TextTable{}.Write(w, []string{"target", "phase", "roundtrips/s", "frames/s", "MiB/s", "p50 ms", "p95 ms", "p99 ms", "errors"}, phases)
 	fmt.Fprintln(w)
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "target\tproxy/direct\tCPU ns/frame\tsyscalls/frame\tsegments/frame (proxy)\tsegments/frame (direct)\tRSS MiB")
-	for _, s := range r.Summary {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Target, s.Ratio.Short(3), s.CPUNsPerFrame.Short(0),
-			s.SyscallsPerFrame.Short(3), s.Proxy.SegmentsPerFrame.Short(3), s.Direct.SegmentsPerFrame.Short(3),
-			s.RSSMiB.Short(1))
-	}
-	tw.Flush()
-}
-
-// orDash is s, or "–" for a figure the host did not tell.
-func orDash(s string) string {
-	if s == "" {
-		return "–"
-	}
-	return s
+	harness.TextTable{}.Write(w, []string{"target", "proxy/direct", "CPU ns/frame", "syscalls/frame", "segments/frame (proxy)",
+		"segments/frame (direct)", "RSS MiB"}, proxy)
 }
 
 // workloadName is the preset the run used, or "custom" for explicit flags.
@@ -117,7 +103,7 @@ func workloadName(w string) string {
 
 // revisionOf names the revision of the tool that made the run; a binary
 // without make build's stamp or a VCS stamp says so rather than guessing.
-func revisionOf(h Host) string {
+func revisionOf(h harness.Host) string {
 	if h.Revision == "" {
 		return "unknown (no revision stamp: build with make build)"
 	}
@@ -125,11 +111,7 @@ func revisionOf(h Host) string {
 }
 
 // WriteJSON writes r as indented JSON.
-func WriteJSON(w io.Writer, r *Result) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
-}
+func WriteJSON(w io.Writer, r *Result) error { return harness.WriteJSON(w, r) }
 
 // MethodNotes explain how the figures were taken; the report prints them.
 var MethodNotes = []string{
@@ -174,14 +156,14 @@ func WriteReport(dir string, r *Result) error {
 	fmt.Fprintf(&b, "# Session benchmark: %s\n\n", title)
 	h := r.Setup.Host
 	fmt.Fprintf(&b, "Host: %s/%s, kernel %s, %s (%d cores), poller %s, %s, revision %s.\n\n",
-		h.OS, h.Arch, orDash(h.Kernel), orDash(h.CPU), h.NumCPU, h.Poller, h.GoVersion, revisionOf(h))
+		h.OS, h.Arch, harness.OrDash(h.Kernel), harness.OrDash(h.CPU), h.NumCPU, h.Poller, h.GoVersion, revisionOf(h))
 	fmt.Fprintf(&b, "Workload: `%s`, %d repeat(s). Targets: %s. Proxy cores: %d; backend loops: %d",
 		r.workloadFlags(), r.Repeats, strings.Join(r.Targets, ", "), r.Setup.ProxyCores, r.Setup.BackendLoops)
 	if r.Setup.GoMaxProcs > 0 {
 		fmt.Fprintf(&b, "; goproxy GOMAXPROCS %d", r.Setup.GoMaxProcs)
 	}
 	if r.Setup.Namespaces {
-		fmt.Fprintf(&b, "; client, proxy and backend in three network namespaces, RTT %s per link", orDash(r.Setup.RTT))
+		fmt.Fprintf(&b, "; client, proxy and backend in three network namespaces, RTT %s per link", harness.OrDash(r.Setup.RTT))
 	} else {
 		b.WriteString("; loopback")
 	}
@@ -268,51 +250,51 @@ type chartSpec struct {
 // series is one set of bars: a value per target.
 type series struct {
 	name  string
-	stats []spread.Spread
+	stats []harness.Spread
 }
 
 // writeCharts draws bar charts of medians with min–max error bars.
 func writeCharts(dir string, r *Result) ([]chartFile, error) {
 	labels := r.Targets
-	pick := func(f func(Summary) spread.Spread) []spread.Spread {
-		out := make([]spread.Spread, len(r.Summary))
+	pick := func(f func(Summary) harness.Spread) []harness.Spread {
+		out := make([]harness.Spread, len(r.Summary))
 		for i, s := range r.Summary {
 			out[i] = f(s)
 		}
 		return out
 	}
 	cpu := chartSpec{"cpu_ns_per_frame.png", "Proxy CPU per relayed frame", "ns/frame",
-		[]series{{"proxy", pick(func(s Summary) spread.Spread { return s.CPUNsPerFrame })}}}
+		[]series{{"proxy", pick(func(s Summary) harness.Spread { return s.CPUNsPerFrame })}}}
 	p99 := chartSpec{"latency_p99.png", "p99 latency", "ms", []series{
-		{"direct", pick(func(s Summary) spread.Spread { return s.Direct.P99Ms })},
-		{"proxy", pick(func(s Summary) spread.Spread { return s.Proxy.P99Ms })}}}
+		{"direct", pick(func(s Summary) harness.Spread { return s.Direct.P99Ms })},
+		{"proxy", pick(func(s Summary) harness.Spread { return s.Proxy.P99Ms })}}}
 	syscalls := chartSpec{"syscalls_per_frame.png", "Proxy system calls per relayed frame", "syscalls/frame",
-		[]series{{"proxy", pick(func(s Summary) spread.Spread { return s.SyscallsPerFrame })}}}
+		[]series{{"proxy", pick(func(s Summary) harness.Spread { return s.SyscallsPerFrame })}}}
 	specs := []chartSpec{cpu,
 		{"roundtrips.png", "Roundtrips per second", "roundtrips/s", []series{
-			{"direct", pick(func(s Summary) spread.Spread { return s.Direct.RoundtripsPerSec })},
-			{"proxy", pick(func(s Summary) spread.Spread { return s.Proxy.RoundtripsPerSec })}}},
+			{"direct", pick(func(s Summary) harness.Spread { return s.Direct.RoundtripsPerSec })},
+			{"proxy", pick(func(s Summary) harness.Spread { return s.Proxy.RoundtripsPerSec })}}},
 		p99,
 		{"ratio.png", "Proxy/direct frames per second (paired)", "ratio",
-			[]series{{"proxy/direct", pick(func(s Summary) spread.Spread { return s.Ratio })}}},
+			[]series{{"proxy/direct", pick(func(s Summary) harness.Spread { return s.Ratio })}}},
 		syscalls,
 	}
 	if r.Players != nil {
-		players := func(f func(*PlayersSummary) spread.Spread) []spread.Spread {
-			return pick(func(s Summary) spread.Spread {
+		players := func(f func(*PlayersSummary) harness.Spread) []harness.Spread {
+			return pick(func(s Summary) harness.Spread {
 				if s.Players == nil {
-					return spread.Spread{}
+					return harness.Spread{}
 				}
 				return f(s.Players)
 			})
 		}
 		specs = []chartSpec{cpu, p99,
 			{"added_latency.png", "Latency added by the proxy (proxy less direct, paired)", "ms", []series{
-				{"p50", players(func(s *PlayersSummary) spread.Spread { return s.AddedP50Ms })},
-				{"p99", players(func(s *PlayersSummary) spread.Spread { return s.AddedP99Ms })},
-				{"p99.9", players(func(s *PlayersSummary) spread.Spread { return s.AddedP999Ms })}}},
+				{"p50", players(func(s *PlayersSummary) harness.Spread { return s.AddedP50Ms })},
+				{"p99", players(func(s *PlayersSummary) harness.Spread { return s.AddedP99Ms })},
+				{"p99.9", players(func(s *PlayersSummary) harness.Spread { return s.AddedP999Ms })}}},
 			{"rss_per_session.png", "Proxy RSS per session", "KiB",
-				[]series{{"proxy", players(func(s *PlayersSummary) spread.Spread { return s.RSSPerSessionKiB })}}},
+				[]series{{"proxy", players(func(s *PlayersSummary) harness.Spread { return s.RSSPerSessionKiB })}}},
 			syscalls,
 		}
 	}
@@ -338,7 +320,7 @@ func writeCharts(dir string, r *Result) ([]chartFile, error) {
 // rangeBars are min–max error bars around medians.
 type rangeBars struct {
 	xs    []float64
-	stats []spread.Spread
+	stats []harness.Spread
 }
 
 func (e rangeBars) Len() int                    { return len(e.xs) }
@@ -379,11 +361,11 @@ func barChart(path, title, ylabel string, labels []string, ss []series) error {
 		if len(ss) > 1 {
 			p.Legend.Add(s.name, bars)
 		}
-		eb := rangeBars{stats: make([]spread.Spread, len(s.stats))}
+		eb := rangeBars{stats: make([]harness.Spread, len(s.stats))}
 		for j, st := range s.stats {
 			eb.xs = append(eb.xs, xs[j]+shift)
 			if st.N == 0 {
-				st = spread.Spread{}
+				st = harness.Spread{}
 			}
 			eb.stats[j] = st
 		}

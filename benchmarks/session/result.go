@@ -1,10 +1,6 @@
 package session
 
-import (
-	"math"
-
-	"github.com/tidegate/tidegate/benchmarks/spread"
-)
+import "github.com/tidegate/tidegate/benchmarks/harness"
 
 // Phase kinds.
 const (
@@ -58,17 +54,17 @@ type Phase struct {
 
 // PhaseStats summarizes the phases of one kind of one target.
 type PhaseStats struct {
-	Phases           int           `json:"phases"`
-	Errors           int64         `json:"errors"`
-	Failed           int           `json:"failed"`
-	RoundtripsPerSec spread.Spread `json:"roundtrips_per_sec"`
-	FramesPerSec     spread.Spread `json:"frames_per_sec"`
-	MiBPerSec        spread.Spread `json:"mib_per_sec"`
-	P50Ms            spread.Spread `json:"p50_ms"`
-	P95Ms            spread.Spread `json:"p95_ms"`
-	P99Ms            spread.Spread `json:"p99_ms"`
-	P999Ms           spread.Spread `json:"p999_ms"`
-	SegmentsPerFrame spread.Spread `json:"segments_per_frame"`
+	Phases           int            `json:"phases"`
+	Errors           int64          `json:"errors"`
+	Failed           int            `json:"failed"`
+	RoundtripsPerSec harness.Spread `json:"roundtrips_per_sec"`
+	FramesPerSec     harness.Spread `json:"frames_per_sec"`
+	MiBPerSec        harness.Spread `json:"mib_per_sec"`
+	P50Ms            harness.Spread `json:"p50_ms"`
+	P95Ms            harness.Spread `json:"p95_ms"`
+	P99Ms            harness.Spread `json:"p99_ms"`
+	P999Ms           harness.Spread `json:"p999_ms"`
+	SegmentsPerFrame harness.Spread `json:"segments_per_frame"`
 }
 
 // Summary is one target's figures over all repeats.
@@ -77,10 +73,10 @@ type Summary struct {
 	Direct PhaseStats `json:"direct"`
 	Proxy  PhaseStats `json:"proxy"`
 	// Ratio is each proxy phase's frames/s over its paired direct phase's.
-	Ratio            spread.Spread `json:"proxy_direct_ratio"`
-	CPUNsPerFrame    spread.Spread `json:"cpu_ns_per_frame"`
-	SyscallsPerFrame spread.Spread `json:"syscalls_per_frame"`
-	RSSMiB           spread.Spread `json:"rss_mib"`
+	Ratio            harness.Spread `json:"proxy_direct_ratio"`
+	CPUNsPerFrame    harness.Spread `json:"cpu_ns_per_frame"`
+	SyscallsPerFrame harness.Spread `json:"syscalls_per_frame"`
+	RSSMiB           harness.Spread `json:"rss_mib"`
 	// Players holds the players workload's own figures.
 	Players *PlayersSummary `json:"players,omitempty"`
 }
@@ -111,23 +107,13 @@ type Setup struct {
 	RTT          string `json:"rtt,omitempty"`
 	// AppRTT is the round-trip time emulated by the client and backend
 	// holding every frame for half of it (--app-rtt); empty: none.
-	AppRTT     string `json:"app_rtt,omitempty"`
-	Namespaces bool   `json:"namespaces"`
-	Host       Host   `json:"host"`
+	AppRTT     string       `json:"app_rtt,omitempty"`
+	Namespaces bool         `json:"namespaces"`
+	Host       harness.Host `json:"host"`
 }
 
 // OK reports whether every phase completed with every echo correct.
 func (r *Result) OK() bool { return r.Errors == 0 && r.Failed == 0 }
-
-func ptrValues(ps []Phase, get func(Phase) *float64) []float64 {
-	var out []float64
-	for _, p := range ps {
-		if v := get(p); v != nil && !math.IsNaN(*v) {
-			out = append(out, *v)
-		}
-	}
-	return out
-}
 
 // valid reports whether a phase's figures may enter a median: it completed
 // and every echo was right. A phase with wrong echoes measured a relay that
@@ -135,15 +121,7 @@ func ptrValues(ps []Phase, get func(Phase) *float64) []float64 {
 func (p Phase) valid() bool { return p.Failure == "" && p.Errors == 0 }
 
 // validPhases returns the phases of ps whose figures count.
-func validPhases(ps []Phase) []Phase {
-	var ok []Phase
-	for _, p := range ps {
-		if p.valid() {
-			ok = append(ok, p)
-		}
-	}
-	return ok
-}
+func validPhases(ps []Phase) []Phase { return harness.Keep(ps, Phase.valid) }
 
 func phaseStats(ps []Phase) PhaseStats {
 	s := PhaseStats{Phases: len(ps)}
@@ -154,13 +132,7 @@ func phaseStats(ps []Phase) PhaseStats {
 		}
 	}
 	ok := validPhases(ps)
-	get := func(f func(Phase) float64) spread.Spread {
-		vs := make([]float64, len(ok))
-		for i, p := range ok {
-			vs[i] = f(p)
-		}
-		return spread.Of(vs)
-	}
+	get := func(f func(Phase) float64) harness.Spread { return harness.SpreadOf(ok, f) }
 	s.RoundtripsPerSec = get(func(p Phase) float64 { return p.RoundtripsPerSec })
 	s.FramesPerSec = get(func(p Phase) float64 { return p.FramesPerSec })
 	s.MiBPerSec = get(func(p Phase) float64 { return p.MiBPerSec })
@@ -168,7 +140,7 @@ func phaseStats(ps []Phase) PhaseStats {
 	s.P95Ms = get(func(p Phase) float64 { return p.P95Ms })
 	s.P99Ms = get(func(p Phase) float64 { return p.P99Ms })
 	s.P999Ms = get(func(p Phase) float64 { return p.P999Ms })
-	s.SegmentsPerFrame = spread.Of(ptrValues(ok, func(p Phase) *float64 { return p.SegmentsPerFrame }))
+	s.SegmentsPerFrame = harness.SpreadOfPresent(ok, func(p Phase) *float64 { return p.SegmentsPerFrame })
 	return s
 }
 
@@ -216,10 +188,10 @@ func (r *Result) summarize() {
 			Target:           t,
 			Direct:           phaseStats(direct),
 			Proxy:            phaseStats(proxy),
-			Ratio:            spread.Of(ratios),
-			CPUNsPerFrame:    spread.Of(ptrValues(validPhases(proxy), func(p Phase) *float64 { return p.CPUNsPerFrame })),
-			SyscallsPerFrame: spread.Of(ptrValues(validPhases(sys), func(p Phase) *float64 { return p.SyscallsPerFrame })),
-			RSSMiB:           spread.Of(ptrValues(validPhases(proxy), func(p Phase) *float64 { return p.RSSMiB })),
+			Ratio:            harness.Of(ratios),
+			CPUNsPerFrame:    harness.SpreadOfPresent(validPhases(proxy), func(p Phase) *float64 { return p.CPUNsPerFrame }),
+			SyscallsPerFrame: harness.SpreadOfPresent(validPhases(sys), func(p Phase) *float64 { return p.SyscallsPerFrame }),
+			RSSMiB:           harness.SpreadOfPresent(validPhases(proxy), func(p Phase) *float64 { return p.RSSMiB }),
 		})
 	}
 	if r.Players != nil {

@@ -9,9 +9,9 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/peers"
 	"github.com/tidegate/tidegate/benchmarks/procstat"
-	"github.com/tidegate/tidegate/benchmarks/spread"
 )
 
 // Target is a running proxy under test.
@@ -110,8 +110,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	var steps []step
 	n := len(cfg.Targets)
 	for r := 0; r < cfg.Repeats; r++ {
-		for i := 0; i < n; i++ {
-			t := cfg.Targets[(i+r)%n]
+		for _, i := range harness.Order(n, r) {
+			t := cfg.Targets[i]
 			if r%2 == 0 {
 				steps = append(steps, step{t, KindDirect, r}, step{t, KindProxy, r})
 			} else {
@@ -298,7 +298,7 @@ func phaseOf(target, kind string, repeat, order int, params Params, run phaseRun
 // noteHoldLate notes how late the clients' held bursts went out: the
 // emulated RTT is at least appRTT, by this much more on the client side.
 func (r *Result) noteHoldLate(appRTT time.Duration) {
-	late := spread.Of(ptrValues(validPhases(r.Phases), func(p Phase) *float64 { return p.HoldLateUs }))
+	late := harness.SpreadOfPresent(validPhases(r.Phases), func(p Phase) *float64 { return p.HoldLateUs })
 	if late.N == 0 {
 		return
 	}

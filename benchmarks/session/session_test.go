@@ -14,8 +14,8 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/peers"
-	"github.com/tidegate/tidegate/benchmarks/spread"
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/mcbackend"
 	"github.com/tidegate/tidegate/session/proxy"
@@ -372,10 +372,10 @@ func TestSummaryLeavesOutPhasesWithErrors(t *testing.T) {
 	if s.Direct.Failed != 1 || s.Direct.RoundtripsPerSec.N != 3 {
 		t.Fatalf("direct stats %+v", s.Direct)
 	}
-	if s.CPUNsPerFrame != (spread.Spread{Median: 200, Min: 100, Max: 300, N: 2}) || s.Ratio.N != 2 || s.Ratio.Max != 0.5 {
+	if s.CPUNsPerFrame != (harness.Spread{Median: 200, Min: 100, Max: 300, N: 2}) || s.Ratio.N != 2 || s.Ratio.Max != 0.5 {
 		t.Fatalf("cpu %+v ratio %+v", s.CPUNsPerFrame, s.Ratio)
 	}
-	if s.SyscallsPerFrame != (spread.Spread{Median: 4, Min: 2, Max: 9, N: 3}) {
+	if s.SyscallsPerFrame != (harness.Spread{Median: 4, Min: 2, Max: 9, N: 3}) {
 		t.Fatalf("syscalls %+v, want the median of three passes", s.SyscallsPerFrame)
 	}
 }

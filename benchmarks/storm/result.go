@@ -3,11 +3,11 @@ package storm
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
+	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/peers"
-	"github.com/tidegate/tidegate/benchmarks/resultfile"
-	"github.com/tidegate/tidegate/benchmarks/spread"
 )
 
 // Params are the figures a run was made with.
@@ -41,24 +41,24 @@ func paramsOf(c Config) Params {
 }
 
 // Meta says where and how a run was made; the command fills it in.
-type Meta = resultfile.Meta
+type Meta = harness.Meta
 
 // Summary is one target's trials in figures over the repeats.
 type Summary struct {
 	Target string `json:"target"`
 	Trials int    `json:"trials"`
 	// Started counts the trials that got as far as firing the storm.
-	Started    int           `json:"started"`
-	HeldLost   spread.Spread `json:"held_lost"`
-	Accepted   spread.Spread `json:"accepted"`
-	Refused    spread.Spread `json:"refused"`
-	TimedOut   spread.Spread `json:"timed_out"`
-	Errored    spread.Spread `json:"errored"`
-	AcceptP50  spread.Spread `json:"accept_p50_ms"`
-	AcceptP99  spread.Spread `json:"accept_p99_ms"`
-	CPUMs      spread.Spread `json:"cpu_ms"`
-	Alive      int           `json:"alive"`
-	NewSession int           `json:"new_session"`
+	Started    int            `json:"started"`
+	HeldLost   harness.Spread `json:"held_lost"`
+	Accepted   harness.Spread `json:"accepted"`
+	Refused    harness.Spread `json:"refused"`
+	TimedOut   harness.Spread `json:"timed_out"`
+	Errored    harness.Spread `json:"errored"`
+	AcceptP50  harness.Spread `json:"accept_p50_ms"`
+	AcceptP99  harness.Spread `json:"accept_p99_ms"`
+	CPUMs      harness.Spread `json:"cpu_ms"`
+	Alive      int            `json:"alive"`
+	NewSession int            `json:"new_session"`
 	// OK: every trial of the target passed.
 	OK bool `json:"ok"`
 }
@@ -79,14 +79,12 @@ type Result struct {
 func (r *Result) summarize(targets []peers.Kind) {
 	r.Summary, r.Failures = nil, nil
 	for _, k := range targets {
-		s := Summary{Target: string(k), OK: true}
-		var lost, acc, ref, tmo, errd, p50, p99, cpu []float64
-		for i := range r.Trials {
-			t := &r.Trials[i]
-			if t.Target != string(k) {
-				continue
-			}
-			s.Trials++
+		mine := harness.Keep(r.Trials, func(t Trial) bool { return t.Target == string(k) })
+		if len(mine) == 0 {
+			continue
+		}
+		s := Summary{Target: string(k), Trials: len(mine), OK: true}
+		for _, t := range mine {
 			if f := t.Failures(); len(f) > 0 {
 				s.OK = false
 				for _, m := range f {
@@ -99,26 +97,20 @@ func (r *Result) summarize(targets []peers.Kind) {
 			if t.NewSession {
 				s.NewSession++
 			}
-			if t.Storm == nil {
-				continue
-			}
-			s.Started++
-			st := t.Storm
-			lost = append(lost, float64(t.Held.Lost))
-			acc, ref = append(acc, float64(st.Accepted)), append(ref, float64(st.Refused))
-			tmo, errd = append(tmo, float64(st.TimedOut)), append(errd, float64(st.Errored))
-			if st.Accepted > 0 {
-				p50, p99 = append(p50, st.AcceptP50Ms), append(p99, st.AcceptP99Ms)
-			}
-			if t.CPUMeasured {
-				cpu = append(cpu, t.CPUMs)
-			}
 		}
-		if s.Trials == 0 {
-			continue
-		}
-		s.HeldLost, s.Accepted, s.Refused, s.TimedOut, s.Errored = spread.Of(lost), spread.Of(acc), spread.Of(ref), spread.Of(tmo), spread.Of(errd)
-		s.AcceptP50, s.AcceptP99, s.CPUMs = spread.Of(p50), spread.Of(p99), spread.Of(cpu)
+		// Every trial that fired the storm counts, failed ones too: a lost
+		// held session or a refused storm connection is what is measured.
+		started := harness.Keep(mine, func(t Trial) bool { return t.Storm != nil })
+		accepted := harness.Keep(started, func(t Trial) bool { return t.Storm.Accepted > 0 })
+		s.Started = len(started)
+		s.HeldLost = harness.SpreadOf(started, func(t Trial) float64 { return float64(t.Held.Lost) })
+		s.Accepted = harness.SpreadOf(started, func(t Trial) float64 { return float64(t.Storm.Accepted) })
+		s.Refused = harness.SpreadOf(started, func(t Trial) float64 { return float64(t.Storm.Refused) })
+		s.TimedOut = harness.SpreadOf(started, func(t Trial) float64 { return float64(t.Storm.TimedOut) })
+		s.Errored = harness.SpreadOf(started, func(t Trial) float64 { return float64(t.Storm.Errored) })
+		s.AcceptP50 = harness.SpreadOf(accepted, func(t Trial) float64 { return t.Storm.AcceptP50Ms })
+		s.AcceptP99 = harness.SpreadOf(accepted, func(t Trial) float64 { return t.Storm.AcceptP99Ms })
+		s.CPUMs = harness.SpreadOf(harness.Keep(started, func(t Trial) bool { return t.CPUMeasured }), func(t Trial) float64 { return t.CPUMs })
 		r.Summary = append(r.Summary, s)
 	}
 	r.OK = len(r.Failures) == 0 && len(r.Trials) > 0
@@ -138,52 +130,51 @@ func yesOf(n, total int) string {
 // WriteTable writes the summary as a markdown table, one row per target,
 // each figure as median [min–max] over the repeats, then the failures.
 func WriteTable(w io.Writer, r *Result) error {
-	var b strings.Builder
 	nofile := "descriptor limit unchanged"
 	if r.Params.NoFile > 0 {
 		nofile = fmt.Sprintf("%d descriptors per proxy", r.Params.NoFile)
 	}
-	fmt.Fprintf(&b, "storm: %d held sessions, %d storm connections, limit %d sessions, %s, %d repeats\n\n",
-		r.Params.Held, r.Params.Storm, r.Params.Limit, nofile, r.Params.Repeats)
-	b.WriteString("| target | held lost | storm accepted | refused | timed out | errored | accept p50 ms | accept p99 ms | proxy alive | new session after | proxy CPU ms | verdict |\n")
-	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|---|---|--:|---|\n")
+	if _, err := fmt.Fprintf(w, "storm: %d held sessions, %d storm connections, limit %d sessions, %s, %d repeats\n\n",
+		r.Params.Held, r.Params.Storm, r.Params.Limit, nofile, r.Params.Repeats); err != nil {
+		return err
+	}
+	rows := make([][]string, 0, len(r.Summary))
 	for _, s := range r.Summary {
 		verdict := "ok"
 		if !s.OK {
 			verdict = "**FAIL**"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", s.Target,
-			s.HeldLost.Format(0), s.Accepted.Format(0), s.Refused.Format(0), s.TimedOut.Format(0), s.Errored.Format(0),
-			s.AcceptP50.Format(1), s.AcceptP99.Format(1), yesOf(s.Alive, s.Trials), yesOf(s.NewSession, s.Trials),
-			s.CPUMs.Format(0), verdict)
+		rows = append(rows, []string{s.Target, s.HeldLost.Format(0), s.Accepted.Format(0), s.Refused.Format(0),
+			s.TimedOut.Format(0), s.Errored.Format(0), s.AcceptP50.Format(1), s.AcceptP99.Format(1),
+			yesOf(s.Alive, s.Trials), yesOf(s.NewSession, s.Trials), s.CPUMs.Format(0), verdict})
 	}
-	if len(r.Failures) > 0 {
-		b.WriteString("\nFailures:\n")
-		for _, f := range r.Failures {
-			fmt.Fprintf(&b, "- %s\n", f)
-		}
+	if err := harness.MarkdownTable(w, []string{"target", "held lost", "storm accepted", "refused", "timed out", "errored",
+		"accept p50 ms", "accept p99 ms", "proxy alive", "new session after", "proxy CPU ms", "verdict"}, "lrrrrrrrllrl", rows); err != nil {
+		return err
 	}
-	_, err := io.WriteString(w, b.String())
+	if len(r.Failures) == 0 {
+		return nil
+	}
+	_, err := io.WriteString(w, "\nFailures:\n- "+strings.Join(r.Failures, "\n- ")+"\n")
 	return err
 }
 
 // WriteTrials writes one markdown row per trial with the reasons behind
 // the refusals, time-outs and losses.
 func WriteTrials(w io.Writer, r *Result) error {
-	var b strings.Builder
-	b.WriteString("| repeat | # | target | held lost (echoes) | accepted | refused | timed out | errored | accept p50 / p99 / max ms | connect p99 ms | storm s | CPU ms | alive | new session | reasons |\n")
-	b.WriteString("|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|---|\n")
+	rows := make([][]string, 0, len(r.Trials))
 	for i := range r.Trials {
 		t := &r.Trials[i]
+		head := []string{strconv.Itoa(t.Repeat), strconv.Itoa(t.Position), t.Target}
 		if t.Storm == nil {
-			fmt.Fprintf(&b, "| %d | %d | %s | – | – | – | – | – | – | – | – | – | %s | %s | error: %s |\n",
-				t.Repeat, t.Position, t.Target, yesNo(t.Alive), yesNo(t.NewSession), oneLine(t.Error))
+			rows = append(rows, append(head, "–", "–", "–", "–", "–", "–", "–", "–", "–",
+				yesNo(t.Alive), yesNo(t.NewSession), "error: "+oneLine(t.Error)))
 			continue
 		}
 		st := t.Storm
 		cpu := "–"
 		if t.CPUMeasured {
-			cpu = fmt.Sprintf("%.0f", t.CPUMs)
+			cpu = harness.Fixed(t.CPUMs, 0)
 		}
 		reasons := reasonList(st.Reasons)
 		if t.Held.Lost > 0 {
@@ -192,15 +183,15 @@ func WriteTrials(w io.Writer, r *Result) error {
 		lat, conn := "–", "–"
 		if st.Accepted > 0 {
 			lat = fmt.Sprintf("%.1f / %.1f / %.1f", st.AcceptP50Ms, st.AcceptP99Ms, st.AcceptMaxMs)
-			conn = fmt.Sprintf("%.1f", st.ConnectP99Ms)
+			conn = harness.Fixed(st.ConnectP99Ms, 1)
 		}
-		fmt.Fprintf(&b, "| %d | %d | %s | %d (%d) | %d | %d | %d | %d | %s | %s | %.2f | %s | %s | %s | %s |\n",
-			t.Repeat, t.Position, t.Target, t.Held.Lost, t.Held.Echoes, st.Accepted, st.Refused, st.TimedOut, st.Errored,
-			lat, conn, st.Seconds, cpu,
-			yesNo(t.Alive), yesNo(t.NewSession), reasons)
+		rows = append(rows, append(head, fmt.Sprintf("%d (%d)", t.Held.Lost, t.Held.Echoes), strconv.Itoa(st.Accepted),
+			strconv.Itoa(st.Refused), strconv.Itoa(st.TimedOut), strconv.Itoa(st.Errored), lat, conn,
+			harness.Fixed(st.Seconds, 2), cpu, yesNo(t.Alive), yesNo(t.NewSession), reasons))
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	return harness.MarkdownTable(w, []string{"repeat", "#", "target", "held lost (echoes)", "accepted", "refused", "timed out",
+		"errored", "accept p50 / p99 / max ms", "connect p99 ms", "storm s", "CPU ms", "alive", "new session", "reasons"},
+		"rrlrrrrrrrrrlll", rows)
 }
 
 func yesNo(b bool) string {
@@ -217,7 +208,7 @@ func oneLine(s string) string {
 }
 
 // WriteJSON writes the result as indented JSON.
-func WriteJSON(w io.Writer, r *Result) error { return resultfile.WriteJSON(w, r) }
+func WriteJSON(w io.Writer, r *Result) error { return harness.WriteJSON(w, r) }
 
 // Definitions explains the columns, for the results file.
 const Definitions = `- **held lost**: held sessions (opened and checked before the storm, each echoing a 64-byte
@@ -263,14 +254,14 @@ const Limits = `- **session limit** (--limit): tidegate ` + "`limits.max_session
 func WriteReport(dir, label string, r *Result) (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Connection storm: held sessions and a storm past the session and descriptor limits\n\n")
-	resultfile.WriteVerdict(&b, r.OK, "PASS: no held session lost, every proxy alive and serving after every storm.")
+	harness.WriteVerdict(&b, r.OK, "PASS: no held session lost, every proxy alive and serving after every storm.")
 	r.Meta.WriteHeader(&b, "", "")
 	p := r.Params
 	fmt.Fprintf(&b, "- targets %s; %d repeats; %d held, %d storm (parallel %d: 0 is all at once), limit %d sessions, nofile %d, %d proxy core(s)\n",
 		strings.Join(p.Targets, ", "), p.Repeats, p.Held, p.Storm, p.StormParallel, p.Limit, p.NoFile, p.ProxyCores)
 	fmt.Fprintf(&b, "- storm-timeout %s, held-interval %s, echo-timeout %s, after-timeout %s, sources %s\n\n",
 		p.StormTimeout, p.HeldInterval, p.EchoTimeout, p.AfterTimeout, strings.Join(p.Sources, ","))
-	if err := resultfile.WriteTables(&b, r, WriteTable, WriteTrials); err != nil {
+	if err := harness.WriteTables(&b, r, WriteTable, WriteTrials); err != nil {
 		return "", err
 	}
 	b.WriteString("\n## What the columns mean\n\n")
@@ -289,7 +280,7 @@ func WriteReport(dir, label string, r *Result) (string, error) {
 		b.WriteString("\n## Proxy output of the failed trials\n")
 		b.WriteString(logs.String())
 	}
-	return resultfile.Write(dir, resultfile.Name(r.Meta.Date, "storm", label), b.String(), r)
+	return harness.Write(dir, harness.Name(r.Meta.Date, "storm", label), b.String(), r)
 }
 
 // logExcerpt returns at most n lines of a proxy's output, each cut to 300

@@ -211,25 +211,22 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{Params: paramsOf(cfg)}
-	for r := range cfg.Repeats {
-		for pos := range cfg.Targets {
-			k := cfg.Targets[(pos+r)%len(cfg.Targets)]
-			t := runTrial(ctx, cfg, k)
-			t.Repeat, t.Position = r, pos
-			res.Trials = append(res.Trials, t)
-			ev := cfg.Log.Info()
-			if f := t.Failures(); len(f) > 0 {
-				ev = cfg.Log.Warn().Strs("failures", f)
-			}
-			ev.Str("target", t.Target).Int("repeat", r).Int("held_lost", t.Held.Lost).
-				Bool("alive", t.Alive).Bool("new_session", t.NewSession).Msg("storm trial done")
-			if err := ctx.Err(); err != nil {
-				res.summarize(cfg.Targets)
-				return res, fmt.Errorf("storm benchmark interrupted: %w", err)
-			}
+	err := harness.Rotate(cfg.Repeats, len(cfg.Targets), func(r, pos, i int) error {
+		t := runTrial(ctx, cfg, cfg.Targets[i])
+		t.Repeat, t.Position = r, pos
+		res.Trials = append(res.Trials, t)
+		ev := cfg.Log.Info()
+		if f := t.Failures(); len(f) > 0 {
+			ev = cfg.Log.Warn().Strs("failures", f)
 		}
-	}
+		ev.Str("target", t.Target).Int("repeat", r).Int("held_lost", t.Held.Lost).
+			Bool("alive", t.Alive).Bool("new_session", t.NewSession).Msg("storm trial done")
+		return ctx.Err()
+	})
 	res.summarize(cfg.Targets)
+	if err != nil {
+		return res, fmt.Errorf("storm benchmark interrupted: %w", err)
+	}
 	return res, nil
 }
 

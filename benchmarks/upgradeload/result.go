@@ -6,8 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tidegate/tidegate/benchmarks/resultfile"
-	"github.com/tidegate/tidegate/benchmarks/spread"
+	"github.com/tidegate/tidegate/benchmarks/harness"
 )
 
 // Params are the figures a run was made with.
@@ -39,7 +38,7 @@ func paramsOf(c Config) Params {
 
 // Meta says where and how a run was made; the command fills it in.
 type Meta struct {
-	resultfile.Meta
+	harness.Meta
 	// ProxyVersion is what the tidegate binary's `version` printed.
 	ProxyVersion string `json:"proxy_version,omitempty"`
 }
@@ -97,25 +96,25 @@ func (t *Trial) OK() bool { return len(t.Failures) == 0 }
 
 // Summary is the trials without a failure, over the repeats.
 type Summary struct {
-	Sessions         int           `json:"sessions"`
-	Trials           int           `json:"trials"`
-	Failed           int           `json:"failed"`
-	HandoverMs       spread.Spread `json:"handover_ms"`
-	LoggedHandoverMs spread.Spread `json:"logged_handover_ms"`
-	LoggedTakeoverMs spread.Spread `json:"logged_takeover_ms"`
-	NewHealthMs      spread.Spread `json:"new_health_ms"`
-	UpgradeMaxMs     spread.Spread `json:"upgrade_gap_max_ms"`
-	UpgradeP99Ms     spread.Spread `json:"upgrade_gap_p99_ms"`
-	UpgradeMedianMs  spread.Spread `json:"upgrade_gap_median_ms"`
-	BaselineMaxMs    spread.Spread `json:"baseline_gap_max_ms"`
-	BaselineP99Ms    spread.Spread `json:"baseline_gap_p99_ms"`
-	BaselineMedianMs spread.Spread `json:"baseline_gap_median_ms"`
-	UpgradeLagMs     spread.Spread `json:"upgrade_send_lag_ms"`
-	BaselineLagMs    spread.Spread `json:"baseline_send_lag_ms"`
+	Sessions         int            `json:"sessions"`
+	Trials           int            `json:"trials"`
+	Failed           int            `json:"failed"`
+	HandoverMs       harness.Spread `json:"handover_ms"`
+	LoggedHandoverMs harness.Spread `json:"logged_handover_ms"`
+	LoggedTakeoverMs harness.Spread `json:"logged_takeover_ms"`
+	NewHealthMs      harness.Spread `json:"new_health_ms"`
+	UpgradeMaxMs     harness.Spread `json:"upgrade_gap_max_ms"`
+	UpgradeP99Ms     harness.Spread `json:"upgrade_gap_p99_ms"`
+	UpgradeMedianMs  harness.Spread `json:"upgrade_gap_median_ms"`
+	BaselineMaxMs    harness.Spread `json:"baseline_gap_max_ms"`
+	BaselineP99Ms    harness.Spread `json:"baseline_gap_p99_ms"`
+	BaselineMedianMs harness.Spread `json:"baseline_gap_median_ms"`
+	UpgradeLagMs     harness.Spread `json:"upgrade_send_lag_ms"`
+	BaselineLagMs    harness.Spread `json:"baseline_send_lag_ms"`
 	// Kept is over every trial, failed ones included: a lost session is
 	// what the figure is for.
-	Kept            spread.Spread `json:"kept"`
-	SessionFailures int           `json:"session_failures"`
+	Kept            harness.Spread `json:"kept"`
+	SessionFailures int            `json:"session_failures"`
 	// Noisy counts the trials in the figures during which other programs
 	// were busy (after every retry); Retried the trials that ran again.
 	Noisy   int `json:"noisy"`
@@ -140,38 +139,37 @@ type Result struct {
 
 func (r *Result) summarize() {
 	s := Summary{Sessions: r.Params.Sessions, Trials: len(r.Trials)}
-	var hand, lhand, ltake, health, umax, up99, umed, bmax, bp99, bmed, ulag, blag, kept []float64
 	r.Failures = nil
 	s.Retried = len(r.Noisy)
 	for _, t := range r.Trials {
 		if t.Noisy != "" {
 			s.Noisy++
 		}
-		kept = append(kept, float64(t.Kept))
 		s.SessionFailures += t.SessionFailures
 		if !t.OK() {
 			s.Failed++
 			for _, f := range t.Failures {
 				r.Failures = append(r.Failures, fmt.Sprintf("repeat %d: %s", t.Repeat, f))
 			}
-			continue
 		}
-		hand, health = append(hand, t.HandoverMs), append(health, t.NewHealthMs)
-		if t.LoggedHandover != nil && t.LoggedHandover.TookMs >= 0 {
-			lhand = append(lhand, t.LoggedHandover.TookMs)
-		}
-		if t.LoggedTakeover != nil && t.LoggedTakeover.TookMs >= 0 {
-			ltake = append(ltake, t.LoggedTakeover.TookMs)
-		}
-		umax, up99, umed = append(umax, t.Upgrade.MaxMs), append(up99, t.Upgrade.P99Ms), append(umed, t.Upgrade.MedianMs)
-		bmax, bp99, bmed = append(bmax, t.Baseline.MaxMs), append(bp99, t.Baseline.P99Ms), append(bmed, t.Baseline.MedianMs)
-		ulag, blag = append(ulag, t.Upgrade.SendLagMs), append(blag, t.Baseline.SendLagMs)
 	}
-	s.HandoverMs, s.LoggedHandoverMs, s.LoggedTakeoverMs, s.NewHealthMs = spread.Of(hand), spread.Of(lhand), spread.Of(ltake), spread.Of(health)
-	s.UpgradeMaxMs, s.UpgradeP99Ms, s.UpgradeMedianMs = spread.Of(umax), spread.Of(up99), spread.Of(umed)
-	s.BaselineMaxMs, s.BaselineP99Ms, s.BaselineMedianMs = spread.Of(bmax), spread.Of(bp99), spread.Of(bmed)
-	s.UpgradeLagMs, s.BaselineLagMs = spread.Of(ulag), spread.Of(blag)
-	s.Kept = spread.Of(kept)
+	// Kept is over every trial: a lost session is what the figure is for.
+	s.Kept = harness.SpreadOf(r.Trials, func(t Trial) float64 { return float64(t.Kept) })
+	ok := harness.Keep(r.Trials, func(t Trial) bool { return t.OK() })
+	s.HandoverMs = harness.SpreadOf(ok, func(t Trial) float64 { return t.HandoverMs })
+	s.NewHealthMs = harness.SpreadOf(ok, func(t Trial) float64 { return t.NewHealthMs })
+	s.LoggedHandoverMs = harness.SpreadOf(harness.Keep(ok, func(t Trial) bool { return t.LoggedHandover != nil && t.LoggedHandover.TookMs >= 0 }),
+		func(t Trial) float64 { return t.LoggedHandover.TookMs })
+	s.LoggedTakeoverMs = harness.SpreadOf(harness.Keep(ok, func(t Trial) bool { return t.LoggedTakeover != nil && t.LoggedTakeover.TookMs >= 0 }),
+		func(t Trial) float64 { return t.LoggedTakeover.TookMs })
+	s.UpgradeMaxMs = harness.SpreadOf(ok, func(t Trial) float64 { return t.Upgrade.MaxMs })
+	s.UpgradeP99Ms = harness.SpreadOf(ok, func(t Trial) float64 { return t.Upgrade.P99Ms })
+	s.UpgradeMedianMs = harness.SpreadOf(ok, func(t Trial) float64 { return t.Upgrade.MedianMs })
+	s.BaselineMaxMs = harness.SpreadOf(ok, func(t Trial) float64 { return t.Baseline.MaxMs })
+	s.BaselineP99Ms = harness.SpreadOf(ok, func(t Trial) float64 { return t.Baseline.P99Ms })
+	s.BaselineMedianMs = harness.SpreadOf(ok, func(t Trial) float64 { return t.Baseline.MedianMs })
+	s.UpgradeLagMs = harness.SpreadOf(ok, func(t Trial) float64 { return t.Upgrade.SendLagMs })
+	s.BaselineLagMs = harness.SpreadOf(ok, func(t Trial) float64 { return t.Baseline.SendLagMs })
 	r.Summary = s
 	if r.Interrupted != "" {
 		r.Failures = append(r.Failures, "interrupted: "+r.Interrupted)
@@ -182,18 +180,16 @@ func (r *Result) summarize() {
 // WriteTable writes the summary as a Markdown table.
 func WriteTable(w io.Writer, r *Result) error {
 	s := r.Summary
-	var b strings.Builder
-	fmt.Fprintf(&b, "live upgrade under load: %d sessions, a message every %g ms each; median [min–max] over %d of %d trials without a failure (ms)\n\n",
-		s.Sessions, r.Params.IntervalMs, s.Trials-s.Failed, s.Trials)
-	b.WriteString("| sessions | hand-over (signal → old exit) | old's own hand-over (log) | longest gap, upgrade: max / p99 / median | longest gap, baseline: max / p99 / median | sessions kept | failures |\n")
-	b.WriteString("|--:|--:|--:|--:|--:|--:|--:|\n")
-	fmt.Fprintf(&b, "| %d | %s | %s | %s / %s / %s | %s / %s / %s | %s of %d | %s |\n",
-		s.Sessions, s.HandoverMs.Short(0), s.LoggedHandoverMs.Short(0),
-		s.UpgradeMaxMs.Short(0), s.UpgradeP99Ms.Short(0), s.UpgradeMedianMs.Short(0),
-		s.BaselineMaxMs.Short(0), s.BaselineP99Ms.Short(0), s.BaselineMedianMs.Short(0),
-		s.Kept.Short(0), s.Sessions, failureCell(r))
-	_, err := io.WriteString(w, b.String())
-	return err
+	if _, err := fmt.Fprintf(w, "live upgrade under load: %d sessions, a message every %g ms each; median [min–max] over %d of %d trials without a failure (ms)\n\n",
+		s.Sessions, r.Params.IntervalMs, s.Trials-s.Failed, s.Trials); err != nil {
+		return err
+	}
+	return harness.MarkdownTable(w, []string{"sessions", "hand-over (signal → old exit)", "old's own hand-over (log)",
+		"longest gap, upgrade: max / p99 / median", "longest gap, baseline: max / p99 / median", "sessions kept", "failures"},
+		"rrrrrrr", [][]string{{strconv.Itoa(s.Sessions), s.HandoverMs.Short(0), s.LoggedHandoverMs.Short(0),
+			s.UpgradeMaxMs.Short(0) + " / " + s.UpgradeP99Ms.Short(0) + " / " + s.UpgradeMedianMs.Short(0),
+			s.BaselineMaxMs.Short(0) + " / " + s.BaselineP99Ms.Short(0) + " / " + s.BaselineMedianMs.Short(0),
+			s.Kept.Short(0) + " of " + strconv.Itoa(s.Sessions), failureCell(r)}})
 }
 
 // failureCell says how many trials and sessions failed.
@@ -209,15 +205,16 @@ func failureCell(r *Result) string {
 func WriteTrials(w io.Writer, r *Result) error { return writeTrials(w, r.Trials) }
 
 func writeTrials(w io.Writer, trials []Trial) error {
-	var b strings.Builder
-	b.WriteString("| repeat | old → new pid | hand-over ms | logged hand-over ms (sessions) | logged take-over ms (sessions) | new /healthz ms | upgrade gap max / p99 / median ms (window s) | baseline gap max / p99 / median ms (window s) | send lag ms baseline / upgrade | kept | echoes | new session | new process after SIGTERM | CPU % tool / proxy / rest, baseline | CPU % tool / proxy / rest, upgrade | waited for quiet s | failures |\n")
-	b.WriteString("|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|--:|--:|--:|---|\n")
 	logged := func(f *LoggedFigure) string {
 		if f == nil {
 			return "–"
 		}
 		return fmt.Sprintf("%.0f (%d)", f.TookMs, f.Sessions)
 	}
+	gaps := func(g GapStats) string {
+		return fmt.Sprintf("%.0f / %.0f / %.0f (%.1f)", g.MaxMs, g.P99Ms, g.MedianMs, g.WindowS)
+	}
+	rows := make([][]string, 0, len(trials))
 	for _, t := range trials {
 		failures := t.Failures
 		if t.Noisy != "" {
@@ -227,15 +224,17 @@ func writeTrials(w io.Writer, trials []Trial) error {
 		if t.Attempt > 0 {
 			repeat += fmt.Sprintf(" (again %d)", t.Attempt)
 		}
-		fmt.Fprintf(&b, "| %s | %d → %d | %.0f | %s | %s | %.0f | %.0f / %.0f / %.0f (%.1f) | %.0f / %.0f / %.0f (%.1f) | %.1f / %.1f | %d | %d | %s | %s | %s | %s | %.0f | %s |\n",
-			repeat, t.OldPID, t.NewPID, t.HandoverMs, logged(t.LoggedHandover), logged(t.LoggedTakeover), t.NewHealthMs,
-			t.Upgrade.MaxMs, t.Upgrade.P99Ms, t.Upgrade.MedianMs, t.Upgrade.WindowS,
-			t.Baseline.MaxMs, t.Baseline.P99Ms, t.Baseline.MedianMs, t.Baseline.WindowS,
-			t.Baseline.SendLagMs, t.Upgrade.SendLagMs, t.Kept, t.Echoes, yesNo(t.NewSession), orDash(t.NewExit),
-			cpuCell(t.BaselineCPU), cpuCell(t.UpgradeCPU), t.QuietWaitS, cell(strings.Join(failures, "; ")))
+		rows = append(rows, []string{repeat, fmt.Sprintf("%d → %d", t.OldPID, t.NewPID), harness.Fixed(t.HandoverMs, 0),
+			logged(t.LoggedHandover), logged(t.LoggedTakeover), harness.Fixed(t.NewHealthMs, 0), gaps(t.Upgrade), gaps(t.Baseline),
+			fmt.Sprintf("%.1f / %.1f", t.Baseline.SendLagMs, t.Upgrade.SendLagMs), strconv.Itoa(t.Kept),
+			strconv.FormatInt(t.Echoes, 10), yesNo(t.NewSession), harness.OrDash(t.NewExit), cpuCell(t.BaselineCPU),
+			cpuCell(t.UpgradeCPU), harness.Fixed(t.QuietWaitS, 0), cell(strings.Join(failures, "; "))})
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	return harness.MarkdownTable(w, []string{"repeat", "old → new pid", "hand-over ms", "logged hand-over ms (sessions)",
+		"logged take-over ms (sessions)", "new /healthz ms", "upgrade gap max / p99 / median ms (window s)",
+		"baseline gap max / p99 / median ms (window s)", "send lag ms baseline / upgrade", "kept", "echoes", "new session",
+		"new process after SIGTERM", "CPU % tool / proxy / rest, baseline", "CPU % tool / proxy / rest, upgrade",
+		"waited for quiet s", "failures"}, "rlrrrrrrrrrllrrrl", rows)
 }
 
 // cpuCell writes a window's tool / proxy / rest CPU.
@@ -251,13 +250,6 @@ func yesNo(v bool) string {
 		return "yes"
 	}
 	return "no"
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "–"
-	}
-	return s
 }
 
 // cell makes s fit in a Markdown table cell.
@@ -315,14 +307,14 @@ const Definitions = `- **hand-over**: from just before SIGUSR2 is sent to the pr
 `
 
 // WriteJSON writes r as indented JSON.
-func WriteJSON(w io.Writer, r *Result) error { return resultfile.WriteJSON(w, r) }
+func WriteJSON(w io.Writer, r *Result) error { return harness.WriteJSON(w, r) }
 
 // WriteReport writes DATE-upgrade[-LABEL].md and .json into dir and returns
 // the Markdown file's path.
 func WriteReport(dir, label string, r *Result) (string, error) {
 	var b strings.Builder
 	b.WriteString("# Live upgrade under load: hand-over time and the longest echo gap of every session\n\n")
-	resultfile.WriteVerdict(&b, r.OK, fmt.Sprintf("PASS: in every trial all %d sessions were kept, every echo arrived in order and unchanged, the new process served a new session and stopped on SIGTERM.", r.Params.Sessions))
+	harness.WriteVerdict(&b, r.OK, fmt.Sprintf("PASS: in every trial all %d sessions were kept, every echo arrived in order and unchanged, the new process served a new session and stopped on SIGTERM.", r.Params.Sessions))
 	proxy := " (tool)"
 	if r.Meta.ProxyVersion != "" {
 		proxy += "; proxy binary: " + r.Meta.ProxyVersion
@@ -356,10 +348,10 @@ func WriteReport(dir, label string, r *Result) (string, error) {
 	for i, f := range r.Failures {
 		failures[i] = cell(f)
 	}
-	resultfile.WriteFailures(&b, failures)
+	harness.WriteFailures(&b, failures)
 	b.WriteString("\n## The proxy's log: upgrade lines, warnings and errors\n")
 	for _, t := range r.Trials {
 		fmt.Fprintf(&b, "\nrepeat %d (%s):\n\n```\n%s\n```\n", t.Repeat, t.ProxyLog, strings.Join(t.LogLines, "\n"))
 	}
-	return resultfile.Write(dir, resultfile.Name(r.Meta.Date, "upgrade", label), b.String(), r)
+	return harness.Write(dir, harness.Name(r.Meta.Date, "upgrade", label), b.String(), r)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/urfave/cli/v2"
 
@@ -50,22 +51,8 @@ func benchClusterCommand() *cli.Command {
 					return e
 				}
 			} else {
-				fmt.Printf("cluster bench: %d logins per trial, %d in parallel\n", res.Count, res.Parallel)
-				fmt.Println("| trial | cluster | logins/s | proxy CPU µs/login | Redis round trips/login | p99 ms | failed | fallbacks |")
-				fmt.Println("|--:|---|--:|--:|--:|--:|--:|--:|")
-				for i, t := range res.Trials {
-					fmt.Printf("| %d | %v | %.0f | %.1f | %.2f | %.2f | %d %s | %d |\n", i+1, t.Cluster, t.LoginsPerSec, t.CPUMicrosPer,
-						t.RoundTripsPer, t.P99Ms, t.Failed, t.RejectedReason, t.Fallbacks)
-				}
-				fmt.Println()
-				fmt.Println("| | logins/s | proxy CPU µs/login | Redis round trips/login | p99 ms |")
-				fmt.Println("|---|--:|--:|--:|--:|")
-				for _, m := range []struct {
-					name string
-					s    clusterload.Summary
-				}{{"cluster on", res.On}, {"cluster off", res.Off}} {
-					fmt.Printf("| %s | %s | %s | %s | %s |\n", m.name, m.s.LoginsPerSec.Format(0), m.s.CPUMicrosPer.Format(1),
-						m.s.RoundTripsPer.Format(2), m.s.P99Ms.Format(2))
+				if e := clusterload.WriteTable(os.Stdout, res); e != nil {
+					return e
 				}
 			}
 			if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -11,11 +12,11 @@ import (
 
 	"github.com/tidegate/tidegate/internal/logflags"
 
+	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/mcload"
 	"github.com/tidegate/tidegate/benchmarks/peers"
 	"github.com/tidegate/tidegate/benchmarks/procstat"
 	"github.com/tidegate/tidegate/benchmarks/session"
-	"github.com/tidegate/tidegate/benchmarks/spread"
 )
 
 // benchHandshakeCommand is a login storm.
@@ -65,11 +66,11 @@ type handshakeTrial struct {
 
 // handshakeSummary is one target's figures over its storms.
 type handshakeSummary struct {
-	Target      string        `json:"target"`
-	PerSec      spread.Spread `json:"accepted_per_sec"`
-	P50Ms       spread.Spread `json:"p50_ms"`
-	P99Ms       spread.Spread `json:"p99_ms"`
-	CPUUsPerLog spread.Spread `json:"proxy_cpu_us_per_login"`
+	Target      string         `json:"target"`
+	PerSec      harness.Spread `json:"accepted_per_sec"`
+	P50Ms       harness.Spread `json:"p50_ms"`
+	P99Ms       harness.Spread `json:"p99_ms"`
+	CPUUsPerLog harness.Spread `json:"proxy_cpu_us_per_login"`
 	// SyscallsPerLogin is from the --syscalls storm (a copy under perf, not
 	// used for CPU); 0 without one.
 	SyscallsPerLogin float64 `json:"syscalls_per_login,omitempty"`
@@ -128,26 +129,23 @@ func runBenchHandshake(c *cli.Context) error {
 		}
 	}
 	var trials []handshakeTrial
-	var runErr error
-	for r := 0; r < repeats && runErr == nil; r++ {
-		for i := range targets {
-			t := targets[(i+r)%len(targets)]
-			log.Info().Str("target", t.name).Str("addr", t.addr).Int("repeat", r).Int("count", cfg.Count).Int("parallel", cfg.Parallel).
-				Msg("handshake storm starting")
-			tr, err := handshakeStorm(ctx, cfg, t.addr, t.pids)
-			tr.Target, tr.Repeat = t.name, r
-			if err != nil {
-				tr.Error = err.Error()
-			}
-			if tr.HandshakeResult != nil {
-				trials = append(trials, tr)
-			}
-			if err != nil {
-				runErr = fmt.Errorf("%s, repeat %d: %w", t.name, r, err)
-				break
-			}
+	runErr := harness.Rotate(repeats, len(targets), func(r, _, i int) error {
+		t := targets[i]
+		log.Info().Str("target", t.name).Str("addr", t.addr).Int("repeat", r).Int("count", cfg.Count).Int("parallel", cfg.Parallel).
+			Msg("handshake storm starting")
+		tr, err := handshakeStorm(ctx, cfg, t.addr, t.pids)
+		tr.Target, tr.Repeat = t.name, r
+		if err != nil {
+			tr.Error = err.Error()
 		}
-	}
+		if tr.HandshakeResult != nil {
+			trials = append(trials, tr)
+		}
+		if err != nil {
+			return fmt.Errorf("%s, repeat %d: %w", t.name, r, err)
+		}
+		return nil
+	})
 	names := make([]string, len(targets))
 	for i, t := range targets {
 		names[i] = t.name
@@ -243,17 +241,15 @@ func countLoginSyscalls(ctx context.Context, env *session.Environment, name stri
 func summarizeHandshakes(names []string, trials []handshakeTrial) []handshakeSummary {
 	out := make([]handshakeSummary, 0, len(names))
 	for _, n := range names {
-		var rate, p50, p99, cpu []float64
-		for _, tr := range trials {
-			if tr.Target != n || tr.Error != "" {
-				continue
-			}
-			rate, p50, p99 = append(rate, tr.AcceptedPerSec), append(p50, tr.P50Ms), append(p99, tr.P99Ms)
-			if tr.ProxyCPUUsPerLogin > 0 {
-				cpu = append(cpu, tr.ProxyCPUUsPerLogin)
-			}
-		}
-		out = append(out, handshakeSummary{Target: n, PerSec: spread.Of(rate), P50Ms: spread.Of(p50), P99Ms: spread.Of(p99), CPUUsPerLog: spread.Of(cpu)})
+		ok := harness.Keep(trials, func(tr handshakeTrial) bool { return tr.Target == n && tr.Error == "" })
+		out = append(out, handshakeSummary{Target: n,
+			PerSec: harness.SpreadOf(ok, func(tr handshakeTrial) float64 { return tr.AcceptedPerSec }),
+			P50Ms:  harness.SpreadOf(ok, func(tr handshakeTrial) float64 { return tr.P50Ms }),
+			P99Ms:  harness.SpreadOf(ok, func(tr handshakeTrial) float64 { return tr.P99Ms }),
+			// 0: the proxy's process was not known (--addr).
+			CPUUsPerLog: harness.SpreadOf(harness.Keep(ok, func(tr handshakeTrial) bool { return tr.ProxyCPUUsPerLogin > 0 }),
+				func(tr handshakeTrial) float64 { return tr.ProxyCPUUsPerLogin }),
+		})
 	}
 	return out
 }
@@ -278,15 +274,15 @@ func printHandshakes(trials []handshakeTrial, sums []handshakeSummary) {
 		return
 	}
 	fmt.Println()
-	fmt.Println("| target | accepted/s | p50 ms | p99 ms | proxy CPU µs/login | syscalls/login |")
-	fmt.Println("|---|--:|--:|--:|--:|--:|")
+	rows := make([][]string, 0, len(sums))
 	for _, s := range sums {
 		sys := "–"
 		if s.SyscallsPerLogin > 0 {
-			sys = fmt.Sprintf("%.1f", s.SyscallsPerLogin)
+			sys = harness.Fixed(s.SyscallsPerLogin, 1)
 		}
-		fmt.Printf("| %s | %s | %s | %s | %s | %s |\n", s.Target, s.PerSec.Format(0), s.P50Ms.Format(2), s.P99Ms.Format(1), s.CPUUsPerLog.Format(1), sys)
+		rows = append(rows, []string{s.Target, s.PerSec.Format(0), s.P50Ms.Format(2), s.P99Ms.Format(1), s.CPUUsPerLog.Format(1), sys})
 	}
+	harness.MarkdownTable(os.Stdout, []string{"target", "accepted/s", "p50 ms", "p99 ms", "proxy CPU µs/login", "syscalls/login"}, "lrrrrr", rows)
 	if len(sums) < 2 || sums[0].PerSec.N == 0 {
 		return
 	}

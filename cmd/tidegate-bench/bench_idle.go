@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"sort"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/tidegate/tidegate/internal/logflags"
 
+	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/mcload"
 	"github.com/tidegate/tidegate/benchmarks/peers"
 	"github.com/tidegate/tidegate/benchmarks/session"
@@ -126,9 +126,7 @@ func runBenchIdle(c *cli.Context) error {
 	}
 	res.Target = target
 	if c.Bool("json") {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(res); err != nil {
+		if err := harness.WriteJSON(os.Stdout, res); err != nil {
 			return err
 		}
 	} else {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"runtime"
@@ -9,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/rps"
 
 	"github.com/urfave/cli/v2"
@@ -171,8 +171,4 @@ func childServerCommand(c *cli.Context, kinds []rps.ServerKind) (rps.ChildComman
 	}, nil
 }
 
-func writeJSON(c *cli.Context, v any) error {
-	enc := json.NewEncoder(c.App.Writer)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
+func writeJSON(c *cli.Context, v any) error { return harness.WriteJSON(c.App.Writer, v) }

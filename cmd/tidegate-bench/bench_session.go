@@ -13,6 +13,7 @@ import (
 	"github.com/tidegate/tidegate/internal/logflags"
 
 	"github.com/tidegate/tidegate/benchmarks/fdlimit"
+	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/peers"
 	"github.com/tidegate/tidegate/benchmarks/session"
 )
@@ -233,7 +234,7 @@ func runBenchSession(c *cli.Context) error {
 	opts := launchOptions(c, kinds, tg)
 	opts.BackendLoops, opts.Sessions, opts.ChunkReplies = c.Int("backend-loops"), sessions, players != nil
 	opts.CPUProfileDir, opts.ReplyDelay, opts.TidegateEnv = c.String("tidegate-cpuprofile-dir"), appRTT/2, tgEnv
-	setup := session.Setup{ProxyCores: opts.ProxyCores, GoMaxProcs: opts.GoMaxProcs, BackendLoops: opts.BackendLoops, Host: session.ThisHost()}
+	setup := session.Setup{ProxyCores: opts.ProxyCores, GoMaxProcs: opts.GoMaxProcs, BackendLoops: opts.BackendLoops, Host: harness.ThisHost()}
 	if appRTT > 0 {
 		setup.AppRTT = appRTT.String()
 	}

@@ -25,8 +25,8 @@ import (
 	"github.com/tidegate/tidegate/internal/logflags"
 	"github.com/tidegate/tidegate/internal/revision"
 
+	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/mcload"
-	"github.com/tidegate/tidegate/benchmarks/resultfile"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -276,8 +276,8 @@ func failedExit(what string, failures []string) error {
 
 // runMeta describes a run of this command started at started, for a
 // results file.
-func runMeta(started time.Time) resultfile.Meta {
-	return resultfile.NewMeta(commandLine(os.Args), started, toolRevision())
+func runMeta(started time.Time) harness.Meta {
+	return harness.NewMeta(commandLine(os.Args), started, toolRevision())
 }
 
 // commandLine writes argv as a shell command, quoting what needs it.

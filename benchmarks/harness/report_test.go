@@ -1,4 +1,4 @@
-package resultfile
+package harness
 
 import (
 	"encoding/json"

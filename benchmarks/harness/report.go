@@ -1,8 +1,9 @@
-// Package resultfile writes what a benchmark leaves in benchmarks/results:
+package harness
+
+// This file writes what a benchmark leaves in benchmarks/results:
 // DATE-KIND[-LABEL].md with its JSON beside it, and the lines every report
 // starts with (date, command, revision, machine), so that each load
 // generator says them the same way.
-package resultfile
 
 import (
 	"encoding/json"
@@ -12,22 +13,20 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-
-	"github.com/tidegate/tidegate/benchmarks/session"
 )
 
 // Meta says where and how a run was made; the command fills it in.
 type Meta struct {
-	Command  string       `json:"command"`
-	Date     string       `json:"date"`
-	Host     session.Host `json:"host"`
-	Revision string       `json:"revision"`
+	Command  string `json:"command"`
+	Date     string `json:"date"`
+	Host     Host   `json:"host"`
+	Revision string `json:"revision"`
 }
 
 // NewMeta describes a run of command started at started, by the tool at
 // revision, on this machine.
 func NewMeta(command string, started time.Time, revision string) Meta {
-	return Meta{Command: command, Date: started.Format(time.RFC3339), Host: session.ThisHost(), Revision: revision}
+	return Meta{Command: command, Date: started.Format(time.RFC3339), Host: ThisHost(), Revision: revision}
 }
 
 // WriteHeader writes the date, command, revision and machine lines of a

@@ -1,8 +1,9 @@
-// Package spread summarizes one figure over the repeats of a benchmark: its
+package harness
+
+// A Spread summarizes one figure over the repeats of a benchmark: its
 // median, least and greatest value and how many repeats had it. Every load
 // generator reports its figures this way, so that "median [min–max]" means
 // the same in each report.
-package spread
 
 import (
 	"fmt"
