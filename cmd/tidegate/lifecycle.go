@@ -13,7 +13,7 @@ import (
 
 	"github.com/tidegate/tidegate/internal/revision"
 	"github.com/tidegate/tidegate/reactor"
-	"github.com/tidegate/tidegate/session/proxy"
+	"github.com/tidegate/tidegate/session/proxy/config"
 )
 
 // processStart is when the process started, for the stop line's uptime.
@@ -68,7 +68,7 @@ const startMessage = "tidegate starting"
 // the file at path as it is on disk (what sha256sum prints for it), or of the
 // embedded default when path is empty.
 func configDigest(path string) (string, error) {
-	b := proxy.DefaultConfigYAML()
+	b := config.DefaultYAML()
 	if path != "" {
 		var err error
 		if b, err = os.ReadFile(path); err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/proxy"
+	"github.com/tidegate/tidegate/session/proxy/config"
 )
 
 // A live upgrade (SIGUSR2 to a running proxy): the old process starts the
@@ -114,7 +115,7 @@ func takeInheritance() (*inheritance, error) {
 
 // proxyListeners returns the inherited socket of each configured listener,
 // matched by its configured address (nil where none came).
-func (in *inheritance) proxyListeners(ls []proxy.ListenerConfig) []net.Listener {
+func (in *inheritance) proxyListeners(ls []config.ListenerConfig) []net.Listener {
 	if in == nil {
 		return nil
 	}

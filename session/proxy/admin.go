@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tidegate/tidegate/session/proxy/config"
 )
 
 // The admin API and the status page, which the proxy command serves on the
@@ -82,7 +84,7 @@ func (p *Proxy) AdminHandler() http.Handler {
 // address to a loopback address (127.0.0.0/8, ::1, and IPv4 as IPv6
 // ::ffff:127.0.0.1). An address it cannot read counts as remote. When it
 // refuses it says why and how to allow it.
-func adminAllowed(cfg AdminConfig, local net.Addr, remote string) (bool, string) {
+func adminAllowed(cfg config.AdminConfig, local net.Addr, remote string) (bool, string) {
 	if cfg.AllowRemote {
 		return true, ""
 	}
@@ -185,7 +187,7 @@ func (p *Proxy) serveBackends(w http.ResponseWriter, r *http.Request) {
 	v := BackendsView{ConfigHash: p.ConfigHash(), GroupsDown: p.GroupsDown(), Backends: []BackendStatus{}}
 	g := q.Get("group")
 	if _, ok := p.cur().router.groups[g]; g != "" && !ok {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no group %q; the groups are %s", g, joinList(slices.Sorted(maps.Keys(p.cur().router.groups)))))
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no group %q; the groups are %s", g, config.JoinWords(slices.Sorted(maps.Keys(p.cur().router.groups)))))
 		return
 	}
 	for _, b := range p.BackendHealth() {
@@ -254,7 +256,7 @@ func (p *Proxy) serveRejections(w http.ResponseWriter, r *http.Request) {
 // ConfigResponse is the body of /api/v1/config.
 type ConfigResponse struct {
 	ConfigHash string `json:"config_hash"`
-	ConfigView
+	config.View
 }
 
 func (p *Proxy) serveConfig(w http.ResponseWriter, r *http.Request) {
@@ -268,7 +270,7 @@ func (p *Proxy) serveConfig(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
-	writeJSON(w, http.StatusOK, ConfigResponse{ConfigHash: g.hash, ConfigView: v})
+	writeJSON(w, http.StatusOK, ConfigResponse{ConfigHash: g.hash, View: v})
 }
 
 //go:embed admin.html

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tidegate/tidegate/reactor"
+	"github.com/tidegate/tidegate/session/proxy/config"
 )
 
 // What the admin API reads of the sessions and refusals lives on the event
@@ -193,7 +194,7 @@ func hostMatches(pattern, host string) bool {
 
 // normalized returns f with its host normalized as routes are.
 func (f SessionFilter) normalized() SessionFilter {
-	f.Host = normalizeHostString(f.Host)
+	f.Host = config.NormalizeHost(f.Host)
 	return f
 }
 
@@ -242,13 +243,13 @@ type SessionInfo struct {
 	Remote string `json:"remote"`
 	// Listener is the listen address, as configured, that accepted it,
 	// and Mode that listener's mode.
-	Listener string `json:"listener"`
-	Mode     Mode   `json:"mode"`
-	Host     string `json:"host,omitempty"`
-	User     string `json:"user,omitempty"`
-	Protocol int32  `json:"protocol,omitempty"`
-	Group    string `json:"group,omitempty"`
-	Backend  string `json:"backend,omitempty"`
+	Listener string      `json:"listener"`
+	Mode     config.Mode `json:"mode"`
+	Host     string      `json:"host,omitempty"`
+	User     string      `json:"user,omitempty"`
+	Protocol int32       `json:"protocol,omitempty"`
+	Group    string      `json:"group,omitempty"`
+	Backend  string      `json:"backend,omitempty"`
 	// State is one of proxy_header, handshake, login, status,
 	// legacy_ping, connecting, relay, closing, adopting, handed_over.
 	State string `json:"state"`
@@ -274,7 +275,7 @@ func (st state) String() string {
 // allocation per session on the loop.
 type sessionRow struct {
 	remote         netip.AddrPort
-	listener       *ListenerConfig
+	listener       *config.ListenerConfig
 	host, user     string
 	group, backend string
 	protocol       int32

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/protocol/proxyproto"
+	"github.com/tidegate/tidegate/session/proxy/config"
 )
 
 // Backend health is a circuit breaker per backend. Its state word,
@@ -58,7 +59,7 @@ func (b *backend) markUp() bool {
 // marks the backend down for another cooldown; otherwise the Failures-th
 // failure in a row of a backend that is up marks it down. It reports
 // whether the backend was marked down.
-func (b *backend) markFailed(h HealthConfig, now int64, probe bool) bool {
+func (b *backend) markFailed(h config.ProbeConfig, now int64, probe bool) bool {
 	n := b.failures.Add(1)
 	until := now + int64(h.Cooldown)
 	if probe {
@@ -212,7 +213,7 @@ func (p *Proxy) startChecks() {
 
 func (p *Proxy) startChecksLocked() {
 	gen := p.cur()
-	if gen.cfg.Health.Interval <= 0 || p.checksEnded {
+	if gen.cfg.Probes.Interval <= 0 || p.checksEnded {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -260,7 +261,7 @@ func (p *Proxy) stopChecksLocked(ctx context.Context) error {
 
 // checkLoop checks b at once and then every health.interval until ctx ends.
 func (p *Proxy) checkLoop(ctx context.Context, gen *generation, b *backend) {
-	t := time.NewTicker(gen.cfg.Health.Interval)
+	t := time.NewTicker(gen.cfg.Probes.Interval)
 	defer t.Stop()
 	for {
 		p.checkOnce(ctx, gen, b)
@@ -275,7 +276,7 @@ func (p *Proxy) checkLoop(ctx context.Context, gen *generation, b *backend) {
 // checkOnce runs one active check of b and records its result. When b's
 // cooldown has ended the check is its probe.
 func (p *Proxy) checkOnce(ctx context.Context, gen *generation, b *backend) {
-	r, h := gen.router, gen.cfg.Health
+	r, h := gen.router, gen.cfg.Probes
 	probe := b.claimProbe(b.state.Load(), r.now(), r.lease)
 	d, err := checkBackend(ctx, b.addr, b.group.check, h.Timeout, b.group.sendPP)
 	now := r.now()
@@ -310,7 +311,7 @@ const statusCheckProtocol = -1
 // checkBackend connects to addr within timeout, writes the PROXY header of
 // version pp first if pp is set, and, for CheckStatus, does a Minecraft
 // status exchange. It returns how long that took.
-func checkBackend(ctx context.Context, addr string, kind CheckKind, timeout time.Duration, pp proxyproto.Versions) (time.Duration, error) {
+func checkBackend(ctx context.Context, addr string, kind config.ProbeKind, timeout time.Duration, pp proxyproto.Versions) (time.Duration, error) {
 	start := time.Now()
 	dctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -329,7 +330,7 @@ func checkBackend(ctx context.Context, addr string, kind CheckKind, timeout time
 			return 0, fmt.Errorf("%s check of %s: sending the PROXY header: %w", kind, addr, err)
 		}
 	}
-	if kind == CheckStatus {
+	if kind == config.ProbeStatus {
 		stop := context.AfterFunc(ctx, func() { _ = conn.Close() }) // Proxy.Stop need not wait for the timeout
 		defer stop()
 		_ = conn.SetDeadline(start.Add(timeout))
@@ -343,7 +344,7 @@ func checkBackend(ctx context.Context, addr string, kind CheckKind, timeout time
 // statusExchange sends a status handshake and Status Request on conn and
 // reads a Status Response carrying JSON, which it returns.
 func statusExchange(conn net.Conn, addr string) ([]byte, error) {
-	host, portText, _ := net.SplitHostPort(addr) // validated by Config.Validate
+	host, portText, _ := net.SplitHostPort(addr) // validated by config.Config.Validate
 	port, _ := strconv.ParseUint(portText, 10, 16)
 	req := mc.AppendHandshake(nil, mc.Handshake{
 		ProtocolVersion: statusCheckProtocol, Address: []byte(host), Port: uint16(port), NextState: mc.NextStateStatus,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"runtime"
 	"slices"
@@ -17,10 +18,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/tidegate/tidegate/benchmarks/peers"
 	"github.com/tidegate/tidegate/internal/testkit/waitfor"
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/session/mcbackend"
+	"github.com/tidegate/tidegate/session/proxy/config"
 )
 
 // fakeClock is the proxy's health clock in a test: cooldowns end only
@@ -34,14 +35,14 @@ func installFakeClock(c *fakeClock) func(*Proxy) {
 
 func (c *fakeClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 
-// front is a Go relay (peers.GoRelay) on a fixed loopback address in front
+// front is a relay (testRelay) on a fixed loopback address in front
 // of target: down closes it, so connects there are refused, and up listens
 // there again. It counts the connections it accepted.
 type front struct {
 	t        *testing.T
 	addr     string
 	target   string
-	r        *peers.GoRelay
+	r        *testRelay
 	served   chan error
 	accepted int64 // by relays already closed
 }
@@ -56,7 +57,7 @@ func startFront(t *testing.T, target string) *front {
 
 func (f *front) up() {
 	f.t.Helper()
-	r := &peers.GoRelay{Backend: f.target}
+	r := &testRelay{target: f.target}
 	if err := r.Listen(f.addr); err != nil {
 		f.t.Fatal(err)
 	}
@@ -68,7 +69,7 @@ func (f *front) down() {
 	if f.r == nil {
 		return
 	}
-	f.accepted += f.r.Stats().Accepted
+	f.accepted += f.r.accepted.Load()
 	_ = f.r.Close()
 	if err := <-f.served; err != nil {
 		f.t.Errorf("relay in front of %s: %v", f.target, err)
@@ -80,7 +81,106 @@ func (f *front) accepts() int64 {
 	if f.r == nil {
 		return f.accepted
 	}
-	return f.accepted + f.r.Stats().Accepted
+	return f.accepted + f.r.accepted.Load()
+}
+
+// testRelay is a plain TCP relay: each connection it accepts is copied
+// both ways to target, a goroutine per direction, and closed with its
+// other side.
+type testRelay struct {
+	target   string
+	ln       net.Listener
+	accepted atomic.Int64
+
+	mu     sync.Mutex
+	closed bool
+	conns  map[net.Conn]struct{}
+	wg     sync.WaitGroup
+}
+
+// Listen binds addr.
+func (r *testRelay) Listen(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("relay listening on %s: %w", addr, err)
+	}
+	r.ln, r.conns = ln, map[net.Conn]struct{}{}
+	return nil
+}
+
+// Addr is the bound address.
+func (r *testRelay) Addr() net.Addr { return r.ln.Addr() }
+
+// Serve relays what it accepts until Close, when it returns nil.
+func (r *testRelay) Serve() error {
+	for {
+		c, err := r.ln.Accept()
+		if err != nil {
+			r.mu.Lock()
+			closed := r.closed
+			r.mu.Unlock()
+			if closed {
+				return nil
+			}
+			return fmt.Errorf("relay accepting: %w", err)
+		}
+		r.accepted.Add(1)
+		if !r.track(c) {
+			continue
+		}
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			r.session(c)
+		}()
+	}
+}
+
+// track adds c to the connections Close closes; false (c closed) once
+// Close has begun.
+func (r *testRelay) track(c net.Conn) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		_ = c.Close()
+		return false
+	}
+	r.conns[c] = struct{}{}
+	return true
+}
+
+func (r *testRelay) session(client net.Conn) {
+	defer client.Close()
+	backend, err := net.DialTimeout("tcp", r.target, 5*time.Second)
+	if err != nil || !r.track(backend) {
+		return
+	}
+	defer backend.Close()
+	done := make(chan struct{}, 2)
+	for _, pair := range [][2]net.Conn{{backend, client}, {client, backend}} {
+		go func() {
+			_, _ = io.Copy(pair[0], pair[1])
+			_ = pair[0].Close()
+			_ = pair[1].Close()
+			done <- struct{}{}
+		}()
+	}
+	<-done
+	<-done
+}
+
+// Close stops accepting, closes every connection and waits for the
+// sessions to end.
+func (r *testRelay) Close() error {
+	r.mu.Lock()
+	r.closed = true
+	err := r.ln.Close()
+	for c := range r.conns {
+		_ = c.Close()
+	}
+	r.mu.Unlock()
+	r.wg.Wait()
+	return err
 }
 
 // health returns the status of the backend at addr.
@@ -202,7 +302,7 @@ func TestBreakerRefusesDuringCooldownThenProbesOnce(t *testing.T) {
 	dead := refusedAddr(t)
 	var clock fakeClock
 	p, addr := startProxy(t, mcConfig(dead, "health: {failures: 2, cooldown: 10s}"), installFakeClock(&clock))
-	offline := DefaultOfflineMessage
+	offline := config.DefaultOfflineMessage
 
 	loginsRefused(t, addr, "localhost", offline, "f1")
 	if b := health(t, p, dead); !b.Up || b.ConnectFailures != 1 || b.Failures != 1 {
@@ -273,12 +373,12 @@ func TestBreakerProbeSuccessBringsBackendBack(t *testing.T) {
 	// The backend's close reaches the client as a half-close; the session
 	// ends when the client closes too.
 	before.Close()
-	loginsRefused(t, addr, "localhost", DefaultOfflineMessage, "fail")
+	loginsRefused(t, addr, "localhost", config.DefaultOfflineMessage, "fail")
 	if b := health(t, p, f.addr); b.Up {
 		t.Fatalf("not marked down after a refused connect: %+v", b)
 	}
 	f.up()
-	loginsRefused(t, addr, "localhost", DefaultOfflineMessage, "c1", "c2", "c3")
+	loginsRefused(t, addr, "localhost", config.DefaultOfflineMessage, "c1", "c2", "c3")
 	if n := f.accepts(); n != 1 {
 		t.Fatalf("backend accepted %d connections, want only the one before it went down", n)
 	}
@@ -303,7 +403,7 @@ func TestPickHandsOutOneProbe(t *testing.T) {
 	g := &group{name: "g"}
 	b := &backend{addr: "a", weight: 1, group: g, backendHealth: &backendHealth{}}
 	g.backends = []*backend{b}
-	h := HealthConfig{Failures: 1, Cooldown: time.Second}
+	h := config.ProbeConfig{Failures: 1, Cooldown: time.Second}
 	const lease = int64(time.Minute)
 	now := nowUnix()
 	if !b.markFailed(h, now, false) {
@@ -360,11 +460,11 @@ func TestPickHandsOutOneProbe(t *testing.T) {
 func TestActiveChecksFollowBackend(t *testing.T) {
 	be := startBackend(t, mcbackend.Config{})
 	for _, tc := range []struct {
-		kind CheckKind
+		kind config.ProbeKind
 		cfg  func(addr string) string
 	}{
-		{CheckTCP, rawConfig},
-		{CheckStatus, func(addr string) string { return mcConfig(addr, "") }},
+		{config.ProbeTCP, rawConfig},
+		{config.ProbeStatus, func(addr string) string { return mcConfig(addr, "") }},
 	} {
 		t.Run(string(tc.kind), func(t *testing.T) {
 			f := startFront(t, be)
@@ -505,12 +605,12 @@ health: {interval: 20ms, timeout: 1s, failures: 1, cooldown: 1h}
 	if got, want := p.GroupsDown(), []string{"creative", "lobby", "relay"}; !slices.Equal(got, want) {
 		t.Fatalf("GroupsDown = %q, want %q", got, want)
 	}
-	kinds := map[string]CheckKind{}
+	kinds := map[string]config.ProbeKind{}
 	for name, g := range p.cur().router.groups {
 		kinds[name] = g.check
 	}
-	want := map[string]CheckKind{"lobby": CheckStatus, "survival": CheckStatus, "creative": CheckStatus,
-		"relay": CheckTCP, "spare": CheckTCP, "live": CheckTCP}
+	want := map[string]config.ProbeKind{"lobby": config.ProbeStatus, "survival": config.ProbeStatus, "creative": config.ProbeStatus,
+		"relay": config.ProbeTCP, "spare": config.ProbeTCP, "live": config.ProbeTCP}
 	if fmt.Sprint(kinds) != fmt.Sprint(want) {
 		t.Fatalf("check kinds %v, want %v", kinds, want)
 	}
@@ -526,8 +626,8 @@ default_group: b
 routes: [{hosts: [c.example], group: c}]
 groups: {a: {backends: [{addr: "127.0.0.1:1"}]}, b: {backends: [{addr: "127.0.0.1:1"}]}, c: {backends: [{addr: "127.0.0.1:1"}]}}
 `
-	for check, want := range map[string]CheckKind{"": CheckTCP, "health: {check: status}": CheckStatus} {
-		cfg, err := ParseConfig([]byte(text + check))
+	for check, want := range map[string]config.ProbeKind{"": config.ProbeTCP, "health: {check: status}": config.ProbeStatus} {
+		cfg, err := parseConfig([]byte(text + check))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -554,7 +654,7 @@ health: {interval: 20ms, timeout: 1s, failures: 1, cooldown: 1h}
 `, live, dead))
 	waitfor.For(t, "the dead backend down and the live one measured", func() bool { return !health(t, p, dead).Up && health(t, p, live).Latency > 0 })
 	login17(t, dial(t, addr), "localhost", "Metrics")
-	loginsRefused(t, addr, "gone.example", DefaultOfflineMessage, "Nobody")
+	loginsRefused(t, addr, "gone.example", config.DefaultOfflineMessage, "Nobody")
 	waitfor.For(t, "the session on the live backend", func() bool { return health(t, p, live).Sessions == 1 })
 	compareMetrics(t, p, fmt.Sprintf(`
 # HELP tidegate_proxy_backend_connect_failures_total Backend connects of sessions that failed or timed out, by backend.
@@ -627,7 +727,7 @@ func TestStopEndsChecksInFlight(t *testing.T) {
 }
 
 func TestHealthConfigValidation(t *testing.T) {
-	_, err := ParseConfig([]byte(`
+	_, err := parseConfig([]byte(`
 listeners: [{listen: "127.0.0.1:0"}]
 default_group: g
 groups:
@@ -646,7 +746,7 @@ health: {interval: -1s, timeout: -2s, check: ping, offline_message: "` + strings
 			t.Errorf("error does not say %s:\n%v", want, err)
 		}
 	}
-	cfg, err := ParseConfig([]byte(`
+	cfg, err := parseConfig([]byte(`
 listeners: [{listen: "127.0.0.1:0"}]
 default_group: g
 groups: {g: {backends: [{addr: "127.0.0.1:1"}]}}
@@ -654,7 +754,7 @@ groups: {g: {backends: [{addr: "127.0.0.1:1"}]}}
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h := cfg.Health; h.Interval != 0 || h.Timeout != 2*time.Second || h.Check != CheckAuto || h.OfflineMessage != DefaultOfflineMessage {
+	if h := cfg.Probes; h.Interval != 0 || h.Timeout != 2*time.Second || h.Kind != config.ProbeAuto || h.OfflineMessage != config.DefaultOfflineMessage {
 		t.Fatalf("health defaults %+v", h)
 	}
 }
@@ -663,7 +763,7 @@ groups: {g: {backends: [{addr: "127.0.0.1:1"}]}}
 // net's error, which names the address, and nothing before it that does again.
 func TestCheckErrorNamesTheAddressOnce(t *testing.T) {
 	addr := refusedAddr(t)
-	_, err := checkBackend(t.Context(), addr, CheckTCP, time.Second, 0)
+	_, err := checkBackend(t.Context(), addr, config.ProbeTCP, time.Second, 0)
 	if err == nil {
 		t.Fatalf("a check of %s, where nothing listens, passed", addr)
 	}

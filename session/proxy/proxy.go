@@ -14,6 +14,7 @@ import (
 
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/cluster"
+	"github.com/tidegate/tidegate/session/proxy/config"
 
 	"github.com/rs/zerolog"
 )
@@ -59,12 +60,14 @@ type loopState struct {
 }
 
 // New builds a proxy from a validated configuration; log receives its logs.
-func New(cfg *Config, log zerolog.Logger) (*Proxy, error) { return NewWithListeners(cfg, log, nil) }
+func New(cfg *config.Config, log zerolog.Logger) (*Proxy, error) {
+	return NewWithListeners(cfg, log, nil)
+}
 
 // NewWithListeners is New with sockets already listening for some of the
 // configured listeners (by index; nil entries are bound at Start), such as
 // those a process being upgraded handed over.
-func NewWithListeners(cfg *Config, log zerolog.Logger, listeners []net.Listener) (*Proxy, error) {
+func NewWithListeners(cfg *config.Config, log zerolog.Logger, listeners []net.Listener) (*Proxy, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/session/mcbackend"
+	"github.com/tidegate/tidegate/session/proxy/config"
 
 	"github.com/rs/zerolog"
 )
@@ -56,7 +57,7 @@ func TestBucketTakesBurstThenRate(t *testing.T) {
 // IPv6 address is its IPv4 address.
 func TestLimiterKeys(t *testing.T) {
 	a := func(s string) netip.Addr { x, ok := sourceAddr(s); _ = ok; return x }
-	lim := defaultConfig().Limits
+	lim := defaultLimits(t)
 	for _, tc := range []struct {
 		x, y           string
 		sameRate, same bool
@@ -128,7 +129,7 @@ func TestLimiterTableStaysBounded(t *testing.T) {
 // entries go with their last session.
 func TestSubnetCounts(t *testing.T) {
 	l := newSourceLimiter()
-	k := subnetKey(netip.MustParseAddr("198.51.100.7"), &Limits{SubnetPrefixIPv4: 24})
+	k := subnetKey(netip.MustParseAddr("198.51.100.7"), &config.Limits{SubnetPrefixIPv4: 24})
 	for i := range 3 {
 		if !l.enter(k, 3) {
 			t.Fatalf("session %d of 3 refused", i+1)
@@ -151,7 +152,7 @@ func TestSubnetCounts(t *testing.T) {
 // TestAdmissionDoesNotAllocate: admitting and releasing a connection from
 // an address already tracked allocates nothing.
 func TestAdmissionDoesNotAllocate(t *testing.T) {
-	cfg, err := ParseConfig([]byte(mcConfig("127.0.0.1:1", "")))
+	cfg, err := parseConfig([]byte(mcConfig("127.0.0.1:1", "")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +316,7 @@ func TestSubnetCapRefusesAtAccept(t *testing.T) {
 // connection_burst.
 func TestDefaultLimitsThrottleABurst(t *testing.T) {
 	be := startBackend(t, mcbackend.Config{})
-	def := defaultConfig().Limits
+	def := defaultLimits(t)
 	p, addr := startProxy(t, mcConfig(be, fmt.Sprintf("limits: {connection_rate: %v, login_rate: %v, max_sessions_per_subnet: %d}",
 		def.ConnectionRate, def.LoginRate, def.MaxSessionsPerSubnet)), limiterClock(&fakeClock{}))
 	if refused := countRefused(t, p, addr, def.ConnectionBurst+5); refused != 5 {
@@ -350,4 +351,14 @@ func TestRefusalLogsAreSampled(t *testing.T) {
 	if !strings.Contains(out, `"suppressed":4`) {
 		t.Errorf("the second warning does not say 4 were suppressed:\n%s", out)
 	}
+}
+
+// defaultLimits returns the limits a file that sets none gets.
+func defaultLimits(t *testing.T) config.Limits {
+	t.Helper()
+	cfg, _, err := config.Parse("", []byte("listeners: [{listen: ':1', mode: raw, group: g}]\ngroups: {g: {backends: [{addr: '127.0.0.1:2'}]}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg.Limits
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/protocol/proxyproto"
+	"github.com/tidegate/tidegate/session/proxy/config"
 )
 
 // backend is one backend server of a group in one configuration, and its
@@ -42,11 +43,11 @@ type backendHealth struct {
 type group struct {
 	name     string
 	backends []*backend
-	strategy Strategy
+	strategy config.Strategy
 	rr       []rrState // round-robin: one position per event loop
 
-	routed bool      // some listener can send sessions here
-	check  CheckKind // active check kind, CheckTCP or CheckStatus
+	routed bool             // some listener can send sessions here
+	check  config.ProbeKind // active check kind, config.ProbeTCP or config.ProbeStatus
 
 	sendPP proxyproto.Versions // PROXY header version its backends get; 0 for none
 
@@ -74,7 +75,7 @@ type router struct {
 	def              *route // default_group, or nil
 	groups           map[string]*group
 	ordered          []*group // groups by name
-	health           HealthConfig
+	health           config.ProbeConfig
 	// now is the clock of the health state, unix nanoseconds. Tests may
 	// replace it before the proxy starts.
 	now func() int64
@@ -85,8 +86,8 @@ type router struct {
 
 // newRouter builds the router of cfg for a proxy with loops event loops;
 // the backends that prev has in a group of the same name keep their health.
-func newRouter(cfg *Config, prev *router, loops int) *router {
-	h := cfg.Health
+func newRouter(cfg *config.Config, prev *router, loops int) *router {
+	h := cfg.Probes
 	r := &router{
 		hosts: map[string]*route{}, wild: map[string]*route{}, groups: map[string]*group{}, health: h, now: nowUnix,
 		lease: int64(max(cfg.Limits.ConnectTimeout, h.Timeout) + 5*time.Second),
@@ -104,18 +105,18 @@ func newRouter(cfg *Config, prev *router, loops int) *router {
 		}
 		g := &group{
 			name:              name,
-			check:             CheckTCP,
+			check:             config.ProbeTCP,
 			offlineDisconnect: mc.AppendLoginDisconnect(nil, chatJSON(msg)),
 			strategy:          gc.Strategy,
 		}
 		g.status = newGroupStatus(cfg, gc)
-		g.sendPP, _ = proxyVersions(gc.SendProxyProtocol)
+		g.sendPP = gc.SendVersions()
 		for _, b := range gc.Backends {
 			if b.Weight > 0 {
 				g.backends = append(g.backends, &backend{addr: b.Addr, weight: b.Weight, group: g, backendHealth: prev.healthOf(name, b.Addr)})
 			}
 		}
-		if g.strategy == StrategyRoundRobin {
+		if g.strategy == config.StrategyRoundRobin {
 			g.rr = make([]rrState, max(loops, 1))
 			for i := range g.rr {
 				g.rr[i].cur = make([]int, len(g.backends))
@@ -127,11 +128,11 @@ func newRouter(cfg *Config, prev *router, loops int) *router {
 	for _, rc := range cfg.Routes {
 		rt := &route{group: r.groups[rc.Group]}
 		if rc.RewriteHost != "" {
-			host, port := splitRewriteHost(rc.RewriteHost)
+			host, port := rc.Rewrite()
 			rt.rewriteHost, rt.rewritePort = []byte(host), port
 		}
 		for _, h := range rc.Hosts {
-			if n := normalizeHostString(h); strings.HasPrefix(n, "*.") {
+			if n := config.NormalizeHost(h); strings.HasPrefix(n, "*.") {
 				suffix := n[2:]
 				r.wild[suffix] = rt
 				if len(r.wild) == 1 || len(suffix) < r.wildMin {
@@ -149,7 +150,7 @@ func newRouter(cfg *Config, prev *router, loops int) *router {
 	// Which groups carry traffic, and of which kind.
 	var minecraft, raw []*group
 	for _, l := range cfg.Listeners {
-		if l.Mode == ModeRaw {
+		if l.Mode == config.ModeRaw {
 			raw = append(raw, r.groups[l.Group])
 			continue
 		}
@@ -165,11 +166,11 @@ func newRouter(cfg *Config, prev *router, loops int) *router {
 	}
 	for _, g := range minecraft {
 		g.routed = true
-		g.check = CheckStatus
+		g.check = config.ProbeStatus
 	}
-	if h.Check != CheckAuto {
+	if h.Kind != config.ProbeAuto {
 		for _, g := range r.ordered {
-			g.check = h.Check
+			g.check = h.Kind
 		}
 	}
 	return r
@@ -239,11 +240,11 @@ func (g *group) pick(rnd *uint64, loop int, now, lease int64) (b *backend, probe
 		return nil, false
 	}
 	switch g.strategy {
-	case StrategyRoundRobin:
+	case config.StrategyRoundRobin:
 		return g.pickRoundRobin(loop, total), false
-	case StrategyLeastConnections:
+	case config.StrategyLeastConnections:
 		return g.pickLeastConnections(rnd), false
-	case StrategyLowestLatency:
+	case config.StrategyLowestLatency:
 		return g.pickLowestLatency(rnd, total), false
 	}
 	return g.pickWeighted(rnd, total, 0), false
@@ -261,9 +262,9 @@ func xorshift(s *uint64) uint64 {
 func nowUnix() int64 { return time.Now().UnixNano() }
 
 // chatJSON is a Minecraft chat component with msg as its text, or msg
-// itself when it is a chat component in JSON (validated by Config.check).
+// itself when it is a chat component in JSON (validated by config.Parse).
 func chatJSON(msg string) []byte {
-	if isChatJSON(msg) {
+	if config.IsChatJSON(msg) {
 		var b bytes.Buffer
 		if json.Compact(&b, []byte(msg)) == nil {
 			return b.Bytes()

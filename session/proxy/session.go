@@ -9,6 +9,7 @@ import (
 	"github.com/tidegate/tidegate/protocol/proxyproto"
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/cluster"
+	"github.com/tidegate/tidegate/session/proxy/config"
 )
 
 // state is where a session is in its life.
@@ -89,7 +90,7 @@ type preRelay struct {
 }
 
 // listenerCfg is the configuration of the listener that accepted the client.
-func (s *session) listenerCfg() *ListenerConfig { return s.gen.listenerOf(s.client) }
+func (s *session) listenerCfg() *config.ListenerConfig { return s.gen.listenerOf(s.client) }
 
 // loginDisconnectable reports whether the client is in the login state,
 // where a disconnect message can be sent: past a handshake that was not a
@@ -145,7 +146,7 @@ func (h *clientHandler) OnOpen(c *reactor.Conn) {
 // begin starts an admitted session: a raw one connects, a minecraft one
 // waits for its handshake.
 func (s *session) begin() {
-	if l := s.listenerCfg(); l.Mode == ModeRaw {
+	if l := s.listenerCfg(); l.Mode == config.ModeRaw {
 		s.raw = true
 		s.group = s.gen.raw[l]
 		s.connect()
@@ -311,7 +312,7 @@ func (h *backendHandler) OnClose(bc *reactor.Conn, err error) {
 			// nothing about the backend, so it is not held against it.
 			s.dropProbe()
 		} else {
-			down = b.markFailed(s.gen.cfg.Health, now, s.probe)
+			down = b.markFailed(s.gen.cfg.Probes, now, s.probe)
 		}
 		p.log.Warn().Str("group", s.group.name).Str("backend", b.addr).Str("host", s.host).Str("user", s.username).Err(err).
 			Bool("local", de.Local).Bool("probe", s.probe).Bool("marked_down", down).Int32("failures", b.failures.Load()).Msg("backend connect failed")
@@ -753,7 +754,7 @@ func (s *session) reject(r reason, err error) {
 func disconnectText(r reason) string {
 	switch r {
 	case reasonUnknownHost:
-		return "Unknown server address"
+		return config.UnknownHostDisconnect
 	case reasonHandshakeTimeout:
 		return "Timed out while logging in"
 	case reasonPrerouteCap, reasonBadFrame, reasonBadLoginStart:

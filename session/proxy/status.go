@@ -15,6 +15,7 @@ import (
 
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/reactor"
+	"github.com/tidegate/tidegate/session/proxy/config"
 )
 
 // Status pings. The proxy answers the status pings for a routed host itself,
@@ -82,11 +83,11 @@ func (r *statusReply) legacyStatus(v int32) mc.LegacyStatus {
 
 // offlineReply is the proxy's own answer, from status.offline, with text (§
 // codes or a chat component in JSON) as its description.
-func offlineReply(o OfflineStatusConfig, text string) *statusReply {
+func offlineReply(o config.OfflineStatusConfig, text string) *statusReply {
 	head := append([]byte(`{"description":`), chatJSON(text)...)
-	if o.favicon != "" {
+	if uri := o.FaviconURI(); uri != "" {
 		head = append(head, `,"favicon":"`...)
-		head = append(head, o.favicon...) // base64 and a data: prefix: nothing to escape
+		head = append(head, uri...) // base64 and a data: prefix: nothing to escape
 		head = append(head, '"')
 	}
 	head = fmt.Appendf(head, `,"players":{"max":%d,"online":%d},"version":{"name":`, o.Max, o.Online)
@@ -106,33 +107,33 @@ func offlineReply(o OfflineStatusConfig, text string) *statusReply {
 // legacyText is a configured text as legacy text: a chat component in JSON
 // rendered with § codes, anything else as it is.
 func legacyText(text string) string {
-	if !isChatJSON(text) {
+	if !config.IsChatJSON(text) {
 		return text
 	}
 	s, err := mc.LegacyText([]byte(text))
 	if err != nil {
-		return text // refused by Config.check; not reached
+		return text // refused by config.Config.check; not reached
 	}
 	return s
 }
 
 // backendReply builds the answer from a backend's status JSON. online, when
 // not negative, replaces players.online.
-func backendReply(js []byte, online int64, mode StatusProtocol) (*statusReply, error) {
+func backendReply(js []byte, online int64, mode config.StatusProtocol) (*statusReply, error) {
 	return playersReply(js, &statusPlayers{online: online}, mode)
 }
 
 // playersReply is backendReply with the network's players (cluster.go):
 // pl.online, when not negative, replaces players.online and pl.sample, when
 // not nil, players.sample.
-func playersReply(js []byte, pl *statusPlayers, mode StatusProtocol) (*statusReply, error) {
+func playersReply(js []byte, pl *statusPlayers, mode config.StatusProtocol) (*statusReply, error) {
 	online := pl.online
 	info, err := mc.ParseStatusJSON(js)
 	if err != nil {
 		return nil, err
 	}
 	r := &statusReply{
-		client: mode == StatusProtocolClient,
+		client: mode == config.StatusProtocolClient,
 		legacy: mc.LegacyStatus{Protocol: info.Protocol, Version: info.VersionName, Online: info.Online, Max: info.Max},
 	}
 	if len(info.Description) > 0 {
@@ -166,13 +167,13 @@ type groupStatus struct {
 // newGroupStatus builds the status state of a group configured as gc.
 // Its offline description is the group's offline_message, else
 // status.offline.motd, else health.offline_message.
-func newGroupStatus(cfg *Config, gc GroupConfig) *groupStatus {
+func newGroupStatus(cfg *config.Config, gc config.GroupConfig) *groupStatus {
 	text := gc.OfflineMessage
 	if text == "" {
 		text = cfg.Status.Offline.MOTD
 	}
 	if text == "" {
-		text = cfg.Health.OfflineMessage
+		text = cfg.Probes.OfflineMessage
 	}
 	return &groupStatus{offline: offlineReply(cfg.Status.Offline, text)}
 }
@@ -333,7 +334,7 @@ func (p *Proxy) finishRefresh(g *group, e statusEntry) {
 //
 // With net (the network's players, cluster.go) those replace the backend's,
 // and one backend is asked even with st.SumOnline.
-func fetchGroupStatus(ctx context.Context, st StatusConfig, g *group, net *statusPlayers) (*statusReply, error) {
+func fetchGroupStatus(ctx context.Context, st config.StatusConfig, g *group, net *statusPlayers) (*statusReply, error) {
 	var up []*backend
 	total := 0
 	for _, b := range g.backends {

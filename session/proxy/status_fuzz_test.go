@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tidegate/tidegate/protocol/mc"
+	"github.com/tidegate/tidegate/session/proxy/config"
 )
 
 // FuzzBackendReply: whatever JSON a backend sends, backendReply either
@@ -21,9 +22,9 @@ func FuzzBackendReply(f *testing.F) {
 		f.Add([]byte(s), int64(5), true)
 	}
 	f.Fuzz(func(t *testing.T, js []byte, online int64, client bool) {
-		mode := StatusProtocolBackend
+		mode := config.StatusProtocolBackend
 		if client {
-			mode = StatusProtocolClient
+			mode = config.StatusProtocolClient
 		}
 		r, err := backendReply(js, online, mode)
 		if err != nil {
