@@ -9,6 +9,7 @@ import (
 
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/proxy"
+	"github.com/tidegate/tidegate/session/proxy/admin"
 )
 
 // healthCheck is one named check of /healthz or /readyz. check reports
@@ -103,7 +104,7 @@ func (h *healthRegistry) addProxy(p *proxy.Proxy) {
 // backendsDetail is the detail of the proxy's backends check.
 type backendsDetail struct {
 	GroupsDown []string              `json:"groups_down"`
-	Backends   []proxy.BackendStatus `json:"backends"`
+	Backends   []admin.BackendStatus `json:"backends"`
 }
 
 // SetDraining marks the process as draining (on) or not: while it drains,

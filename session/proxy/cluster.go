@@ -10,6 +10,7 @@ import (
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/session/cluster"
 	"github.com/tidegate/tidegate/session/proxy/config"
+	"github.com/tidegate/tidegate/session/proxy/status"
 )
 
 // Several proxies, one network (session/cluster does the Redis side). With
@@ -210,16 +211,10 @@ func networkLimits(lim *config.Limits, ip string) (cluster.Limits, string) {
 	return out, subnet
 }
 
-// statusPlayers is what a status answer reports of the network's players,
-// when cluster.status_online or status_sample ask for it and Redis
+// networkPlayers returns the network's players for status answers under
+// gen, when cluster.status_online or status_sample ask for them and Redis
 // answers; nil otherwise (the backend's players then stand).
-type statusPlayers struct {
-	online int64  // -1: keep the backend's
-	sample []byte // a JSON array; nil: keep the backend's
-}
-
-// networkPlayers returns the network's players for status answers under gen.
-func (p *Proxy) networkPlayers(gen *generation) *statusPlayers {
+func (p *Proxy) networkPlayers(gen *generation) *status.Players {
 	cc := gen.cfg.Cluster
 	if p.cluster == nil || (!cc.StatusOnline && cc.StatusSample == 0) {
 		return nil
@@ -228,9 +223,9 @@ func (p *Proxy) networkPlayers(gen *generation) *statusPlayers {
 	if !ok {
 		return nil
 	}
-	sp := &statusPlayers{online: -1}
+	sp := &status.Players{Online: -1}
 	if cc.StatusOnline {
-		sp.online = int64(n.Online)
+		sp.Online = int64(n.Online)
 	}
 	if cc.StatusSample > 0 {
 		type entry struct {
@@ -245,7 +240,7 @@ func (p *Proxy) networkPlayers(gen *generation) *statusPlayers {
 			}
 			sample = append(sample, entry{Name: s.Name, ID: string(mc.AppendUUID(nil, u, true))})
 		}
-		sp.sample, _ = json.Marshal(sample) // strings always marshal
+		sp.Sample, _ = json.Marshal(sample) // strings always marshal
 	}
 	return sp
 }

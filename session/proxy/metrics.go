@@ -155,8 +155,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.backendUp, up, b.Group, b.Addr)
 		gauge(c.backendSessions, b.Sessions, b.Group, b.Addr)
 		counter(c.connectFailed, b.ConnectFailures, b.Group, b.Addr)
-		counter(c.backendChecks, b.ChecksOK, b.Group, b.Addr, "ok")
-		counter(c.backendChecks, b.ChecksFailed, b.Group, b.Addr, "failed")
+		counter(c.backendChecks, b.ProbesOK, b.Group, b.Addr, "ok")
+		counter(c.backendChecks, b.ProbesFailed, b.Group, b.Addr, "failed")
 		if b.Latency > 0 {
 			ch <- prometheus.MustNewConstMetric(c.backendLatency, prometheus.GaugeValue, b.Latency.Seconds(), b.Group, b.Addr)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/cluster"
 	"github.com/tidegate/tidegate/session/proxy/config"
+	"github.com/tidegate/tidegate/session/proxy/status"
 
 	"github.com/rs/zerolog"
 )
@@ -35,11 +36,11 @@ type Proxy struct {
 	src   *sourceLimiter // per-address rates and subnet caps (ratelimit.go), kept across reloads
 
 	backendSide backendHandler
-	checksMu    sync.Mutex
-	checks      *healthChecks // active health checks, when health.interval is set
-	checksEnded bool          // Stop or Shutdown stopped them for good
+	probesMu    sync.Mutex
+	probes      *activeProbes // active probes, when health.interval is set
+	probesEnded bool          // Stop or Shutdown stopped them for good
 
-	refresher statusRefresher // status cache refreshes (status.go)
+	refresher status.Refresher // status cache refreshes (status.go)
 
 	handedOver, handedOverQueued atomic.Int64    // live upgrades (upgrade.go), see Stats
 	cluster                      *cluster.Client // shared player state (cluster.go); nil when cluster.redis is off
@@ -125,7 +126,7 @@ func NewWithListeners(cfg *config.Config, log zerolog.Logger, listeners []net.Li
 }
 
 // Start listens and serves in the background, and starts the active
-// health checks if configured.
+// probes if configured.
 func (p *Proxy) Start() error {
 	if p.cluster != nil {
 		// Before the listeners: its first heartbeat must be done before the
@@ -138,7 +139,7 @@ func (p *Proxy) Start() error {
 		}
 		return fmt.Errorf("proxy: %w", err)
 	}
-	p.startChecks()
+	p.startProbes()
 	return nil
 }
 
@@ -148,10 +149,10 @@ func (p *Proxy) Addr(i int) (net.Addr, error) { return p.rs.Addr(i) }
 // Reactor returns the underlying reactor server.
 func (p *Proxy) Reactor() *reactor.Server { return p.rs }
 
-// Stop stops the health checks, closes every connection and waits for the
-// checkers and the loops to exit.
+// Stop stops the active probes, closes every connection and waits for the
+// probers and the loops to exit.
 func (p *Proxy) Stop(ctx context.Context) error {
-	err := errors.Join(p.stopChecks(ctx), p.refresher.stop(ctx), p.rs.Stop(ctx))
+	err := errors.Join(p.stopProbes(ctx), p.refresher.Stop(ctx), p.rs.Stop(ctx))
 	return errors.Join(err, p.stopCluster(ctx))
 }
 
@@ -164,13 +165,14 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 	err := p.rs.Shutdown(ctx)
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return errors.Join(err, p.stopChecks(sctx), p.refresher.stop(sctx), p.stopCluster(sctx))
+	return errors.Join(err, p.stopProbes(sctx), p.refresher.Stop(sctx), p.stopCluster(sctx))
 }
 
 // Stats sums the counters of all loops.
 func (p *Proxy) Stats() Stats {
+	refreshed, refreshFailed := p.refresher.Counts()
 	st := Stats{Reactor: p.rs.Stats(), Rejected: map[string]int64{}, Ended: map[string]int64{},
-		StatusRefreshes: p.refresher.ok.Load(), StatusRefreshFailures: p.refresher.failed.Load(),
+		StatusRefreshes: refreshed, StatusRefreshFailures: refreshFailed,
 		HandedOver: p.handedOver.Load(), HandedOverQueued: p.handedOverQueued.Load()}
 	for i := range p.loops {
 		c := &p.loops[i].counters

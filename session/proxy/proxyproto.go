@@ -185,11 +185,11 @@ func (s *session) appendProxyHeader(b []byte, v proxyproto.Versions) []byte {
 	return proxyproto.Append(b, v, src, dst)
 }
 
-// checkProxyHeader is what an active health check of a group that sends
+// probeProxyHeader is what an active probe of a group that sends
 // PROXY headers writes first on its connection conn: v2's LOCAL command,
-// or (v1 has none) a line with the check's own endpoints; nil when the
+// or (v1 has none) a line with the probe's own endpoints; nil when the
 // group sends none.
-func checkProxyHeader(v proxyproto.Versions, conn net.Conn) []byte {
+func probeProxyHeader(v proxyproto.Versions, conn net.Conn) []byte {
 	switch v {
 	case proxyproto.V1:
 		return proxyproto.AppendV1(nil, addrPortOf(conn.LocalAddr()), addrPortOf(conn.RemoteAddr()))

@@ -318,7 +318,7 @@ func TestHealthCheckSendsProxyHeader(t *testing.T) {
 			b, _ := io.ReadAll(c)
 			got <- b
 		}()
-		if _, err := checkBackend(context.Background(), ln.Addr().String(), config.ProbeTCP, 2*time.Second, v); err != nil {
+		if _, err := probeBackend(context.Background(), ln.Addr().String(), config.ProbeTCP, 2*time.Second, v); err != nil {
 			t.Fatal(err)
 		}
 		b := <-got

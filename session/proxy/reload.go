@@ -9,6 +9,7 @@ import (
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/proxy/config"
+	"github.com/tidegate/tidegate/session/proxy/status"
 )
 
 // generation is one loaded configuration and what is built from it. A
@@ -24,7 +25,7 @@ type generation struct {
 	router             *router
 	raw                map[*config.ListenerConfig]*group // raw listeners' groups
 	shutdownDisconnect []byte                            // the login disconnect at a drain deadline
-	unknownHost        *statusReply                      // the status answer for a host without a route
+	unknownHost        *status.Reply                     // the status answer for a host without a route
 	hash               string                            // of the configuration, for logs and metrics
 
 	proxyIn map[*config.ListenerConfig]*proxyAccept // listeners that take a PROXY header (proxyproto.go)
@@ -43,8 +44,8 @@ func newGeneration(cfg *config.Config, old *generation, live []int, loops int) *
 		cfg:                cfg,
 		router:             newRouter(cfg, prev, loops),
 		raw:                map[*config.ListenerConfig]*group{},
-		shutdownDisconnect: mc.AppendLoginDisconnect(nil, chatJSON(cfg.Shutdown.Message)),
-		unknownHost:        offlineReply(cfg.Status.Offline, unknownHostText),
+		shutdownDisconnect: mc.AppendLoginDisconnect(nil, status.ChatJSON(cfg.Shutdown.Message)),
+		unknownHost:        status.Offline(cfg.Status.Offline, unknownHostText),
 		hash:               cfg.Hash(),
 		byIndex:            map[int]*config.ListenerConfig{},
 		live:               live,
@@ -147,13 +148,13 @@ func (p *Proxy) Reload(cfg *config.Config) error {
 	gen.router.now = old.router.now
 	// The old checkers stop before the new ones start, so that a backend
 	// kept is never checked twice at once.
-	p.checksMu.Lock()
+	p.probesMu.Lock()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	err = p.stopChecksLocked(ctx)
+	err = p.stopProbesLocked(ctx)
 	cancel()
 	p.gen.Store(gen)
-	p.startChecksLocked()
-	p.checksMu.Unlock()
+	p.startProbesLocked()
+	p.probesMu.Unlock()
 	if err != nil {
 		p.log.Warn().Err(err).Msg("reload: the previous health checkers did not stop in time")
 	}

@@ -1,8 +1,6 @@
 package proxy
 
 import (
-	"bytes"
-	"encoding/json"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -11,6 +9,7 @@ import (
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/protocol/proxyproto"
 	"github.com/tidegate/tidegate/session/proxy/config"
+	"github.com/tidegate/tidegate/session/proxy/status"
 )
 
 // backend is one backend server of a group in one configuration, and its
@@ -25,18 +24,18 @@ type backend struct {
 // backendHealth is the state of a backend that outlives a reload.
 type backendHealth struct {
 	state    atomic.Int64 // the circuit breaker's state word, see stateUp
-	failures atomic.Int32 // consecutive failed connects and checks
+	failures atomic.Int32 // consecutive failed connects and probes
 	active   atomic.Int64 // sessions relayed to it now
 	// connecting counts sessions whose connect to it is in flight, so
 	// that least-connections sees a burst of sessions it sent there.
 	connecting atomic.Int64
 
 	connectFailures atomic.Int64 // session connects that failed or timed out
-	checksOK        atomic.Int64 // active checks that passed
-	checksFailed    atomic.Int64 // active checks that failed
-	lastLatency     atomic.Int64 // ns, last successful active check; 0 before the first
-	avgLatency      atomic.Int64 // ns, EWMA of successful active checks; 0 before the first
-	lastErr         atomic.Pointer[healthError]
+	probesOK        atomic.Int64 // active probes that passed
+	probesFailed    atomic.Int64 // active probes that failed
+	lastLatency     atomic.Int64 // ns, last successful active probe; 0 before the first
+	avgLatency      atomic.Int64 // ns, EWMA of successful active probes; 0 before the first
+	lastErr         atomic.Pointer[lastFailure]
 }
 
 // group is a set of interchangeable backends chosen by weight.
@@ -46,8 +45,8 @@ type group struct {
 	strategy config.Strategy
 	rr       []rrState // round-robin: one position per event loop
 
-	routed bool             // some listener can send sessions here
-	check  config.ProbeKind // active check kind, config.ProbeTCP or config.ProbeStatus
+	routed    bool             // some listener can send sessions here
+	probeKind config.ProbeKind // active probe kind, config.ProbeTCP or config.ProbeStatus
 
 	sendPP proxyproto.Versions // PROXY header version its backends get; 0 for none
 
@@ -80,7 +79,7 @@ type router struct {
 	// replace it before the proxy starts.
 	now func() int64
 	// lease is how long a probe may stay unanswered before another
-	// session or check may take over (a safety net: every probe ends).
+	// session or active probe may take over (a safety net: every probe ends).
 	lease int64
 }
 
@@ -105,8 +104,8 @@ func newRouter(cfg *config.Config, prev *router, loops int) *router {
 		}
 		g := &group{
 			name:              name,
-			check:             config.ProbeTCP,
-			offlineDisconnect: mc.AppendLoginDisconnect(nil, chatJSON(msg)),
+			probeKind:         config.ProbeTCP,
+			offlineDisconnect: mc.AppendLoginDisconnect(nil, status.ChatJSON(msg)),
 			strategy:          gc.Strategy,
 		}
 		g.status = newGroupStatus(cfg, gc)
@@ -166,11 +165,11 @@ func newRouter(cfg *config.Config, prev *router, loops int) *router {
 	}
 	for _, g := range minecraft {
 		g.routed = true
-		g.check = config.ProbeStatus
+		g.probeKind = config.ProbeStatus
 	}
 	if h.Kind != config.ProbeAuto {
 		for _, g := range r.ordered {
-			g.check = h.Kind
+			g.probeKind = h.Kind
 		}
 	}
 	return r
@@ -260,16 +259,3 @@ func xorshift(s *uint64) uint64 {
 }
 
 func nowUnix() int64 { return time.Now().UnixNano() }
-
-// chatJSON is a Minecraft chat component with msg as its text, or msg
-// itself when it is a chat component in JSON (validated by config.Parse).
-func chatJSON(msg string) []byte {
-	if config.IsChatJSON(msg) {
-		var b bytes.Buffer
-		if json.Compact(&b, []byte(msg)) == nil {
-			return b.Bytes()
-		}
-	}
-	quoted, _ := json.Marshal(msg) // a string always marshals
-	return append(append([]byte(`{"text":`), quoted...), '}')
-}

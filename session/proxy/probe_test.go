@@ -21,7 +21,9 @@ import (
 	"github.com/tidegate/tidegate/internal/testkit/waitfor"
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/session/mcbackend"
+	"github.com/tidegate/tidegate/session/proxy/admin"
 	"github.com/tidegate/tidegate/session/proxy/config"
+	"github.com/tidegate/tidegate/session/proxy/status"
 )
 
 // fakeClock is the proxy's health clock in a test: cooldowns end only
@@ -184,7 +186,7 @@ func (r *testRelay) Close() error {
 }
 
 // health returns the status of the backend at addr.
-func health(t *testing.T, p *Proxy, addr string) BackendStatus {
+func health(t *testing.T, p *Proxy, addr string) admin.BackendStatus {
 	t.Helper()
 	for _, b := range p.BackendHealth() {
 		if b.Addr == addr {
@@ -192,7 +194,7 @@ func health(t *testing.T, p *Proxy, addr string) BackendStatus {
 		}
 	}
 	t.Fatalf("no backend %s in %+v", addr, p.BackendHealth())
-	return BackendStatus{}
+	return admin.BackendStatus{}
 }
 
 // startLogins opens one connection per name and sends each a 1.20.2
@@ -469,14 +471,14 @@ func TestActiveChecksFollowBackend(t *testing.T) {
 		t.Run(string(tc.kind), func(t *testing.T) {
 			f := startFront(t, be)
 			p, _ := startProxy(t, tc.cfg(f.addr)+"\nhealth: {interval: 20ms, timeout: 1s, failures: 2, cooldown: 1h}\n")
-			if k := p.cur().router.groups["main"].check; k != tc.kind {
+			if k := p.cur().router.groups["main"].probeKind; k != tc.kind {
 				t.Fatalf("auto check kind %s, want %s", k, tc.kind)
 			}
-			waitfor.For(t, "two passing checks with a latency", func() bool { b := health(t, p, f.addr); return b.ChecksOK >= 2 && b.Latency > 0 && b.LatencyEWMA > 0 })
+			waitfor.For(t, "two passing checks with a latency", func() bool { b := health(t, p, f.addr); return b.ProbesOK >= 2 && b.Latency > 0 && b.LatencyEWMA > 0 })
 			f.down()
 			waitfor.For(t, "the backend marked down", func() bool { return !health(t, p, f.addr).Up })
 			b := health(t, p, f.addr)
-			if b.ChecksFailed < 2 || !strings.Contains(b.LastError, "refused") || !slices.Equal(p.GroupsDown(), []string{"main"}) {
+			if b.ProbesFailed < 2 || !strings.Contains(b.LastError, "refused") || !slices.Equal(p.GroupsDown(), []string{"main"}) {
 				t.Fatalf("down: %+v, groups down %q", b, p.GroupsDown())
 			}
 			f.up()
@@ -490,7 +492,7 @@ func TestActiveChecksFollowBackend(t *testing.T) {
 		mute, _ := muteListener(t)
 		p, _ := startProxy(t, mcConfig(mute, "health: {interval: 20ms, timeout: 200ms, failures: 1, cooldown: 1h}"))
 		waitfor.For(t, "the mute backend marked down", func() bool { return !health(t, p, mute).Up })
-		if b := health(t, p, mute); b.ChecksOK != 0 || !strings.Contains(b.LastError, "status check of "+mute) {
+		if b := health(t, p, mute); b.ProbesOK != 0 || !strings.Contains(b.LastError, "status check of "+mute) {
 			t.Fatalf("mute backend: %+v", b)
 		}
 	})
@@ -596,7 +598,7 @@ health: {interval: 20ms, timeout: 1s, failures: 1, cooldown: 1h}
 `, live, dead))
 	waitfor.For(t, "every backend checked, the dead one down", func() bool {
 		for _, b := range p.BackendHealth() {
-			if b.Up == (b.Addr == dead) || b.ChecksOK+b.ChecksFailed == 0 {
+			if b.Up == (b.Addr == dead) || b.ProbesOK+b.ProbesFailed == 0 {
 				return false
 			}
 		}
@@ -607,7 +609,7 @@ health: {interval: 20ms, timeout: 1s, failures: 1, cooldown: 1h}
 	}
 	kinds := map[string]config.ProbeKind{}
 	for name, g := range p.cur().router.groups {
-		kinds[name] = g.check
+		kinds[name] = g.probeKind
 	}
 	want := map[string]config.ProbeKind{"lobby": config.ProbeStatus, "survival": config.ProbeStatus, "creative": config.ProbeStatus,
 		"relay": config.ProbeTCP, "spare": config.ProbeTCP, "live": config.ProbeTCP}
@@ -633,8 +635,8 @@ groups: {a: {backends: [{addr: "127.0.0.1:1"}]}, b: {backends: [{addr: "127.0.0.
 		}
 		r := newRouter(cfg, nil, 1)
 		for name, g := range r.groups {
-			if g.routed != (name == "a") || g.check != want {
-				t.Errorf("%q: group %s routed %v check %s; want routed %v check %s", check, name, g.routed, g.check, name == "a", want)
+			if g.routed != (name == "a") || g.probeKind != want {
+				t.Errorf("%q: group %s routed %v check %s; want routed %v check %s", check, name, g.routed, g.probeKind, name == "a", want)
 			}
 		}
 	}
@@ -718,10 +720,10 @@ func TestStopEndsChecksInFlight(t *testing.T) {
 		t.Fatalf("Stop with a check in flight: %v", err)
 	}
 	buf := make([]byte, 1<<20)
-	if stacks := string(buf[:runtime.Stack(buf, true)]); strings.Contains(stacks, "checkLoop") {
+	if stacks := string(buf[:runtime.Stack(buf, true)]); strings.Contains(stacks, "probeLoop") {
 		t.Fatalf("a checker outlived Stop:\n%s", stacks)
 	}
-	if b := health(t, p, mute); b.ChecksFailed != 0 {
+	if b := health(t, p, mute); b.ProbesFailed != 0 {
 		t.Fatalf("a check cut short by Stop was counted as failed: %+v", b)
 	}
 }
@@ -763,7 +765,7 @@ groups: {g: {backends: [{addr: "127.0.0.1:1"}]}}
 // net's error, which names the address, and nothing before it that does again.
 func TestCheckErrorNamesTheAddressOnce(t *testing.T) {
 	addr := refusedAddr(t)
-	_, err := checkBackend(t.Context(), addr, config.ProbeTCP, time.Second, 0)
+	_, err := probeBackend(t.Context(), addr, config.ProbeTCP, time.Second, 0)
 	if err == nil {
 		t.Fatalf("a check of %s, where nothing listens, passed", addr)
 	}
@@ -776,7 +778,7 @@ func TestCheckErrorNamesTheAddressOnce(t *testing.T) {
 // reports a failed connect with net's error alone, which names the address.
 func TestStatusFetchErrorNamesTheAddressOnce(t *testing.T) {
 	addr := refusedAddr(t)
-	_, err := fetchStatus(t.Context(), addr, time.Second)
+	_, err := status.Fetch(t.Context(), addr, time.Second)
 	if err == nil {
 		t.Fatalf("a status fetch from %s, where nothing listens, succeeded", addr)
 	}
