@@ -10,6 +10,7 @@ import (
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/session/cluster"
 	"github.com/tidegate/tidegate/session/proxy/config"
+	"github.com/tidegate/tidegate/session/proxy/ratelimit"
 	"github.com/tidegate/tidegate/session/proxy/status"
 )
 
@@ -187,13 +188,13 @@ func (s *session) kicked() {
 // lim, and the subnet it is counted in ("" when the cap is off).
 func networkLimits(lim *config.Limits, ip string) (cluster.Limits, string) {
 	var out cluster.Limits
-	a, ok := sourceAddr(ip)
+	a, ok := ratelimit.SourceAddr(ip)
 	if !ok {
 		return out, ""
 	}
 	if lim.LoginRate > 0 {
-		iv := interval(lim.LoginRate)
-		out.RateKey = netip.AddrFrom16(rateKey(a)).Unmap().String()
+		iv := ratelimit.Interval(lim.LoginRate)
+		out.RateKey = netip.AddrFrom16(ratelimit.RateKey(a)).Unmap().String()
 		out.RateInterval = time.Duration(iv)
 		out.RateTolerance = time.Duration(int64(lim.LoginBurst-1) * iv)
 	}

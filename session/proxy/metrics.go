@@ -126,8 +126,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.reloads, ok, "ok")
 	counter(c.reloads, failed, "failed")
 	gauge(c.configInfo, 1, c.p.ConfigHash())
-	gauge(c.rateAddresses, c.p.src.tracked())
-	counter(c.rateEvictions, c.p.src.evicted.Load())
+	gauge(c.rateAddresses, c.p.src.Tracked())
+	counter(c.rateEvictions, c.p.src.Evicted())
 	if cl := c.p.cluster; cl != nil {
 		up := int64(0)
 		if cl.Up() {

@@ -15,6 +15,7 @@ import (
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/cluster"
 	"github.com/tidegate/tidegate/session/proxy/config"
+	"github.com/tidegate/tidegate/session/proxy/ratelimit"
 	"github.com/tidegate/tidegate/session/proxy/status"
 
 	"github.com/rs/zerolog"
@@ -33,7 +34,12 @@ type Proxy struct {
 
 	ipMu  sync.Mutex
 	perIP map[string]int
-	src   *sourceLimiter // per-address rates and subnet caps (ratelimit.go), kept across reloads
+	src   *ratelimit.Limiter // per-address rates and subnet caps, kept across reloads
+
+	// Refusal logs of the flood-prone reasons (ratelimit.go): when the
+	// next warning may be written, and how many were left out since the
+	// last.
+	refusalLogNext, refusalLogSkipped [numReasons]atomic.Int64
 
 	backendSide backendHandler
 	probesMu    sync.Mutex
@@ -75,7 +81,7 @@ func NewWithListeners(cfg *config.Config, log zerolog.Logger, listeners []net.Li
 	p := &Proxy{
 		log:   log,
 		perIP: map[string]int{},
-		src:   newSourceLimiter(),
+		src:   ratelimit.New(),
 	}
 	p.backendSide.p = p
 	var err error
