@@ -10,9 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tidegate/tidegate/session/proxy/config"
 	"gopkg.in/yaml.v3"
-
-	"github.com/tidegate/tidegate/session/proxy"
 )
 
 // composeFile is the part of deploy/compose/compose.yaml the test reads.
@@ -104,7 +103,7 @@ func TestComposeExample(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg, _, err := proxy.Parse(filepath.Join("compose", "proxy.yaml"), pdata)
+		cfg, _, err := config.Parse(filepath.Join("compose", "proxy.yaml"), pdata)
 		if err != nil {
 			t.Fatalf("proxy.yaml with TIDEGATE_ID=%s: %v", id, err)
 		}

@@ -18,6 +18,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/tidegate/tidegate/session/proxy"
+	"github.com/tidegate/tidegate/session/proxy/config"
 )
 
 // k8sObject is the part of a Kubernetes object the tests read: enough of a
@@ -202,7 +203,7 @@ func flagValue(args []string, names ...string) string {
 
 // TestKubernetesManifests: the manifests are one ConfigMap, Deployment,
 // Service and PodDisruptionBudget plus the Kustomization listing them; the
-// proxy's configuration in the ConfigMap is valid (proxy.ParseConfig and
+// proxy's configuration in the ConfigMap is valid (config.Parse and
 // proxy.New, as at start) and is the file the container reads; the probes
 // ask /readyz and /healthz on the metrics port, which listens on every
 // address of the pod; the grace period covers the preStop sleep, the drain
@@ -284,7 +285,7 @@ func TestKubernetesManifests(t *testing.T) {
 	if !ok {
 		t.Fatalf("ConfigMap %s has no key %s (-c %s)", cm.Metadata.Name, path.Base(cfgPath), cfgPath)
 	}
-	cfg, err := proxy.ParseConfig([]byte(text))
+	cfg, _, err := config.Parse("", []byte(text))
 	if err != nil {
 		t.Fatalf("ConfigMap %s %s: %v", cm.Metadata.Name, path.Base(cfgPath), err)
 	}

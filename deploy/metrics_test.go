@@ -19,6 +19,7 @@ import (
 
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/proxy"
+	"github.com/tidegate/tidegate/session/proxy/config"
 	"github.com/tidegate/tidegate/session/pushserver"
 	"github.com/tidegate/tidegate/session/tlvserver"
 )
@@ -74,7 +75,7 @@ func scrapeExported() (*metricSet, error) {
 			_ = c.Close()
 		}
 	}()
-	cfg, err := proxy.ParseConfig(fmt.Appendf(nil, "listeners: [{listen: \"127.0.0.1:0\", mode: raw, group: main}]\n"+
+	cfg, _, err := config.Parse("", fmt.Appendf(nil, "listeners: [{listen: \"127.0.0.1:0\", mode: raw, group: main}]\n"+
 		"groups: {main: {backends: [{addr: %q}]}}\nhealth: {interval: 20ms, timeout: 1s, check: tcp}\nloops: 1\n", ln.Addr()))
 	if err != nil {
 		return nil, fmt.Errorf("proxy config: %w", err)

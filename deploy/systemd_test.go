@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tidegate/tidegate/session/proxy"
+	"github.com/tidegate/tidegate/session/proxy/config"
 )
 
 const unitPath = "systemd/tidegate-proxy.service"
@@ -111,7 +111,7 @@ func TestSystemdUnit(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%s: %v", unitPath, err)
 	}
-	def, err := proxy.ParseConfig(proxy.DefaultConfigYAML())
+	def, _, err := config.Parse("", config.DefaultYAML())
 	if err != nil {
 		t.Fatal(err)
 	}

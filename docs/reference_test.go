@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tidegate/tidegate/session/proxy"
+	"github.com/tidegate/tidegate/session/proxy/config"
 )
 
 // referencePath is the proxy's configuration reference.
@@ -25,7 +25,7 @@ const referencePath = "proxy-config.md"
 var keyRowRe = regexp.MustCompile("^\\|\\s*`([a-z0-9_.\\[\\]A-Z]+)`\\s*\\|")
 
 // configKeys returns the path of every key of the proxy's configuration,
-// walking the yaml tags of proxy.Config and of every struct it holds,
+// walking the yaml tags of config.Config and of every struct it holds,
 // through lists and maps. A key whose value is a struct is listed too.
 func configKeys() []string {
 	var keys []string
@@ -61,7 +61,7 @@ func configKeys() []string {
 			walk(ty.Field(i).Type, key, append(inPath, ty))
 		}
 	}
-	walk(reflect.TypeFor[proxy.Config](), "", nil)
+	walk(reflect.TypeFor[config.Config](), "", nil)
 	return keys
 }
 
@@ -91,17 +91,17 @@ func documentedKeys(t *testing.T) map[string]int {
 func TestReferenceDocumentsEveryKey(t *testing.T) {
 	keys := configKeys()
 	if len(keys) < 50 {
-		t.Fatalf("walked %d keys of proxy.Config, want the whole configuration (over 50): %v", len(keys), keys)
+		t.Fatalf("walked %d keys of config.Config, want the whole configuration (over 50): %v", len(keys), keys)
 	}
 	documented := documentedKeys(t)
 	for _, k := range keys {
 		if _, ok := documented[k]; !ok {
-			t.Errorf("%s: key %s is in proxy.Config but not documented (want a row starting | `%s` |)", referencePath, k, k)
+			t.Errorf("%s: key %s is in config.Config but not documented (want a row starting | `%s` |)", referencePath, k, k)
 		}
 	}
 	for k, line := range documented {
 		if !slices.Contains(keys, k) {
-			t.Errorf("%s:%d: documents %s, which proxy.Config does not have", referencePath, line, k)
+			t.Errorf("%s:%d: documents %s, which config.Config does not have", referencePath, line, k)
 		}
 	}
 }

@@ -7,18 +7,21 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/tidegate/tidegate/reactor/flowcontrol"
 )
 
 // Defaults for Config fields left at their zero value.
 const (
 	DefaultReadBufferCap = 64 << 10
-	DefaultHighWatermark = 2 << 20
-	DefaultLowWatermark  = 1 << 20
 	DefaultTick          = 10 * time.Millisecond
 	DefaultDrainPoll     = time.Millisecond
-	// DefaultLinger lets a reader at 70 KiB/s take a full HighWatermark
-	// (2 MiB) of queued output before a close gives up on it.
-	DefaultLinger = 30 * time.Second
+	// The flow-control defaults are defined in flowcontrol, which the
+	// configurations that set them import; they are named here beside the
+	// reactor's other defaults.
+	DefaultHighWatermark = flowcontrol.DefaultHighWatermark
+	DefaultLowWatermark  = flowcontrol.DefaultLowWatermark
+	DefaultLinger        = flowcontrol.DefaultLinger
 )
 
 // Config holds the options of a Server. The zero value of each field selects
@@ -121,7 +124,7 @@ func (c *Config) Normalize() error {
 	if c.HighWatermark == 0 && c.LowWatermark == 0 {
 		c.HighWatermark, c.LowWatermark = DefaultHighWatermark, DefaultLowWatermark
 	}
-	if c.HighWatermark <= 0 || c.LowWatermark < 0 || c.LowWatermark > c.HighWatermark {
+	if flowcontrol.CheckWatermarks(c.LowWatermark, c.HighWatermark) != flowcontrol.WatermarksValid {
 		return fmt.Errorf("reactor: watermarks low %d / high %d: need 0 <= low <= high and high > 0",
 			c.LowWatermark, c.HighWatermark)
 	}

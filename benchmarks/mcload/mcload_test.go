@@ -15,6 +15,7 @@ import (
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/mcbackend"
 	"github.com/tidegate/tidegate/session/proxy"
+	"github.com/tidegate/tidegate/session/proxy/config"
 )
 
 func startProxyAndBackend(t *testing.T, maxSessions int) string {
@@ -29,7 +30,7 @@ func startProxyAndBackend(t *testing.T, maxSessions int) string {
 	ba, _ := be.Addr(0)
 	yaml := peers.TidegateConfig(peers.RelayConfig{Listen: "127.0.0.1:0", Backend: ba.String(), Cores: 1, Sessions: 1}, false)
 	yaml = strings.Replace(yaml, "max_sessions: 257", "max_sessions: "+itoa(maxSessions), 1)
-	cfg, err := proxy.ParseConfig([]byte(yaml))
+	cfg, _, err := config.Parse("", []byte(yaml))
 	if err != nil {
 		t.Fatal(err)
 	}

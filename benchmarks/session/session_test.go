@@ -19,6 +19,7 @@ import (
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/mcbackend"
 	"github.com/tidegate/tidegate/session/proxy"
+	"github.com/tidegate/tidegate/session/proxy/config"
 )
 
 // startBackend runs the fake Minecraft backend in-process.
@@ -68,7 +69,7 @@ func startBackendWith(t *testing.T, cfg mcbackend.Config) string {
 // benchmark writes for its own process.
 func startProxy(t *testing.T, backend string, raw bool) string {
 	t.Helper()
-	cfg, err := proxy.ParseConfig([]byte(peers.TidegateConfig(peers.RelayConfig{
+	cfg, _, err := config.Parse("", []byte(peers.TidegateConfig(peers.RelayConfig{
 		Listen: "127.0.0.1:0", Backend: backend, Cores: 1, Sessions: 16}, raw)))
 	if err != nil {
 		t.Fatal(err)

@@ -26,7 +26,7 @@ import (
 
 	"github.com/tidegate/tidegate/internal/testkit/leaktest"
 	"github.com/tidegate/tidegate/reactor"
-	"github.com/tidegate/tidegate/session/proxy"
+	"github.com/tidegate/tidegate/session/proxy/config"
 )
 
 // The tests run the tool against a fake proxy: this test binary, started
@@ -81,7 +81,7 @@ type fakeSession struct {
 
 func fakeProxy(args []string) int {
 	fs := flag.NewFlagSet("proxy", flag.ContinueOnError)
-	config := fs.String("config", "", "")
+	configPath := fs.String("config", "", "")
 	metrics := fs.String("metrics-listen", "", "")
 	fs.String("log-level", "", "")
 	fs.String("log-format", "", "")
@@ -92,7 +92,7 @@ func fakeProxy(args []string) int {
 	if err := fs.Parse(args); err != nil {
 		return fail(err)
 	}
-	cfg, err := proxy.LoadConfig(*config)
+	cfg, _, err := config.Load(*configPath)
 	if err != nil {
 		return fail(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/tidegate/tidegate/internal/testkit/testserver"
-	"github.com/tidegate/tidegate/session/proxy"
+	"github.com/tidegate/tidegate/session/proxy/admin"
 )
 
 // TestProxyServesAdminBesideMetrics: `tidegate proxy` serves the admin
@@ -19,7 +19,7 @@ func TestProxyServesAdminBesideMetrics(t *testing.T) {
 	backend := acceptor(t)
 	addr := runCommand(t, "proxy", "--config", proxyConfig(t, backend))
 	code, body := get(t, addr, "/api/v1/backends")
-	var v proxy.BackendsView
+	var v admin.BackendsView
 	if code != http.StatusOK || json.Unmarshal(body, &v) != nil || len(v.Backends) != 1 || v.Backends[0].Addr != backend || v.ConfigHash == "" {
 		t.Fatalf("/api/v1/backends: %d %s", code, body)
 	}

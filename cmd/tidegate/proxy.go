@@ -13,6 +13,7 @@ import (
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/mcbackend"
 	"github.com/tidegate/tidegate/session/proxy"
+	"github.com/tidegate/tidegate/session/proxy/config"
 
 	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
@@ -38,11 +39,11 @@ func proxyCommand(proc *lifecycle.Process) *cli.Command {
 		OnUsageError: usageError,
 		Action: func(c *cli.Context) error {
 			if c.Bool("print-default-config") {
-				_, err := os.Stdout.Write(proxy.DefaultConfigYAML())
+				_, err := os.Stdout.Write(config.DefaultYAML())
 				return err
 			}
-			cfg, warnings, err := proxy.Load(c.String("config"))
-			if ce := (*proxy.ConfigError)(nil); errors.As(err, &ce) {
+			cfg, warnings, err := config.Load(c.String("config"))
+			if ce := (*config.Error)(nil); errors.As(err, &ce) {
 				return configError(fmt.Errorf("configuration is invalid:\n%w", err))
 			} else if err != nil {
 				return configError(err)
@@ -50,7 +51,7 @@ func proxyCommand(proc *lifecycle.Process) *cli.Command {
 			if c.Bool("validate-config") {
 				fmt.Fprintln(c.App.Writer, "configuration is valid")
 				if len(warnings) > 0 {
-					fmt.Fprintf(c.App.Writer, "warnings:\n%v\n", &proxy.ConfigError{File: configName(c), Problems: warnings})
+					fmt.Fprintf(c.App.Writer, "warnings:\n%v\n", &config.Error{File: configName(c), Problems: warnings})
 				}
 				return nil
 			}
@@ -86,7 +87,7 @@ func configName(c *cli.Context) string {
 
 // runProxy starts the proxy of cfg (and with --demo the fake backend) and
 // serves until a signal, or until an engine ends.
-func runProxy(c *cli.Context, proc *lifecycle.Process, cfg *proxy.Config, log zerolog.Logger) error {
+func runProxy(c *cli.Context, proc *lifecycle.Process, cfg *config.Config, log zerolog.Logger) error {
 	inh, err := lifecycle.TakeInheritance()
 	if err != nil {
 		return startError(err)
@@ -173,7 +174,7 @@ func runProxy(c *cli.Context, proc *lifecycle.Process, cfg *proxy.Config, log ze
 // it came from, its hash as the proxy uses it (config_hash, which
 // tidegate_config_info and the reload lines show), the SHA-256 of the file
 // (config_sha256, what sha256sum prints for it) and its limits.
-func logProxyStart(log zerolog.Logger, c *cli.Context, cfg *proxy.Config) error {
+func logProxyStart(log zerolog.Logger, c *cli.Context, cfg *config.Config) error {
 	digest, err := configDigest(c.String("config"))
 	if err != nil {
 		return err
@@ -195,7 +196,7 @@ func logProxyStart(log zerolog.Logger, c *cli.Context, cfg *proxy.Config) error 
 
 // firstBackend returns the address of the first backend of the default
 // group (or of any group), where --demo starts its fake backend.
-func firstBackend(cfg *proxy.Config) string {
+func firstBackend(cfg *config.Config) string {
 	if g, ok := cfg.Groups[cfg.DefaultGroup]; ok && len(g.Backends) > 0 {
 		return g.Backends[0].Addr
 	}
@@ -215,7 +216,7 @@ func reloadProxy(log zerolog.Logger, p *proxy.Proxy, path string) error {
 	if from == "" {
 		from = "the embedded default"
 	}
-	cfg, warnings, err := proxy.Load(path)
+	cfg, warnings, err := config.Load(path)
 	if err == nil {
 		err = p.Reload(cfg)
 	}

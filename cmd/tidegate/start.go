@@ -10,7 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tidegate/tidegate/internal/lifecycle"
-	"github.com/tidegate/tidegate/session/proxy"
+	"github.com/tidegate/tidegate/session/proxy/config"
 )
 
 // startEvent begins the process's one start line (lifecycle.StartEvent)
@@ -26,7 +26,7 @@ const startMessage = lifecycle.StartMessage
 // the file at path as it is on disk (what sha256sum prints for it), or of the
 // embedded default when path is empty.
 func configDigest(path string) (string, error) {
-	b := proxy.DefaultConfigYAML()
+	b := config.DefaultYAML()
 	if path != "" {
 		var err error
 		if b, err = os.ReadFile(path); err != nil {

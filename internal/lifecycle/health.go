@@ -9,6 +9,7 @@ import (
 
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/proxy"
+	"github.com/tidegate/tidegate/session/proxy/admin"
 )
 
 // CheckFunc is one named check of /healthz or /readyz, run on each request:
@@ -95,7 +96,7 @@ func (h *Registry) AddProxy(p *proxy.Proxy) {
 // BackendsDetail is the detail of the proxy's backends check.
 type BackendsDetail struct {
 	GroupsDown []string              `json:"groups_down"`
-	Backends   []proxy.BackendStatus `json:"backends"`
+	Backends   []admin.BackendStatus `json:"backends"`
 }
 
 // SetDraining marks the process as draining (on) or not: while it drains,

@@ -6,9 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
-	"regexp"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -17,6 +15,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 	"github.com/rs/zerolog"
+
+	"github.com/tidegate/tidegate/session/cluster/clusterconf"
 )
 
 // TTLFactor is how many heartbeats a proxy's keys outlive its last one: a
@@ -220,39 +220,16 @@ type Client struct {
 	keepKeys atomic.Bool
 }
 
-var idPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
-
-// CheckID returns what is wrong with a proxy ID, or "".
-func CheckID(id string) string {
-	if !idPattern.MatchString(id) {
-		return fmt.Sprintf("%q: want 1 to 64 letters, digits, '.', '_' or '-'", id)
-	}
-	return ""
-}
-
-// CheckURL returns what is wrong with a Redis URL, or "". The URL is shown
-// with its password redacted.
-func CheckURL(raw string) string {
-	shown := raw
-	if u, err := url.Parse(raw); err == nil {
-		shown = u.Redacted()
-	}
-	if _, err := redis.ParseURL(raw); err != nil {
-		return fmt.Sprintf("%q: %v (want redis://host:port/db, rediss:// or unix://)", shown, err)
-	}
-	return ""
-}
-
 var setLogger sync.Once
 
 // New returns a client for cfg; it connects on Start.
 func New(cfg Config) (*Client, error) {
-	if msg := CheckID(cfg.ID); msg != "" {
+	if msg := clusterconf.CheckID(cfg.ID); msg != "" {
 		return nil, fmt.Errorf("cluster: id %s", msg)
 	}
 	opt, err := redis.ParseURL(cfg.URL)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: redis %s", CheckURL(cfg.URL))
+		return nil, fmt.Errorf("cluster: redis %s", clusterconf.CheckURL(cfg.URL))
 	}
 	if cfg.Heartbeat <= 0 || cfg.Timeout <= 0 || cfg.LoginWait <= 0 || cfg.Retry <= 0 {
 		return nil, fmt.Errorf("cluster: heartbeat %v, timeout %v, login wait %v and retry %v must be positive",
@@ -437,7 +414,7 @@ func (c *Client) ID() string { return c.cfg.ID }
 // TTL returns how long the proxy's keys outlive its last heartbeat.
 func (c *Client) TTL() time.Duration { return c.ttl }
 
-// HostID is a default proxy ID: the host name, cut to what CheckID takes.
+// HostID is a default proxy ID: the host name, cut to what clusterconf.CheckID takes.
 func HostID() string {
 	h, err := os.Hostname()
 	if err != nil || h == "" {

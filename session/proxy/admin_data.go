@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/tidegate/tidegate/reactor"
+	"github.com/tidegate/tidegate/session/proxy/admin"
+	"github.com/tidegate/tidegate/session/proxy/config"
 )
 
 // What the admin API reads of the sessions and refusals lives on the event
@@ -106,26 +107,12 @@ func onLoops[T any](ctx context.Context, p *Proxy, f func(*reactor.Loop, *loopSt
 	return out, len(loops) - len(out)
 }
 
-// Rejection is one refusal of a session before it relayed.
-type Rejection struct {
-	At time.Time `json:"at"`
-	// Remote is the client's address (the PROXY header's, if any).
-	Remote string `json:"remote"`
-	// Reason is the label of tidegate_proxy_rejected_total.
-	Reason string `json:"reason"`
-	// Host, User and Group are what the session had got to: empty for a
-	// refusal at accept.
-	Host  string `json:"host,omitempty"`
-	User  string `json:"user,omitempty"`
-	Group string `json:"group,omitempty"`
-}
-
 // RecentRejections returns, newest first, at most limit of the last
 // refusals (each loop remembers its last 64; legacy pings, which are
 // answered, are not among them), and how many loops did not answer before
 // ctx ended (their refusals are missing). It may be called from any
 // goroutine.
-func (p *Proxy) RecentRejections(ctx context.Context, limit int) ([]Rejection, int) {
+func (p *Proxy) RecentRejections(ctx context.Context, limit int) ([]admin.Rejection, int) {
 	got, missing := onLoops(ctx, p, func(_ *reactor.Loop, ls *loopState) []rejection {
 		return ls.recent.appendTo(nil)
 	})
@@ -135,9 +122,9 @@ func (p *Proxy) RecentRejections(ctx context.Context, limit int) ([]Rejection, i
 	}
 	slices.SortStableFunc(all, func(a, b rejection) int { return cmp.Compare(b.at, a.at) })
 	all = all[:min(len(all), max(limit, 0))]
-	out := make([]Rejection, len(all))
+	out := make([]admin.Rejection, len(all))
 	for i, r := range all {
-		out[i] = Rejection{At: time.Unix(0, r.at), Remote: addrString(r.remote), Reason: r.reason.String(), Host: r.host, User: r.user, Group: r.group}
+		out[i] = admin.Rejection{At: time.Unix(0, r.at), Remote: addrString(r.remote), Reason: r.reason.String(), Host: r.host, User: r.user, Group: r.group}
 	}
 	return out, missing
 }
@@ -148,113 +135,6 @@ func addrString(a netip.AddrPort) string {
 		return ""
 	}
 	return a.String()
-}
-
-// SessionFilter selects sessions: each field that is set must match.
-type SessionFilter struct {
-	// Host is a virtual host, matched as routes match it (case and a
-	// trailing dot do not matter); *.example.com matches every name under
-	// example.com, at any depth.
-	Host string
-	// User is a username, matched without regard to case.
-	User string
-	// Group is a group name; Backend a backend address as configured.
-	Group   string
-	Backend string
-	// Limit is how many matching sessions are listed; the counts cover
-	// every match. 0 lists none.
-	Limit int
-}
-
-// matches reports whether a session with these fields passes f, whose
-// Host is normalized (see SessionFilter.normalized).
-func (f *SessionFilter) matches(host, user, group, backend string) bool {
-	switch {
-	case f.Host != "" && !hostMatches(f.Host, host):
-		return false
-	case f.User != "" && !strings.EqualFold(f.User, user):
-		return false
-	case f.Group != "" && f.Group != group:
-		return false
-	case f.Backend != "" && f.Backend != backend:
-		return false
-	}
-	return true
-}
-
-// hostMatches reports whether host matches pattern, both normalized: the
-// same name, or for *.suffix a name that ends in .suffix.
-func hostMatches(pattern, host string) bool {
-	if suffix, ok := strings.CutPrefix(pattern, "*."); ok {
-		return len(host) > len(suffix)+1 && strings.HasSuffix(host, suffix) && host[len(host)-len(suffix)-1] == '.'
-	}
-	return pattern == host
-}
-
-// normalized returns f with its host normalized as routes are.
-func (f SessionFilter) normalized() SessionFilter {
-	f.Host = normalizeHostString(f.Host)
-	return f
-}
-
-// SessionsSummary is what Sessions found.
-type SessionsSummary struct {
-	// Open is the number of sessions the loops hold, matching or not.
-	Open int `json:"open"`
-	// Matched is the number that pass the filter; the counts below are of
-	// those.
-	Matched int `json:"matched"`
-	// ByHost counts matching sessions per virtual host (raw sessions and
-	// those that have not sent their handshake yet have host ""), most
-	// first.
-	ByHost []HostCount `json:"by_host"`
-	// ByBackend counts matching sessions per backend they relay to or
-	// connect to, most first.
-	ByBackend []BackendCount `json:"by_backend"`
-	// ByState counts matching sessions per state (see SessionInfo.State).
-	ByState map[string]int `json:"by_state"`
-	// Sessions lists at most the filter's limit of the matching sessions,
-	// oldest first; Truncated says more matched. When it is truncated,
-	// which sessions make the list is not specified beyond its order.
-	Sessions  []SessionInfo `json:"sessions"`
-	Truncated bool          `json:"truncated"`
-	// LoopsUnanswered counts the event loops that did not answer in time:
-	// their sessions are missing from every count.
-	LoopsUnanswered int `json:"loops_unanswered"`
-}
-
-// HostCount is the number of sessions of one virtual host.
-type HostCount struct {
-	Host     string `json:"host"`
-	Sessions int    `json:"sessions"`
-}
-
-// BackendCount is the number of sessions of one backend.
-type BackendCount struct {
-	Group    string `json:"group"`
-	Backend  string `json:"backend"`
-	Sessions int    `json:"sessions"`
-}
-
-// SessionInfo is one session as Sessions lists it.
-type SessionInfo struct {
-	// Remote is the client's address (the PROXY header's, if any).
-	Remote string `json:"remote"`
-	// Listener is the listen address, as configured, that accepted it,
-	// and Mode that listener's mode.
-	Listener string `json:"listener"`
-	Mode     Mode   `json:"mode"`
-	Host     string `json:"host,omitempty"`
-	User     string `json:"user,omitempty"`
-	Protocol int32  `json:"protocol,omitempty"`
-	Group    string `json:"group,omitempty"`
-	Backend  string `json:"backend,omitempty"`
-	// State is one of proxy_header, handshake, login, status,
-	// legacy_ping, connecting, relay, closing, adopting, handed_over.
-	State string `json:"state"`
-	// Since is when the client connected (to the process it was handed
-	// over from, for a session that came in a live upgrade).
-	Since time.Time `json:"since,omitzero"`
 }
 
 var stateNames = map[state]string{
@@ -274,7 +154,7 @@ func (st state) String() string {
 // allocation per session on the loop.
 type sessionRow struct {
 	remote         netip.AddrPort
-	listener       *ListenerConfig
+	listener       *config.ListenerConfig
 	host, user     string
 	group, backend string
 	protocol       int32
@@ -291,22 +171,19 @@ type loopSessions struct {
 	byState       map[state]int
 }
 
-// MaxSessionsListed bounds SessionFilter.Limit.
-const MaxSessionsListed = 10000
-
 // Sessions counts the open sessions, those that pass f per host, backend
 // and state, and lists at most f.Limit of them (at most
 // MaxSessionsListed). It runs a scan on each event loop, which visits its
 // sessions once, and waits for them until ctx ends: a loop that has not
 // answered by then is counted in LoopsUnanswered. It may be called from
 // any goroutine.
-func (p *Proxy) Sessions(ctx context.Context, f SessionFilter) SessionsSummary {
-	f = f.normalized()
-	f.Limit = min(max(f.Limit, 0), MaxSessionsListed)
+func (p *Proxy) Sessions(ctx context.Context, f admin.SessionFilter) admin.SessionsSummary {
+	f = f.Normalized()
+	f.Limit = min(max(f.Limit, 0), admin.MaxSessionsListed)
 	got, missing := onLoops(ctx, p, func(l *reactor.Loop, _ *loopState) loopSessions {
 		return scanSessions(l, &f)
 	})
-	sum := SessionsSummary{ByHost: []HostCount{}, ByBackend: []BackendCount{}, ByState: map[string]int{}, Sessions: []SessionInfo{}, LoopsUnanswered: missing}
+	sum := admin.SessionsSummary{ByHost: []admin.HostCount{}, ByBackend: []admin.BackendCount{}, ByState: map[string]int{}, Sessions: []admin.SessionInfo{}, LoopsUnanswered: missing}
 	hosts := map[string]int{}
 	backends := map[[2]string]int{}
 	var rows []sessionRow
@@ -325,15 +202,15 @@ func (p *Proxy) Sessions(ctx context.Context, f SessionFilter) SessionsSummary {
 		rows = append(rows, ls.rows...)
 	}
 	for h, n := range hosts {
-		sum.ByHost = append(sum.ByHost, HostCount{Host: h, Sessions: n})
+		sum.ByHost = append(sum.ByHost, admin.HostCount{Host: h, Sessions: n})
 	}
-	slices.SortFunc(sum.ByHost, func(a, b HostCount) int {
+	slices.SortFunc(sum.ByHost, func(a, b admin.HostCount) int {
 		return cmp.Or(cmp.Compare(b.Sessions, a.Sessions), cmp.Compare(a.Host, b.Host))
 	})
 	for b, n := range backends {
-		sum.ByBackend = append(sum.ByBackend, BackendCount{Group: b[0], Backend: b[1], Sessions: n})
+		sum.ByBackend = append(sum.ByBackend, admin.BackendCount{Group: b[0], Backend: b[1], Sessions: n})
 	}
-	slices.SortFunc(sum.ByBackend, func(a, b BackendCount) int {
+	slices.SortFunc(sum.ByBackend, func(a, b admin.BackendCount) int {
 		return cmp.Or(cmp.Compare(b.Sessions, a.Sessions), cmp.Compare(a.Group, b.Group), cmp.Compare(a.Backend, b.Backend))
 	})
 	slices.SortFunc(rows, func(a, b sessionRow) int {
@@ -341,7 +218,7 @@ func (p *Proxy) Sessions(ctx context.Context, f SessionFilter) SessionsSummary {
 	})
 	sum.Truncated = sum.Matched > f.Limit
 	for _, r := range rows[:min(len(rows), f.Limit)] {
-		info := SessionInfo{Remote: addrString(r.remote), Host: r.host, User: r.user, Protocol: r.protocol,
+		info := admin.SessionInfo{Remote: addrString(r.remote), Host: r.host, User: r.user, Protocol: r.protocol,
 			Group: r.group, Backend: r.backend, State: r.state.String()}
 		if r.listener != nil {
 			info.Listener, info.Mode = r.listener.Listen, r.listener.Mode
@@ -355,7 +232,7 @@ func (p *Proxy) Sessions(ctx context.Context, f SessionFilter) SessionsSummary {
 }
 
 // scanSessions, on l, counts and copies the sessions that pass f.
-func scanSessions(l *reactor.Loop, f *SessionFilter) loopSessions {
+func scanSessions(l *reactor.Loop, f *admin.SessionFilter) loopSessions {
 	out := loopSessions{byHost: map[string]int{}, byBackend: map[[2]string]int{}, byState: map[state]int{}}
 	l.EachConn(func(c *reactor.Conn) {
 		s, ok := c.Value.(*session)
@@ -370,7 +247,7 @@ func scanSessions(l *reactor.Loop, f *SessionFilter) loopSessions {
 		if s.target != nil {
 			backend = s.target.addr
 		}
-		if !f.matches(s.host, s.username, group, backend) {
+		if !f.Matches(s.host, s.username, group, backend) {
 			return
 		}
 		out.matched++

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -17,6 +16,8 @@ import (
 	"github.com/tidegate/tidegate/internal/testkit/testserver"
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/session/mcbackend"
+	"github.com/tidegate/tidegate/session/proxy/admin"
+	"github.com/tidegate/tidegate/session/proxy/config"
 )
 
 // serveAdmin serves p's admin handler on a real listener at addr (an
@@ -94,16 +95,16 @@ func TestAdminSessionsFilters(t *testing.T) {
 		users       []string // listed, in any order
 		matched     int
 		truncated   bool
-		byHost      []HostCount
+		byHost      []admin.HostCount
 	}{
-		{"all", "", []string{"Alice", "Bob", "Carol", "Dave", "ProxyBot"}, 5, false, []HostCount{
-			{"play.example.com", 2}, {"127.0.0.1", 1}, {"a.b.example.net", 1}, {"mods.example.com", 1}}},
-		{"host exact", "host=play.example.com", []string{"Alice", "Bob"}, 2, false, []HostCount{{"play.example.com", 2}}},
+		{"all", "", []string{"Alice", "Bob", "Carol", "Dave", "ProxyBot"}, 5, false, []admin.HostCount{
+			{Host: "play.example.com", Sessions: 2}, {Host: "127.0.0.1", Sessions: 1}, {Host: "a.b.example.net", Sessions: 1}, {Host: "mods.example.com", Sessions: 1}}},
+		{"host exact", "host=play.example.com", []string{"Alice", "Bob"}, 2, false, []admin.HostCount{{Host: "play.example.com", Sessions: 2}}},
 		{"host any case, trailing dot", "host=Play.Example.Com.", []string{"Alice", "Bob"}, 2, false, nil},
 		{"host wildcard", "host=*.example.com", []string{"Alice", "Bob", "Carol"}, 3, false, nil},
 		{"host wildcard any depth", "host=*.example.net", []string{"Dave"}, 1, false, nil},
 		{"wildcard is not the domain", "host=*.b.example.net", []string{"Dave"}, 1, false, nil},
-		{"bare domain", "host=example.com", nil, 0, false, []HostCount{}},
+		{"bare domain", "host=example.com", nil, 0, false, []admin.HostCount{}},
 		{"user any case", "user=alice", []string{"Alice"}, 1, false, nil},
 		{"host and user", "host=play.example.com&user=BOB", []string{"Bob"}, 1, false, nil},
 		{"host and other user", "host=mods.example.com&user=bob", nil, 0, false, nil},
@@ -114,7 +115,7 @@ func TestAdminSessionsFilters(t *testing.T) {
 		{"go-mc bot", "user=proxybot&host=127.0.0.1", []string{"ProxyBot"}, 1, false, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var got SessionsSummary
+			var got admin.SessionsSummary
 			if code, body := adminGet(t, base+"/api/v1/sessions?"+tc.query, &got); code != http.StatusOK {
 				t.Fatalf("%d %s", code, body)
 			}
@@ -129,7 +130,7 @@ func TestAdminSessionsFilters(t *testing.T) {
 				if s.Host == "mods.example.com" {
 					wantGroup, wantBE = "mods", modsBE
 				}
-				if s.Group != wantGroup || s.Backend != wantBE || s.State != "relay" || s.Mode != ModeMinecraft ||
+				if s.Group != wantGroup || s.Backend != wantBE || s.State != "relay" || s.Mode != config.ModeMinecraft ||
 					!strings.HasPrefix(s.Remote, "127.0.0.1:") || !strings.HasPrefix(s.Listener, "127.0.0.1:") ||
 					s.Protocol == 0 || time.Since(s.Since) > time.Minute || time.Since(s.Since) < 0 {
 					t.Errorf("session %+v", s)
@@ -158,37 +159,15 @@ func TestAdminSessionsFilters(t *testing.T) {
 			}
 		})
 	}
-	var all SessionsSummary
+	var all admin.SessionsSummary
 	adminGet(t, base+"/api/v1/sessions", &all)
-	want := []BackendCount{{"main", mainBE, 4}, {"mods", modsBE, 1}}
+	want := []admin.BackendCount{{Group: "main", Backend: mainBE, Sessions: 4}, {Group: "mods", Backend: modsBE, Sessions: 1}}
 	if !slices.Equal(all.ByBackend, want) {
 		t.Fatalf("by_backend %+v, want %+v", all.ByBackend, want)
 	}
 	for i := 1; i < len(all.Sessions); i++ {
 		if all.Sessions[i].Since.Before(all.Sessions[i-1].Since) {
 			t.Fatalf("sessions not oldest first: %+v", all.Sessions)
-		}
-	}
-}
-
-// TestHostMatches: the host filter, exact or *.suffix, on normalized hosts.
-func TestHostMatches(t *testing.T) {
-	for _, tc := range []struct {
-		pattern, host string
-		want          bool
-	}{
-		{"play.example.com", "play.example.com", true},
-		{"play.example.com", "play.example.org", false},
-		{"*.example.com", "play.example.com", true},
-		{"*.example.com", "a.b.example.com", true},
-		{"*.example.com", "example.com", false},
-		{"*.example.com", "badexample.com", false},
-		{"*.example.com", ".example.com", false},
-		{"*.com", "example.com", true},
-		{"", "", true},
-	} {
-		if got := hostMatches(tc.pattern, tc.host); got != tc.want {
-			t.Errorf("hostMatches(%q, %q) = %v, want %v", tc.pattern, tc.host, got, tc.want)
 		}
 	}
 }
@@ -223,7 +202,7 @@ limits: {max_sessions_per_ip: 1}
 	}
 	waitStats(t, p, "the unknown_host refusal", func(st Stats) bool { return st.Rejected["unknown_host"] == 1 })
 
-	var v RejectionsView
+	var v admin.RejectionsView
 	if code, body := adminGet(t, base+"/api/v1/rejections", &v); code != http.StatusOK {
 		t.Fatalf("%d %s", code, body)
 	}
@@ -274,36 +253,6 @@ func TestRejectionRingKeepsTheLast(t *testing.T) {
 	}
 }
 
-// TestAdminAllowed: without allow_remote only loopback to loopback is
-// answered; an address that cannot be read counts as remote.
-func TestAdminAllowed(t *testing.T) {
-	tcp := func(s string) net.Addr { return net.TCPAddrFromAddrPort(netip.MustParseAddrPort(s)) }
-	for _, tc := range []struct {
-		name   string
-		remote bool // allow_remote
-		local  net.Addr
-		from   string
-		want   bool
-	}{
-		{"ipv4 loopback", false, tcp("127.0.0.1:9225"), "127.0.0.1:50000", true},
-		{"other 127/8", false, tcp("127.0.0.2:9225"), "127.0.0.3:50000", true},
-		{"ipv6 loopback", false, tcp("[::1]:9225"), "[::1]:50000", true},
-		{"ipv4-mapped loopback", false, tcp("[::ffff:127.0.0.1]:9225"), "[::ffff:127.0.0.1]:50000", true},
-		{"remote client", false, tcp("192.0.2.2:9225"), "198.51.100.9:50000", false},
-		{"local non-loopback address", false, tcp("192.0.2.2:9225"), "192.0.2.2:50000", false},
-		{"unspecified local", false, tcp("[::]:9225"), "127.0.0.1:50000", false},
-		{"no local address", false, nil, "127.0.0.1:50000", false},
-		{"unreadable remote", false, tcp("127.0.0.1:9225"), "@", false},
-		{"allow_remote", true, tcp("192.0.2.2:9225"), "198.51.100.9:50000", true},
-		{"allow_remote, no addresses", true, nil, "", true},
-	} {
-		ok, why := adminAllowed(AdminConfig{Enabled: true, AllowRemote: tc.remote}, tc.local, tc.from)
-		if ok != tc.want || (!ok && (!strings.Contains(why, "admin.allow_remote: true") || !strings.Contains(why, tc.from))) {
-			t.Errorf("%s: allowed %v (%q), want %v", tc.name, ok, why, tc.want)
-		}
-	}
-}
-
 // TestAdminRefusesNonLoopback serves the admin handler on a non-loopback
 // address of this machine and asks it from there: 403 with the way to
 // allow it; a reload that sets admin.allow_remote answers, and one that
@@ -337,7 +286,7 @@ func TestAdminRefusesNonLoopback(t *testing.T) {
 		}
 	}
 	reload("admin: {allow_remote: true}")
-	var v BackendsView
+	var v admin.BackendsView
 	if code, body := adminGet(t, remote+"/api/v1/backends", &v); code != http.StatusOK || len(v.Backends) != 1 || v.Backends[0].Addr != be {
 		t.Fatalf("with allow_remote, from %s: %d %s", ip, code, body)
 	}
@@ -404,13 +353,13 @@ func TestAdminLoopsThatDoNotAnswer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	got := p.Sessions(ctx, SessionFilter{Limit: 10})
+	got := p.Sessions(ctx, admin.SessionFilter{Limit: 10})
 	rs, missing := p.RecentRejections(ctx, 10)
 	close(release)
 	if took := time.Since(start); got.LoopsUnanswered != len(loops) || got.Open != 0 || missing != len(loops) || len(rs) != 0 || took > 2*time.Second {
 		t.Fatalf("blocked loops: %+v, rejections %v unanswered %d, after %v (%d loops)", got, rs, missing, took, len(loops))
 	}
-	got = p.Sessions(context.Background(), SessionFilter{Limit: 10})
+	got = p.Sessions(context.Background(), admin.SessionFilter{Limit: 10})
 	if got.LoopsUnanswered != 0 || got.Open != 1 || len(got.Sessions) != 1 || got.Sessions[0].User != "Alice" {
 		t.Fatalf("scan after: %+v", got)
 	}
@@ -427,46 +376,6 @@ func TestAdminStatusPageEscapes(t *testing.T) {
 	page := string(body)
 	if code != http.StatusOK || strings.Contains(page, "<b onmouseover") || !strings.Contains(page, "&lt;b onmouseover=&#34;x&#34;&gt;bold&lt;/b&gt;") {
 		t.Fatalf("%d: the host is not escaped:\n%s", code, page)
-	}
-}
-
-// TestConfigViewLeavesSecretsOut: a field tagged secret:"true" is left out
-// wherever it is (top level, in a list, in a map) and listed by path when
-// set; everything else keeps its YAML key, order and value.
-func TestConfigViewLeavesSecretsOut(t *testing.T) {
-	type inner struct {
-		Name     string `yaml:"name"`
-		Password string `yaml:"password" secret:"true"`
-	}
-	type outer struct {
-		Token   string           `yaml:"token" secret:"true"`
-		Unset   string           `yaml:"unset_secret" secret:"true"`
-		Wait    time.Duration    `yaml:"wait"`
-		List    []inner          `yaml:"list"`
-		Map     map[string]inner `yaml:"map"`
-		Ignored string
-		hidden  string
-	}
-	v, err := configView(reflect.ValueOf(outer{
-		Token: "t0ps3cret", Wait: 1500 * time.Millisecond,
-		List:   []inner{{"a", "pa55-a"}, {"b", ""}},
-		Map:    map[string]inner{"z": {"zed", "pa55-z"}, "m": {"em", "pa55-m"}},
-		hidden: "h",
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := `{"wait":"1.5s","list":[{"name":"a"},{"name":"b"}],"map":{"m":{"name":"em"},"z":{"name":"zed"}}}`
-	if string(v.Config) != want {
-		t.Fatalf("config\n%s\nwant\n%s", v.Config, want)
-	}
-	if !slices.Equal(v.Redacted, []string{"list[0].password", "map.m.password", "map.z.password", "token"}) {
-		t.Fatalf("redacted %q", v.Redacted)
-	}
-	for _, s := range []string{"t0ps3cret", "pa55"} {
-		if strings.Contains(string(v.Config), s) {
-			t.Fatalf("%q is in the output", s)
-		}
 	}
 }
 
@@ -502,26 +411,22 @@ groups:
 			t.Errorf("config lacks %s:\n%s", want, text)
 		}
 	}
-	// Every key of every part, as TestREADMEDocumentsEveryKey walks them.
-	eachConfigKey(func(path, key string, _ reflect.StructField) {
-		if !strings.Contains(text, `"`+key+`":`) {
-			t.Errorf("/api/v1/config has no %s", joinPath(path, key))
-		}
-	})
+	// Every key of every part: the endpoint serves the configuration's
+	// View, which config's TestViewNamesEveryKey checks names them all.
+	view, err := p.cur().cfg.View()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want map[string]any
+	if err := json.Unmarshal(view.Config, &want); err != nil {
+		t.Fatal(err)
+	}
+	if wantText, _ := json.Marshal(want); string(wantText) != text {
+		t.Errorf("/api/v1/config is not the configuration's View:\n%s\nwant\n%s", text, wantText)
+	}
 }
 
-// secretWords are what a configuration key that holds a secret is likely
-// to be named.
-var secretWords = []string{"secret", "password", "passwd", "token", "credential", "private_key", "api_key", "auth"}
-
-// TestSecretLookingKeysAreMarked: a configuration key named like a secret
-// must carry secret:"true", so that /api/v1/config leaves it out.
-func TestSecretLookingKeysAreMarked(t *testing.T) {
-	eachConfigKey(func(path, key string, f reflect.StructField) {
-		for _, w := range secretWords {
-			if strings.Contains(strings.ToLower(key), w) && f.Tag.Get(secretTag) != "true" {
-				t.Errorf("%s looks like a secret (%q) and lacks the tag secret:\"true\"", joinPath(path, key), w)
-			}
-		}
-	})
+// apiError is the body of the admin API's refusals and failures.
+type apiError struct {
+	Error string `json:"error"`
 }

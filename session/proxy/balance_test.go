@@ -8,16 +8,17 @@ import (
 	"time"
 
 	"github.com/tidegate/tidegate/session/mcbackend"
+	"github.com/tidegate/tidegate/session/proxy/config"
 )
 
 // testGroup is a group of backends a, b, c, ... with the given weights, all
 // up, for loops event loops.
-func testGroup(s Strategy, loops int, weights ...int) *group {
+func testGroup(s config.Strategy, loops int, weights ...int) *group {
 	g := &group{name: "g", strategy: s}
 	for i, w := range weights {
 		g.backends = append(g.backends, &backend{addr: string(rune('a' + i)), weight: w, group: g, backendHealth: &backendHealth{}})
 	}
-	if s == StrategyRoundRobin {
+	if s == config.StrategyRoundRobin {
 		g.rr = make([]rrState, loops)
 		for i := range g.rr {
 			g.rr[i].cur = make([]int, len(g.backends))
@@ -41,7 +42,7 @@ func picks(t *testing.T, g *group, n, loops int, rnd *uint64) map[string]int {
 }
 
 func TestWeightedRandomDistribution(t *testing.T) {
-	g := testGroup(StrategyWeightedRandom, 1, 1, 2, 3)
+	g := testGroup(config.StrategyWeightedRandom, 1, 1, 2, 3)
 	rnd := uint64(7)
 	got := picks(t, g, 60000, 1, &rnd)
 	for addr, want := range map[string]int{"a": 10000, "b": 20000, "c": 30000} {
@@ -56,7 +57,7 @@ func TestWeightedRandomDistribution(t *testing.T) {
 // loops together are exact too; a backend down is left out and the others
 // share its turns by weight.
 func TestRoundRobinDistribution(t *testing.T) {
-	g := testGroup(StrategyRoundRobin, 1, 1, 2, 3)
+	g := testGroup(config.StrategyRoundRobin, 1, 1, 2, 3)
 	var seq strings.Builder
 	rnd := uint64(1)
 	for range 12 {
@@ -68,7 +69,7 @@ func TestRoundRobinDistribution(t *testing.T) {
 	if got := seq.String(); got != "cbacbccbacbc" {
 		t.Fatalf("round-robin order %q, want cbacbccbacbc", got)
 	}
-	g = testGroup(StrategyRoundRobin, 2, 1, 2, 3)
+	g = testGroup(config.StrategyRoundRobin, 2, 1, 2, 3)
 	if got := picks(t, g, 600, 2, &rnd); got["a"] != 100 || got["b"] != 200 || got["c"] != 300 {
 		t.Fatalf("600 picks on two loops: %v, want exactly 100, 200, 300", got)
 	}
@@ -82,7 +83,7 @@ func TestRoundRobinDistribution(t *testing.T) {
 // unit of weight, counting connects in flight, so a burst spreads by weight
 // at once; a backend whose sessions end gets the next ones.
 func TestLeastConnectionsDistribution(t *testing.T) {
-	g := testGroup(StrategyLeastConnections, 1, 1, 2, 3)
+	g := testGroup(config.StrategyLeastConnections, 1, 1, 2, 3)
 	rnd := uint64(3)
 	for i := range 60 {
 		b, _ := g.pick(&rnd, 0, 0, 1)
@@ -107,7 +108,7 @@ func TestLeastConnectionsDistribution(t *testing.T) {
 		}
 	}
 	// Ties go at random among the tied, not always to the first.
-	g = testGroup(StrategyLeastConnections, 1, 1, 1, 1)
+	g = testGroup(config.StrategyLeastConnections, 1, 1, 1, 1)
 	if got := picks(t, g, 3000, 1, &rnd); got["a"] < 900 || got["b"] < 900 || got["c"] < 900 {
 		t.Fatalf("ties between idle backends: %v, want each about 1000", got)
 	}
@@ -118,7 +119,7 @@ func TestLeastConnectionsDistribution(t *testing.T) {
 // ones get none while a measured one is up; with no measurement at all it
 // is weighted random.
 func TestLowestLatencyDistribution(t *testing.T) {
-	g := testGroup(StrategyLowestLatency, 1, 1, 3, 1, 1)
+	g := testGroup(config.StrategyLowestLatency, 1, 1, 3, 1, 1)
 	rnd := uint64(5)
 	if got := picks(t, g, 6000, 1, &rnd); got["b"] < 2700 || got["b"] > 3300 {
 		t.Fatalf("no measurements: %v, want weighted random (b about 3000)", got)
@@ -148,7 +149,7 @@ func TestLowestLatencyDistribution(t *testing.T) {
 // cooldown has ended is handed out once, as the probe, before the
 // strategy chooses among those up; a backend down gets nothing.
 func TestStrategiesProbeFirst(t *testing.T) {
-	for _, s := range []Strategy{StrategyWeightedRandom, StrategyRoundRobin, StrategyLeastConnections, StrategyLowestLatency} {
+	for _, s := range []config.Strategy{config.StrategyWeightedRandom, config.StrategyRoundRobin, config.StrategyLeastConnections, config.StrategyLowestLatency} {
 		t.Run(string(s), func(t *testing.T) {
 			g := testGroup(s, 1, 1, 1, 1)
 			now := nowUnix()
@@ -173,7 +174,7 @@ func TestStrategiesProbeFirst(t *testing.T) {
 
 // BenchmarkPick is one backend choice among 4 for each strategy.
 func BenchmarkPick(b *testing.B) {
-	for _, s := range []Strategy{StrategyWeightedRandom, StrategyRoundRobin, StrategyLeastConnections, StrategyLowestLatency} {
+	for _, s := range []config.Strategy{config.StrategyWeightedRandom, config.StrategyRoundRobin, config.StrategyLeastConnections, config.StrategyLowestLatency} {
 		b.Run(string(s), func(b *testing.B) {
 			g := testGroup(s, 1, 1, 2, 3, 4)
 			for i, be := range g.backends {
@@ -199,7 +200,7 @@ func TestStrategiesEndToEnd(t *testing.T) {
 	for range 3 {
 		addrs = append(addrs, startBackend(t, mcbackend.Config{}))
 	}
-	for _, s := range []Strategy{StrategyRoundRobin, StrategyLeastConnections} {
+	for _, s := range []config.Strategy{config.StrategyRoundRobin, config.StrategyLeastConnections} {
 		t.Run(string(s), func(t *testing.T) {
 			p, addr := startProxy(t, fmt.Sprintf(`
 listeners: [{listen: "127.0.0.1:0"}]

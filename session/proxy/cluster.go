@@ -9,6 +9,9 @@ import (
 
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/session/cluster"
+	"github.com/tidegate/tidegate/session/proxy/config"
+	"github.com/tidegate/tidegate/session/proxy/ratelimit"
+	"github.com/tidegate/tidegate/session/proxy/status"
 )
 
 // Several proxies, one network (session/cluster does the Redis side). With
@@ -24,125 +27,8 @@ import (
 // client's circuit breaker is open) the login goes on by this proxy's own
 // state: its local limits and the duplicates among its own sessions.
 
-// DuplicateLogin is what a login of a name or UUID held by a live session
-// gets.
-type DuplicateLogin string
-
-// Duplicate login modes.
-const (
-	DuplicateRefuse  DuplicateLogin = "refuse"   // the new login is refused
-	DuplicateKickOld DuplicateLogin = "kick_old" // the older session is closed
-)
-
-// ClusterConfig joins the proxy to a network of proxies that share player
-// state through Redis; off while Redis is "".
-type ClusterConfig struct {
-	// Redis is the server's URL, redis://[user:password@]host:port/db.
-	Redis string `yaml:"redis"`
-	// ID names this proxy in the network (letters, digits, . _ -); ""
-	// means the host name. Proxies need distinct IDs; a live upgrade keeps
-	// the ID and the sessions published under it.
-	ID string `yaml:"id"`
-	// Heartbeat is how often the proxy refreshes its keys; they expire
-	// cluster.TTLFactor (3) heartbeats after the last, so a proxy that dies
-	// leaves the network within 3 heartbeats.
-	Heartbeat time.Duration `yaml:"heartbeat"`
-	// Timeout bounds one Redis call.
-	Timeout time.Duration `yaml:"timeout"`
-	// LoginWait bounds how long a login waits for the network's verdict;
-	// then this proxy's own state decides.
-	LoginWait time.Duration `yaml:"login_wait"`
-	// DuplicateLogin is refuse or kick_old.
-	DuplicateLogin DuplicateLogin `yaml:"duplicate_login"`
-	// StatusOnline makes status answers report the network's player count
-	// (players.online) while Redis answers.
-	StatusOnline bool `yaml:"status_online"`
-	// StatusSample is how many names of the network (picked at random) a
-	// status answer lists in players.sample; 0 keeps the backend's.
-	StatusSample int `yaml:"status_sample"`
-	// NetworkLimits applies limits.login_rate and max_sessions_per_subnet
-	// across the network too (the subnet's logged-in sessions, checked at
-	// Login Start); the local limits apply as well, and alone while Redis
-	// is away.
-	NetworkLimits bool `yaml:"network_limits"`
-	// Workers is how many goroutines make the Redis calls, Queue how many
-	// calls may wait for them.
-	Workers int `yaml:"workers"`
-	Queue   int `yaml:"queue"`
-	// Failures is how many failed calls in a row make the proxy stop asking
-	// Redis (counted as fallbacks); it probes it every Retry.
-	Failures int           `yaml:"failures"`
-	Retry    time.Duration `yaml:"retry"`
-}
-
-// defaultClusterConfig is cluster: as a file that leaves it out gets it.
-func defaultClusterConfig() ClusterConfig {
-	return ClusterConfig{
-		Heartbeat: 5 * time.Second, Timeout: 200 * time.Millisecond, LoginWait: 250 * time.Millisecond,
-		DuplicateLogin: DuplicateRefuse, Workers: 4, Queue: 1024, Failures: 3, Retry: time.Second,
-	}
-}
-
-// checkCluster reports the problems of cluster:.
-func (c *Config) checkCluster(bad func(path, format string, args ...any)) {
-	cc := c.Cluster
-	if cc.Redis != "" {
-		if msg := cluster.CheckURL(cc.Redis); msg != "" {
-			bad("cluster.redis", "%s", msg)
-		}
-	}
-	if cc.ID != "" {
-		if msg := cluster.CheckID(cc.ID); msg != "" {
-			bad("cluster.id", "%s", msg)
-		}
-	}
-	for _, d := range []struct {
-		path string
-		v    time.Duration
-	}{
-		{"cluster.heartbeat", cc.Heartbeat}, {"cluster.timeout", cc.Timeout},
-		{"cluster.login_wait", cc.LoginWait}, {"cluster.retry", cc.Retry},
-	} {
-		if d.v <= 0 {
-			bad(d.path, "%v must be positive", d.v)
-		}
-	}
-	switch cc.DuplicateLogin {
-	case DuplicateRefuse, DuplicateKickOld:
-	default:
-		bad("cluster.duplicate_login", "%q: want refuse or kick_old", cc.DuplicateLogin)
-	}
-	if cc.StatusSample < 0 || cc.StatusSample > 12 {
-		bad("cluster.status_sample", "%d: want 0 to 12", cc.StatusSample)
-	}
-	if cc.Workers < 1 || cc.Workers > 64 {
-		bad("cluster.workers", "%d: want 1 to 64", cc.Workers)
-	}
-	if cc.Queue < 16 || cc.Queue > 1<<20 {
-		bad("cluster.queue", "%d: want 16 to 1048576", cc.Queue)
-	}
-	if cc.Failures < 1 || cc.Failures > 1000 {
-		bad("cluster.failures", "%d: want 1 to 1000", cc.Failures)
-	}
-}
-
-// clusterWarnings reports cluster settings that are valid but likely not
-// meant.
-func (c *Config) clusterWarnings(warn func(path, format string, args ...any)) {
-	cc := c.Cluster
-	if cc.Redis == "" {
-		return
-	}
-	if cc.LoginWait >= c.Limits.HandshakeTimeout {
-		warn("cluster.login_wait", "%v is not below limits.handshake_timeout %v: a login waiting for Redis times out first", cc.LoginWait, c.Limits.HandshakeTimeout)
-	}
-	if cc.Timeout > cc.Heartbeat {
-		warn("cluster.timeout", "%v is above the heartbeat %v: a slow heartbeat delays the next", cc.Timeout, cc.Heartbeat)
-	}
-}
-
 // newClusterClient builds the cluster client of cfg, or nil when it is off.
-func (p *Proxy) newClusterClient(cfg *Config) (*cluster.Client, error) {
+func (p *Proxy) newClusterClient(cfg *config.Config) (*cluster.Client, error) {
 	cc := cfg.Cluster
 	if cc.Redis == "" {
 		return nil, nil
@@ -152,7 +38,7 @@ func (p *Proxy) newClusterClient(cfg *Config) (*cluster.Client, error) {
 		id = cluster.HostID()
 	}
 	mode := cluster.Refuse
-	if cc.DuplicateLogin == DuplicateKickOld {
+	if cc.DuplicateLogin == config.DuplicateKickOld {
 		mode = cluster.KickOld
 	}
 	c, err := cluster.New(cluster.Config{
@@ -300,15 +186,15 @@ func (s *session) kicked() {
 
 // networkLimits returns the network-wide limits of a login from ip under
 // lim, and the subnet it is counted in ("" when the cap is off).
-func networkLimits(lim *Limits, ip string) (cluster.Limits, string) {
+func networkLimits(lim *config.Limits, ip string) (cluster.Limits, string) {
 	var out cluster.Limits
-	a, ok := sourceAddr(ip)
+	a, ok := ratelimit.SourceAddr(ip)
 	if !ok {
 		return out, ""
 	}
 	if lim.LoginRate > 0 {
-		iv := interval(lim.LoginRate)
-		out.RateKey = netip.AddrFrom16(rateKey(a)).Unmap().String()
+		iv := ratelimit.Interval(lim.LoginRate)
+		out.RateKey = netip.AddrFrom16(ratelimit.RateKey(a)).Unmap().String()
 		out.RateInterval = time.Duration(iv)
 		out.RateTolerance = time.Duration(int64(lim.LoginBurst-1) * iv)
 	}
@@ -326,16 +212,10 @@ func networkLimits(lim *Limits, ip string) (cluster.Limits, string) {
 	return out, subnet
 }
 
-// statusPlayers is what a status answer reports of the network's players,
-// when cluster.status_online or status_sample ask for it and Redis
+// networkPlayers returns the network's players for status answers under
+// gen, when cluster.status_online or status_sample ask for them and Redis
 // answers; nil otherwise (the backend's players then stand).
-type statusPlayers struct {
-	online int64  // -1: keep the backend's
-	sample []byte // a JSON array; nil: keep the backend's
-}
-
-// networkPlayers returns the network's players for status answers under gen.
-func (p *Proxy) networkPlayers(gen *generation) *statusPlayers {
+func (p *Proxy) networkPlayers(gen *generation) *status.Players {
 	cc := gen.cfg.Cluster
 	if p.cluster == nil || (!cc.StatusOnline && cc.StatusSample == 0) {
 		return nil
@@ -344,9 +224,9 @@ func (p *Proxy) networkPlayers(gen *generation) *statusPlayers {
 	if !ok {
 		return nil
 	}
-	sp := &statusPlayers{online: -1}
+	sp := &status.Players{Online: -1}
 	if cc.StatusOnline {
-		sp.online = int64(n.Online)
+		sp.Online = int64(n.Online)
 	}
 	if cc.StatusSample > 0 {
 		type entry struct {
@@ -361,7 +241,7 @@ func (p *Proxy) networkPlayers(gen *generation) *statusPlayers {
 			}
 			sample = append(sample, entry{Name: s.Name, ID: string(mc.AppendUUID(nil, u, true))})
 		}
-		sp.sample, _ = json.Marshal(sample) // strings always marshal
+		sp.Sample, _ = json.Marshal(sample) // strings always marshal
 	}
 	return sp
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/tidegate/tidegate/protocol/mc"
+	"github.com/tidegate/tidegate/session/proxy/config"
 )
 
 func TestFrameScanner(t *testing.T) {
@@ -88,7 +89,7 @@ func TestPickWeightsAndHealth(t *testing.T) {
 	if r := float64(counts["b"]) / float64(counts["a"]); r < 2.7 || r > 3.3 {
 		t.Fatalf("weights 1:3 gave %v", counts)
 	}
-	h := HealthConfig{Failures: 2, Cooldown: time.Second}
+	h := config.ProbeConfig{Failures: 2, Cooldown: time.Second}
 	now := nowUnix()
 	g.backends[1].markFailed(h, now, false)
 	if !g.backends[1].markFailed(h, now, false) {

@@ -126,8 +126,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.reloads, ok, "ok")
 	counter(c.reloads, failed, "failed")
 	gauge(c.configInfo, 1, c.p.ConfigHash())
-	gauge(c.rateAddresses, c.p.src.tracked())
-	counter(c.rateEvictions, c.p.src.evicted.Load())
+	gauge(c.rateAddresses, c.p.src.Tracked())
+	counter(c.rateEvictions, c.p.src.Evicted())
 	if cl := c.p.cluster; cl != nil {
 		up := int64(0)
 		if cl.Up() {
@@ -155,8 +155,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.backendUp, up, b.Group, b.Addr)
 		gauge(c.backendSessions, b.Sessions, b.Group, b.Addr)
 		counter(c.connectFailed, b.ConnectFailures, b.Group, b.Addr)
-		counter(c.backendChecks, b.ChecksOK, b.Group, b.Addr, "ok")
-		counter(c.backendChecks, b.ChecksFailed, b.Group, b.Addr, "failed")
+		counter(c.backendChecks, b.ProbesOK, b.Group, b.Addr, "ok")
+		counter(c.backendChecks, b.ProbesFailed, b.Group, b.Addr, "failed")
 		if b.Latency > 0 {
 			ch <- prometheus.MustNewConstMetric(c.backendLatency, prometheus.GaugeValue, b.Latency.Seconds(), b.Group, b.Addr)
 		}

@@ -14,6 +14,9 @@ import (
 
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/cluster"
+	"github.com/tidegate/tidegate/session/proxy/config"
+	"github.com/tidegate/tidegate/session/proxy/ratelimit"
+	"github.com/tidegate/tidegate/session/proxy/status"
 
 	"github.com/rs/zerolog"
 )
@@ -31,14 +34,19 @@ type Proxy struct {
 
 	ipMu  sync.Mutex
 	perIP map[string]int
-	src   *sourceLimiter // per-address rates and subnet caps (ratelimit.go), kept across reloads
+	src   *ratelimit.Limiter // per-address rates and subnet caps, kept across reloads
+
+	// Refusal logs of the flood-prone reasons (ratelimit.go): when the
+	// next warning may be written, and how many were left out since the
+	// last.
+	refusalLogNext, refusalLogSkipped [numReasons]atomic.Int64
 
 	backendSide backendHandler
-	checksMu    sync.Mutex
-	checks      *healthChecks // active health checks, when health.interval is set
-	checksEnded bool          // Stop or Shutdown stopped them for good
+	probesMu    sync.Mutex
+	probes      *activeProbes // active probes, when health.interval is set
+	probesEnded bool          // Stop or Shutdown stopped them for good
 
-	refresher statusRefresher // status cache refreshes (status.go)
+	refresher status.Refresher // status cache refreshes (status.go)
 
 	handedOver, handedOverQueued atomic.Int64    // live upgrades (upgrade.go), see Stats
 	cluster                      *cluster.Client // shared player state (cluster.go); nil when cluster.redis is off
@@ -59,19 +67,21 @@ type loopState struct {
 }
 
 // New builds a proxy from a validated configuration; log receives its logs.
-func New(cfg *Config, log zerolog.Logger) (*Proxy, error) { return NewWithListeners(cfg, log, nil) }
+func New(cfg *config.Config, log zerolog.Logger) (*Proxy, error) {
+	return NewWithListeners(cfg, log, nil)
+}
 
 // NewWithListeners is New with sockets already listening for some of the
 // configured listeners (by index; nil entries are bound at Start), such as
 // those a process being upgraded handed over.
-func NewWithListeners(cfg *Config, log zerolog.Logger, listeners []net.Listener) (*Proxy, error) {
+func NewWithListeners(cfg *config.Config, log zerolog.Logger, listeners []net.Listener) (*Proxy, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	p := &Proxy{
 		log:   log,
 		perIP: map[string]int{},
-		src:   newSourceLimiter(),
+		src:   ratelimit.New(),
 	}
 	p.backendSide.p = p
 	var err error
@@ -122,7 +132,7 @@ func NewWithListeners(cfg *Config, log zerolog.Logger, listeners []net.Listener)
 }
 
 // Start listens and serves in the background, and starts the active
-// health checks if configured.
+// probes if configured.
 func (p *Proxy) Start() error {
 	if p.cluster != nil {
 		// Before the listeners: its first heartbeat must be done before the
@@ -135,7 +145,7 @@ func (p *Proxy) Start() error {
 		}
 		return fmt.Errorf("proxy: %w", err)
 	}
-	p.startChecks()
+	p.startProbes()
 	return nil
 }
 
@@ -145,10 +155,10 @@ func (p *Proxy) Addr(i int) (net.Addr, error) { return p.rs.Addr(i) }
 // Reactor returns the underlying reactor server.
 func (p *Proxy) Reactor() *reactor.Server { return p.rs }
 
-// Stop stops the health checks, closes every connection and waits for the
-// checkers and the loops to exit.
+// Stop stops the active probes, closes every connection and waits for the
+// probers and the loops to exit.
 func (p *Proxy) Stop(ctx context.Context) error {
-	err := errors.Join(p.stopChecks(ctx), p.refresher.stop(ctx), p.rs.Stop(ctx))
+	err := errors.Join(p.stopProbes(ctx), p.refresher.Stop(ctx), p.rs.Stop(ctx))
 	return errors.Join(err, p.stopCluster(ctx))
 }
 
@@ -161,13 +171,14 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 	err := p.rs.Shutdown(ctx)
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return errors.Join(err, p.stopChecks(sctx), p.refresher.stop(sctx), p.stopCluster(sctx))
+	return errors.Join(err, p.stopProbes(sctx), p.refresher.Stop(sctx), p.stopCluster(sctx))
 }
 
 // Stats sums the counters of all loops.
 func (p *Proxy) Stats() Stats {
+	refreshed, refreshFailed := p.refresher.Counts()
 	st := Stats{Reactor: p.rs.Stats(), Rejected: map[string]int64{}, Ended: map[string]int64{},
-		StatusRefreshes: p.refresher.ok.Load(), StatusRefreshFailures: p.refresher.failed.Load(),
+		StatusRefreshes: refreshed, StatusRefreshFailures: refreshFailed,
 		HandedOver: p.handedOver.Load(), HandedOverQueued: p.handedOverQueued.Load()}
 	for i := range p.loops {
 		c := &p.loops[i].counters

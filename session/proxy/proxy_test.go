@@ -9,7 +9,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
-	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -19,6 +18,8 @@ import (
 	"github.com/tidegate/tidegate/internal/testkit/waitfor"
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/session/mcbackend"
+	"github.com/tidegate/tidegate/session/proxy/config"
+	"gopkg.in/yaml.v3"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -29,28 +30,41 @@ func testLogger(t testing.TB) zerolog.Logger {
 	return zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel)
 }
 
-// testParseConfig parses a test's YAML as ParseConfig does, and then turns
+// testParseConfig parses a test's YAML as config.Parse does, and then turns
 // off each per-address limit (limits.connection_rate, login_rate and
 // max_sessions_per_subnet) that the YAML does not set: the tests open many
 // connections from 127.0.0.1 in bursts, which the defaults would refuse. A
 // test of a limit sets it.
-func testParseConfig(t testing.TB, yamlText string) (*Config, error) {
+func testParseConfig(t testing.TB, yamlText string) (*config.Config, error) {
 	t.Helper()
-	d := newDecoder(os.LookupEnv, len(yamlText))
-	cfg, _, err := parse("", []byte(yamlText), d)
+	cfg, _, err := config.Parse("", []byte(yamlText))
 	if err != nil {
 		return nil, err
 	}
-	if !d.isSet("limits.connection_rate") {
+	// Whether the YAML sets a limit is read from it as plain YAML (the
+	// tests' files use no aliases or merges in limits:).
+	var doc struct {
+		Limits map[string]any `yaml:"limits"`
+	}
+	if err := yaml.Unmarshal([]byte(yamlText), &doc); err != nil {
+		t.Fatalf("reading the limits the test's YAML sets: %v", err)
+	}
+	if _, set := doc.Limits["connection_rate"]; !set {
 		cfg.Limits.ConnectionRate = 0
 	}
-	if !d.isSet("limits.login_rate") {
+	if _, set := doc.Limits["login_rate"]; !set {
 		cfg.Limits.LoginRate = 0
 	}
-	if !d.isSet("limits.max_sessions_per_subnet") {
+	if _, set := doc.Limits["max_sessions_per_subnet"]; !set {
 		cfg.Limits.MaxSessionsPerSubnet = 0
 	}
 	return cfg, nil
+}
+
+// parseConfig is config.Parse without a file name or the warnings.
+func parseConfig(data []byte) (*config.Config, error) {
+	cfg, _, err := config.Parse("", data)
+	return cfg, err
 }
 
 // startProxy starts a proxy from YAML in which the listen address is
@@ -580,7 +594,7 @@ func TestManySessionsNoGoroutineGrowth(t *testing.T) {
 }
 
 func TestConfigValidationReportsEveryProblem(t *testing.T) {
-	_, err := ParseConfig([]byte(`
+	_, err := parseConfig([]byte(`
 listeners: [{listen: "nope", mode: quic}, {listen: "127.0.0.1:1", mode: raw}]
 default_group: missing
 routes: [{hosts: [a.example, A.example.], group: g}]
@@ -598,10 +612,10 @@ limits: {low_watermark: 10, high_watermark: 5}
 			t.Errorf("error does not name %s:\n%v", want, err)
 		}
 	}
-	if _, err := ParseConfig([]byte("listeners: [{listen: ':1'}]\nbogus: 1\n")); err == nil || !strings.Contains(err.Error(), "bogus") {
+	if _, err := parseConfig([]byte("listeners: [{listen: ':1'}]\nbogus: 1\n")); err == nil || !strings.Contains(err.Error(), "bogus") {
 		t.Errorf("unknown field not reported: %v", err)
 	}
-	if _, err := LoadConfig(""); err != nil {
+	if _, _, err := config.Load(""); err != nil {
 		t.Fatalf("embedded default config is invalid: %v", err)
 	}
 }

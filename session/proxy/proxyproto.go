@@ -7,6 +7,7 @@ import (
 
 	"github.com/tidegate/tidegate/protocol/proxyproto"
 	"github.com/tidegate/tidegate/reactor"
+	"github.com/tidegate/tidegate/session/proxy/config"
 )
 
 // The PROXY protocol, both ways.
@@ -25,81 +26,6 @@ import (
 // backend connection, carrying the client's address and the address it
 // connected to (the proxy's, or the one the incoming header named), and a
 // LOCAL header (v2) or "PROXY UNKNOWN" (v1) on active health checks.
-
-// ProxyProtocolConfig is a listener's PROXY protocol setting.
-type ProxyProtocolConfig struct {
-	// Accept is the header versions connections must start with: off (the
-	// default), v1, v2 or any.
-	Accept string `yaml:"accept"`
-	// Trusted lists the IP addresses and CIDR prefixes (of the load
-	// balancers) that may connect; a connection from any other address
-	// is refused.
-	Trusted []string `yaml:"trusted"`
-}
-
-// PROXY protocol settings: proxy_protocol.accept takes all four,
-// send_proxy_protocol all but any.
-const (
-	ProxyProtocolOff = "off"
-	ProxyProtocolV1  = "v1"
-	ProxyProtocolV2  = "v2"
-	ProxyProtocolAny = "any"
-)
-
-// proxyVersions maps a setting to the versions it names; "" is off.
-func proxyVersions(s string) (proxyproto.Versions, bool) {
-	switch s {
-	case "", ProxyProtocolOff:
-		return 0, true
-	case ProxyProtocolV1:
-		return proxyproto.V1, true
-	case ProxyProtocolV2:
-		return proxyproto.V2, true
-	case ProxyProtocolAny:
-		return proxyproto.Any, true
-	}
-	return 0, false
-}
-
-// parseTrusted parses one proxy_protocol.trusted entry: an IP address or a
-// CIDR prefix (its host bits are ignored).
-func parseTrusted(s string) (netip.Prefix, bool) {
-	if p, err := netip.ParsePrefix(s); err == nil {
-		return p.Masked(), true
-	}
-	if a, err := netip.ParseAddr(s); err == nil && a.Zone() == "" {
-		a = a.Unmap()
-		return netip.PrefixFrom(a, a.BitLen()), true
-	}
-	return netip.Prefix{}, false
-}
-
-// checkProxyProtocol reports the problems of a listener's proxy_protocol.
-func checkProxyProtocol(bad func(path, format string, args ...any), path string, pp ProxyProtocolConfig) {
-	vs, ok := proxyVersions(pp.Accept)
-	if !ok {
-		bad(path+".accept", "%q: want off, v1, v2 or any", pp.Accept)
-		return
-	}
-	switch {
-	case vs == 0 && len(pp.Trusted) > 0:
-		bad(path+".accept", "accept is off, so trusted has no effect: set accept to v1, v2 or any (what the load balancer sends), or remove trusted")
-	case vs != 0 && len(pp.Trusted) == 0:
-		bad(path+".trusted", "accept is %s but no source is trusted, so every connection would be refused: list the load balancers' addresses or CIDR prefixes, as [10.0.0.0/8]", pp.Accept)
-	}
-	for i, t := range pp.Trusted {
-		if _, ok := parseTrusted(t); !ok {
-			bad(fmt.Sprintf("%s.trusted[%d]", path, i), "%q: want an IP address or a CIDR prefix, as 192.0.2.10 or 10.0.0.0/8", t)
-		}
-	}
-}
-
-// checkSendProxyProtocol reports a group's bad send_proxy_protocol.
-func checkSendProxyProtocol(bad func(path, format string, args ...any), path, v string) {
-	if vs, ok := proxyVersions(v); !ok || vs == proxyproto.Any {
-		bad(path, "%q: want off, v1 or v2", v)
-	}
-}
 
 // proxyAccept is a listener's proxy_protocol as sessions use it.
 type proxyAccept struct {
@@ -120,20 +46,14 @@ func (a *proxyAccept) trusts(addr netip.Addr) bool {
 
 // proxyAccepts returns the PROXY settings of the listeners that accept a
 // header, from a validated configuration.
-func proxyAccepts(byIndex map[int]*ListenerConfig) map[*ListenerConfig]*proxyAccept {
-	out := map[*ListenerConfig]*proxyAccept{}
+func proxyAccepts(byIndex map[int]*config.ListenerConfig) map[*config.ListenerConfig]*proxyAccept {
+	out := map[*config.ListenerConfig]*proxyAccept{}
 	for _, l := range byIndex {
-		vs, _ := proxyVersions(l.ProxyProtocol.Accept)
+		vs := l.ProxyProtocol.Versions()
 		if vs == 0 {
 			continue
 		}
-		a := &proxyAccept{versions: vs}
-		for _, t := range l.ProxyProtocol.Trusted {
-			if p, ok := parseTrusted(t); ok {
-				a.trusted = append(a.trusted, p)
-			}
-		}
-		out[l] = a
+		out[l] = &proxyAccept{versions: vs, trusted: l.ProxyProtocol.TrustedPrefixes()}
 	}
 	return out
 }
@@ -156,7 +76,7 @@ func addrPortOf(a net.Addr) netip.AddrPort {
 
 // trustedProxySource checks, at accept, that the peer of c may send a PROXY
 // header; a refusal is counted and logged, and the caller aborts c.
-func (p *Proxy) trustedProxySource(c *reactor.Conn, ls *loopState, l *ListenerConfig, a *proxyAccept) bool {
+func (p *Proxy) trustedProxySource(c *reactor.Conn, ls *loopState, l *config.ListenerConfig, a *proxyAccept) bool {
 	if a.trusts(addrPortOf(c.RemoteAddr()).Addr()) {
 		return true
 	}
@@ -265,11 +185,11 @@ func (s *session) appendProxyHeader(b []byte, v proxyproto.Versions) []byte {
 	return proxyproto.Append(b, v, src, dst)
 }
 
-// checkProxyHeader is what an active health check of a group that sends
+// probeProxyHeader is what an active probe of a group that sends
 // PROXY headers writes first on its connection conn: v2's LOCAL command,
-// or (v1 has none) a line with the check's own endpoints; nil when the
+// or (v1 has none) a line with the probe's own endpoints; nil when the
 // group sends none.
-func checkProxyHeader(v proxyproto.Versions, conn net.Conn) []byte {
+func probeProxyHeader(v proxyproto.Versions, conn net.Conn) []byte {
 	switch v {
 	case proxyproto.V1:
 		return proxyproto.AppendV1(nil, addrPortOf(conn.LocalAddr()), addrPortOf(conn.RemoteAddr()))

@@ -8,8 +8,6 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"os"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +15,7 @@ import (
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/protocol/proxyproto"
 	"github.com/tidegate/tidegate/reactor"
+	"github.com/tidegate/tidegate/session/proxy/config"
 )
 
 // signature returns the v2 signature as a new slice.
@@ -319,7 +318,7 @@ func TestHealthCheckSendsProxyHeader(t *testing.T) {
 			b, _ := io.ReadAll(c)
 			got <- b
 		}()
-		if _, err := checkBackend(context.Background(), ln.Addr().String(), CheckTCP, 2*time.Second, v); err != nil {
+		if _, err := probeBackend(context.Background(), ln.Addr().String(), config.ProbeTCP, 2*time.Second, v); err != nil {
 			t.Fatal(err)
 		}
 		b := <-got
@@ -379,28 +378,4 @@ func TestHandOverKeepsProxiedAddress(t *testing.T) {
 	}
 	expectClosed(t, dup, false)
 	waitStats(t, newP, "the max_sessions_per_ip refusal", func(st Stats) bool { return st.Rejected["max_sessions_per_ip"] == 1 })
-}
-
-// TestDefaultYAMLStatesProxyProtocolDefaults: default.yaml writes the
-// PROXY protocol keys of its listener and group with the values a file
-// that leaves them out gets.
-func TestDefaultYAMLStatesProxyProtocolDefaults(t *testing.T) {
-	d := newDecoder(os.LookupEnv, len(defaultConfigYAML))
-	cfg, _, err := parse("default.yaml", defaultConfigYAML, d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, k := range []string{"listeners[0].proxy_protocol.accept", "listeners[0].proxy_protocol.trusted", "groups.main.send_proxy_protocol"} {
-		if !d.isSet(k) {
-			t.Errorf("default.yaml does not write %s", k)
-		}
-	}
-	l := elemDefaults[reflect.TypeFor[ListenerConfig]()].Interface().(ListenerConfig)
-	g := elemDefaults[reflect.TypeFor[GroupConfig]()].Interface().(GroupConfig)
-	if pp := cfg.Listeners[0].ProxyProtocol; pp.Accept != l.ProxyProtocol.Accept || len(pp.Trusted) != 0 {
-		t.Errorf("default.yaml listener proxy_protocol %+v, the code's default %+v", pp, l.ProxyProtocol)
-	}
-	if s := cfg.Groups["main"].SendProxyProtocol; s != g.SendProxyProtocol {
-		t.Errorf("default.yaml send_proxy_protocol %q, the code's default %q", s, g.SendProxyProtocol)
-	}
 }

@@ -2,40 +2,40 @@ package proxy
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/reactor"
+	"github.com/tidegate/tidegate/session/proxy/config"
+	"github.com/tidegate/tidegate/session/proxy/status"
 )
 
 // generation is one loaded configuration and what is built from it. A
 // session keeps the generation it started under for its whole life, so a
 // reload changes nothing for sessions already open.
 type generation struct {
-	cfg *Config
+	cfg *config.Config
 	// byIndex maps a reactor listener index (Conn.Listener) to its listener:
 	// those of cfg, and those removed by a reload, for the connections they
 	// accepted just before.
-	byIndex            map[int]*ListenerConfig
+	byIndex            map[int]*config.ListenerConfig
 	live               []int // the reactor index of each of cfg.Listeners
 	router             *router
-	raw                map[*ListenerConfig]*group // raw listeners' groups
-	shutdownDisconnect []byte                     // the login disconnect at a drain deadline
-	unknownHost        *statusReply               // the status answer for a host without a route
-	hash               string                     // of the configuration, for logs and metrics
+	raw                map[*config.ListenerConfig]*group // raw listeners' groups
+	shutdownDisconnect []byte                            // the login disconnect at a drain deadline
+	unknownHost        *status.Reply                     // the status answer for a host without a route
+	hash               string                            // of the configuration, for logs and metrics
 
-	proxyIn map[*ListenerConfig]*proxyAccept // listeners that take a PROXY header (proxyproto.go)
+	proxyIn map[*config.ListenerConfig]*proxyAccept // listeners that take a PROXY header (proxyproto.go)
 }
 
 // newGeneration builds a generation from a validated cfg whose listeners
 // have the reactor indices live, for a proxy with loops event loops.
 // Backends that old has too (same group, same address) keep their health
 // state and session counts.
-func newGeneration(cfg *Config, old *generation, live []int, loops int) *generation {
+func newGeneration(cfg *config.Config, old *generation, live []int, loops int) *generation {
 	var prev *router
 	if old != nil {
 		prev = old.router
@@ -43,11 +43,11 @@ func newGeneration(cfg *Config, old *generation, live []int, loops int) *generat
 	g := &generation{
 		cfg:                cfg,
 		router:             newRouter(cfg, prev, loops),
-		raw:                map[*ListenerConfig]*group{},
-		shutdownDisconnect: mc.AppendLoginDisconnect(nil, chatJSON(cfg.Shutdown.Message)),
-		unknownHost:        offlineReply(cfg.Status.Offline, unknownHostText),
+		raw:                map[*config.ListenerConfig]*group{},
+		shutdownDisconnect: mc.AppendLoginDisconnect(nil, status.ChatJSON(cfg.Shutdown.Message)),
+		unknownHost:        status.Offline(cfg.Status.Offline, unknownHostText),
 		hash:               cfg.Hash(),
-		byIndex:            map[int]*ListenerConfig{},
+		byIndex:            map[int]*config.ListenerConfig{},
 		live:               live,
 	}
 	if old != nil {
@@ -58,14 +58,14 @@ func newGeneration(cfg *Config, old *generation, live []int, loops int) *generat
 	for i := range cfg.Listeners {
 		l := &cfg.Listeners[i]
 		g.byIndex[live[i]] = l
-		if l.Mode == ModeRaw {
+		if l.Mode == config.ModeRaw {
 			g.raw[l] = g.router.groups[l.Group]
 		}
 	}
 	g.proxyIn = proxyAccepts(g.byIndex)
 	if old != nil { // removed listeners keep their old group for late arrivals
 		for _, l := range old.byIndex {
-			if _, ok := g.raw[l]; !ok && l.Mode == ModeRaw {
+			if _, ok := g.raw[l]; !ok && l.Mode == config.ModeRaw {
 				if grp := g.router.groups[l.Group]; grp != nil {
 					g.raw[l] = grp
 				} else {
@@ -101,18 +101,11 @@ func (p *Proxy) ListenAddrs() map[int]string {
 func (p *Proxy) cur() *generation { return p.gen.Load() }
 
 // listenerOf returns the listener that accepted c.
-func (g *generation) listenerOf(c *reactor.Conn) *ListenerConfig {
+func (g *generation) listenerOf(c *reactor.Conn) *config.ListenerConfig {
 	if l, ok := g.byIndex[c.Listener()]; ok {
 		return l
 	}
 	return &g.cfg.Listeners[0]
-}
-
-// Hash returns a short digest of the configuration as the proxy uses it
-// (after defaults), which logs and metrics show to tell configurations apart.
-func (c *Config) Hash() string {
-	sum := sha256.Sum256(fmt.Appendf(nil, "%#v", *c))
-	return hex.EncodeToString(sum[:6])
 }
 
 // ConfigHash returns the hash of the configuration new sessions start under.
@@ -137,7 +130,7 @@ func (e *ReloadError) Error() string {
 // max_sessions, watermarks, buffer_budget, linger) must be as running, or
 // the reload is refused with a *ReloadError naming each difference. Health
 // checks restart under the new settings; backends kept keep their state.
-func (p *Proxy) Reload(cfg *Config) error {
+func (p *Proxy) Reload(cfg *config.Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -155,13 +148,13 @@ func (p *Proxy) Reload(cfg *Config) error {
 	gen.router.now = old.router.now
 	// The old checkers stop before the new ones start, so that a backend
 	// kept is never checked twice at once.
-	p.checksMu.Lock()
+	p.probesMu.Lock()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	err = p.stopChecksLocked(ctx)
+	err = p.stopProbesLocked(ctx)
 	cancel()
 	p.gen.Store(gen)
-	p.startChecksLocked()
-	p.checksMu.Unlock()
+	p.startProbesLocked()
+	p.probesMu.Unlock()
 	if err != nil {
 		p.log.Warn().Err(err).Msg("reload: the previous health checkers did not stop in time")
 	}
@@ -187,7 +180,7 @@ func (p *Proxy) CountFailedReload() { p.reloads[1].Add(1) }
 func (p *Proxy) Reloads() (ok, failed int64) { return p.reloads[0].Load(), p.reloads[1].Load() }
 
 // restartOnly lists what differs between a and b that a reload cannot change.
-func restartOnly(a, b *Config) []string {
+func restartOnly(a, b *config.Config) []string {
 	var out []string
 	for i, y := range b.Listeners {
 		for _, x := range a.Listeners {
@@ -228,7 +221,7 @@ func restartOnly(a, b *Config) []string {
 // of each of cfg.Listeners and those of the old listeners to close once the
 // new generation is in place. If one cannot be opened, those opened are
 // closed again and the reload is refused.
-func (p *Proxy) reloadListeners(old *generation, cfg *Config) (live, removed []int, err error) {
+func (p *Proxy) reloadListeners(old *generation, cfg *config.Config) (live, removed []int, err error) {
 	keep := map[int]bool{}
 	live = make([]int, len(cfg.Listeners))
 	var added []int

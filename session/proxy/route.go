@@ -1,8 +1,6 @@
 package proxy
 
 import (
-	"bytes"
-	"encoding/json"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -10,6 +8,8 @@ import (
 
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/protocol/proxyproto"
+	"github.com/tidegate/tidegate/session/proxy/config"
+	"github.com/tidegate/tidegate/session/proxy/status"
 )
 
 // backend is one backend server of a group in one configuration, and its
@@ -24,29 +24,29 @@ type backend struct {
 // backendHealth is the state of a backend that outlives a reload.
 type backendHealth struct {
 	state    atomic.Int64 // the circuit breaker's state word, see stateUp
-	failures atomic.Int32 // consecutive failed connects and checks
+	failures atomic.Int32 // consecutive failed connects and probes
 	active   atomic.Int64 // sessions relayed to it now
 	// connecting counts sessions whose connect to it is in flight, so
 	// that least-connections sees a burst of sessions it sent there.
 	connecting atomic.Int64
 
 	connectFailures atomic.Int64 // session connects that failed or timed out
-	checksOK        atomic.Int64 // active checks that passed
-	checksFailed    atomic.Int64 // active checks that failed
-	lastLatency     atomic.Int64 // ns, last successful active check; 0 before the first
-	avgLatency      atomic.Int64 // ns, EWMA of successful active checks; 0 before the first
-	lastErr         atomic.Pointer[healthError]
+	probesOK        atomic.Int64 // active probes that passed
+	probesFailed    atomic.Int64 // active probes that failed
+	lastLatency     atomic.Int64 // ns, last successful active probe; 0 before the first
+	avgLatency      atomic.Int64 // ns, EWMA of successful active probes; 0 before the first
+	lastErr         atomic.Pointer[lastFailure]
 }
 
 // group is a set of interchangeable backends chosen by weight.
 type group struct {
 	name     string
 	backends []*backend
-	strategy Strategy
+	strategy config.Strategy
 	rr       []rrState // round-robin: one position per event loop
 
-	routed bool      // some listener can send sessions here
-	check  CheckKind // active check kind, CheckTCP or CheckStatus
+	routed    bool             // some listener can send sessions here
+	probeKind config.ProbeKind // active probe kind, config.ProbeTCP or config.ProbeStatus
 
 	sendPP proxyproto.Versions // PROXY header version its backends get; 0 for none
 
@@ -74,19 +74,19 @@ type router struct {
 	def              *route // default_group, or nil
 	groups           map[string]*group
 	ordered          []*group // groups by name
-	health           HealthConfig
+	health           config.ProbeConfig
 	// now is the clock of the health state, unix nanoseconds. Tests may
 	// replace it before the proxy starts.
 	now func() int64
 	// lease is how long a probe may stay unanswered before another
-	// session or check may take over (a safety net: every probe ends).
+	// session or active probe may take over (a safety net: every probe ends).
 	lease int64
 }
 
 // newRouter builds the router of cfg for a proxy with loops event loops;
 // the backends that prev has in a group of the same name keep their health.
-func newRouter(cfg *Config, prev *router, loops int) *router {
-	h := cfg.Health
+func newRouter(cfg *config.Config, prev *router, loops int) *router {
+	h := cfg.Probes
 	r := &router{
 		hosts: map[string]*route{}, wild: map[string]*route{}, groups: map[string]*group{}, health: h, now: nowUnix,
 		lease: int64(max(cfg.Limits.ConnectTimeout, h.Timeout) + 5*time.Second),
@@ -104,18 +104,18 @@ func newRouter(cfg *Config, prev *router, loops int) *router {
 		}
 		g := &group{
 			name:              name,
-			check:             CheckTCP,
-			offlineDisconnect: mc.AppendLoginDisconnect(nil, chatJSON(msg)),
+			probeKind:         config.ProbeTCP,
+			offlineDisconnect: mc.AppendLoginDisconnect(nil, status.ChatJSON(msg)),
 			strategy:          gc.Strategy,
 		}
 		g.status = newGroupStatus(cfg, gc)
-		g.sendPP, _ = proxyVersions(gc.SendProxyProtocol)
+		g.sendPP = gc.SendVersions()
 		for _, b := range gc.Backends {
 			if b.Weight > 0 {
 				g.backends = append(g.backends, &backend{addr: b.Addr, weight: b.Weight, group: g, backendHealth: prev.healthOf(name, b.Addr)})
 			}
 		}
-		if g.strategy == StrategyRoundRobin {
+		if g.strategy == config.StrategyRoundRobin {
 			g.rr = make([]rrState, max(loops, 1))
 			for i := range g.rr {
 				g.rr[i].cur = make([]int, len(g.backends))
@@ -127,11 +127,11 @@ func newRouter(cfg *Config, prev *router, loops int) *router {
 	for _, rc := range cfg.Routes {
 		rt := &route{group: r.groups[rc.Group]}
 		if rc.RewriteHost != "" {
-			host, port := splitRewriteHost(rc.RewriteHost)
+			host, port := rc.Rewrite()
 			rt.rewriteHost, rt.rewritePort = []byte(host), port
 		}
 		for _, h := range rc.Hosts {
-			if n := normalizeHostString(h); strings.HasPrefix(n, "*.") {
+			if n := config.NormalizeHost(h); strings.HasPrefix(n, "*.") {
 				suffix := n[2:]
 				r.wild[suffix] = rt
 				if len(r.wild) == 1 || len(suffix) < r.wildMin {
@@ -149,7 +149,7 @@ func newRouter(cfg *Config, prev *router, loops int) *router {
 	// Which groups carry traffic, and of which kind.
 	var minecraft, raw []*group
 	for _, l := range cfg.Listeners {
-		if l.Mode == ModeRaw {
+		if l.Mode == config.ModeRaw {
 			raw = append(raw, r.groups[l.Group])
 			continue
 		}
@@ -165,11 +165,11 @@ func newRouter(cfg *Config, prev *router, loops int) *router {
 	}
 	for _, g := range minecraft {
 		g.routed = true
-		g.check = CheckStatus
+		g.probeKind = config.ProbeStatus
 	}
-	if h.Check != CheckAuto {
+	if h.Kind != config.ProbeAuto {
 		for _, g := range r.ordered {
-			g.check = h.Check
+			g.probeKind = h.Kind
 		}
 	}
 	return r
@@ -239,11 +239,11 @@ func (g *group) pick(rnd *uint64, loop int, now, lease int64) (b *backend, probe
 		return nil, false
 	}
 	switch g.strategy {
-	case StrategyRoundRobin:
+	case config.StrategyRoundRobin:
 		return g.pickRoundRobin(loop, total), false
-	case StrategyLeastConnections:
+	case config.StrategyLeastConnections:
 		return g.pickLeastConnections(rnd), false
-	case StrategyLowestLatency:
+	case config.StrategyLowestLatency:
 		return g.pickLowestLatency(rnd, total), false
 	}
 	return g.pickWeighted(rnd, total, 0), false
@@ -259,16 +259,3 @@ func xorshift(s *uint64) uint64 {
 }
 
 func nowUnix() int64 { return time.Now().UnixNano() }
-
-// chatJSON is a Minecraft chat component with msg as its text, or msg
-// itself when it is a chat component in JSON (validated by Config.check).
-func chatJSON(msg string) []byte {
-	if isChatJSON(msg) {
-		var b bytes.Buffer
-		if json.Compact(&b, []byte(msg)) == nil {
-			return b.Bytes()
-		}
-	}
-	quoted, _ := json.Marshal(msg) // a string always marshals
-	return append(append([]byte(`{"text":`), quoted...), '}')
-}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/session/mcbackend"
+	"github.com/tidegate/tidegate/session/proxy/config"
 )
 
 // routingConfig has exact, wildcard and nested wildcard routes and a
@@ -34,7 +35,7 @@ groups:
 // suffix over a shorter one, any wildcard over default_group; a wildcard
 // matches at any depth but not its own suffix.
 func TestRouteLookup(t *testing.T) {
-	cfg, err := ParseConfig([]byte(routingConfig))
+	cfg, err := parseConfig([]byte(routingConfig))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,12 +80,12 @@ func TestRouteLookup(t *testing.T) {
 // every wildcard suffix to default_group, with 1,000 exact routes besides.
 func BenchmarkRouteLookup(b *testing.B) {
 	text := routingConfig + "\n"
-	cfg, err := ParseConfig([]byte(text))
+	cfg, err := parseConfig([]byte(text))
 	if err != nil {
 		b.Fatal(err)
 	}
 	for i := range 1000 {
-		cfg.Routes = append(cfg.Routes, RouteConfig{Hosts: []string{fmt.Sprintf("server%d.example.org", i)}, Group: "lobby"})
+		cfg.Routes = append(cfg.Routes, config.RouteConfig{Hosts: []string{fmt.Sprintf("server%d.example.org", i)}, Group: "lobby"})
 	}
 	r := newRouter(cfg, nil, 1)
 	for _, bc := range []struct{ name, host string }{

@@ -9,6 +9,8 @@ import (
 	"github.com/tidegate/tidegate/protocol/proxyproto"
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/cluster"
+	"github.com/tidegate/tidegate/session/proxy/config"
+	"github.com/tidegate/tidegate/session/proxy/status"
 )
 
 // state is where a session is in its life.
@@ -74,8 +76,8 @@ type session struct {
 // the proxy answers, or for a session taken over until both its sockets
 // are open here.
 type preRelay struct {
-	route     *route       // minecraft: the virtual host's route
-	reply     *statusReply // the answer to a status ping the proxy answers; nil while a refresh is awaited
+	route     *route        // minecraft: the virtual host's route
+	reply     *status.Reply // the answer to a status ping the proxy answers; nil while a refresh is awaited
 	handshake mc.Handshake
 	hsLen     int    // bytes of the handshake frame at the start of the client's input
 	early     []byte // what the client sent before a half-close while the backend was connecting
@@ -89,7 +91,7 @@ type preRelay struct {
 }
 
 // listenerCfg is the configuration of the listener that accepted the client.
-func (s *session) listenerCfg() *ListenerConfig { return s.gen.listenerOf(s.client) }
+func (s *session) listenerCfg() *config.ListenerConfig { return s.gen.listenerOf(s.client) }
 
 // loginDisconnectable reports whether the client is in the login state,
 // where a disconnect message can be sent: past a handshake that was not a
@@ -145,7 +147,7 @@ func (h *clientHandler) OnOpen(c *reactor.Conn) {
 // begin starts an admitted session: a raw one connects, a minecraft one
 // waits for its handshake.
 func (s *session) begin() {
-	if l := s.listenerCfg(); l.Mode == ModeRaw {
+	if l := s.listenerCfg(); l.Mode == config.ModeRaw {
 		s.raw = true
 		s.group = s.gen.raw[l]
 		s.connect()
@@ -311,7 +313,7 @@ func (h *backendHandler) OnClose(bc *reactor.Conn, err error) {
 			// nothing about the backend, so it is not held against it.
 			s.dropProbe()
 		} else {
-			down = b.markFailed(s.gen.cfg.Health, now, s.probe)
+			down = b.markFailed(s.gen.cfg.Probes, now, s.probe)
 		}
 		p.log.Warn().Str("group", s.group.name).Str("backend", b.addr).Str("host", s.host).Str("user", s.username).Err(err).
 			Bool("local", de.Local).Bool("probe", s.probe).Bool("marked_down", down).Int32("failures", b.failures.Load()).Msg("backend connect failed")
@@ -577,29 +579,6 @@ func (s *session) connect() {
 	s.backend = l.Dial(b.addr, s.gen.cfg.Limits.ConnectTimeout, &s.p.backendSide, s)
 }
 
-// noHealthyBackend answers a session whose group has no backend up: a
-// status ping gets the proxy's own offline answer, a login the offline
-// disconnect message, a raw connection a close.
-func (s *session) noHealthyBackend() {
-	if s.raw || s.pre.handshake.NextState != mc.NextStateStatus {
-		s.reject(reasonNoHealthyBackend, nil)
-		return
-	}
-	s.refused(reasonNoHealthyBackend)
-	s.p.log.Info().Str("remote", s.remoteAddr()).Str("reason", reasonNoHealthyBackend.String()).
-		Str("host", s.host).Str("group", s.group.name).Msg("status answered locally: server offline")
-	s.serveOfflineStatus()
-}
-
-// serveOfflineStatus answers the status ping waiting in the client's input
-// with the group's offline answer.
-func (s *session) serveOfflineStatus() {
-	s.client.Discard(s.pre.hsLen)
-	s.state = stLocalStatus
-	s.pre.reply = s.group.status.offline
-	s.serveLocalStatus()
-}
-
 // dropProbe gives back the session's health probe if its connect is
 // abandoned undecided.
 func (s *session) dropProbe() {
@@ -607,165 +586,4 @@ func (s *session) dropProbe() {
 		s.probe = false
 		s.target.dropProbe(s.gen.router.now())
 	}
-}
-
-// serveLocalStatus answers a status ping itself, with s.reply: a group's
-// cached status, its offline answer, or the answer for a host that has no
-// route. While s.reply is nil (a refresh is awaited) a Status Request stays
-// unread; statusReady calls this again.
-func (s *session) serveLocalStatus() {
-	c := s.client
-	if s.state != stLocalStatus {
-		return
-	}
-	buf, _ := c.Peek(-1)
-	consumed := 0
-	var out []byte
-frames:
-	for {
-		n, hl, err := mc.SplitFrame(buf[consumed:], 256)
-		if err != nil {
-			s.reject(reasonBadFrame, err)
-			return
-		}
-		if n == 0 {
-			break
-		}
-		id, _, err := mc.ParsePacketID(buf[consumed+hl : consumed+n])
-		if err != nil {
-			s.reject(reasonBadFrame, err)
-			return
-		}
-		body := buf[consumed+hl : consumed+n]
-		switch id {
-		case mc.PacketStatusRequest:
-			if s.pre.reply == nil {
-				break frames // answered when the refresh is done
-			}
-			out = s.pre.reply.appendResponse(out, s.protocol)
-		case mc.PacketPing:
-			v, err := mc.ParsePing(body)
-			if err != nil {
-				s.reject(reasonBadFrame, err)
-				return
-			}
-			out = mc.AppendPong(out, v)
-			_ = c.Write(out)
-			c.Discard(-1)
-			s.state = stDone
-			c.Close()
-			return
-		default:
-			s.reject(reasonBadFrame, errors.New("unexpected packet in status state"))
-			return
-		}
-		consumed += n
-	}
-	if len(out) > 0 {
-		_ = c.Write(out)
-	}
-	c.Discard(consumed)
-	if c.InboundBuffered() > 1024 {
-		s.reject(reasonPrerouteCap, nil)
-	}
-}
-
-// onTimer handles the handshake timeout before relay and the idle timeout during it.
-func (s *session) onTimer() {
-	c := s.client
-	l := c.Loop()
-	switch s.state {
-	case stRelay:
-		if s.clientEOF || s.backendEOF {
-			s.p.loopOf(c).counters.ended[reasonFinTimeout].Add(1)
-			s.p.log.Info().Str("remote", s.remoteAddr()).Str("user", s.username).Bool("client_done", s.clientEOF).
-				Dur("fin_timeout", s.gen.cfg.Limits.FinTimeout).Msg("closing half-closed session: the other side did not finish")
-			s.state = stDone
-			c.Close()
-			s.backend.Close()
-			return
-		}
-		idle := s.gen.cfg.Limits.IdleTimeout
-		if due := s.lastActive + int64(idle); due > l.Now() {
-			l.ScheduleAt(&s.timer, due)
-			return
-		}
-		s.p.loopOf(c).counters.ended[reasonIdleTimeout].Add(1)
-		s.p.log.Info().Str("remote", s.remoteAddr()).Str("user", s.username).Dur("idle", idle).Msg("closing idle session")
-		s.state = stDone
-		c.Close()
-		if s.backend != nil {
-			s.backend.Close()
-		}
-	case stDone, stAdopting, stHandedOver:
-	case stLegacyPing:
-		if s.pre.legacy == 0 && l.Now() < s.handshakeDeadline() {
-			s.legacyWaitOver()
-			return
-		}
-		s.reject(reasonHandshakeTimeout, nil)
-	case stProxyHeader:
-		s.proxyHeaderTimeout()
-	case stClusterWait:
-		s.clusterWaitOver()
-	default:
-		s.reject(reasonHandshakeTimeout, nil)
-	}
-}
-
-// reject ends a session before relay: it counts and logs the reason, sends a
-// Minecraft disconnect message where the client is in the login state, and
-// closes the client cleanly.
-func (s *session) reject(r reason, err error) {
-	c := s.client
-	s.refused(r)
-	ev := s.p.refusalEvent(r).Str("remote", s.remoteAddr()).Str("reason", r.String()).Str("host", s.host)
-	if s.group != nil {
-		ev = ev.Str("group", s.group.name)
-	}
-	if s.username != "" {
-		ev = ev.Str("user", s.username)
-	}
-	if err != nil {
-		ev = ev.Err(err).Str("detail", mc.ErrorReason(err))
-	}
-	ev.Msg("session rejected")
-	if s.loginDisconnectable() {
-		switch msg := disconnectText(r); {
-		case (r == reasonBackendUnavailable || r == reasonNoHealthyBackend) && s.group != nil:
-			_ = c.Write(s.group.offlineDisconnect)
-		case msg != "":
-			_ = c.Write(mc.AppendLoginDisconnect(nil, []byte(`{"text":"`+msg+`"}`)))
-		}
-	}
-	s.dropProbe()
-	s.state = stDone
-	c.Discard(-1)
-	c.Close()
-	if s.backend != nil {
-		s.backend.Close()
-	}
-}
-
-// disconnectText is what a player reads for a refusal after the handshake;
-// the group's offline message stands for backend_unavailable and
-// no_healthy_backend.
-func disconnectText(r reason) string {
-	switch r {
-	case reasonUnknownHost:
-		return "Unknown server address"
-	case reasonHandshakeTimeout:
-		return "Timed out while logging in"
-	case reasonPrerouteCap, reasonBadFrame, reasonBadLoginStart:
-		return "Protocol error"
-	case reasonLoginRate:
-		return "Too many logins from your address, wait a moment and try again"
-	case reasonMaxSessionsPerSubnet:
-		return "Too many players from your network, try again later"
-	case reasonDuplicateLogin:
-		return "You are already logged in to this network"
-	case reasonLoggedInElsewhere:
-		return "You logged in from another location"
-	}
-	return ""
 }

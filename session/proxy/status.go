@@ -2,19 +2,13 @@ package proxy
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"math/rand/v2"
-	"net"
-	"strconv"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/reactor"
+	"github.com/tidegate/tidegate/session/proxy/config"
+	"github.com/tidegate/tidegate/session/proxy/status"
 )
 
 // Status pings. The proxy answers the status pings for a routed host itself,
@@ -45,275 +39,69 @@ import (
 // at a time) before it is answered as a Beta or 1.4 ping.
 const legacyPingWait = 50 * time.Millisecond
 
-// statusReply is one status answer: its JSON, split around the number of
-// version.protocol, and what a legacy ping is told.
-type statusReply struct {
-	head, tail []byte // the JSON is head, the protocol number, tail
-	client     bool   // the protocol number is each client's own
-	frame      []byte // the whole Status Response, when !client
-	legacy     mc.LegacyStatus
-}
-
-// json returns the status JSON with protocol v.
-func (r *statusReply) json(v int32) []byte {
-	js := make([]byte, 0, len(r.head)+11+len(r.tail))
-	js = append(js, r.head...)
-	js = strconv.AppendInt(js, int64(v), 10)
-	return append(js, r.tail...)
-}
-
-// appendResponse appends the Status Response for a client of protocol v to dst.
-func (r *statusReply) appendResponse(dst []byte, v int32) []byte {
-	if !r.client {
-		return append(dst, r.frame...)
-	}
-	return mc.AppendStatusResponse(dst, r.json(v))
-}
-
-// legacyStatus returns what a legacy ping from a client of protocol v (0
-// when the ping does not say, as before 1.6) is told.
-func (r *statusReply) legacyStatus(v int32) mc.LegacyStatus {
-	st := r.legacy
-	if r.client && v != 0 {
-		st.Protocol = v
-	}
-	return st
-}
-
-// offlineReply is the proxy's own answer, from status.offline, with text (§
-// codes or a chat component in JSON) as its description.
-func offlineReply(o OfflineStatusConfig, text string) *statusReply {
-	head := append([]byte(`{"description":`), chatJSON(text)...)
-	if o.favicon != "" {
-		head = append(head, `,"favicon":"`...)
-		head = append(head, o.favicon...) // base64 and a data: prefix: nothing to escape
-		head = append(head, '"')
-	}
-	head = fmt.Appendf(head, `,"players":{"max":%d,"online":%d},"version":{"name":`, o.Max, o.Online)
-	name, _ := json.Marshal(o.VersionName) // a string always marshals
-	head = append(append(head, name...), `,"protocol":`...)
-	r := &statusReply{
-		head: head, tail: []byte("}}"), client: o.Protocol == 0,
-		legacy: mc.LegacyStatus{Protocol: int32(o.Protocol), Version: o.VersionName, MOTD: legacyText(text),
-			Online: int64(o.Online), Max: int64(o.Max)},
-	}
-	if !r.client {
-		r.frame = mc.AppendStatusResponse(nil, r.json(int32(o.Protocol)))
-	}
-	return r
-}
-
-// legacyText is a configured text as legacy text: a chat component in JSON
-// rendered with § codes, anything else as it is.
-func legacyText(text string) string {
-	if !isChatJSON(text) {
-		return text
-	}
-	s, err := mc.LegacyText([]byte(text))
-	if err != nil {
-		return text // refused by Config.check; not reached
-	}
-	return s
-}
-
-// backendReply builds the answer from a backend's status JSON. online, when
-// not negative, replaces players.online.
-func backendReply(js []byte, online int64, mode StatusProtocol) (*statusReply, error) {
-	return playersReply(js, &statusPlayers{online: online}, mode)
-}
-
-// playersReply is backendReply with the network's players (cluster.go):
-// pl.online, when not negative, replaces players.online and pl.sample, when
-// not nil, players.sample.
-func playersReply(js []byte, pl *statusPlayers, mode StatusProtocol) (*statusReply, error) {
-	online := pl.online
-	info, err := mc.ParseStatusJSON(js)
-	if err != nil {
-		return nil, err
-	}
-	r := &statusReply{
-		client: mode == StatusProtocolClient,
-		legacy: mc.LegacyStatus{Protocol: info.Protocol, Version: info.VersionName, Online: info.Online, Max: info.Max},
-	}
-	if len(info.Description) > 0 {
-		if text, err := mc.LegacyText(info.Description); err == nil {
-			r.legacy.MOTD = text
-		}
-	}
-	if online >= 0 {
-		r.legacy.Online = online
-	}
-	if !r.client && online < 0 && pl.sample == nil {
-		r.frame = mc.AppendStatusResponse(nil, js) // as the backend wrote it
-		return r, nil
-	}
-	if r.head, r.tail, err = mc.SplitStatusJSONPlayers(js, online, pl.sample); err != nil {
-		return nil, err
-	}
-	if !r.client {
-		r.frame = mc.AppendStatusResponse(nil, r.json(info.Protocol))
-		r.head, r.tail = nil, nil
-	}
-	return r, nil
-}
-
 // groupStatus is a group's status answers: its cache and its offline answer.
 type groupStatus struct {
-	offline *statusReply
-	cache   statusCache
+	offline *status.Reply
+	cache   status.Cache[*session]
 }
 
 // newGroupStatus builds the status state of a group configured as gc.
 // Its offline description is the group's offline_message, else
 // status.offline.motd, else health.offline_message.
-func newGroupStatus(cfg *Config, gc GroupConfig) *groupStatus {
+func newGroupStatus(cfg *config.Config, gc config.GroupConfig) *groupStatus {
 	text := gc.OfflineMessage
 	if text == "" {
 		text = cfg.Status.Offline.MOTD
 	}
 	if text == "" {
-		text = cfg.Health.OfflineMessage
+		text = cfg.Probes.OfflineMessage
 	}
-	return &groupStatus{offline: offlineReply(cfg.Status.Offline, text)}
+	return &groupStatus{offline: status.Offline(cfg.Status.Offline, text)}
 }
 
 // unknownHostText is the description of the proxy's answer for a host
 // without a route.
 const unknownHostText = "Unknown host"
 
-// statusEntry is one refresh's result.
-type statusEntry struct {
-	reply   *statusReply // nil when the refresh failed
-	expires int64        // router clock
-}
-
-// statusCache is a group's cached status, shared by all loops.
-type statusCache struct {
-	cur      atomic.Pointer[statusEntry] // read without the lock on the hot path
-	mu       sync.Mutex
-	inflight bool
-	waiters  []*session
-}
-
-// lookup returns the cached entry when it is still fresh at now. Otherwise
-// it queues s for the refresh in flight, and reports start when there is
-// none: the caller must start it.
-func (c *statusCache) lookup(s *session, now int64) (e statusEntry, fresh, start bool) {
-	if e := c.cur.Load(); e != nil && e.expires > now {
-		return *e, true, false
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e := c.cur.Load(); e != nil && e.expires > now {
-		return *e, true, false
-	}
-	c.waiters = append(c.waiters, s)
-	if c.inflight {
-		return statusEntry{}, false, false
-	}
-	c.inflight = true
-	return statusEntry{}, false, true
-}
-
-// complete stores a refresh's result and returns the sessions that waited for it.
-func (c *statusCache) complete(e statusEntry) []*session {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.cur.Store(&e)
-	c.inflight = false
-	w := c.waiters
-	c.waiters = nil
-	return w
-}
-
-// statusRefresher runs the refreshes, one goroutine per refresh in flight
-// (at most one per group), and lets Stop wait for them.
-type statusRefresher struct {
-	mu     sync.Mutex
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	closed bool
-
-	ok, failed atomic.Int64
-}
-
-// spawn runs f on a new goroutine; it reports false once stop has been called.
-func (r *statusRefresher) spawn(f func(ctx context.Context)) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
-		return false
-	}
-	if r.ctx == nil {
-		r.ctx, r.cancel = context.WithCancel(context.Background())
-	}
-	ctx := r.ctx
-	r.wg.Add(1)
-	go func() {
-		defer r.wg.Done()
-		f(ctx)
-	}()
-	return true
-}
-
-// stop ends the refreshes for good: those in flight are cancelled, and it
-// waits for them until ctx ends.
-func (r *statusRefresher) stop(ctx context.Context) error {
-	r.mu.Lock()
-	r.closed = true
-	cancel := r.cancel
-	r.mu.Unlock()
-	if cancel != nil {
-		cancel()
-	}
-	done := make(chan struct{})
-	go func() {
-		r.wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("proxy: status refreshes did not stop: %w", ctx.Err())
-	}
-}
-
 // startRefresh refreshes g's cached status in the background and hands the
 // result to the sessions waiting for it.
 func (p *Proxy) startRefresh(gen *generation, g *group) {
-	ok := p.refresher.spawn(func(ctx context.Context) {
+	ok := p.refresher.Spawn(func(ctx context.Context) {
 		p.finishRefresh(g, p.refresh(ctx, gen, g))
 	})
 	if !ok { // stopping: the waiters get the offline answer
-		p.finishRefresh(g, statusEntry{expires: gen.router.now()})
+		p.finishRefresh(g, status.Entry{Expires: gen.router.now()})
 	}
 }
 
 // refresh fetches g's status and returns the entry to cache.
-func (p *Proxy) refresh(ctx context.Context, gen *generation, g *group) statusEntry {
+func (p *Proxy) refresh(ctx context.Context, gen *generation, g *group) status.Entry {
 	st := gen.cfg.Status
 	start := time.Now()
-	reply, err := fetchGroupStatus(ctx, st, g, p.networkPlayers(gen))
-	e := statusEntry{reply: reply, expires: gen.router.now() + int64(st.CacheTTL)}
+	var up []status.Backend
+	for _, b := range g.backends {
+		if b.state.Load() == stateUp {
+			up = append(up, status.Backend{Addr: b.addr, Weight: b.weight})
+		}
+	}
+	reply, err := status.FetchGroup(ctx, st, g.name, up, p.networkPlayers(gen))
+	e := status.Entry{Reply: reply, Expires: gen.router.now() + int64(st.CacheTTL)}
+	p.refresher.Counted(err == nil)
 	if err != nil {
-		p.refresher.failed.Add(1)
 		if ctx.Err() == nil {
 			p.log.Warn().Str("group", g.name).Err(err).Dur("cache_ttl", st.CacheTTL).
 				Msg("status refresh failed: pings get the offline answer until the next refresh")
 		}
 		return e
 	}
-	p.refresher.ok.Add(1)
 	p.log.Debug().Str("group", g.name).Dur("took", time.Since(start)).Msg("status refreshed")
 	return e
 }
 
 // finishRefresh caches e for g and answers each session that waited, on its loop.
-func (p *Proxy) finishRefresh(g *group, e statusEntry) {
+func (p *Proxy) finishRefresh(g *group, e status.Entry) {
 	byLoop := map[*reactor.Loop][]*session{}
-	for _, s := range g.status.cache.complete(e) {
+	for _, s := range g.status.cache.Complete(e) {
 		l := s.client.Loop()
 		byLoop[l] = append(byLoop[l], s)
 	}
@@ -325,128 +113,6 @@ func (p *Proxy) finishRefresh(g *group, e statusEntry) {
 			}
 		})
 	}
-}
-
-// fetchGroupStatus asks the backends of g that are up for their status:
-// one, picked by weight (the others in turn if it fails), or with
-// st.SumOnline all of them at once, players.online becoming their sum.
-//
-// With net (the network's players, cluster.go) those replace the backend's,
-// and one backend is asked even with st.SumOnline.
-func fetchGroupStatus(ctx context.Context, st StatusConfig, g *group, net *statusPlayers) (*statusReply, error) {
-	var up []*backend
-	total := 0
-	for _, b := range g.backends {
-		if b.state.Load() == stateUp {
-			up = append(up, b)
-			total += b.weight
-		}
-	}
-	if len(up) == 0 {
-		return nil, fmt.Errorf("no backend of group %s is up", g.name)
-	}
-	if !st.SumOnline || (net != nil && net.online >= 0) {
-		pl := net
-		if pl == nil {
-			pl = &statusPlayers{online: -1}
-		}
-		first, n := 0, rand.IntN(total)
-		for i, b := range up {
-			if n < b.weight {
-				first = i
-				break
-			}
-			n -= b.weight
-		}
-		var errs []error
-		for i := range up {
-			addr := up[(first+i)%len(up)].addr
-			js, err := fetchStatus(ctx, addr, st.Timeout)
-			if err == nil {
-				var r *statusReply
-				if r, err = playersReply(js, pl, st.Protocol); err == nil {
-					return r, nil
-				}
-				err = fmt.Errorf("status of %s: %w", addr, err)
-			}
-			errs = append(errs, err)
-			if ctx.Err() != nil {
-				break
-			}
-		}
-		return nil, errors.Join(errs...)
-	}
-	type result struct {
-		js     []byte
-		online int64
-		err    error
-	}
-	res := make([]result, len(up))
-	var wg sync.WaitGroup
-	for i, b := range up {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			js, err := fetchStatus(ctx, b.addr, st.Timeout)
-			if err != nil {
-				res[i].err = err
-				return
-			}
-			info, err := mc.ParseStatusJSON(js)
-			if err != nil {
-				res[i].err = fmt.Errorf("status of %s: %w", b.addr, err)
-				return
-			}
-			res[i] = result{js: js, online: info.Online}
-		}()
-	}
-	wg.Wait()
-	var errs []error
-	primary, sum := -1, int64(0)
-	for i, r := range res {
-		if r.err != nil {
-			errs = append(errs, r.err)
-			continue
-		}
-		sum += r.online
-		if primary < 0 {
-			primary = i
-		}
-	}
-	if primary < 0 {
-		return nil, errors.Join(errs...)
-	}
-	pl := &statusPlayers{online: sum}
-	if net != nil {
-		pl.sample = net.sample
-	}
-	return playersReply(res[primary].js, pl, st.Protocol)
-}
-
-// fetchStatus does a status exchange with the backend at addr within timeout
-// and returns its JSON.
-func fetchStatus(ctx context.Context, addr string, timeout time.Duration) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		if strings.Contains(err.Error(), addr) { // "dial tcp ADDR: ..." names it
-			return nil, fmt.Errorf("status: %w", err)
-		}
-		return nil, fmt.Errorf("status of %s: %w", addr, err)
-	}
-	defer conn.Close()
-	stop := context.AfterFunc(ctx, func() { _ = conn.Close() }) // Proxy.Stop need not wait for the timeout
-	defer stop()
-	if dl, ok := ctx.Deadline(); ok {
-		_ = conn.SetDeadline(dl)
-	}
-	js, err := statusExchange(conn, addr)
-	if err != nil {
-		return nil, fmt.Errorf("status of %s: %w", addr, err)
-	}
-	return js, nil
 }
 
 // serveCachedStatus answers the status ping of a routed session from its
@@ -461,7 +127,7 @@ func (s *session) serveCachedStatus() {
 // lookupStatus sets the session's reply from its group's cache, or queues
 // it for a refresh (starting one if none is in flight).
 func (s *session) lookupStatus() {
-	e, fresh, start := s.group.status.cache.lookup(s, s.gen.router.now())
+	e, fresh, start := s.group.status.cache.Lookup(s, s.gen.router.now())
 	if start {
 		s.p.startRefresh(s.gen, s.group)
 	}
@@ -473,9 +139,9 @@ func (s *session) lookupStatus() {
 
 // useEntry makes a cache entry the session's reply: the status, or the
 // offline answer when the refresh failed (counted as backend_unavailable).
-func (s *session) useEntry(e statusEntry) {
-	if e.reply != nil {
-		s.pre.reply = e.reply
+func (s *session) useEntry(e status.Entry) {
+	if e.Reply != nil {
+		s.pre.reply = e.Reply
 		return
 	}
 	s.refused(reasonBackendUnavailable)
@@ -484,7 +150,7 @@ func (s *session) useEntry(e statusEntry) {
 
 // statusReady runs on the session's loop when the refresh it waited for is
 // done.
-func (s *session) statusReady(e statusEntry) {
+func (s *session) statusReady(e status.Entry) {
 	// The state first: a session no longer answering a ping may be relaying, without pre.
 	if (s.state != stLocalStatus && s.state != stLegacyPing) || s.client.Closing() || s.pre.reply != nil {
 		return // it left, or timed out, meanwhile
@@ -596,7 +262,7 @@ func (s *session) answerLegacyPing(p mc.LegacyPing) {
 // answerLegacy sends the legacy kick packet with the session's reply and closes.
 func (s *session) answerLegacy() {
 	c := s.client
-	_ = c.Write(mc.AppendLegacyKick(nil, s.pre.legacy, s.pre.reply.legacyStatus(s.protocol)))
+	_ = c.Write(mc.AppendLegacyKick(nil, s.pre.legacy, s.pre.reply.LegacyStatus(s.protocol)))
 	s.state = stDone
 	c.Close()
 }
@@ -615,4 +281,88 @@ func (s *session) legacyReadEOF() {
 	}
 	s.state = stDone
 	s.client.Close()
+}
+
+// noHealthyBackend answers a session whose group has no backend up: a
+// status ping gets the proxy's own offline answer, a login the offline
+// disconnect message, a raw connection a close.
+func (s *session) noHealthyBackend() {
+	if s.raw || s.pre.handshake.NextState != mc.NextStateStatus {
+		s.reject(reasonNoHealthyBackend, nil)
+		return
+	}
+	s.refused(reasonNoHealthyBackend)
+	s.p.log.Info().Str("remote", s.remoteAddr()).Str("reason", reasonNoHealthyBackend.String()).
+		Str("host", s.host).Str("group", s.group.name).Msg("status answered locally: server offline")
+	s.serveOfflineStatus()
+}
+
+// serveOfflineStatus answers the status ping waiting in the client's input
+// with the group's offline answer.
+func (s *session) serveOfflineStatus() {
+	s.client.Discard(s.pre.hsLen)
+	s.state = stLocalStatus
+	s.pre.reply = s.group.status.offline
+	s.serveLocalStatus()
+}
+
+// serveLocalStatus answers a status ping itself, with s.reply: a group's
+// cached status, its offline answer, or the answer for a host that has no
+// route. While s.reply is nil (a refresh is awaited) a Status Request stays
+// unread; statusReady calls this again.
+func (s *session) serveLocalStatus() {
+	c := s.client
+	if s.state != stLocalStatus {
+		return
+	}
+	buf, _ := c.Peek(-1)
+	consumed := 0
+	var out []byte
+frames:
+	for {
+		n, hl, err := mc.SplitFrame(buf[consumed:], 256)
+		if err != nil {
+			s.reject(reasonBadFrame, err)
+			return
+		}
+		if n == 0 {
+			break
+		}
+		id, _, err := mc.ParsePacketID(buf[consumed+hl : consumed+n])
+		if err != nil {
+			s.reject(reasonBadFrame, err)
+			return
+		}
+		body := buf[consumed+hl : consumed+n]
+		switch id {
+		case mc.PacketStatusRequest:
+			if s.pre.reply == nil {
+				break frames // answered when the refresh is done
+			}
+			out = s.pre.reply.AppendResponse(out, s.protocol)
+		case mc.PacketPing:
+			v, err := mc.ParsePing(body)
+			if err != nil {
+				s.reject(reasonBadFrame, err)
+				return
+			}
+			out = mc.AppendPong(out, v)
+			_ = c.Write(out)
+			c.Discard(-1)
+			s.state = stDone
+			c.Close()
+			return
+		default:
+			s.reject(reasonBadFrame, errors.New("unexpected packet in status state"))
+			return
+		}
+		consumed += n
+	}
+	if len(out) > 0 {
+		_ = c.Write(out)
+	}
+	c.Discard(consumed)
+	if c.InboundBuffered() > 1024 {
+		s.reject(reasonPrerouteCap, nil)
+	}
 }

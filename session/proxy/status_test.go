@@ -5,13 +5,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"image"
-	"image/color"
-	"image/png"
 	"io"
 	"net"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,10 +16,12 @@ import (
 	"github.com/Tnze/go-mc/bot"
 
 	"github.com/tidegate/tidegate/internal/testkit/leaktest"
+	"github.com/tidegate/tidegate/internal/testkit/testpng"
 	"github.com/tidegate/tidegate/internal/testkit/testserver"
 	"github.com/tidegate/tidegate/internal/testkit/waitfor"
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/session/mcbackend"
+	"github.com/tidegate/tidegate/session/proxy/config"
 )
 
 // startBackendServer is startBackend returning the server too, for its counters.
@@ -291,31 +288,13 @@ func TestStatusProtocolModes(t *testing.T) {
 	}
 }
 
-// writePNG writes a w×h PNG into dir and returns its path and bytes.
-func writePNG(t *testing.T, dir string, w, h int) (string, []byte) {
-	t.Helper()
-	img := image.NewNRGBA(image.Rect(0, 0, w, h))
-	for i := range w {
-		img.Set(i, i%h, color.NRGBA{R: 200, G: uint8(i * 3), B: 40, A: 255})
-	}
-	var b bytes.Buffer
-	if err := png.Encode(&b, img); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, fmt.Sprintf("icon-%dx%d.png", w, h))
-	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path, b.Bytes()
-}
-
 // TestStatusCacheOffline: a group with no backend up answers go-mc's ping
 // with the configured offline reply (MOTD with colour codes, version name,
 // favicon, counts) and a login with its offline message; a legacy ping
 // gets the same in its form.
 func TestStatusCacheOffline(t *testing.T) {
 	dead := refusedAddr(t)
-	icon, pngData := writePNG(t, t.TempDir(), 64, 64)
+	icon, pngData := testpng.Write(t, t.TempDir(), 64, 64)
 	p, addr := startProxy(t, mcConfig(dead, fmt.Sprintf(`
 health: {failures: 1, cooldown: 1h, offline_message: '{"text":"Back soon","color":"gold"}'}
 status:
@@ -369,7 +348,7 @@ status: {cache_ttl: 5s}
 `, mute.addr()), installFakeClock(&clock))
 	for range 3 {
 		st := goMCPing(t, addr)
-		if string(st.Description) != `{"text":"Main is broken"}` || st.Version.Name != DefaultStatusVersionName || st.Version.Protocol != 764 {
+		if string(st.Description) != `{"text":"Main is broken"}` || st.Version.Name != config.DefaultStatusVersionName || st.Version.Protocol != 764 {
 			t.Fatalf("status after a failed refresh: %+v %s", st, st.Description)
 		}
 	}
@@ -581,58 +560,11 @@ func TestStatusCacheReload(t *testing.T) {
 	}
 	cfg := p.cur().cfg
 	next := *cfg
-	next.Groups = map[string]GroupConfig{"main": {Backends: []BackendConfig{{Addr: bAddr, Weight: 1}}}}
+	next.Groups = map[string]config.GroupConfig{"main": {Backends: []config.BackendConfig{{Addr: bAddr, Weight: 1}}}}
 	if err := p.Reload(&next); err != nil {
 		t.Fatal(err)
 	}
 	if st := goMCPing(t, addr); string(st.Description) != `{"text":"B"}` {
 		t.Fatalf("after the reload: %s", st.Description)
-	}
-}
-
-// TestStatusFaviconProblems: the favicon must be a readable, whole PNG of
-// 64x64 pixels and at most MaxFaviconBytes; each problem names the file and
-// says what is wanted. A relative path is read from the configuration
-// file's directory.
-func TestStatusFaviconProblems(t *testing.T) {
-	dir := t.TempDir()
-	good, goodData := writePNG(t, dir, 64, 64)
-	big, _ := writePNG(t, dir, 128, 128)
-	write := func(name string, data []byte) string {
-		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
-	notPNG := write("icon.jpg", []byte("\xff\xd8\xff\xe0 a JPEG, say"))
-	padded := write("padded.png", append(bytes.Clone(goodData), make([]byte, MaxFaviconBytes)...))
-	damaged := write("damaged.png", goodData[:40])
-	for _, tc := range []struct {
-		path, want string
-	}{
-		{dir, fmt.Sprintf(`status.offline.favicon: reading the favicon: %s is not a regular file (d---------)`, dir)},
-		{"/dev/zero", `status.offline.favicon: reading the favicon: /dev/zero is not a regular file (Dc---------)`},
-		{big, fmt.Sprintf(`status.offline.favicon: %q is 128x128 pixels: Minecraft shows a 64x64 PNG; scale it to 64x64`, big)},
-		{notPNG, fmt.Sprintf(`status.offline.favicon: %q is not a PNG image (png: invalid format: not a PNG file): want a 64x64 PNG`, notPNG)},
-		{padded, fmt.Sprintf(`status.offline.favicon: %q is %d bytes: want a 64x64 PNG of at most 20480 bytes (it goes into the status JSON as base64, which the game reads up to 32767 characters)`, padded, len(goodData)+MaxFaviconBytes)},
-		{damaged, fmt.Sprintf(`status.offline.favicon: %q is a damaged PNG (unexpected EOF): want a 64x64 PNG`, damaged)},
-	} {
-		_, _, err := Parse("proxy.yaml", []byte(fmt.Sprintf("status: {offline: {favicon: %q}}\n", tc.path)+validTail))
-		if err == nil || err.Error() != "proxy.yaml:1:29: "+tc.want {
-			t.Errorf("favicon %s:\n got %v\nwant proxy.yaml:1:29: %s", filepath.Base(tc.path), err, tc.want)
-		}
-	}
-	// Relative to the file's directory; the data URI is what the answer carries.
-	cfgPath := write("proxy.yaml", []byte("status: {offline: {favicon: "+filepath.Base(good)+"}}\n"+validTail))
-	cfg, _, err := Load(cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := "data:image/png;base64," + base64.StdEncoding.EncodeToString(goodData); cfg.Status.Offline.favicon != want {
-		t.Fatalf("favicon data %.40q", cfg.Status.Offline.favicon)
-	}
-	if err := cfg.Validate(); err != nil { // New and Reload validate again
-		t.Fatal(err)
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/proxy"
+	"github.com/tidegate/tidegate/session/proxy/config"
 	"github.com/tidegate/tidegate/session/tlvserver"
 )
 
@@ -88,11 +89,11 @@ func flags(name string, args []string, define func(fs *flag.FlagSet)) error {
 }
 
 func runProxy(args []string) error {
-	var config string
-	if err := flags("proxy", args, func(fs *flag.FlagSet) { fs.StringVar(&config, "config", "", "") }); err != nil {
+	var configPath string
+	if err := flags("proxy", args, func(fs *flag.FlagSet) { fs.StringVar(&configPath, "config", "", "") }); err != nil {
 		return err
 	}
-	cfg, err := proxy.LoadConfig(config)
+	cfg, _, err := config.Load(configPath)
 	if err != nil {
 		return err
 	}

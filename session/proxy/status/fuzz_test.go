@@ -1,4 +1,4 @@
-package proxy
+package status
 
 import (
 	"bytes"
@@ -6,9 +6,10 @@ import (
 	"testing"
 
 	"github.com/tidegate/tidegate/protocol/mc"
+	"github.com/tidegate/tidegate/session/proxy/config"
 )
 
-// FuzzBackendReply: whatever JSON a backend sends, backendReply either
+// FuzzBackendReply: whatever JSON a backend sends, FromBackend either
 // refuses it or builds an answer whose Status Response frames carry valid
 // JSON (the backend's own bytes when nothing is rewritten) and whose legacy
 // kick packets decode, in every mode.
@@ -21,18 +22,18 @@ func FuzzBackendReply(f *testing.F) {
 		f.Add([]byte(s), int64(5), true)
 	}
 	f.Fuzz(func(t *testing.T, js []byte, online int64, client bool) {
-		mode := StatusProtocolBackend
+		mode := config.StatusProtocolBackend
 		if client {
-			mode = StatusProtocolClient
+			mode = config.StatusProtocolClient
 		}
-		r, err := backendReply(js, online, mode)
+		r, err := FromBackend(js, Players{Online: online}, mode)
 		if err != nil {
 			if mc.ErrorReason(err) != mc.ReasonBadStatusJSON {
-				t.Fatalf("backendReply: %v", err)
+				t.Fatalf("FromBackend: %v", err)
 			}
 			return
 		}
-		frame := r.appendResponse(nil, 47)
+		frame := r.AppendResponse(nil, 47)
 		n, hl, err := mc.SplitFrame(frame, mc.MaxFrameLength)
 		if err != nil || n != len(frame) {
 			t.Fatalf("response frame: %d of %d, %v", n, len(frame), err)
@@ -54,7 +55,7 @@ func FuzzBackendReply(f *testing.F) {
 			t.Fatalf("answer %s: protocol %d, online %d", got, st.Protocol, st.Online)
 		}
 		for _, k := range []mc.LegacyPingKind{mc.LegacyPingBeta, mc.LegacyPing14, mc.LegacyPing16} {
-			kick := mc.AppendLegacyKick(nil, k, r.legacyStatus(78))
+			kick := mc.AppendLegacyKick(nil, k, r.LegacyStatus(78))
 			if _, n, err := mc.ParseLegacyKick(kick); err != nil || n != len(kick) {
 				t.Fatalf("legacy %v kick: %d of %d, %v", k, n, len(kick), err)
 			}

@@ -1,4 +1,4 @@
-package proxy
+package config
 
 import (
 	"errors"
@@ -7,11 +7,11 @@ import (
 )
 
 // FuzzParseConfig: any input gives either a configuration that validates or
-// a *ConfigError with at least one problem, never a panic; the same input
+// a *Error with at least one problem, never a panic; the same input
 // gives the same answer twice (no map order leaks into it); and aliases
 // cannot make it do unbounded work.
 func FuzzParseConfig(f *testing.F) {
-	f.Add(DefaultConfigYAML())
+	f.Add(DefaultYAML())
 	f.Add([]byte(validTail))
 	f.Add([]byte("limits: &l\n  <<: *l\n"))
 	f.Add([]byte("a: &a [x, x, x, x]\nb: &b [*a, *a, *a, *a]\nroutes: [{hosts: *b}]\n"))
@@ -28,7 +28,7 @@ func FuzzParseConfig(f *testing.F) {
 			t.Fatalf("two answers for one input:\n%v\n---\n%v", err, again)
 		}
 		if err != nil {
-			var ce *ConfigError
+			var ce *Error
 			if !errors.As(err, &ce) || len(ce.Problems) == 0 || cfg != nil || warnings != nil {
 				t.Fatalf("error %T %v with config %v, warnings %v", err, err, cfg, warnings)
 			}

@@ -1,4 +1,4 @@
-package proxy
+package config
 
 import (
 	"cmp"
@@ -44,9 +44,9 @@ func (p Problem) String() string {
 	return b.String()
 }
 
-// ConfigError is every problem found in one configuration. Its Error prints
-// one problem a line, each as file:line:col: path: msg.
-type ConfigError struct {
+// Error is every problem found in one configuration. Its Error prints one
+// problem a line, each as file:line:col: path: msg.
+type Error struct {
 	// File is the name the problems are reported under; "" for a
 	// configuration that was not read from a file.
 	File     string
@@ -54,7 +54,7 @@ type ConfigError struct {
 }
 
 // Error lists the problems, one a line.
-func (e *ConfigError) Error() string {
+func (e *Error) Error() string {
 	var b strings.Builder
 	for i, p := range e.Problems {
 		if i > 0 {
@@ -184,11 +184,12 @@ func unknownKeyMsg(key string, known []string) string {
 	if s := suggestKey(key, known); s != "" {
 		return fmt.Sprintf("unknown key (did you mean %q?)", s)
 	}
-	return "unknown key; the keys here are " + joinList(known)
+	return "unknown key; the keys here are " + JoinWords(known)
 }
 
-// joinList lists words as "a, b and c".
-func joinList(words []string) string {
+// JoinWords lists words as "a, b and c", as problems do; the admin API
+// lists names in its errors the same way.
+func JoinWords(words []string) string {
 	switch len(words) {
 	case 0:
 		return ""

@@ -1,4 +1,4 @@
-package proxy
+package config
 
 import (
 	"bytes"
@@ -29,8 +29,7 @@ const faviconSize = 64
 // maxVersionName bounds status.offline.version_name.
 const maxVersionName = 256
 
-// checkStatus reports the problems of the status section through bad, and
-// reads the favicon.
+// checkStatus reports the problems of the status section through bad.
 func (c *Config) checkStatus(bad func(path, format string, args ...any)) {
 	st := &c.Status
 	switch st.Protocol {
@@ -64,15 +63,27 @@ func (c *Config) checkStatus(bad func(path, format string, args ...any)) {
 			bad(n.path, "%d: want at most %d", n.v, math.MaxInt32)
 		}
 	}
-	o.favicon = ""
-	if o.Favicon != "" {
-		uri, msg := loadFavicon(c.dir, o.Favicon)
-		if msg != "" {
-			bad("status.offline.favicon", "%s", msg)
-		}
-		o.favicon = uri
-	}
 }
+
+// readFiles reads the file the configuration names, the favicon, relative
+// to the configuration file's directory, and returns its problems.
+func (c *Config) readFiles() []Problem {
+	o := &c.Status.Offline
+	o.favicon = ""
+	if o.Favicon == "" {
+		return nil
+	}
+	uri, msg := loadFavicon(c.dir, o.Favicon)
+	o.favicon = uri
+	if msg != "" {
+		return []Problem{{Path: "status.offline.favicon", Msg: msg}}
+	}
+	return nil
+}
+
+// FaviconURI returns the favicon as a data: URI, as Load or Parse read it
+// from Favicon; "" when there is none.
+func (o OfflineStatusConfig) FaviconURI() string { return o.favicon }
 
 // statusWarnings reports through warn what in the status section is valid
 // but likely not meant.
@@ -130,16 +141,16 @@ func readSmallFile(path string, limit int64) ([]byte, int64, error) {
 	return data, fi.Size(), err
 }
 
-// isChatJSON reports whether a configured text is a chat component in JSON
+// IsChatJSON reports whether a configured text is a chat component in JSON
 // rather than text with § codes: it starts with {.
-func isChatJSON(text string) bool {
+func IsChatJSON(text string) bool {
 	return strings.HasPrefix(strings.TrimSpace(text), "{")
 }
 
 // checkChatText returns what is wrong with a configured text that is a chat
 // component in JSON, or "".
 func checkChatText(text string) string {
-	if !isChatJSON(text) {
+	if !IsChatJSON(text) {
 		return ""
 	}
 	_, err := mc.LegacyText([]byte(text))

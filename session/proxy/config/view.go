@@ -1,7 +1,9 @@
-package proxy
+package config
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -19,8 +21,8 @@ import (
 // secretTag is the struct tag that marks a configuration field as secret.
 const secretTag = "secret"
 
-// ConfigView is a configuration as the admin API shows it.
-type ConfigView struct {
+// View is a configuration as the admin API shows it.
+type View struct {
 	// Config has the YAML file's keys and structure; durations are
 	// written as Go durations ("5s", "10m0s") and secret fields are left
 	// out.
@@ -31,19 +33,19 @@ type ConfigView struct {
 }
 
 // View returns c as the admin API shows it, secrets left out.
-func (c *Config) View() (ConfigView, error) {
+func (c *Config) View() (View, error) {
 	return configView(reflect.ValueOf(*c))
 }
 
 // configView encodes v (a struct) by its yaml keys, leaving out secrets.
-func configView(v reflect.Value) (ConfigView, error) {
+func configView(v reflect.Value) (View, error) {
 	redacted := []string{}
 	data, err := json.Marshal(jsonOf(v, "", &redacted))
 	if err != nil {
-		return ConfigView{}, fmt.Errorf("proxy: encoding the configuration: %w", err)
+		return View{}, fmt.Errorf("config: encoding the configuration: %w", err)
 	}
 	slices.Sort(redacted) // map keys come in no order
-	return ConfigView{Config: data, Redacted: redacted}, nil
+	return View{Config: data, Redacted: redacted}, nil
 }
 
 // jsonObject is a JSON object that keeps its keys in order (the order of
@@ -126,4 +128,11 @@ func jsonOf(v reflect.Value, path string, redacted *[]string) any {
 		return jsonOf(v.Elem(), path, redacted)
 	}
 	return v.Interface()
+}
+
+// Hash returns a short digest of the configuration as the proxy uses it
+// (after defaults), which logs and metrics show to tell configurations apart.
+func (c *Config) Hash() string {
+	sum := sha256.Sum256(fmt.Appendf(nil, "%#v", *c))
+	return hex.EncodeToString(sum[:6])
 }

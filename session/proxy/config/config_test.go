@@ -1,4 +1,4 @@
-package proxy
+package config
 
 import (
 	"errors"
@@ -29,9 +29,9 @@ func parseLines(t *testing.T, text string) []string {
 	if err == nil {
 		t.Fatalf("accepted:\n%s\nconfig %+v", text, cfg)
 	}
-	var ce *ConfigError
+	var ce *Error
 	if !errors.As(err, &ce) {
-		t.Fatalf("error %T %v: want a *ConfigError", err, err)
+		t.Fatalf("error %T %v: want a *Error", err, err)
 	}
 	if cfg != nil {
 		t.Fatalf("a config came back with the error %v", err)
@@ -403,12 +403,12 @@ health:
 	}
 	want := defaultConfig()
 	want.Limits.LowWatermark, want.Limits.IdleTimeout, want.Limits.MaxSessions = 1000, 0, 1000
-	want.Health.Interval, want.Health.Failures = 5*time.Second, 5
+	want.Probes.Interval, want.Probes.Failures = 5*time.Second, 5
 	if cfg.Limits != want.Limits {
 		t.Errorf("limits\n got %+v\nwant %+v", cfg.Limits, want.Limits)
 	}
-	if cfg.Health != want.Health || cfg.Shutdown != want.Shutdown || cfg.Forwarding != ForwardNone {
-		t.Errorf("health %+v shutdown %+v forwarding %q", cfg.Health, cfg.Shutdown, cfg.Forwarding)
+	if cfg.Probes != want.Probes || cfg.Shutdown != want.Shutdown || cfg.Forwarding != ForwardNone {
+		t.Errorf("health %+v shutdown %+v forwarding %q", cfg.Probes, cfg.Shutdown, cfg.Forwarding)
 	}
 	if m := cfg.Listeners[0].Mode; m != ModeMinecraft {
 		t.Errorf("listener without a mode: %q", m)
@@ -429,8 +429,8 @@ func TestConfigZeroDurations(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", zero, err)
 		}
-		if cfg.Limits.IdleTimeout != 0 || cfg.Health.Interval != 0 {
-			t.Errorf("%s: idle_timeout %v, health.interval %v", zero, cfg.Limits.IdleTimeout, cfg.Health.Interval)
+		if cfg.Limits.IdleTimeout != 0 || cfg.Probes.Interval != 0 {
+			t.Errorf("%s: idle_timeout %v, health.interval %v", zero, cfg.Limits.IdleTimeout, cfg.Probes.Interval)
 		}
 	}
 }
@@ -538,10 +538,10 @@ func TestDefaultYAMLStatesTheDefaults(t *testing.T) {
 		t.Errorf("warnings in the embedded default: %v", warnings)
 	}
 	def := defaultConfig()
-	if cfg.Limits != def.Limits || cfg.Health != def.Health || cfg.Shutdown != def.Shutdown || cfg.Status != def.Status ||
+	if cfg.Limits != def.Limits || cfg.Probes != def.Probes || cfg.Shutdown != def.Shutdown || cfg.Status != def.Status ||
 		cfg.Admin != def.Admin || cfg.Forwarding != def.Forwarding || cfg.Loops != def.Loops || cfg.ReusePort != def.ReusePort {
 		t.Errorf("default.yaml and defaultConfig differ:\nfile %+v %+v %+v %+v\ncode %+v %+v %+v %+v",
-			cfg.Limits, cfg.Health, cfg.Shutdown, cfg.Status, def.Limits, def.Health, def.Shutdown, def.Status)
+			cfg.Limits, cfg.Probes, cfg.Shutdown, cfg.Status, def.Limits, def.Probes, def.Shutdown, def.Status)
 	}
 	d := newDecoder(os.LookupEnv, len(defaultConfigYAML))
 	if _, _, err := parse("default.yaml", defaultConfigYAML, d); err != nil {
@@ -584,7 +584,7 @@ func TestValidateWithoutAFile(t *testing.T) {
 	}
 }
 
-func TestLoadConfigReadError(t *testing.T) {
+func TestLoadReadError(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "missing.yaml")
 	_, _, err := Load(path)
 	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), path) {
@@ -611,7 +611,7 @@ func TestEditDistance(t *testing.T) {
 // docs/proxy-config.md (its YAML block) parses, and names every key of
 // every part of the configuration.
 func TestREADMEDocumentsEveryKey(t *testing.T) {
-	data, err := os.ReadFile("../../docs/proxy-config.md")
+	data, err := os.ReadFile("../../../docs/proxy-config.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -655,4 +655,10 @@ func eachConfigKey(f func(path, key string, field reflect.StructField)) {
 		}
 	}
 	walk(reflect.TypeFor[Config](), "")
+}
+
+// parseConfig is Parse without a file name or the warnings.
+func parseConfig(data []byte) (*Config, error) {
+	cfg, _, err := Parse("", data)
+	return cfg, err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"runtime"
 	"slices"
@@ -17,10 +18,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/tidegate/tidegate/benchmarks/peers"
 	"github.com/tidegate/tidegate/internal/testkit/waitfor"
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/session/mcbackend"
+	"github.com/tidegate/tidegate/session/proxy/admin"
+	"github.com/tidegate/tidegate/session/proxy/config"
+	"github.com/tidegate/tidegate/session/proxy/status"
 )
 
 // fakeClock is the proxy's health clock in a test: cooldowns end only
@@ -34,14 +37,14 @@ func installFakeClock(c *fakeClock) func(*Proxy) {
 
 func (c *fakeClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 
-// front is a Go relay (peers.GoRelay) on a fixed loopback address in front
+// front is a relay (testRelay) on a fixed loopback address in front
 // of target: down closes it, so connects there are refused, and up listens
 // there again. It counts the connections it accepted.
 type front struct {
 	t        *testing.T
 	addr     string
 	target   string
-	r        *peers.GoRelay
+	r        *testRelay
 	served   chan error
 	accepted int64 // by relays already closed
 }
@@ -56,7 +59,7 @@ func startFront(t *testing.T, target string) *front {
 
 func (f *front) up() {
 	f.t.Helper()
-	r := &peers.GoRelay{Backend: f.target}
+	r := &testRelay{target: f.target}
 	if err := r.Listen(f.addr); err != nil {
 		f.t.Fatal(err)
 	}
@@ -68,7 +71,7 @@ func (f *front) down() {
 	if f.r == nil {
 		return
 	}
-	f.accepted += f.r.Stats().Accepted
+	f.accepted += f.r.accepted.Load()
 	_ = f.r.Close()
 	if err := <-f.served; err != nil {
 		f.t.Errorf("relay in front of %s: %v", f.target, err)
@@ -80,11 +83,110 @@ func (f *front) accepts() int64 {
 	if f.r == nil {
 		return f.accepted
 	}
-	return f.accepted + f.r.Stats().Accepted
+	return f.accepted + f.r.accepted.Load()
+}
+
+// testRelay is a plain TCP relay: each connection it accepts is copied
+// both ways to target, a goroutine per direction, and closed with its
+// other side.
+type testRelay struct {
+	target   string
+	ln       net.Listener
+	accepted atomic.Int64
+
+	mu     sync.Mutex
+	closed bool
+	conns  map[net.Conn]struct{}
+	wg     sync.WaitGroup
+}
+
+// Listen binds addr.
+func (r *testRelay) Listen(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("relay listening on %s: %w", addr, err)
+	}
+	r.ln, r.conns = ln, map[net.Conn]struct{}{}
+	return nil
+}
+
+// Addr is the bound address.
+func (r *testRelay) Addr() net.Addr { return r.ln.Addr() }
+
+// Serve relays what it accepts until Close, when it returns nil.
+func (r *testRelay) Serve() error {
+	for {
+		c, err := r.ln.Accept()
+		if err != nil {
+			r.mu.Lock()
+			closed := r.closed
+			r.mu.Unlock()
+			if closed {
+				return nil
+			}
+			return fmt.Errorf("relay accepting: %w", err)
+		}
+		r.accepted.Add(1)
+		if !r.track(c) {
+			continue
+		}
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			r.session(c)
+		}()
+	}
+}
+
+// track adds c to the connections Close closes; false (c closed) once
+// Close has begun.
+func (r *testRelay) track(c net.Conn) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		_ = c.Close()
+		return false
+	}
+	r.conns[c] = struct{}{}
+	return true
+}
+
+func (r *testRelay) session(client net.Conn) {
+	defer client.Close()
+	backend, err := net.DialTimeout("tcp", r.target, 5*time.Second)
+	if err != nil || !r.track(backend) {
+		return
+	}
+	defer backend.Close()
+	done := make(chan struct{}, 2)
+	for _, pair := range [][2]net.Conn{{backend, client}, {client, backend}} {
+		go func() {
+			_, _ = io.Copy(pair[0], pair[1])
+			_ = pair[0].Close()
+			_ = pair[1].Close()
+			done <- struct{}{}
+		}()
+	}
+	<-done
+	<-done
+}
+
+// Close stops accepting, closes every connection and waits for the
+// sessions to end.
+func (r *testRelay) Close() error {
+	r.mu.Lock()
+	r.closed = true
+	err := r.ln.Close()
+	for c := range r.conns {
+		_ = c.Close()
+	}
+	r.mu.Unlock()
+	r.wg.Wait()
+	return err
 }
 
 // health returns the status of the backend at addr.
-func health(t *testing.T, p *Proxy, addr string) BackendStatus {
+func health(t *testing.T, p *Proxy, addr string) admin.BackendStatus {
 	t.Helper()
 	for _, b := range p.BackendHealth() {
 		if b.Addr == addr {
@@ -92,7 +194,7 @@ func health(t *testing.T, p *Proxy, addr string) BackendStatus {
 		}
 	}
 	t.Fatalf("no backend %s in %+v", addr, p.BackendHealth())
-	return BackendStatus{}
+	return admin.BackendStatus{}
 }
 
 // startLogins opens one connection per name and sends each a 1.20.2
@@ -202,7 +304,7 @@ func TestBreakerRefusesDuringCooldownThenProbesOnce(t *testing.T) {
 	dead := refusedAddr(t)
 	var clock fakeClock
 	p, addr := startProxy(t, mcConfig(dead, "health: {failures: 2, cooldown: 10s}"), installFakeClock(&clock))
-	offline := DefaultOfflineMessage
+	offline := config.DefaultOfflineMessage
 
 	loginsRefused(t, addr, "localhost", offline, "f1")
 	if b := health(t, p, dead); !b.Up || b.ConnectFailures != 1 || b.Failures != 1 {
@@ -273,12 +375,12 @@ func TestBreakerProbeSuccessBringsBackendBack(t *testing.T) {
 	// The backend's close reaches the client as a half-close; the session
 	// ends when the client closes too.
 	before.Close()
-	loginsRefused(t, addr, "localhost", DefaultOfflineMessage, "fail")
+	loginsRefused(t, addr, "localhost", config.DefaultOfflineMessage, "fail")
 	if b := health(t, p, f.addr); b.Up {
 		t.Fatalf("not marked down after a refused connect: %+v", b)
 	}
 	f.up()
-	loginsRefused(t, addr, "localhost", DefaultOfflineMessage, "c1", "c2", "c3")
+	loginsRefused(t, addr, "localhost", config.DefaultOfflineMessage, "c1", "c2", "c3")
 	if n := f.accepts(); n != 1 {
 		t.Fatalf("backend accepted %d connections, want only the one before it went down", n)
 	}
@@ -303,7 +405,7 @@ func TestPickHandsOutOneProbe(t *testing.T) {
 	g := &group{name: "g"}
 	b := &backend{addr: "a", weight: 1, group: g, backendHealth: &backendHealth{}}
 	g.backends = []*backend{b}
-	h := HealthConfig{Failures: 1, Cooldown: time.Second}
+	h := config.ProbeConfig{Failures: 1, Cooldown: time.Second}
 	const lease = int64(time.Minute)
 	now := nowUnix()
 	if !b.markFailed(h, now, false) {
@@ -360,23 +462,23 @@ func TestPickHandsOutOneProbe(t *testing.T) {
 func TestActiveChecksFollowBackend(t *testing.T) {
 	be := startBackend(t, mcbackend.Config{})
 	for _, tc := range []struct {
-		kind CheckKind
+		kind config.ProbeKind
 		cfg  func(addr string) string
 	}{
-		{CheckTCP, rawConfig},
-		{CheckStatus, func(addr string) string { return mcConfig(addr, "") }},
+		{config.ProbeTCP, rawConfig},
+		{config.ProbeStatus, func(addr string) string { return mcConfig(addr, "") }},
 	} {
 		t.Run(string(tc.kind), func(t *testing.T) {
 			f := startFront(t, be)
 			p, _ := startProxy(t, tc.cfg(f.addr)+"\nhealth: {interval: 20ms, timeout: 1s, failures: 2, cooldown: 1h}\n")
-			if k := p.cur().router.groups["main"].check; k != tc.kind {
+			if k := p.cur().router.groups["main"].probeKind; k != tc.kind {
 				t.Fatalf("auto check kind %s, want %s", k, tc.kind)
 			}
-			waitfor.For(t, "two passing checks with a latency", func() bool { b := health(t, p, f.addr); return b.ChecksOK >= 2 && b.Latency > 0 && b.LatencyEWMA > 0 })
+			waitfor.For(t, "two passing checks with a latency", func() bool { b := health(t, p, f.addr); return b.ProbesOK >= 2 && b.Latency > 0 && b.LatencyEWMA > 0 })
 			f.down()
 			waitfor.For(t, "the backend marked down", func() bool { return !health(t, p, f.addr).Up })
 			b := health(t, p, f.addr)
-			if b.ChecksFailed < 2 || !strings.Contains(b.LastError, "refused") || !slices.Equal(p.GroupsDown(), []string{"main"}) {
+			if b.ProbesFailed < 2 || !strings.Contains(b.LastError, "refused") || !slices.Equal(p.GroupsDown(), []string{"main"}) {
 				t.Fatalf("down: %+v, groups down %q", b, p.GroupsDown())
 			}
 			f.up()
@@ -390,7 +492,7 @@ func TestActiveChecksFollowBackend(t *testing.T) {
 		mute, _ := muteListener(t)
 		p, _ := startProxy(t, mcConfig(mute, "health: {interval: 20ms, timeout: 200ms, failures: 1, cooldown: 1h}"))
 		waitfor.For(t, "the mute backend marked down", func() bool { return !health(t, p, mute).Up })
-		if b := health(t, p, mute); b.ChecksOK != 0 || !strings.Contains(b.LastError, "status check of "+mute) {
+		if b := health(t, p, mute); b.ProbesOK != 0 || !strings.Contains(b.LastError, "status check of "+mute) {
 			t.Fatalf("mute backend: %+v", b)
 		}
 	})
@@ -496,7 +598,7 @@ health: {interval: 20ms, timeout: 1s, failures: 1, cooldown: 1h}
 `, live, dead))
 	waitfor.For(t, "every backend checked, the dead one down", func() bool {
 		for _, b := range p.BackendHealth() {
-			if b.Up == (b.Addr == dead) || b.ChecksOK+b.ChecksFailed == 0 {
+			if b.Up == (b.Addr == dead) || b.ProbesOK+b.ProbesFailed == 0 {
 				return false
 			}
 		}
@@ -505,12 +607,12 @@ health: {interval: 20ms, timeout: 1s, failures: 1, cooldown: 1h}
 	if got, want := p.GroupsDown(), []string{"creative", "lobby", "relay"}; !slices.Equal(got, want) {
 		t.Fatalf("GroupsDown = %q, want %q", got, want)
 	}
-	kinds := map[string]CheckKind{}
+	kinds := map[string]config.ProbeKind{}
 	for name, g := range p.cur().router.groups {
-		kinds[name] = g.check
+		kinds[name] = g.probeKind
 	}
-	want := map[string]CheckKind{"lobby": CheckStatus, "survival": CheckStatus, "creative": CheckStatus,
-		"relay": CheckTCP, "spare": CheckTCP, "live": CheckTCP}
+	want := map[string]config.ProbeKind{"lobby": config.ProbeStatus, "survival": config.ProbeStatus, "creative": config.ProbeStatus,
+		"relay": config.ProbeTCP, "spare": config.ProbeTCP, "live": config.ProbeTCP}
 	if fmt.Sprint(kinds) != fmt.Sprint(want) {
 		t.Fatalf("check kinds %v, want %v", kinds, want)
 	}
@@ -526,15 +628,15 @@ default_group: b
 routes: [{hosts: [c.example], group: c}]
 groups: {a: {backends: [{addr: "127.0.0.1:1"}]}, b: {backends: [{addr: "127.0.0.1:1"}]}, c: {backends: [{addr: "127.0.0.1:1"}]}}
 `
-	for check, want := range map[string]CheckKind{"": CheckTCP, "health: {check: status}": CheckStatus} {
-		cfg, err := ParseConfig([]byte(text + check))
+	for check, want := range map[string]config.ProbeKind{"": config.ProbeTCP, "health: {check: status}": config.ProbeStatus} {
+		cfg, err := parseConfig([]byte(text + check))
 		if err != nil {
 			t.Fatal(err)
 		}
 		r := newRouter(cfg, nil, 1)
 		for name, g := range r.groups {
-			if g.routed != (name == "a") || g.check != want {
-				t.Errorf("%q: group %s routed %v check %s; want routed %v check %s", check, name, g.routed, g.check, name == "a", want)
+			if g.routed != (name == "a") || g.probeKind != want {
+				t.Errorf("%q: group %s routed %v check %s; want routed %v check %s", check, name, g.routed, g.probeKind, name == "a", want)
 			}
 		}
 	}
@@ -554,7 +656,7 @@ health: {interval: 20ms, timeout: 1s, failures: 1, cooldown: 1h}
 `, live, dead))
 	waitfor.For(t, "the dead backend down and the live one measured", func() bool { return !health(t, p, dead).Up && health(t, p, live).Latency > 0 })
 	login17(t, dial(t, addr), "localhost", "Metrics")
-	loginsRefused(t, addr, "gone.example", DefaultOfflineMessage, "Nobody")
+	loginsRefused(t, addr, "gone.example", config.DefaultOfflineMessage, "Nobody")
 	waitfor.For(t, "the session on the live backend", func() bool { return health(t, p, live).Sessions == 1 })
 	compareMetrics(t, p, fmt.Sprintf(`
 # HELP tidegate_proxy_backend_connect_failures_total Backend connects of sessions that failed or timed out, by backend.
@@ -618,16 +720,16 @@ func TestStopEndsChecksInFlight(t *testing.T) {
 		t.Fatalf("Stop with a check in flight: %v", err)
 	}
 	buf := make([]byte, 1<<20)
-	if stacks := string(buf[:runtime.Stack(buf, true)]); strings.Contains(stacks, "checkLoop") {
+	if stacks := string(buf[:runtime.Stack(buf, true)]); strings.Contains(stacks, "probeLoop") {
 		t.Fatalf("a checker outlived Stop:\n%s", stacks)
 	}
-	if b := health(t, p, mute); b.ChecksFailed != 0 {
+	if b := health(t, p, mute); b.ProbesFailed != 0 {
 		t.Fatalf("a check cut short by Stop was counted as failed: %+v", b)
 	}
 }
 
 func TestHealthConfigValidation(t *testing.T) {
-	_, err := ParseConfig([]byte(`
+	_, err := parseConfig([]byte(`
 listeners: [{listen: "127.0.0.1:0"}]
 default_group: g
 groups:
@@ -646,7 +748,7 @@ health: {interval: -1s, timeout: -2s, check: ping, offline_message: "` + strings
 			t.Errorf("error does not say %s:\n%v", want, err)
 		}
 	}
-	cfg, err := ParseConfig([]byte(`
+	cfg, err := parseConfig([]byte(`
 listeners: [{listen: "127.0.0.1:0"}]
 default_group: g
 groups: {g: {backends: [{addr: "127.0.0.1:1"}]}}
@@ -654,7 +756,7 @@ groups: {g: {backends: [{addr: "127.0.0.1:1"}]}}
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h := cfg.Health; h.Interval != 0 || h.Timeout != 2*time.Second || h.Check != CheckAuto || h.OfflineMessage != DefaultOfflineMessage {
+	if h := cfg.Probes; h.Interval != 0 || h.Timeout != 2*time.Second || h.Kind != config.ProbeAuto || h.OfflineMessage != config.DefaultOfflineMessage {
 		t.Fatalf("health defaults %+v", h)
 	}
 }
@@ -663,7 +765,7 @@ groups: {g: {backends: [{addr: "127.0.0.1:1"}]}}
 // net's error, which names the address, and nothing before it that does again.
 func TestCheckErrorNamesTheAddressOnce(t *testing.T) {
 	addr := refusedAddr(t)
-	_, err := checkBackend(t.Context(), addr, CheckTCP, time.Second, 0)
+	_, err := probeBackend(t.Context(), addr, config.ProbeTCP, time.Second, 0)
 	if err == nil {
 		t.Fatalf("a check of %s, where nothing listens, passed", addr)
 	}
@@ -676,7 +778,7 @@ func TestCheckErrorNamesTheAddressOnce(t *testing.T) {
 // reports a failed connect with net's error alone, which names the address.
 func TestStatusFetchErrorNamesTheAddressOnce(t *testing.T) {
 	addr := refusedAddr(t)
-	_, err := fetchStatus(t.Context(), addr, time.Second)
+	_, err := status.Fetch(t.Context(), addr, time.Second)
 	if err == nil {
 		t.Fatalf("a status fetch from %s, where nothing listens, succeeded", addr)
 	}

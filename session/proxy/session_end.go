@@ -1,0 +1,109 @@
+package proxy
+
+import (
+	"github.com/tidegate/tidegate/protocol/mc"
+	"github.com/tidegate/tidegate/session/proxy/config"
+)
+
+// How a session ends before it relays, or by a timer: refusals and
+// timeouts.
+
+// onTimer handles the handshake timeout before relay and the idle timeout during it.
+func (s *session) onTimer() {
+	c := s.client
+	l := c.Loop()
+	switch s.state {
+	case stRelay:
+		if s.clientEOF || s.backendEOF {
+			s.p.loopOf(c).counters.ended[reasonFinTimeout].Add(1)
+			s.p.log.Info().Str("remote", s.remoteAddr()).Str("user", s.username).Bool("client_done", s.clientEOF).
+				Dur("fin_timeout", s.gen.cfg.Limits.FinTimeout).Msg("closing half-closed session: the other side did not finish")
+			s.state = stDone
+			c.Close()
+			s.backend.Close()
+			return
+		}
+		idle := s.gen.cfg.Limits.IdleTimeout
+		if due := s.lastActive + int64(idle); due > l.Now() {
+			l.ScheduleAt(&s.timer, due)
+			return
+		}
+		s.p.loopOf(c).counters.ended[reasonIdleTimeout].Add(1)
+		s.p.log.Info().Str("remote", s.remoteAddr()).Str("user", s.username).Dur("idle", idle).Msg("closing idle session")
+		s.state = stDone
+		c.Close()
+		if s.backend != nil {
+			s.backend.Close()
+		}
+	case stDone, stAdopting, stHandedOver:
+	case stLegacyPing:
+		if s.pre.legacy == 0 && l.Now() < s.handshakeDeadline() {
+			s.legacyWaitOver()
+			return
+		}
+		s.reject(reasonHandshakeTimeout, nil)
+	case stProxyHeader:
+		s.proxyHeaderTimeout()
+	case stClusterWait:
+		s.clusterWaitOver()
+	default:
+		s.reject(reasonHandshakeTimeout, nil)
+	}
+}
+
+// reject ends a session before relay: it counts and logs the reason, sends a
+// Minecraft disconnect message where the client is in the login state, and
+// closes the client cleanly.
+func (s *session) reject(r reason, err error) {
+	c := s.client
+	s.refused(r)
+	ev := s.p.refusalEvent(r).Str("remote", s.remoteAddr()).Str("reason", r.String()).Str("host", s.host)
+	if s.group != nil {
+		ev = ev.Str("group", s.group.name)
+	}
+	if s.username != "" {
+		ev = ev.Str("user", s.username)
+	}
+	if err != nil {
+		ev = ev.Err(err).Str("detail", mc.ErrorReason(err))
+	}
+	ev.Msg("session rejected")
+	if s.loginDisconnectable() {
+		switch msg := disconnectText(r); {
+		case (r == reasonBackendUnavailable || r == reasonNoHealthyBackend) && s.group != nil:
+			_ = c.Write(s.group.offlineDisconnect)
+		case msg != "":
+			_ = c.Write(mc.AppendLoginDisconnect(nil, []byte(`{"text":"`+msg+`"}`)))
+		}
+	}
+	s.dropProbe()
+	s.state = stDone
+	c.Discard(-1)
+	c.Close()
+	if s.backend != nil {
+		s.backend.Close()
+	}
+}
+
+// disconnectText is what a player reads for a refusal after the handshake;
+// the group's offline message stands for backend_unavailable and
+// no_healthy_backend.
+func disconnectText(r reason) string {
+	switch r {
+	case reasonUnknownHost:
+		return config.UnknownHostDisconnect
+	case reasonHandshakeTimeout:
+		return "Timed out while logging in"
+	case reasonPrerouteCap, reasonBadFrame, reasonBadLoginStart:
+		return "Protocol error"
+	case reasonLoginRate:
+		return "Too many logins from your address, wait a moment and try again"
+	case reasonMaxSessionsPerSubnet:
+		return "Too many players from your network, try again later"
+	case reasonDuplicateLogin:
+		return "You are already logged in to this network"
+	case reasonLoggedInElsewhere:
+		return "You logged in from another location"
+	}
+	return ""
+}
