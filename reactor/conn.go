@@ -4,6 +4,8 @@ import (
 	"errors"
 	"net"
 
+	"github.com/tidegate/tidegate/reactor/looptimer"
+
 	"github.com/panjf2000/gnet/v2"
 	"golang.org/x/sys/unix"
 )
@@ -93,13 +95,13 @@ type Conn struct {
 // made on demand (Conn.more) and dropped again (Conn.tidy) when nothing in
 // it is in use, so that a relayed connection at rest holds none of it.
 type connAux struct {
-	dialTimer   Timer     // outbound: the connect's deadline, until it opens
-	lingerUntil int64     // closing: when the linger ends
-	out         outQueue  // halfClose: the output the kernel has not taken (outqueue.go)
-	tail        *tail     // set once the peer half-closed: the socket, outside gnet
-	eofInput    gnet.Conn // during OnReadEOF: gnet's connection, for its unread input
-	eofRest     []byte    // during OnClose/OnReadEOF of a paused connection: all its unread input
-	closeErr    error     // why the reactor closed it (a write error)
+	dialTimer   looptimer.Timer // outbound: the connect's deadline, until it opens
+	lingerUntil int64           // closing: when the linger ends
+	out         outQueue        // halfClose: the output the kernel has not taken (outqueue.go)
+	tail        *tail           // set once the peer half-closed: the socket, outside gnet
+	eofInput    gnet.Conn       // during OnReadEOF: gnet's connection, for its unread input
+	eofRest     []byte          // during OnClose/OnReadEOF of a paused connection: all its unread input
+	closeErr    error           // why the reactor closed it (a write error)
 }
 
 // more returns c's aux, making it if c has none: from the loop's spares
@@ -190,7 +192,7 @@ func (c *Conn) closeErr() error {
 // stopDial disarms c's connect deadline.
 func (c *Conn) stopDial() {
 	if c.aux != nil {
-		c.loop.timers.stop(&c.aux.dialTimer)
+		c.loop.timers.Stop(&c.aux.dialTimer)
 	}
 }
 

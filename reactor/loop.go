@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tidegate/tidegate/reactor/looptimer"
+
 	"github.com/panjf2000/gnet/v2"
 	"golang.org/x/sys/unix"
 )
@@ -21,7 +23,7 @@ type Loop struct {
 	index    int
 	pollFD   int // the loop's epoll or kqueue descriptor
 
-	timers   timerHeap
+	timers   looptimer.Heap
 	waiters  []*Conn    // connections whose output drain someone waits for
 	waitInfo []waitInfo // parallel to waiters
 	deferred []*Conn    // resumed connections with input to offer to OnTraffic
@@ -31,7 +33,7 @@ type Loop struct {
 	connScratch []*Conn
 
 	backlogged  []*Conn // connections with output queued, for the buffer budget
-	budgetTimer Timer
+	budgetTimer looptimer.Timer
 
 	// Drain detection (drain.go): the watcher reports waiters whose socket
 	// became writable; polled counts the waiters checked every DrainPoll
@@ -42,7 +44,7 @@ type Loop struct {
 	waitByFD    map[int]*Conn
 	drainChecks int                   // checks of waiters so far, for tests
 	ips         map[netip.Addr]net.IP // shared copies of the connections' IPs (addrs.go)
-	lingerTimer Timer
+	lingerTimer looptimer.Timer
 	pollScratch [1]unix.PollFd
 
 	stats LoopStats
@@ -123,15 +125,15 @@ func (l *Loop) Now() int64 { return l.srv.clock.Load() }
 // Schedule arms t to fire d from now; an armed timer is moved. "Now" is read
 // from the clock itself, not the loop clock, which may be a tick or more
 // stale, so that a timer never fires before d has passed.
-func (l *Loop) Schedule(t *Timer, d time.Duration) {
-	l.timers.schedule(t, int64(time.Since(l.srv.start))+int64(d))
+func (l *Loop) Schedule(t *looptimer.Timer, d time.Duration) {
+	l.timers.Schedule(t, int64(time.Since(l.srv.start))+int64(d))
 }
 
 // ScheduleAt arms t to fire at the loop clock time when.
-func (l *Loop) ScheduleAt(t *Timer, when int64) { l.timers.schedule(t, when) }
+func (l *Loop) ScheduleAt(t *looptimer.Timer, when int64) { l.timers.Schedule(t, when) }
 
 // Stop disarms t; stopping a timer that is not armed does nothing.
-func (l *Loop) Stop(t *Timer) { l.timers.stop(t) }
+func (l *Loop) Stop(t *looptimer.Timer) { l.timers.Stop(t) }
 
 // Execute runs f on the loop; it is the way to reach a loop from another goroutine.
 func (l *Loop) Execute(f func()) error {
@@ -144,7 +146,7 @@ func (l *Loop) Execute(f func()) error {
 
 func (l *Loop) onTick() {
 	now := l.Now()
-	for t := l.timers.popDue(now); t != nil; t = l.timers.popDue(now) {
+	for t := l.timers.PopDue(now); t != nil; t = l.timers.PopDue(now) {
 		t.F()
 	}
 	if l.pollAll || l.polled > 0 {
@@ -281,7 +283,7 @@ func (l *Loop) afterCallback() {
 	if len(l.closed) > 0 {
 		l.finishTails()
 	}
-	l.nextDeadline.Store(l.timers.next())
+	l.nextDeadline.Store(l.timers.Next())
 	polled := l.polled
 	if l.pollAll {
 		polled = len(l.waiters)

@@ -8,6 +8,7 @@ import (
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/protocol/proxyproto"
 	"github.com/tidegate/tidegate/reactor"
+	"github.com/tidegate/tidegate/reactor/looptimer"
 	"github.com/tidegate/tidegate/session/cluster"
 )
 
@@ -50,7 +51,7 @@ type session struct {
 	host     string // normalized virtual host
 	username string
 
-	timer      reactor.Timer // handshake timeout, then idle timeout, then fin timeout
+	timer      looptimer.Timer // handshake timeout, then idle timeout, then fin timeout
 	lastActive int64
 	opened     int64 // unix nanoseconds: when the client connected (to the first process, for one handed over)
 	c2s, s2c   frameScanner

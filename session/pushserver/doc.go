@@ -122,7 +122,7 @@
 //
 // # Timers
 //
-// Each subscriber has one reactor.Timer armed at its earliest deadline: the
+// Each subscriber has one looptimer.Timer armed at its earliest deadline: the
 // end of its window, its heartbeat (Config.Heartbeat after the last write:
 // an OpHeartbeat frame or an SSE ping event), its read idle limit
 // (Config.ReadIdle after the last byte read, for TCP subscribers and for

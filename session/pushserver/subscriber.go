@@ -9,6 +9,7 @@ import (
 
 	"github.com/tidegate/tidegate/protocol/push"
 	"github.com/tidegate/tidegate/reactor"
+	"github.com/tidegate/tidegate/reactor/looptimer"
 )
 
 type subKind uint8
@@ -51,7 +52,7 @@ type subscriber struct {
 	lastRead         int64
 	notWritableSince int64 // 0 while writable: see markNotWritable
 
-	timer reactor.Timer
+	timer looptimer.Timer
 }
 
 // subscribeHandler serves the subscribe listener.

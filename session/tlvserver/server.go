@@ -14,6 +14,7 @@ import (
 
 	"github.com/tidegate/tidegate/protocol/tlv"
 	"github.com/tidegate/tidegate/reactor"
+	"github.com/tidegate/tidegate/reactor/looptimer"
 
 	"github.com/rs/zerolog"
 )
@@ -157,7 +158,7 @@ type session struct {
 	srv        *Server
 	c          *reactor.Conn
 	lastActive int64
-	idle       reactor.Timer
+	idle       looptimer.Timer
 }
 
 // OnOpen implements reactor.Handler.
