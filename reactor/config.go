@@ -19,6 +19,9 @@ const (
 	// DefaultLinger lets a reader at 70 KiB/s take a full HighWatermark
 	// (2 MiB) of queued output before a close gives up on it.
 	DefaultLinger = 30 * time.Second
+	// DefaultFDReserve is how many descriptors the admission budget keeps
+	// free for listeners, backend dials in flight, metrics and logs.
+	DefaultFDReserve = 128
 )
 
 // Config holds the options of a Server. The zero value of each field selects

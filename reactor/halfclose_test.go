@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tidegate/tidegate/internal/testkit/waitfor"
+	"github.com/tidegate/tidegate/reactor/fdbudget"
 )
 
 // TestOutQueue: what goes in comes out in order across chunk boundaries,
@@ -148,7 +149,7 @@ func TestFINAfterOwnFINKeepsNoSocket(t *testing.T) {
 
 func countFDs(t *testing.T) int {
 	t.Helper()
-	n, err := openFDs()
+	n, err := fdbudget.OpenFDs()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,8 @@
 package reactor
 
 import (
+	"github.com/tidegate/tidegate/reactor/fdbudget"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -81,6 +83,6 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.resetQueued, prometheus.CounterValue, float64(st.AbortQueuedBytes), name, "abort")
 		ch <- prometheus.MustNewConstMetric(c.halfClosed, prometheus.CounterValue, float64(st.HalfClosed), name)
 	}
-	ch <- prometheus.MustNewConstMetric(c.fdLimit, prometheus.GaugeValue, float64(fdAccount.limit.Load()))
-	ch <- prometheus.MustNewConstMetric(c.fdAccounted, prometheus.GaugeValue, float64(fdAccount.held.Load()+fdAccount.base.Load()))
+	ch <- prometheus.MustNewConstMetric(c.fdLimit, prometheus.GaugeValue, float64(fdbudget.Limit()))
+	ch <- prometheus.MustNewConstMetric(c.fdAccounted, prometheus.GaugeValue, float64(fdbudget.Accounted()))
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tidegate/tidegate/internal/revision"
-	"github.com/tidegate/tidegate/reactor"
+	"github.com/tidegate/tidegate/reactor/fdbudget"
 	"github.com/tidegate/tidegate/session/proxy"
 )
 
@@ -38,7 +38,7 @@ func buildRevision() string {
 func startEvent(log zerolog.Logger, c *cli.Context) *zerolog.Event {
 	ev := log.Info().Str("version", version).Str("revision", buildRevision()).Str("go", runtime.Version()).
 		Int("pid", os.Getpid()).Str("command", c.Command.FullName())
-	if limit, err := reactor.RaiseFileLimit(); err == nil {
+	if limit, err := fdbudget.RaiseFileLimit(); err == nil {
 		ev = ev.Uint64("fd_limit", limit)
 	} else {
 		ev = ev.AnErr("fd_limit_error", err)
