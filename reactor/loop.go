@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tidegate/tidegate/reactor/drainwatch"
 	"github.com/tidegate/tidegate/reactor/looptimer"
 
 	"github.com/panjf2000/gnet/v2"
@@ -38,7 +39,7 @@ type Loop struct {
 	// Drain detection (drain.go): the watcher reports waiters whose socket
 	// became writable; polled counts the waiters checked every DrainPoll
 	// meanwhile. With no watcher (pollAll), every waiter is polled.
-	drain       *drainWatcher
+	drain       *drainwatch.Watcher
 	pollAll     bool
 	polled      int
 	waitByFD    map[int]*Conn
@@ -104,7 +105,7 @@ func newLoop(s *Server, el gnet.EventLoop, index int, pollFD int) *Loop {
 	l.lingerTimer.F = l.onLingerTimer
 	l.pollAll = s.cfg.pollDrain
 	if !l.pollAll {
-		w, err := newDrainWatcher(l)
+		w, err := drainwatch.New(drainEvents{l})
 		if err != nil {
 			s.log.Error().Err(err).Int("loop", index).Dur("drain_poll", s.cfg.DrainPoll).
 				Msg("drain watcher could not start: connections waiting for drain on this loop are polled instead")
@@ -180,7 +181,7 @@ func (l *Loop) watch(c *Conn) {
 	if l.pollAll {
 		return
 	}
-	if err := l.drain.add(fd); err != nil {
+	if err := l.drain.Add(fd); err != nil {
 		// Without the kernel's word this one is polled until its wait ends.
 		l.srv.log.Error().Err(err).Int("fd", fd).Msg("drain watcher: registering a waiting connection failed: polling it")
 		l.waitInfo[c.waitIdx-1].polled = true
@@ -202,7 +203,7 @@ func (l *Loop) unwatch(c *Conn) {
 	}
 	if info.watched {
 		delete(l.waitByFD, info.fd)
-		l.drain.remove(info.fd)
+		l.drain.Remove(info.fd)
 	}
 	if i != last {
 		l.waiters[i] = l.waiters[last]
