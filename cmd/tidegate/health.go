@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/tidegate/tidegate/reactor"
+	"github.com/tidegate/tidegate/reactor/metrics"
 	"github.com/tidegate/tidegate/session/proxy"
 )
 
@@ -74,7 +75,7 @@ func newHealthRegistry() *healthRegistry {
 
 // addServer registers a started reactor server under name: /healthz and
 // /readyz fail unless its loops run and every listener is alive, the
-// process ends when its loops end, and reactor.NewCollector exports it.
+// process ends when its loops end, and metrics.NewCollector exports it.
 func (h *healthRegistry) addServer(name string, s *reactor.Server) {
 	h.live = append(h.live, healthCheck{name: name, check: func() (bool, any) {
 		hs := s.Health()
@@ -172,4 +173,4 @@ func (h *healthRegistry) handler(readiness bool) http.HandlerFunc {
 
 // collector returns the one reactor collector of the process, for every
 // registered server.
-func (h *healthRegistry) collector() *reactor.Collector { return reactor.NewCollector(h.servers) }
+func (h *healthRegistry) collector() *metrics.Collector { return metrics.NewCollector(h.servers) }
