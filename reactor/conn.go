@@ -333,7 +333,7 @@ func (c *Conn) Write(p []byte) error {
 }
 
 // Writev writes bs with one vectored write; what the kernel does not take is
-// copied and queued. bs must hold at most MaxIovecs slices.
+// copied and queued. bs must hold at most writev.MaxIovecs slices.
 func (c *Conn) Writev(bs [][]byte) error {
 	if c.state&(stateCloseQueued|stateClosed|stateWriteShut) != 0 {
 		return ErrClosed

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tidegate/tidegate/reactor/drainwatch"
 	"github.com/tidegate/tidegate/reactor/looptimer"
+	"github.com/tidegate/tidegate/reactor/writev"
 
 	"github.com/panjf2000/gnet/v2"
 	"golang.org/x/sys/unix"
@@ -50,9 +51,9 @@ type Loop struct {
 
 	stats LoopStats
 
-	iovecs []unix.Iovec // scratch for writevBatch and writeBufs
-	bufs   [][]byte     // scratch for flushQueue
-	batch  Batch        // scratch for handlers, see Batch
+	iovecs writev.Scratch // for writevBatch and queueWrite's writes
+	bufs   [][]byte       // scratch for flushQueue
+	batch  writev.Batch   // scratch for handlers, see Batch
 
 	// Read by the ticker goroutine.
 	nextDeadline atomic.Int64
@@ -310,5 +311,6 @@ func (l *Loop) traffic(c *Conn) {
 func (l *Loop) inboundCap() int { return 4 * l.srv.cfg.ReadBufferCap }
 
 // Batch returns the loop's scratch batch. A handler may use it within one
-// callback and must write or reset it before the callback returns.
-func (l *Loop) Batch() *Batch { return &l.batch }
+// callback and must write it (Conn.WriteBatch) or reset it before the
+// callback returns.
+func (l *Loop) Batch() *writev.Batch { return &l.batch }

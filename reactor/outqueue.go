@@ -3,6 +3,8 @@ package reactor
 import (
 	"errors"
 
+	"github.com/tidegate/tidegate/reactor/writev"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -20,7 +22,7 @@ import (
 // before them, and queues what the kernel does not take.
 func (l *Loop) queueWrite(c *Conn, ps ...[]byte) error {
 	if c.queued() == 0 {
-		n, err := l.writeBufs(c.sockFD(), ps)
+		n, err := l.iovecs.Write(c.sockFD(), ps)
 		if err != nil && !errors.Is(err, unix.EAGAIN) {
 			l.breakWrite(c, err)
 			return err
@@ -50,8 +52,8 @@ func (l *Loop) flushQueue(c *Conn) {
 	fd := c.sockFD()
 	for c.queued() > 0 {
 		q := &c.aux.out
-		bufs := q.AppendBufs(l.bufs[:0], MaxIovecs)
-		n, err := l.writeBufs(fd, bufs)
+		bufs := q.AppendBufs(l.bufs[:0], writev.MaxIovecs)
+		n, err := l.iovecs.Write(fd, bufs)
 		clear(bufs)
 		l.bufs = bufs[:0]
 		if n > 0 {

@@ -38,7 +38,7 @@ func (h *echoHandler) OnTraffic(c *Conn) {
 	h.read.Add(int64(len(b)))
 	batch := c.Loop().Batch()
 	batch.Add(b)
-	_ = batch.WriteTo(c)
+	_ = c.WriteBatch(batch)
 	c.Discard(len(b))
 	c.Backpressure()
 }

@@ -238,12 +238,12 @@ func (h *handler) OnTraffic(c *reactor.Conn) {
 			break // a partial frame, or bad input
 		}
 		// The batch may reference in, so it is written before in is discarded.
-		_ = out.WriteTo(c)
+		_ = c.WriteBatch(out)
 		if c.Backpressure() {
 			break
 		}
 	}
-	_ = out.WriteTo(c)
+	_ = c.WriteBatch(out)
 	if consumed > 0 {
 		c.Discard(consumed)
 	}

@@ -259,7 +259,7 @@ func (h *backendHandler) OnOpen(bc *reactor.Conn) {
 		}
 	}
 	ls.counters.bytesC2S.Add(int64(len(buf)))
-	_ = batch.WriteTo(bc)
+	_ = bc.WriteBatch(batch)
 	c.Discard(len(buf))
 	s.pre = nil // what the login needed is sent; relaying needs none of it
 	c.SetSink(bc)
