@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tidegate/tidegate/reactor/fdbudget"
+	"github.com/tidegate/tidegate/reactor/workerpool"
 
 	"github.com/panjf2000/gnet/v2"
 	"github.com/rs/zerolog"
@@ -55,7 +56,7 @@ type Server struct {
 	draining atomic.Bool // StopAccepting was called
 	runErr   error
 
-	dialer *dialPool
+	dialer *workerpool.Pool[dialJob]
 }
 
 // NewServer validates cfg and returns a server that is not yet listening.
@@ -238,7 +239,7 @@ func (s *Server) Stop(ctx context.Context) error {
 	})
 	select {
 	case <-s.done:
-		return s.dialer.close(ctx)
+		return s.dialer.Close(ctx)
 	case <-ctx.Done():
 		return fmt.Errorf("reactor: stop: %w", ctx.Err())
 	}
