@@ -10,7 +10,8 @@
 // writev (Batch, and the reused iovec array), looptimer (the timer heap),
 // drainwatch (the drain watcher's poll set and goroutine), chunkqueue (the
 // half-close queue's pooled chunks), fdbudget (the process's descriptor
-// budget) and metrics (the Prometheus collector).
+// budget), workerpool (the dial goroutines), ipshare (the shared copies of
+// the connections' IPs) and metrics (the Prometheus collector).
 //
 // gnet offers no way to stop reading a connection and no callback when a
 // connection's output has drained. This package adds both, with what it

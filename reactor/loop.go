@@ -2,12 +2,11 @@ package reactor
 
 import (
 	"context"
-	"net"
-	"net/netip"
 	"sync/atomic"
 	"time"
 
 	"github.com/tidegate/tidegate/reactor/drainwatch"
+	"github.com/tidegate/tidegate/reactor/ipshare"
 	"github.com/tidegate/tidegate/reactor/looptimer"
 	"github.com/tidegate/tidegate/reactor/writev"
 
@@ -44,8 +43,8 @@ type Loop struct {
 	pollAll     bool
 	polled      int
 	waitByFD    map[int]*Conn
-	drainChecks int                   // checks of waiters so far, for tests
-	ips         map[netip.Addr]net.IP // shared copies of the connections' IPs (addrs.go)
+	drainChecks int           // checks of waiters so far, for tests
+	ips         ipshare.Table // shared copies of the connections' IPs (addrs.go)
 	lingerTimer looptimer.Timer
 	pollScratch [1]unix.PollFd
 
@@ -91,7 +90,7 @@ type LoopStats struct {
 }
 
 func newLoop(s *Server, el gnet.EventLoop, index int, pollFD int) *Loop {
-	l := &Loop{srv: s, el: el, index: index, pollFD: pollFD, waitByFD: make(map[int]*Conn), ips: make(map[netip.Addr]net.IP)}
+	l := &Loop{srv: s, el: el, index: index, pollFD: pollFD, waitByFD: make(map[int]*Conn)}
 	l.budgetTimer.F = l.scanBacklog
 	l.tickRunnable = func(context.Context) error {
 		l.tickQueued.Store(false)
