@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tidegate/tidegate/reactor"
+	"github.com/tidegate/tidegate/reactor/metrics"
 	"github.com/tidegate/tidegate/session/proxy"
 	"github.com/tidegate/tidegate/session/proxy/config"
 	"github.com/tidegate/tidegate/session/pushserver"
@@ -132,7 +133,7 @@ func scrapeExported() (*metricSet, error) {
 	}
 	pub, sub := ps.Reactors()
 	collectors := []prometheus.Collector{
-		reactor.NewCollector(map[string]*reactor.Server{"proxy": p.Reactor(), "tlv": ts.Reactor(), "publish": pub, "subscribe": sub}),
+		metrics.NewCollector(map[string]*reactor.Server{"proxy": p.Reactor(), "tlv": ts.Reactor(), "publish": pub, "subscribe": sub}),
 		proxy.NewCollector(p), tlvserver.NewCollector(ts), pushserver.NewCollector(ps),
 	}
 	reg := prometheus.NewPedanticRegistry()

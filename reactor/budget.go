@@ -1,6 +1,10 @@
 package reactor
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/tidegate/tidegate/reactor/chunkqueue"
+)
 
 // The process's buffer budget. Each connection's high watermark bounds the
 // output queued for it, but 9,000 sessions with stalled readers would still
@@ -17,7 +21,7 @@ import "sync/atomic"
 var processQueued atomic.Int64
 
 // budgetFloor is what a sink may hold while the process is over budget.
-const budgetFloor = outChunkSize
+const budgetFloor = chunkqueue.ChunkSize
 
 // QueuedBytes returns the output queued in the process for all connections,
 // as last accounted.
@@ -33,7 +37,7 @@ func (l *Loop) accountQueued(c *Conn, queued int) {
 	if c.ownsQueue() {
 		q = 0 // the memory, whole chunks
 		if c.aux != nil {
-			q = int64(c.aux.out.held())
+			q = int64(c.aux.out.Held())
 		}
 	}
 	if d := q - c.accounted; d != 0 {

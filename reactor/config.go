@@ -22,6 +22,9 @@ const (
 	DefaultHighWatermark = flowcontrol.DefaultHighWatermark
 	DefaultLowWatermark  = flowcontrol.DefaultLowWatermark
 	DefaultLinger        = flowcontrol.DefaultLinger
+	// DefaultFDReserve is how many descriptors the admission budget keeps
+	// free for listeners, backend dials in flight, metrics and logs.
+	DefaultFDReserve = 128
 )
 
 // Config holds the options of a Server. The zero value of each field selects

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"net"
 
+	"github.com/tidegate/tidegate/reactor/chunkqueue"
+	"github.com/tidegate/tidegate/reactor/looptimer"
+
 	"github.com/panjf2000/gnet/v2"
 	"golang.org/x/sys/unix"
 )
@@ -93,13 +96,13 @@ type Conn struct {
 // made on demand (Conn.more) and dropped again (Conn.tidy) when nothing in
 // it is in use, so that a relayed connection at rest holds none of it.
 type connAux struct {
-	dialTimer   Timer     // outbound: the connect's deadline, until it opens
-	lingerUntil int64     // closing: when the linger ends
-	out         outQueue  // halfClose: the output the kernel has not taken (outqueue.go)
-	tail        *tail     // set once the peer half-closed: the socket, outside gnet
-	eofInput    gnet.Conn // during OnReadEOF: gnet's connection, for its unread input
-	eofRest     []byte    // during OnClose/OnReadEOF of a paused connection: all its unread input
-	closeErr    error     // why the reactor closed it (a write error)
+	dialTimer   looptimer.Timer  // outbound: the connect's deadline, until it opens
+	lingerUntil int64            // closing: when the linger ends
+	out         chunkqueue.Queue // halfClose: the output the kernel has not taken (outqueue.go)
+	tail        *tail            // set once the peer half-closed: the socket, outside gnet
+	eofInput    gnet.Conn        // during OnReadEOF: gnet's connection, for its unread input
+	eofRest     []byte           // during OnClose/OnReadEOF of a paused connection: all its unread input
+	closeErr    error            // why the reactor closed it (a write error)
 }
 
 // more returns c's aux, making it if c has none: from the loop's spares
@@ -126,13 +129,13 @@ const maxSpareAux = 256
 // the loop's spares (with its chunk list's capacity) while there is room.
 func (c *Conn) tidy() {
 	a := c.aux
-	if a == nil || a.dialTimer.Armed() || a.lingerUntil != 0 || a.out.n != 0 || a.tail != nil ||
+	if a == nil || a.dialTimer.Armed() || a.lingerUntil != 0 || a.out.Len() != 0 || a.tail != nil ||
 		a.eofInput != nil || a.eofRest != nil || a.closeErr != nil {
 		return
 	}
 	c.aux = nil
 	if l := c.loop; len(l.spareAux) < maxSpareAux {
-		*a = connAux{out: outQueue{chunks: a.out.chunks[:0]}}
+		*a = connAux{out: a.out} // empty, so it keeps only its chunk list's room
 		l.spareAux = append(l.spareAux, a)
 	}
 }
@@ -145,13 +148,13 @@ func (c *Conn) queued() int {
 	if c.aux == nil {
 		return 0
 	}
-	return c.aux.out.n
+	return c.aux.out.Len()
 }
 
 // releaseQueue drops the output the reactor holds queued for c.
 func (c *Conn) releaseQueue() {
 	if c.aux != nil {
-		c.aux.out.release()
+		c.aux.out.Release()
 	}
 }
 
@@ -190,7 +193,7 @@ func (c *Conn) closeErr() error {
 // stopDial disarms c's connect deadline.
 func (c *Conn) stopDial() {
 	if c.aux != nil {
-		c.loop.timers.stop(&c.aux.dialTimer)
+		c.loop.timers.Stop(&c.aux.dialTimer)
 	}
 }
 
@@ -330,7 +333,7 @@ func (c *Conn) Write(p []byte) error {
 }
 
 // Writev writes bs with one vectored write; what the kernel does not take is
-// copied and queued. bs must hold at most MaxIovecs slices.
+// copied and queued. bs must hold at most writev.MaxIovecs slices.
 func (c *Conn) Writev(bs [][]byte) error {
 	if c.state&(stateCloseQueued|stateClosed|stateWriteShut) != 0 {
 		return ErrClosed

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"net"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/tidegate/tidegate/reactor/workerpool"
 
 	"github.com/panjf2000/gnet/v2"
 )
@@ -59,7 +59,7 @@ func (l *Loop) Dial(addr string, timeout time.Duration, h Handler, value any) *C
 	a := c.more()
 	a.dialTimer.F = func() { l.dialFailed(c, &DialError{Addr: addr, Timeout: true}) }
 	l.Schedule(&a.dialTimer, timeout)
-	if !l.srv.dialer.submit(dialJob{l: l, c: c, addr: addr, timeout: timeout}) {
+	if !l.srv.dialer.Submit(dialJob{l: l, c: c, addr: addr, timeout: timeout}) {
 		// Not from here: the caller is still setting up around the Conn.
 		_ = l.Execute(func() { l.dialFailed(c, &DialError{Addr: addr, Local: true, Err: errDialQueueFull}) })
 	}
@@ -83,109 +83,14 @@ type dialJob struct {
 	timeout time.Duration
 }
 
-// dialPool runs connects on at most maxDialWorkers goroutines, started on
-// demand; a worker exits after idleAfter without work, or at stop.
-type dialPool struct {
-	jobs      chan dialJob
-	stop      chan struct{}
-	stopOnce  sync.Once
-	workers   atomic.Int32 // running
-	idle      atomic.Int32 // running and waiting for a job
-	wg        sync.WaitGroup
-	idleAfter time.Duration
+// newDialPool returns the pool a server's dials run on.
+func newDialPool() *workerpool.Pool[dialJob] {
+	return workerpool.New[dialJob]("reactor: dial", maxDialWorkers, dialQueueLength, dialWorkerIdle)
 }
 
-func newDialPool() *dialPool {
-	return &dialPool{jobs: make(chan dialJob, dialQueueLength), stop: make(chan struct{}), idleAfter: dialWorkerIdle}
-}
-
-// submit queues j and makes sure a worker will take it; false when the queue is full.
-func (p *dialPool) submit(j dialJob) bool {
-	select {
-	case p.jobs <- j:
-	default:
-		return false
-	}
-	p.ensureWorker()
-	return true
-}
-
-// ensureWorker starts a worker unless one is waiting for a job or the pool
-// is at its bound.
-func (p *dialPool) ensureWorker() {
-	for {
-		n := p.workers.Load()
-		if n >= maxDialWorkers || p.idle.Load() > 0 {
-			return // a waiting worker takes it, or the pool is at its bound
-		}
-		if p.workers.CompareAndSwap(n, n+1) {
-			p.wg.Add(1)
-			go p.work()
-			return
-		}
-	}
-}
-
-func (p *dialPool) work() {
-	defer p.wg.Done()
-	defer p.workers.Add(-1)
-	idle := time.NewTimer(p.idleAfter)
-	defer idle.Stop()
-	for {
-		p.idle.Add(1)
-		select {
-		case j := <-p.jobs:
-			p.idle.Add(-1)
-			j.run(p.stop)
-			idle.Reset(p.idleAfter)
-		case <-idle.C:
-			if j, ok := p.retire(); ok {
-				j.run(p.stop)
-				idle.Reset(p.idleAfter)
-				continue
-			}
-			return
-		case <-p.stop:
-			p.idle.Add(-1)
-			return
-		}
-	}
-}
-
-// retire stops counting an idle worker whose idle time ran out. A job
-// submitted while the worker still counted as idle started no other worker,
-// so the worker takes it (ok) instead of leaving it to wait for the next
-// submit, or for its connect timeout.
-func (p *dialPool) retire() (j dialJob, ok bool) {
-	p.idle.Add(-1)
-	select {
-	case j = <-p.jobs:
-		return j, true
-	default:
-		return dialJob{}, false
-	}
-}
-
-// close stops the workers and waits for them until ctx ends; queued
-// connects are dropped. A connect in flight ends within its timeout.
-func (p *dialPool) close(ctx context.Context) error {
-	p.stopOnce.Do(func() { close(p.stop) })
-	done := make(chan struct{})
-	go func() {
-		p.wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("reactor: dial workers still connecting: %w", ctx.Err())
-	}
-}
-
-// run connects and hands the connection to gnet on the job's loop; it stops
+// Run connects and hands the connection to gnet on the job's loop; it stops
 // waiting for gnet's registration when stop closes (the loop may be gone).
-func (j dialJob) run(stop <-chan struct{}) {
+func (j dialJob) Run(stop <-chan struct{}) {
 	l, c, addr := j.l, j.c, j.addr
 	// KeepAlive -1: Go would otherwise set four keep-alive options, four
 	// system calls on every backend connect (HAProxy's default, no

@@ -6,6 +6,13 @@
 // loop that owns the connection, and so does everything a Handler calls on a
 // Conn; nothing here takes a lock on the data path.
 //
+// The parts that need nothing of the loops are packages of their own:
+// writev (Batch, and the reused iovec array), looptimer (the timer heap),
+// drainwatch (the drain watcher's poll set and goroutine), chunkqueue (the
+// half-close queue's pooled chunks), fdbudget (the process's descriptor
+// budget), workerpool (the dial goroutines), ipshare (the shared copies of
+// the connections' IPs) and metrics (the Prometheus collector).
+//
 // gnet offers no way to stop reading a connection and no callback when a
 // connection's output has drained. This package adds both, with what it
 // takes from gnet's internals kept in gnetcompat*.go, each reliance listed

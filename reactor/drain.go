@@ -2,8 +2,9 @@ package reactor
 
 import (
 	"context"
-	"sync/atomic"
 	"time"
+
+	"github.com/tidegate/tidegate/reactor/drainwatch"
 
 	"github.com/panjf2000/gnet/v2"
 	"golang.org/x/sys/unix"
@@ -17,11 +18,11 @@ import (
 // connection (a sink whose producer is paused, or a closing connection
 // lingering) needs looking at only after its socket had room. Each loop has
 // a drain watcher: a second epoll (kqueue) set holding the waiting sockets
-// edge-triggered for writability, and a goroutine blocked on it. The kernel
-// wakes both gnet's set and this one from the same wake-up, so by the time
-// the watcher's Execute runs on the loop, gnet has written what the room
-// allowed (the loop handles a batch's I/O before its tasks). While nothing
-// drains, nothing runs: no timer, no scan, no Execute.
+// edge-triggered for writability, and a goroutine blocked on it (package
+// drainwatch). The kernel wakes both gnet's set and this one from the same
+// wake-up, so by the time the watcher's Execute runs on the loop, gnet has
+// written what the room allowed (the loop handles a batch's I/O before its
+// tasks). While nothing drains, nothing runs: no timer, no scan, no Execute.
 //
 // One case escapes the edge: a write that neither fills the socket nor
 // empties the buffer (gnet caps a writev at 1024 slices) leaves the socket
@@ -47,35 +48,14 @@ type waitInfo struct {
 	lastMove int64 // when a check last saw it go down (nanoseconds since the server started)
 }
 
-// writableQueue hands descriptors from the watcher goroutine (the only
-// producer) to the loop (the only consumer) without a lock. When it is full
-// the watcher sets lost and the loop checks every waiter.
-type writableQueue struct {
-	head atomic.Uint32 // next slot the loop reads
-	tail atomic.Uint32 // next slot the watcher writes
-	lost atomic.Bool
-	fds  [256]int32
-}
+// drainEvents is how a loop's drain watcher reaches it.
+type drainEvents struct{ l *Loop }
 
-func (q *writableQueue) push(fd int32) {
-	t := q.tail.Load()
-	if t-q.head.Load() == uint32(len(q.fds)) {
-		q.lost.Store(true)
-		return
-	}
-	q.fds[t%uint32(len(q.fds))] = fd
-	q.tail.Store(t + 1)
-}
+// Writable implements drainwatch.Notifier.
+func (e drainEvents) Writable() { e.l.wakeForWritable() }
 
-func (q *writableQueue) pop() (int32, bool) {
-	h := q.head.Load()
-	if h == q.tail.Load() {
-		return 0, false
-	}
-	fd := q.fds[h%uint32(len(q.fds))]
-	q.head.Store(h + 1)
-	return fd, true
-}
+// Failed implements drainwatch.Notifier.
+func (e drainEvents) Failed(err error) { e.l.drainWatcherFailed(err) }
 
 // wakeForWritable runs on the watcher goroutine after it queued descriptors:
 // one Execute at a time per loop, however many events arrive meanwhile.
@@ -101,15 +81,14 @@ func (l *Loop) drainWatcherFailed(err error) {
 
 // onWritable runs on the loop: it checks the waiters whose sockets had room.
 func (l *Loop) onWritable() {
-	q := &l.drain.queue
-	for fd, ok := q.pop(); ok; fd, ok = q.pop() {
+	for fd, ok := l.drain.Pop(); ok; fd, ok = l.drain.Pop() {
 		// A descriptor no longer waiting (or already reused) is skipped or
 		// checked needlessly; a check of a waiter is always harmless.
-		if w := l.waitByFD[int(fd)]; w != nil {
+		if w := l.waitByFD[fd]; w != nil {
 			l.recheck(w)
 		}
 	}
-	if q.lost.Swap(false) {
+	if l.drain.Lost() {
 		for i := 0; i < len(l.waiters); {
 			w := l.waiters[i]
 			if l.recheck(w); w.waitIdx == 0 {
@@ -207,7 +186,7 @@ func (l *Loop) onLingerTimer() {
 // tells, those it held unacknowledged.
 func (l *Loop) lingerExpired(w *Conn, out int) {
 	fd := w.sockFD()
-	unacked := unackedBytes(fd)
+	unacked := drainwatch.UnackedBytes(fd)
 	err := unix.SetsockoptLinger(fd, unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1, Linger: 0})
 	l.stats.LingerExpired.Add(1)
 	l.stats.LingerQueuedBytes.Add(int64(out))
@@ -243,7 +222,7 @@ func (s *Server) closeDrainWatchers() {
 	<-s.done
 	for _, l := range *s.loops.Load() {
 		if l.drain != nil {
-			l.drain.close()
+			l.drain.Close()
 		}
 	}
 }

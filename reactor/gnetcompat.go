@@ -94,7 +94,7 @@ var gnetReliances = []gnetReliance{{
 }, {
 	what:  "gnet keeps an enrolled net.Conn's *net.TCPAddr pair for the connection's life and reads it only on the loop, so shareAddrIPs may repoint their IPs",
 	where: "eventloop_unix.go (enroll: newStreamConn with LocalAddr, RemoteAddr), connection_unix.go",
-	guard: "TestSharedIPsBounded; the race detector in every test",
+	guard: "reactor/ipshare's TestSharedIPsBounded; the race detector in every test",
 }, {
 	what:  "Engine.Stop polls every 500 ms for the engine's end, so Stop calls it with an expired context and waits for Rotate",
 	where: "gnet.go (Stop, shutdownPollInterval)",

@@ -83,7 +83,7 @@ func (c *Conn) Detach() (Detached, error) {
 	if n := c.queued(); n > 0 {
 		q := &c.aux.out
 		d.Queued = make([]byte, 0, n)
-		for _, b := range q.appendBufs(nil, len(q.chunks)) {
+		for _, b := range q.AppendBufs(nil, q.Chunks()) {
 			d.Queued = append(d.Queued, b...)
 		}
 	}

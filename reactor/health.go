@@ -45,6 +45,17 @@ func (h Health) OK() bool {
 	return true
 }
 
+// ListenerPauses returns the ListenerHealth.State values of a listener that
+// is alive but leaves new connections in the kernel's backlog: at MaxConns,
+// at the descriptor budget, and backing off after an accept error.
+func ListenerPauses() []string {
+	return []string{acceptAtMaxConns.String(), acceptAtFDBudget.String(), acceptBackoff.String()}
+}
+
+// AcceptedOpen returns the accepted connections open now (OnOpen ran,
+// OnClose not yet), as MaxConns counts them.
+func (s *Server) AcceptedOpen() int64 { return s.acceptedOpen.Load() }
+
 // Health returns the server's health now.
 func (s *Server) Health() Health {
 	lns := s.lnList()

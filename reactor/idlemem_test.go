@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/tidegate/tidegate/internal/testkit/waitfor"
+	"github.com/tidegate/tidegate/reactor/chunkqueue"
 )
 
 // TestConnSize: a Conn is held for its connection's whole life, two per
@@ -149,15 +150,15 @@ func TestAuxReusedAcrossQueueRounds(t *testing.T) {
 	l := &Loop{}
 	c := &Conn{loop: l}
 	a := c.more()
-	a.out.push(make([]byte, 3*outChunkSize))
-	a.out.release()
+	a.out.Push(make([]byte, 3*chunkqueue.ChunkSize))
+	a.out.Release()
 	c.tidy()
 	if c.aux != nil || len(l.spareAux) != 1 {
 		t.Fatalf("after tidy: aux %p, %d spares; want none held, one spare", c.aux, len(l.spareAux))
 	}
-	if b := c.more(); b != a || cap(b.out.chunks) < 3 || len(b.out.chunks) != 0 || b.out.n != 0 {
+	if b := c.more(); b != a || b.out.Cap() < 3 || b.out.Chunks() != 0 || b.out.Len() != 0 {
 		t.Fatalf("second round: aux reused %v, chunk list len %d cap %d, %d queued; want the spare, empty, capacity kept",
-			b == a, len(b.out.chunks), cap(b.out.chunks), b.out.n)
+			b == a, b.out.Chunks(), b.out.Cap(), b.out.Len())
 	}
 	if n := testing.AllocsPerRun(100, func() { c.tidy(); c.more() }); n != 0 {
 		t.Fatalf("%v allocations per round, want 0", n)

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tidegate/tidegate/reactor/fdbudget"
+
 	"github.com/panjf2000/gnet/v2"
 	"github.com/rs/zerolog"
 )
@@ -175,7 +177,7 @@ func (s *Server) admission() acceptState {
 		return acceptAtMaxConns
 	}
 	// While gnet enrolls a connection it holds two descriptors for it.
-	if !fdRoom(s.cfg.FDsPerConn+1, s.cfg.FDReserve) {
+	if !fdbudget.Room(s.cfg.FDsPerConn+1, s.cfg.FDReserve) {
 		return acceptAtFDBudget
 	}
 	return acceptRunning
@@ -283,7 +285,7 @@ func (l *listener) acceptBacklog() {
 }
 
 // holdFDs accounts n descriptors to connections (negative n releases them).
-func holdFDs(n int) { fdAccount.held.Add(int64(n)) }
+func holdFDs(n int) { fdbudget.Hold(n) }
 
 // wait blocks until a wake-up, d passes, or the listener closes; it reports
 // false when the listener is closed.
@@ -309,7 +311,7 @@ func (l *listener) setState(st acceptState) {
 		s.acceptPauses.Add(1)
 		s.acceptLog.Warn().Str("listen", l.addr).Str("reason", st.String()).
 			Int64("open", s.acceptedOpen.Load()).Int("max_conns", s.cfg.MaxConns).
-			Int64("fd_limit", fdAccount.limit.Load()).Int64("fd_accounted", fdAccount.held.Load()+fdAccount.base.Load()).
+			Int64("fd_limit", fdbudget.Limit()).Int64("fd_accounted", fdbudget.Accounted()).
 			Msg("accepting paused: new connections wait in the kernel backlog")
 	case st == acceptRunning && (old == acceptAtMaxConns || old == acceptAtFDBudget):
 		s.acceptLog.Info().Str("listen", l.addr).Int64("open", s.acceptedOpen.Load()).Msg("accepting resumed")

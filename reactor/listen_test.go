@@ -19,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tidegate/tidegate/internal/testkit/waitfor"
+	"github.com/tidegate/tidegate/reactor/fdbudget"
 )
 
 // childEnv selects a child mode of the test binary (see TestMain).
@@ -114,12 +115,12 @@ func TestMaxConnsThatCannotFitIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = s.Start()
-	var fe *FileLimitError
+	var fe *fdbudget.LimitError
 	if !errors.As(err, &fe) {
 		if err == nil {
 			_ = s.Stop(context.Background())
 		}
-		t.Fatalf("Start: %v, want a *FileLimitError", err)
+		t.Fatalf("Start: %v, want a *fdbudget.LimitError", err)
 	}
 	if fe.MaxConns != int(rl.Max) || fe.PerConn != 2 || fe.Limit != uint64(rl.Max) ||
 		!strings.Contains(err.Error(), fmt.Sprint(rl.Max)) {

@@ -2,10 +2,13 @@ package reactor
 
 import (
 	"context"
-	"net"
-	"net/netip"
 	"sync/atomic"
 	"time"
+
+	"github.com/tidegate/tidegate/reactor/drainwatch"
+	"github.com/tidegate/tidegate/reactor/ipshare"
+	"github.com/tidegate/tidegate/reactor/looptimer"
+	"github.com/tidegate/tidegate/reactor/writev"
 
 	"github.com/panjf2000/gnet/v2"
 	"golang.org/x/sys/unix"
@@ -21,7 +24,7 @@ type Loop struct {
 	index    int
 	pollFD   int // the loop's epoll or kqueue descriptor
 
-	timers   timerHeap
+	timers   looptimer.Heap
 	waiters  []*Conn    // connections whose output drain someone waits for
 	waitInfo []waitInfo // parallel to waiters
 	deferred []*Conn    // resumed connections with input to offer to OnTraffic
@@ -31,25 +34,25 @@ type Loop struct {
 	connScratch []*Conn
 
 	backlogged  []*Conn // connections with output queued, for the buffer budget
-	budgetTimer Timer
+	budgetTimer looptimer.Timer
 
 	// Drain detection (drain.go): the watcher reports waiters whose socket
 	// became writable; polled counts the waiters checked every DrainPoll
 	// meanwhile. With no watcher (pollAll), every waiter is polled.
-	drain       *drainWatcher
+	drain       *drainwatch.Watcher
 	pollAll     bool
 	polled      int
 	waitByFD    map[int]*Conn
-	drainChecks int                   // checks of waiters so far, for tests
-	ips         map[netip.Addr]net.IP // shared copies of the connections' IPs (addrs.go)
-	lingerTimer Timer
+	drainChecks int           // checks of waiters so far, for tests
+	ips         ipshare.Table // shared copies of the connections' IPs (addrs.go)
+	lingerTimer looptimer.Timer
 	pollScratch [1]unix.PollFd
 
 	stats LoopStats
 
-	iovecs []unix.Iovec // scratch for writevBatch and writeBufs
-	bufs   [][]byte     // scratch for flushQueue
-	batch  Batch        // scratch for handlers, see Batch
+	iovecs writev.Scratch // for writevBatch and queueWrite's writes
+	bufs   [][]byte       // scratch for flushQueue
+	batch  writev.Batch   // scratch for handlers, see Batch
 
 	// Read by the ticker goroutine.
 	nextDeadline atomic.Int64
@@ -87,7 +90,7 @@ type LoopStats struct {
 }
 
 func newLoop(s *Server, el gnet.EventLoop, index int, pollFD int) *Loop {
-	l := &Loop{srv: s, el: el, index: index, pollFD: pollFD, waitByFD: make(map[int]*Conn), ips: make(map[netip.Addr]net.IP)}
+	l := &Loop{srv: s, el: el, index: index, pollFD: pollFD, waitByFD: make(map[int]*Conn)}
 	l.budgetTimer.F = l.scanBacklog
 	l.tickRunnable = func(context.Context) error {
 		l.tickQueued.Store(false)
@@ -102,7 +105,7 @@ func newLoop(s *Server, el gnet.EventLoop, index int, pollFD int) *Loop {
 	l.lingerTimer.F = l.onLingerTimer
 	l.pollAll = s.cfg.pollDrain
 	if !l.pollAll {
-		w, err := newDrainWatcher(l)
+		w, err := drainwatch.New(drainEvents{l})
 		if err != nil {
 			s.log.Error().Err(err).Int("loop", index).Dur("drain_poll", s.cfg.DrainPoll).
 				Msg("drain watcher could not start: connections waiting for drain on this loop are polled instead")
@@ -123,15 +126,15 @@ func (l *Loop) Now() int64 { return l.srv.clock.Load() }
 // Schedule arms t to fire d from now; an armed timer is moved. "Now" is read
 // from the clock itself, not the loop clock, which may be a tick or more
 // stale, so that a timer never fires before d has passed.
-func (l *Loop) Schedule(t *Timer, d time.Duration) {
-	l.timers.schedule(t, int64(time.Since(l.srv.start))+int64(d))
+func (l *Loop) Schedule(t *looptimer.Timer, d time.Duration) {
+	l.timers.Schedule(t, int64(time.Since(l.srv.start))+int64(d))
 }
 
 // ScheduleAt arms t to fire at the loop clock time when.
-func (l *Loop) ScheduleAt(t *Timer, when int64) { l.timers.schedule(t, when) }
+func (l *Loop) ScheduleAt(t *looptimer.Timer, when int64) { l.timers.Schedule(t, when) }
 
 // Stop disarms t; stopping a timer that is not armed does nothing.
-func (l *Loop) Stop(t *Timer) { l.timers.stop(t) }
+func (l *Loop) Stop(t *looptimer.Timer) { l.timers.Stop(t) }
 
 // Execute runs f on the loop; it is the way to reach a loop from another goroutine.
 func (l *Loop) Execute(f func()) error {
@@ -144,7 +147,7 @@ func (l *Loop) Execute(f func()) error {
 
 func (l *Loop) onTick() {
 	now := l.Now()
-	for t := l.timers.popDue(now); t != nil; t = l.timers.popDue(now) {
+	for t := l.timers.PopDue(now); t != nil; t = l.timers.PopDue(now) {
 		t.F()
 	}
 	if l.pollAll || l.polled > 0 {
@@ -178,7 +181,7 @@ func (l *Loop) watch(c *Conn) {
 	if l.pollAll {
 		return
 	}
-	if err := l.drain.add(fd); err != nil {
+	if err := l.drain.Add(fd); err != nil {
 		// Without the kernel's word this one is polled until its wait ends.
 		l.srv.log.Error().Err(err).Int("fd", fd).Msg("drain watcher: registering a waiting connection failed: polling it")
 		l.waitInfo[c.waitIdx-1].polled = true
@@ -200,7 +203,7 @@ func (l *Loop) unwatch(c *Conn) {
 	}
 	if info.watched {
 		delete(l.waitByFD, info.fd)
-		l.drain.remove(info.fd)
+		l.drain.Remove(info.fd)
 	}
 	if i != last {
 		l.waiters[i] = l.waiters[last]
@@ -281,7 +284,7 @@ func (l *Loop) afterCallback() {
 	if len(l.closed) > 0 {
 		l.finishTails()
 	}
-	l.nextDeadline.Store(l.timers.next())
+	l.nextDeadline.Store(l.timers.Next())
 	polled := l.polled
 	if l.pollAll {
 		polled = len(l.waiters)
@@ -307,5 +310,6 @@ func (l *Loop) traffic(c *Conn) {
 func (l *Loop) inboundCap() int { return 4 * l.srv.cfg.ReadBufferCap }
 
 // Batch returns the loop's scratch batch. A handler may use it within one
-// callback and must write or reset it before the callback returns.
-func (l *Loop) Batch() *Batch { return &l.batch }
+// callback and must write it (Conn.WriteBatch) or reset it before the
+// callback returns.
+func (l *Loop) Batch() *writev.Batch { return &l.batch }

@@ -10,6 +10,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tidegate/tidegate/reactor/fdbudget"
+	"github.com/tidegate/tidegate/reactor/workerpool"
+
 	"github.com/panjf2000/gnet/v2"
 	"github.com/rs/zerolog"
 )
@@ -53,7 +56,7 @@ type Server struct {
 	draining atomic.Bool // StopAccepting was called
 	runErr   error
 
-	dialer *dialPool
+	dialer *workerpool.Pool[dialJob]
 }
 
 // NewServer validates cfg and returns a server that is not yet listening.
@@ -85,14 +88,14 @@ func (s *Server) Config() Config { return s.cfg }
 
 // Start listens and runs the loops in the background. It returns once the
 // server accepts connections, or with the error that stopped it from doing
-// so; a *FileLimitError when MaxConns cannot fit in the descriptor limit.
+// so; a *fdbudget.LimitError when MaxConns cannot fit in the descriptor limit.
 func (s *Server) Start() error {
 	s.start = time.Now()
-	limit, err := RaiseFileLimit()
+	limit, err := fdbudget.RaiseFileLimit()
 	if err != nil {
 		return err
 	}
-	fdAccount.limit.Store(int64(limit))
+	fdbudget.SetLimit(limit)
 	if err := s.openListeners(); err != nil {
 		return err
 	}
@@ -143,14 +146,14 @@ func (s *Server) Start() error {
 		s.abortStart()
 		return err
 	}
-	open, err := measureFDBase()
+	open, err := fdbudget.MeasureBase()
 	if err != nil {
 		s.abortStart()
 		return err
 	}
-	if m := s.cfg.MaxConns; m > 0 && !fdRoom(m*s.cfg.FDsPerConn, s.cfg.FDReserve) {
+	if m := s.cfg.MaxConns; m > 0 && !fdbudget.Room(m*s.cfg.FDsPerConn, s.cfg.FDReserve) {
 		s.abortStart()
-		return &FileLimitError{MaxConns: m, PerConn: s.cfg.FDsPerConn, Reserve: s.cfg.FDReserve,
+		return &fdbudget.LimitError{MaxConns: m, PerConn: s.cfg.FDsPerConn, Reserve: s.cfg.FDReserve,
 			InUse: open, Limit: limit}
 	}
 	s.settleWG.Add(1)
@@ -236,7 +239,7 @@ func (s *Server) Stop(ctx context.Context) error {
 	})
 	select {
 	case <-s.done:
-		return s.dialer.close(ctx)
+		return s.dialer.Close(ctx)
 	case <-ctx.Done():
 		return fmt.Errorf("reactor: stop: %w", ctx.Err())
 	}

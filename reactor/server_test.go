@@ -14,6 +14,7 @@ import (
 
 	"github.com/tidegate/tidegate/internal/testkit/leaktest"
 	"github.com/tidegate/tidegate/internal/testkit/waitfor"
+	"github.com/tidegate/tidegate/reactor/looptimer"
 
 	"github.com/rs/zerolog"
 )
@@ -37,7 +38,7 @@ func (h *echoHandler) OnTraffic(c *Conn) {
 	h.read.Add(int64(len(b)))
 	batch := c.Loop().Batch()
 	batch.Add(b)
-	_ = batch.WriteTo(c)
+	_ = c.WriteBatch(batch)
 	c.Discard(len(b))
 	c.Backpressure()
 }
@@ -234,7 +235,7 @@ type timerHandler struct{}
 
 type timerConn struct {
 	c *Conn
-	t Timer
+	t looptimer.Timer
 }
 
 func (timerHandler) OnOpen(c *Conn) {
@@ -278,43 +279,6 @@ func TestLoopTimers(t *testing.T) {
 		if el := time.Since(dialed[i]); el < 50*time.Millisecond {
 			t.Fatalf("connection %d: timer fired %v after its dial started, before its 50ms deadline", i, el)
 		}
-	}
-}
-
-func TestTimerHeap(t *testing.T) {
-	var h timerHeap
-	rng := rand.New(rand.NewPCG(3, 4))
-	ts := make([]*Timer, 200)
-	for i := range ts {
-		ts[i] = &Timer{}
-		h.schedule(ts[i], int64(rng.IntN(1000)))
-	}
-	for i := 0; i < 50; i++ {
-		h.stop(ts[rng.IntN(len(ts))])
-	}
-	for i := 0; i < 50; i++ {
-		h.schedule(ts[rng.IntN(len(ts))], int64(rng.IntN(1000)))
-	}
-	last := int64(-1)
-	n := 0
-	for tm := h.popDue(1 << 62); tm != nil; tm = h.popDue(1 << 62) {
-		if tm.when < last {
-			t.Fatalf("popped %d after %d", tm.when, last)
-		}
-		if tm.index != 0 {
-			t.Fatal("popped timer still has an index")
-		}
-		last = tm.when
-		n++
-	}
-	armed := 0
-	for _, tm := range ts {
-		if tm.Armed() {
-			armed++
-		}
-	}
-	if armed != 0 || len(h) != 0 {
-		t.Fatalf("%d timers still armed after popping %d", armed, n)
 	}
 }
 

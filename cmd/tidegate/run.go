@@ -12,7 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tidegate/tidegate/internal/lifecycle"
-	"github.com/tidegate/tidegate/reactor"
+	"github.com/tidegate/tidegate/reactor/fdbudget"
 )
 
 // Exit codes of the long-running commands; 0 is a clean stop.
@@ -40,7 +40,7 @@ func usageError(_ *cli.Context, err error, _ bool) error {
 // that cannot fit in the descriptor limit is a configuration error (its
 // message names the numbers); any other error is returned as it is.
 func startError(err error) error {
-	if fl := (*reactor.FileLimitError)(nil); errors.As(err, &fl) {
+	if fl := (*fdbudget.LimitError)(nil); errors.As(err, &fl) {
 		return configError(err)
 	}
 	return err

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/tidegate/tidegate/internal/lifecycle"
-	"github.com/tidegate/tidegate/reactor"
+	"github.com/tidegate/tidegate/reactor/fdbudget"
 )
 
 // TestEngineEndedExitsOne: a run that ended because an engine did exits
@@ -38,7 +38,7 @@ func TestEngineEndedExitsOne(t *testing.T) {
 // descriptor limit: with the reserve and the descriptors already open they
 // cannot fit, so start fails with exit code 2 and one line with the numbers.
 func TestFileLimitExitsTwo(t *testing.T) {
-	limit, err := reactor.RaiseFileLimit()
+	limit, err := fdbudget.RaiseFileLimit()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestFileLimitExitsTwo(t *testing.T) {
 	if code := exitCode(err); code != exitConfig {
 		t.Fatalf("exit code %d (%v), want %d", code, err, exitConfig)
 	}
-	var fl *reactor.FileLimitError
+	var fl *fdbudget.LimitError
 	msg := err.Error()
 	if !errors.As(err, &fl) || strings.Contains(msg, "\n") || !strings.Contains(msg, max+" connections x 1 descriptors") ||
 		!strings.Contains(msg, "the limit (RLIMIT_NOFILE) is "+max) {
@@ -63,7 +63,7 @@ func TestFileLimitExitsTwo(t *testing.T) {
 // descriptors per session (client and backend), so half the descriptor
 // limit plus one cannot fit.
 func TestProxyMaxSessionsThatCannotFitExitsTwo(t *testing.T) {
-	limit, err := reactor.RaiseFileLimit()
+	limit, err := fdbudget.RaiseFileLimit()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestProxyMaxSessionsThatCannotFitExitsTwo(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = testApp(&syncBuffer{}).Run([]string{"tidegate", "proxy", "--config", cfg, "--log-format", "json"})
-	var fl *reactor.FileLimitError
+	var fl *fdbudget.LimitError
 	if code := exitCode(err); code != exitConfig || !errors.As(err, &fl) ||
 		!strings.Contains(err.Error(), sessions+" connections x 2 descriptors") {
 		t.Fatalf("exit code %d (%v), want %d and the numbers", code, err, exitConfig)

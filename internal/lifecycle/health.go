@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/tidegate/tidegate/reactor"
+	"github.com/tidegate/tidegate/reactor/metrics"
 	"github.com/tidegate/tidegate/session/proxy"
 	"github.com/tidegate/tidegate/session/proxy/admin"
 )
@@ -187,4 +188,4 @@ func (h *Registry) reloadHandler(w http.ResponseWriter, r *http.Request) {
 
 // Collector returns the one reactor collector of the process, for every
 // server added.
-func (h *Registry) Collector() *reactor.Collector { return reactor.NewCollector(h.servers) }
+func (h *Registry) Collector() *metrics.Collector { return metrics.NewCollector(h.servers) }

@@ -7,7 +7,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tidegate/tidegate/internal/revision"
-	"github.com/tidegate/tidegate/reactor"
+	"github.com/tidegate/tidegate/reactor/fdbudget"
 )
 
 // StartMessage is the message of the process's one start line.
@@ -32,7 +32,7 @@ func buildRevision() string {
 func StartEvent(log zerolog.Logger, version, command string) *zerolog.Event {
 	ev := log.Info().Str("version", version).Str("revision", buildRevision()).Str("go", runtime.Version()).
 		Int("pid", os.Getpid()).Str("command", command)
-	if limit, err := reactor.RaiseFileLimit(); err == nil {
+	if limit, err := fdbudget.RaiseFileLimit(); err == nil {
 		ev = ev.Uint64("fd_limit", limit)
 	} else {
 		ev = ev.AnErr("fd_limit_error", err)

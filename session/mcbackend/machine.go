@@ -98,7 +98,7 @@ func reasonOf(err error) Reason {
 	return ReasonUnexpectedPacket
 }
 
-// emitter receives the bytes the machine sends. *reactor.Batch implements it.
+// emitter receives the bytes the machine sends. *writev.Batch implements it.
 type emitter interface {
 	// Copy appends a copy of p.
 	Copy(p []byte)

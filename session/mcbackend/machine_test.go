@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/tidegate/tidegate/protocol/mc"
-	"github.com/tidegate/tidegate/reactor"
+	"github.com/tidegate/tidegate/reactor/writev"
 )
 
 // driver runs a machine over a byte stream the way the server's handler
@@ -17,7 +17,7 @@ import (
 type driver struct {
 	m    machine
 	buf  []byte
-	out  reactor.Batch
+	out  writev.Batch
 	sent []byte
 	err  error
 	echo int // play bytes echoed

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tidegate/tidegate/internal/delayq"
 	"github.com/tidegate/tidegate/reactor"
+	"github.com/tidegate/tidegate/reactor/looptimer"
 )
 
 // slowBurst is how far ahead of its rate slow-sink mode may read before it
@@ -174,9 +175,9 @@ type session struct {
 	m    machine
 	slot int // position in ls.sessions
 
-	deadline reactor.Timer // login timeout
-	resume   reactor.Timer // slow-sink: read again
-	readyAt  int64         // slow-sink: loop time at which the bytes read so far are paid for
+	deadline looptimer.Timer // login timeout
+	resume   looptimer.Timer // slow-sink: read again
+	readyAt  int64           // slow-sink: loop time at which the bytes read so far are paid for
 
 	held      *delayq.Queue // ReplyDelay: echo not yet due
 	heldPause bool          // ReplyDelay: reading stopped while too much is held
@@ -237,12 +238,12 @@ func (h *handler) OnTraffic(c *reactor.Conn) {
 			break // a partial frame, or bad input
 		}
 		// The batch may reference in, so it is written before in is discarded.
-		_ = out.WriteTo(c)
+		_ = c.WriteBatch(out)
 		if c.Backpressure() {
 			break
 		}
 	}
-	_ = out.WriteTo(c)
+	_ = c.WriteBatch(out)
 	if consumed > 0 {
 		c.Discard(consumed)
 	}

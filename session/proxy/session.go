@@ -8,6 +8,7 @@ import (
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/protocol/proxyproto"
 	"github.com/tidegate/tidegate/reactor"
+	"github.com/tidegate/tidegate/reactor/looptimer"
 	"github.com/tidegate/tidegate/session/cluster"
 	"github.com/tidegate/tidegate/session/proxy/config"
 	"github.com/tidegate/tidegate/session/proxy/status"
@@ -52,7 +53,7 @@ type session struct {
 	host     string // normalized virtual host
 	username string
 
-	timer      reactor.Timer // handshake timeout, then idle timeout, then fin timeout
+	timer      looptimer.Timer // handshake timeout, then idle timeout, then fin timeout
 	lastActive int64
 	opened     int64 // unix nanoseconds: when the client connected (to the first process, for one handed over)
 	c2s, s2c   frameScanner
@@ -260,7 +261,7 @@ func (h *backendHandler) OnOpen(bc *reactor.Conn) {
 		}
 	}
 	ls.counters.bytesC2S.Add(int64(len(buf)))
-	_ = batch.WriteTo(bc)
+	_ = bc.WriteBatch(batch)
 	c.Discard(len(buf))
 	s.pre = nil // what the login needed is sent; relaying needs none of it
 	c.SetSink(bc)

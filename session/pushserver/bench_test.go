@@ -14,7 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tidegate/tidegate/protocol/push"
-	"github.com/tidegate/tidegate/reactor"
+	"github.com/tidegate/tidegate/reactor/writev"
 )
 
 // kernelSink is a unix socketpair whose far end a goroutine drains, so that
@@ -57,7 +57,7 @@ func (k *kernelSink) writev(b *testing.B, bs [][]byte) {
 	for len(bs) > 0 {
 		k.iov = k.iov[:0]
 		total := 0
-		for _, p := range bs[:min(len(bs), reactor.MaxIovecs)] {
+		for _, p := range bs[:min(len(bs), writev.MaxIovecs)] {
 			if len(p) == 0 {
 				continue
 			}
@@ -143,7 +143,7 @@ func wrapSSE(iov [][]byte, ds []*delivery) [][]byte {
 
 // BenchmarkBatchWrite reproduces the design doc's table: 30 events per
 // batch, bare (legacy TCP framing) and delimited (SSE), written to a kernel
-// sink by the copy, wrap+gather and adaptive (reactor.Batch) arms.
+// sink by the copy, wrap+gather and adaptive (writev.Batch) arms.
 func BenchmarkBatchWrite(b *testing.B) {
 	const events = 30
 	topic := []byte("bench")
@@ -163,7 +163,7 @@ func BenchmarkBatchWrite(b *testing.B) {
 			// The arms must agree byte for byte before anything is timed.
 			hdr := make([]byte, push.FrameHeaderLen(len(topic)))
 			var wrapped [][]byte
-			var batch reactor.Batch
+			var batch writev.Batch
 			if shape == "bare" {
 				wrapped = wrapLegacy(nil, hdr, topic, ds, eventBytes)
 				appendLegacyBatch(&batch, topic, 0, ds, math.MaxInt, eventBytes, false)
@@ -183,7 +183,7 @@ func BenchmarkBatchWrite(b *testing.B) {
 					b.ReportAllocs()
 					one := make([][]byte, 1)
 					iov := make([][]byte, 0, 3*events+1)
-					var batch reactor.Batch
+					var batch writev.Batch
 					// Wall time includes waiting for the drain goroutine on a
 					// loaded machine; the thread's CPU time does not.
 					runtime.LockOSThread()

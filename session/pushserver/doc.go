@@ -53,7 +53,7 @@
 //
 // Each subscriber writes its pending events once per Config.Window (0
 // writes each hand-off at once), or earlier when they reach MaxBatchEvents or
-// MaxBatchBytes, as one reactor.Batch; the window starts with the first event
+// MaxBatchBytes, as one writev.Batch; the window starts with the first event
 // of a batch. With Config.WindowPhases the subscribers of a loop get different
 // phases and a batch is due at the subscriber's next phase point (windowEnd),
 // so that a fan-out, which reaches every subscriber of a topic at the same
@@ -61,7 +61,7 @@
 // burst at its end, and no event waits longer than the window (less tail
 // latency; more wake-ups and fewer events per batch). In a batch, small
 // pieces are copied into the loop's scratch buffer and events of at least
-// reactor.DefaultCrossover bytes are referenced, so the kernel gathers them
+// writev.DefaultCrossover bytes are referenced, so the kernel gathers them
 // straight from the shared array.
 // A TCP batch is one legacy frame; an SSE batch is the events' data lines.
 //
@@ -122,7 +122,7 @@
 //
 // # Timers
 //
-// Each subscriber has one reactor.Timer armed at its earliest deadline: the
+// Each subscriber has one looptimer.Timer armed at its earliest deadline: the
 // end of its window, its heartbeat (Config.Heartbeat after the last write:
 // an OpHeartbeat frame or an SSE ping event), its read idle limit
 // (Config.ReadIdle after the last byte read, for TCP subscribers and for

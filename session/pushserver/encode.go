@@ -4,7 +4,7 @@ import (
 	"math"
 
 	"github.com/tidegate/tidegate/protocol/push"
-	"github.com/tidegate/tidegate/reactor"
+	"github.com/tidegate/tidegate/reactor/writev"
 )
 
 // event is one published event, stored once and shared read-only by every
@@ -126,7 +126,7 @@ const metaScratch = 96
 // legacyCrossover is the event size from which legacy TCP batches reference
 // events instead of copying them. A legacy event is one whole slice (header
 // and payload), the "bare" shape, whose crossover is lower than the
-// delimited SSE shape's that sets reactor.DefaultCrossover: at 2 KiB events,
+// delimited SSE shape's that sets writev.DefaultCrossover: at 2 KiB events,
 // referencing was 16% cheaper in BenchmarkBatchWrite and 3.7% cheaper in
 // reactor's BenchmarkBatchCrossover (benchmarks/results/2026-11-30-push.md).
 const legacyCrossover = 2048
@@ -136,7 +136,7 @@ const legacyCrossover = 2048
 // of pending (all of them when n is larger), whose encoded sizes total
 // eventBytes. Events of at least legacyCrossover bytes are referenced, not
 // copied, unless copyAll is set.
-func appendLegacyBatch(b *reactor.Batch, topic []byte, dropped int64, pending []*delivery, n, eventBytes int, copyAll bool) {
+func appendLegacyBatch(b *writev.Batch, topic []byte, dropped int64, pending []*delivery, n, eventBytes int, copyAll bool) {
 	prev := b.Crossover
 	b.Crossover = legacyCrossover
 	if copyAll {
@@ -171,7 +171,7 @@ func appendLegacyBatch(b *reactor.Batch, topic []byte, dropped int64, pending []
 // of them when n is larger) to b, after a drop meta message when dropped > 0.
 // Payload lines of at least b's crossover are referenced, unless copyAll is
 // set; the delimiters around them are copied.
-func appendSSEBatch(b *reactor.Batch, dropped int64, pending []*delivery, n int, copyAll bool) {
+func appendSSEBatch(b *writev.Batch, dropped int64, pending []*delivery, n int, copyAll bool) {
 	if copyAll {
 		prev := b.Crossover
 		b.Crossover = math.MaxInt

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/tidegate/tidegate/protocol/push"
-	"github.com/tidegate/tidegate/reactor"
+	"github.com/tidegate/tidegate/reactor/writev"
 )
 
 // makeDeliveries builds deliveries (the "inner lists" of a batch) from payloads.
@@ -65,13 +65,13 @@ func plainSSE(dropped int64, shape [][][]byte) []byte {
 
 func batchShapes() [][][][]byte {
 	pay := func(n int, b byte) []byte { return bytes.Repeat([]byte{b}, n) }
-	big := 2 * reactor.DefaultCrossover
+	big := 2 * writev.DefaultCrossover
 	shapes := [][][][]byte{
 		{{[]byte("single")}},
 		{{}},
 		{{}, {[]byte("a"), pay(big, 'b')}, {}},
 		{{{}, {}, pay(0, 0)}},
-		{{pay(big, 'x'), pay(reactor.DefaultCrossover, 'y'), pay(reactor.DefaultCrossover-1, 'z')}},
+		{{pay(big, 'x'), pay(writev.DefaultCrossover, 'y'), pay(writev.DefaultCrossover-1, 'z')}},
 		{{[]byte("multi\nline\r\nwith\rbreaks\n"), append(pay(big, 'q'), "\nend"...)}},
 	}
 	rng := rand.New(rand.NewPCG(2026, 1130))
@@ -80,7 +80,7 @@ func batchShapes() [][][][]byte {
 		for range 1 + rng.IntN(6) {
 			var inner [][]byte
 			for range rng.IntN(8) {
-				n := rng.IntN(3 * reactor.DefaultCrossover)
+				n := rng.IntN(3 * writev.DefaultCrossover)
 				p := make([]byte, n)
 				for i := range p {
 					p[i] = 'a' + byte(rng.IntN(26))
@@ -97,11 +97,11 @@ func batchShapes() [][][][]byte {
 	return shapes
 }
 
-func joined(b *reactor.Batch) []byte { return bytes.Join(b.Bytes(), nil) }
+func joined(b *writev.Batch) []byte { return bytes.Join(b.Bytes(), nil) }
 
 func TestBatchMatchesConcatenation(t *testing.T) {
 	topic := []byte("orders")
-	var b reactor.Batch
+	var b writev.Batch
 	for i, shape := range batchShapes() {
 		for _, dropped := range []int64{0, 7} {
 			ds, total := makeDeliveries(t, shape)
@@ -120,14 +120,14 @@ func TestBatchMatchesConcatenation(t *testing.T) {
 }
 
 func TestOversizedBatchFallsBackToOneCopy(t *testing.T) {
-	n := reactor.MaxIovecs + 5
+	n := writev.MaxIovecs + 5
 	payloads := make([][]byte, n)
 	for i := range payloads {
-		payloads[i] = bytes.Repeat([]byte{byte('a' + i%26)}, 2*reactor.DefaultCrossover)
+		payloads[i] = bytes.Repeat([]byte{byte('a' + i%26)}, 2*writev.DefaultCrossover)
 	}
 	shape := [][][]byte{payloads}
 	ds, total := makeDeliveries(t, shape)
-	var b reactor.Batch
+	var b writev.Batch
 	appendLegacyBatch(&b, []byte("big"), 0, ds, math.MaxInt, total, false)
 	iov := b.Bytes()
 	if len(iov) != 1 {
@@ -149,10 +149,10 @@ func TestOversizedBatchFallsBackToOneCopy(t *testing.T) {
 func TestNormalBatchIsWrittenAsManyIovecs(t *testing.T) {
 	payloads := make([][]byte, 64)
 	for i := range payloads {
-		payloads[i] = bytes.Repeat([]byte{'p'}, 2*reactor.DefaultCrossover)
+		payloads[i] = bytes.Repeat([]byte{'p'}, 2*writev.DefaultCrossover)
 	}
 	ds, total := makeDeliveries(t, [][][]byte{payloads})
-	var b reactor.Batch
+	var b writev.Batch
 	appendLegacyBatch(&b, []byte("t"), 0, ds, math.MaxInt, total, false)
 	// One copied frame header, then one referenced slice per event.
 	if got := b.Segments(); got != 1+64 {
@@ -203,7 +203,7 @@ func countEvents(shape [][][]byte) int {
 // flush computes before building them.
 func TestCutBatchMatchesConcatenation(t *testing.T) {
 	topic := []byte("orders")
-	var b reactor.Batch
+	var b writev.Batch
 	for i, shape := range batchShapes() {
 		ds, _ := makeDeliveries(t, shape)
 		total := countEvents(shape)

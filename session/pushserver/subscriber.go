@@ -9,6 +9,8 @@ import (
 
 	"github.com/tidegate/tidegate/protocol/push"
 	"github.com/tidegate/tidegate/reactor"
+	"github.com/tidegate/tidegate/reactor/looptimer"
+	"github.com/tidegate/tidegate/reactor/writev"
 )
 
 type subKind uint8
@@ -51,7 +53,7 @@ type subscriber struct {
 	lastRead         int64
 	notWritableSince int64 // 0 while writable: see markNotWritable
 
-	timer reactor.Timer
+	timer looptimer.Timer
 }
 
 // subscribeHandler serves the subscribe listener.
@@ -165,7 +167,7 @@ func (s *subscriber) subscribe(name []byte, kind subKind) error {
 		s.sl.sseSubs.Add(1)
 		b.Copy([]byte(push.SSEResponseHeader))
 	}
-	_ = b.WriteTo(s.c)
+	_ = s.c.WriteBatch(b)
 	s.lastWrite = s.c.Loop().Now()
 	s.rearm()
 	return nil
@@ -297,7 +299,7 @@ func (s *subscriber) flush() {
 	if copyAll {
 		err = s.writeBehind(b)
 	} else {
-		err = b.WriteTo(s.c)
+		err = s.c.WriteBatch(b)
 	}
 	if err != nil {
 		cnt.failed.Add(int64(events))
@@ -347,7 +349,7 @@ func (s *subscriber) room(q int) (own, global int) {
 // nodes a batch, not up to twice that. What it does take beyond the bytes
 // counts against the watermark (s.rounding), so that many small batches
 // cannot add up to more either.
-func (s *subscriber) writeBehind(b *reactor.Batch) error {
+func (s *subscriber) writeBehind(b *writev.Batch) error {
 	pieces := pow2Pieces(s.sl.pieces[:0], b.Bytes())
 	for _, p := range pieces {
 		s.rounding += 1<<bits.Len(uint(len(p)-1)) - len(p) + gnetNodeSize
@@ -455,7 +457,7 @@ func (s *subscriber) heartbeat(now int64) {
 	} else {
 		b.Copy(ssePing)
 	}
-	if b.WriteTo(s.c) == nil {
+	if s.c.WriteBatch(b) == nil {
 		s.sl.heartbeats.Add(1)
 	}
 }

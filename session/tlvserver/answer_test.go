@@ -7,6 +7,7 @@ import (
 
 	"github.com/tidegate/tidegate/protocol/tlv"
 	"github.com/tidegate/tidegate/reactor"
+	"github.com/tidegate/tidegate/reactor/writev"
 )
 
 // handlerFunc adapts a function to Handler.
@@ -25,7 +26,7 @@ func newUnstarted(t testing.TB, f tlv.Format, h Handler) *Server {
 }
 
 // batchBytes returns what batch would write, and empties it.
-func batchBytes(batch *reactor.Batch) []byte {
+func batchBytes(batch *writev.Batch) []byte {
 	var out []byte
 	for _, p := range batch.Bytes() {
 		out = append(out, p...)
@@ -154,7 +155,7 @@ func TestAnswer(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newUnstarted(t, tc.f, tc.h)
-			var batch reactor.Batch
+			var batch writev.Batch
 			in := bytes.Clone(tc.in)
 			consumed, requests, closeAfter, bad := s.answer(in, &batch)
 			if out := batchBytes(&batch); !bytes.Equal(out, tc.out) {
@@ -205,7 +206,7 @@ func BenchmarkAnswer(b *testing.B) {
 			for i := range pipeline {
 				in = f.AppendFrame(in, tlv.Header{Type: uint16(i % 127), KeepAlive: true}, bytes.Repeat([]byte{byte(i)}, 16))
 			}
-			var batch reactor.Batch
+			var batch writev.Batch
 			b.ReportAllocs()
 			b.SetBytes(int64(len(in)))
 			for b.Loop() {

@@ -14,6 +14,8 @@ import (
 
 	"github.com/tidegate/tidegate/protocol/tlv"
 	"github.com/tidegate/tidegate/reactor"
+	"github.com/tidegate/tidegate/reactor/looptimer"
+	"github.com/tidegate/tidegate/reactor/writev"
 
 	"github.com/rs/zerolog"
 )
@@ -157,7 +159,7 @@ type session struct {
 	srv        *Server
 	c          *reactor.Conn
 	lastActive int64
-	idle       reactor.Timer
+	idle       looptimer.Timer
 }
 
 // OnOpen implements reactor.Handler.
@@ -206,7 +208,7 @@ func (s *Server) OnTraffic(c *reactor.Conn) {
 	if closeAfter {
 		st.keepAliveClose.Add(1)
 	}
-	if err := batch.WriteTo(c); err != nil {
+	if err := c.WriteBatch(batch); err != nil {
 		batch.Reset()
 	}
 	switch {
@@ -235,7 +237,7 @@ func (s *Server) OnTraffic(c *reactor.Conn) {
 // such responses are added as one run of buf, and only a response of its
 // own costs a header and a segment. At pipeline 64 this makes the work per
 // request the header's decoding and the handler's call.
-func (s *Server) answer(buf []byte, batch *reactor.Batch) (consumed int, requests int64, closeAfter bool, bad error) {
+func (s *Server) answer(buf []byte, batch *writev.Batch) (consumed int, requests int64, closeAfter bool, bad error) {
 	dec, h := s.dec, s.cfg.Handler
 	hl := dec.HeaderLen()
 	run := 0 // buf[run:consumed] answers itself
@@ -276,7 +278,7 @@ func (s *Server) answer(buf []byte, batch *reactor.Batch) (consumed int, request
 // rejectFrame appends an error frame for a bad request, or for a request
 // whose response cannot be framed, to the batch, after the responses to
 // the requests before it, and logs it (and counts a bad request).
-func (s *Server) rejectFrame(c *reactor.Conn, batch *reactor.Batch, err error) {
+func (s *Server) rejectFrame(c *reactor.Conn, batch *writev.Batch, err error) {
 	var fe *tlv.FrameError
 	if errors.As(err, &fe) {
 		switch fe.Reason {

@@ -1,6 +1,6 @@
 //go:build darwin || dragonfly || freebsd || netbsd || openbsd
 
-package reactor
+package drainwatch
 
 import (
 	"fmt"
@@ -9,24 +9,26 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// drainWatcher is a loop's second kqueue: waiting sockets with an
+// Watcher is a loop's second kqueue: waiting sockets with an
 // EVFILT_WRITE filter in EV_CLEAR mode (reported again only after new room),
 // and a pipe that ends its goroutine. Compiled and vetted here, not run:
 // there is no BSD or macOS machine in this project's CI.
-type drainWatcher struct {
-	kq    int
-	wake  [2]int // pipe: read end registered, write end written by close
-	queue writableQueue
-	done  chan struct{}
+type Watcher struct {
+	kq     int
+	wake   [2]int // pipe: read end registered, write end written by Close
+	queue  queue
+	notify Notifier
+	done   chan struct{}
 }
 
-func newDrainWatcher(l *Loop) (*drainWatcher, error) {
+// New makes a watcher and starts its goroutine, which reports to n.
+func New(n Notifier) (*Watcher, error) {
 	kq, err := unix.Kqueue()
 	if err != nil {
 		return nil, fmt.Errorf("reactor: drain watcher: kqueue: %w", err)
 	}
 	unix.CloseOnExec(kq)
-	w := &drainWatcher{kq: kq, done: make(chan struct{})}
+	w := &Watcher{kq: kq, notify: n, done: make(chan struct{})}
 	if err := unix.Pipe(w.wake[:]); err != nil {
 		unix.Close(kq)
 		return nil, fmt.Errorf("reactor: drain watcher: pipe: %w", err)
@@ -41,12 +43,12 @@ func newDrainWatcher(l *Loop) (*drainWatcher, error) {
 		w.closeFDs()
 		return nil, fmt.Errorf("reactor: drain watcher: kevent add pipe %d: %w", w.wake[0], err)
 	}
-	go w.run(l)
+	go w.run()
 	return w, nil
 }
 
-// add registers fd; if the socket has room already, the event comes at once.
-func (w *drainWatcher) add(fd int) error {
+// Add registers fd; if the socket has room already, the event comes at once.
+func (w *Watcher) Add(fd int) error {
 	var ev [1]unix.Kevent_t
 	unix.SetKevent(&ev[0], fd, unix.EVFILT_WRITE, unix.EV_ADD|unix.EV_CLEAR)
 	if _, err := unix.Kevent(w.kq, ev[:], nil, nil); err != nil {
@@ -55,15 +57,15 @@ func (w *drainWatcher) add(fd int) error {
 	return nil
 }
 
-// remove unregisters fd. It fails only when fd is gone already, which
+// Remove unregisters fd. It fails only when fd is gone already, which
 // removed its filters too.
-func (w *drainWatcher) remove(fd int) {
+func (w *Watcher) Remove(fd int) {
 	var ev [1]unix.Kevent_t
 	unix.SetKevent(&ev[0], fd, unix.EVFILT_WRITE, unix.EV_DELETE)
 	_, _ = unix.Kevent(w.kq, ev[:], nil, nil)
 }
 
-func (w *drainWatcher) run(l *Loop) {
+func (w *Watcher) run() {
 	defer close(w.done)
 	var evs [128]unix.Kevent_t
 	for {
@@ -72,7 +74,7 @@ func (w *drainWatcher) run(l *Loop) {
 			continue
 		}
 		if err != nil {
-			l.drainWatcherFailed(fmt.Errorf("kevent wait on drain watcher %d: %w", w.kq, err))
+			w.notify.Failed(fmt.Errorf("kevent wait on drain watcher %d: %w", w.kq, err))
 			return
 		}
 		for i := 0; i < n; i++ {
@@ -83,14 +85,14 @@ func (w *drainWatcher) run(l *Loop) {
 			w.queue.push(int32(fd))
 		}
 		if n > 0 {
-			l.wakeForWritable()
+			w.notify.Writable()
 		}
 	}
 }
 
-// close ends the goroutine and closes the kqueue; the loop must not use
+// Close ends the goroutine and closes the kqueue; the loop must not use
 // the watcher any more.
-func (w *drainWatcher) close() {
+func (w *Watcher) Close() {
 	if _, err := unix.Write(w.wake[1], []byte{1}); err == nil {
 		select {
 		case <-w.done:
@@ -100,12 +102,12 @@ func (w *drainWatcher) close() {
 	w.closeFDs()
 }
 
-func (w *drainWatcher) closeFDs() {
+func (w *Watcher) closeFDs() {
 	unix.Close(w.wake[0])
 	unix.Close(w.wake[1])
 	unix.Close(w.kq)
 }
 
-// unackedBytes is not read here: FreeBSD's FIONWRITE and macOS's SO_NWRITE
+// UnackedBytes is not read here: FreeBSD's FIONWRITE and macOS's SO_NWRITE
 // would tell, but nothing here could run them.
-func unackedBytes(int) int { return -1 }
+func UnackedBytes(int) int { return -1 }

@@ -1,6 +1,12 @@
-package reactor
+// Package metrics exports the reactor's accept path, liveness, resets and
+// the process's descriptor budget to Prometheus, read from what the servers
+// report (Server.Health, Server.Stats) and from the budget (fdbudget).
+package metrics
 
 import (
+	"github.com/tidegate/tidegate/reactor"
+	"github.com/tidegate/tidegate/reactor/fdbudget"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -9,7 +15,7 @@ import (
 // A process registers one Collector for all its servers.
 type Collector struct {
 	names   []string
-	servers []*Server
+	servers []*reactor.Server
 
 	engineUp, listenerUp, acceptPaused, acceptPauses *prometheus.Desc
 	acceptErrors, acceptedOpen, fdLimit, fdAccounted *prometheus.Desc
@@ -18,7 +24,7 @@ type Collector struct {
 
 // NewCollector returns a collector for servers, keyed by the name each is
 // exported under (such as "proxy", "publish", "subscribe").
-func NewCollector(servers map[string]*Server) *Collector {
+func NewCollector(servers map[string]*reactor.Server) *Collector {
 	c := &Collector{
 		engineUp:     prometheus.NewDesc("tidegate_engine_up", "1 while the server's event loops run.", []string{"server"}, nil),
 		listenerUp:   prometheus.NewDesc("tidegate_listener_up", "1 while the listener's accept goroutine runs (paused counts as up).", []string{"server", "listen"}, nil),
@@ -59,28 +65,29 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		return 0
 	}
+	pauses := reactor.ListenerPauses()
 	for i, s := range c.servers {
 		name := c.names[i]
 		h := s.Health()
 		ch <- prometheus.MustNewConstMetric(c.engineUp, prometheus.GaugeValue, b(h.Running), name)
 		for _, l := range h.Listeners {
 			ch <- prometheus.MustNewConstMetric(c.listenerUp, prometheus.GaugeValue, b(l.Alive), name, l.Addr)
-			for _, st := range []acceptState{acceptAtMaxConns, acceptAtFDBudget, acceptBackoff} {
-				ch <- prometheus.MustNewConstMetric(c.acceptPaused, prometheus.GaugeValue, b(l.State == st.String()), name, l.Addr, st.String())
+			for _, reason := range pauses {
+				ch <- prometheus.MustNewConstMetric(c.acceptPaused, prometheus.GaugeValue, b(l.State == reason), name, l.Addr, reason)
 			}
 		}
-		ch <- prometheus.MustNewConstMetric(c.acceptPauses, prometheus.CounterValue, float64(s.acceptPauses.Load()), name)
-		for errno, n := range s.acceptErrors.snapshot() {
+		st := s.Stats()
+		ch <- prometheus.MustNewConstMetric(c.acceptPauses, prometheus.CounterValue, float64(st.AcceptPauses), name)
+		for errno, n := range st.AcceptErrors {
 			ch <- prometheus.MustNewConstMetric(c.acceptErrors, prometheus.CounterValue, float64(n), name, errno)
 		}
-		ch <- prometheus.MustNewConstMetric(c.acceptedOpen, prometheus.GaugeValue, float64(s.acceptedOpen.Load()), name)
-		st := s.Stats()
+		ch <- prometheus.MustNewConstMetric(c.acceptedOpen, prometheus.GaugeValue, float64(s.AcceptedOpen()), name)
 		ch <- prometheus.MustNewConstMetric(c.resets, prometheus.CounterValue, float64(st.LingerExpired), name, "linger")
 		ch <- prometheus.MustNewConstMetric(c.resets, prometheus.CounterValue, float64(st.AbortResets), name, "abort")
 		ch <- prometheus.MustNewConstMetric(c.resetQueued, prometheus.CounterValue, float64(st.LingerQueuedBytes), name, "linger")
 		ch <- prometheus.MustNewConstMetric(c.resetQueued, prometheus.CounterValue, float64(st.AbortQueuedBytes), name, "abort")
 		ch <- prometheus.MustNewConstMetric(c.halfClosed, prometheus.CounterValue, float64(st.HalfClosed), name)
 	}
-	ch <- prometheus.MustNewConstMetric(c.fdLimit, prometheus.GaugeValue, float64(fdAccount.limit.Load()))
-	ch <- prometheus.MustNewConstMetric(c.fdAccounted, prometheus.GaugeValue, float64(fdAccount.held.Load()+fdAccount.base.Load()))
+	ch <- prometheus.MustNewConstMetric(c.fdLimit, prometheus.GaugeValue, float64(fdbudget.Limit()))
+	ch <- prometheus.MustNewConstMetric(c.fdAccounted, prometheus.GaugeValue, float64(fdbudget.Accounted()))
 }

@@ -1,27 +1,27 @@
-package reactor
+package ipshare
 
 import (
 	"net"
-	"net/netip"
 	"testing"
 	"unsafe"
 )
 
-// TestSharedIPsBounded: more distinct client IPs than maxSharedIPs never
-// grow a loop's table past its bound; every address still says what it
+// TestSharedIPsBounded: more distinct client IPs than MaxShared never
+// grow a table past its bound; every address still says what it
 // said (in its own length, 4 or 16 bytes), and an IP seen since the table
 // last started over is shared: its second address points at the first's
 // copy, not at the slice it came with.
 func TestSharedIPsBounded(t *testing.T) {
-	l := &Loop{ips: make(map[netip.Addr]net.IP)}
-	for i := range 3 * maxSharedIPs {
+	var tab Table
+	for i := range 3 * MaxShared {
 		ip4 := net.IPv4(10, byte(i>>16), byte(i>>8), byte(i))
 		for _, ip := range []net.IP{ip4.To4(), ip4.To16()} {
 			orig := append(net.IP(nil), ip...)
 			a, b := &net.TCPAddr{IP: ip, Port: 1}, &net.TCPAddr{IP: append(net.IP(nil), ip...), Port: 2}
-			l.shareAddrIPs(a, b)
-			if len(l.ips) > maxSharedIPs {
-				t.Fatalf("after %d IPs the table holds %d, want at most %d", i+1, len(l.ips), maxSharedIPs)
+			tab.Share(a)
+			tab.Share(b)
+			if tab.Len() > MaxShared {
+				t.Fatalf("after %d IPs the table holds %d, want at most %d", i+1, tab.Len(), MaxShared)
 			}
 			for _, x := range []*net.TCPAddr{a, b} {
 				if !x.IP.Equal(orig) || len(x.IP) != len(orig) {
@@ -36,5 +36,5 @@ func TestSharedIPsBounded(t *testing.T) {
 			}
 		}
 	}
-	l.shareIP(&net.UnixAddr{Name: "x", Net: "unix"}) // not TCP: left alone
+	tab.Share(&net.UnixAddr{Name: "x", Net: "unix"}) // not TCP: left alone
 }

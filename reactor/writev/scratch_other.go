@@ -1,12 +1,16 @@
 //go:build !linux
 
-package reactor
+package writev
 
 import "golang.org/x/sys/unix"
 
-// writeBufs writes bufs to fd, one write each, until the kernel takes less
+// Scratch stands for the reused iovec array of the Linux build, which
+// writes with writev; here each buffer is written on its own.
+type Scratch struct{}
+
+// Write writes bufs to fd, one write each, until the kernel takes less
 // than a whole buffer. It returns the bytes written, never negative.
-func (l *Loop) writeBufs(fd int, bufs [][]byte) (int, error) {
+func (*Scratch) Write(fd int, bufs [][]byte) (int, error) {
 	total := 0
 	for _, p := range bufs {
 		n, err := unix.Write(fd, p)

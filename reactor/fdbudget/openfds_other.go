@@ -1,6 +1,6 @@
 //go:build !linux
 
-package reactor
+package fdbudget
 
 import (
 	"syscall"
@@ -8,9 +8,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// openFDs counts the process's open descriptors by asking for the flags of
+// OpenFDs counts the process's open descriptors by asking for the flags of
 // each one below the limit; it runs once per server start.
-func openFDs() (int, error) {
+func OpenFDs() (int, error) {
 	var rl syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
 		return 0, err

@@ -1,4 +1,4 @@
-package reactor
+package drainwatch
 
 import (
 	"fmt"
@@ -7,16 +7,19 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// drainWatcher is a loop's second epoll set: waiting sockets registered
+// Watcher is a loop's second epoll set: waiting sockets registered
 // edge-triggered for EPOLLOUT, and an eventfd that ends its goroutine.
-type drainWatcher struct {
+// Add and Remove are for the loop; Close for after the loop has ended.
+type Watcher struct {
 	epfd   int
 	wakefd int
-	queue  writableQueue
+	queue  queue
+	notify Notifier
 	done   chan struct{}
 }
 
-func newDrainWatcher(l *Loop) (*drainWatcher, error) {
+// New makes a watcher and starts its goroutine, which reports to n.
+func New(n Notifier) (*Watcher, error) {
 	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("reactor: drain watcher: epoll_create1: %w", err)
@@ -31,13 +34,13 @@ func newDrainWatcher(l *Loop) (*drainWatcher, error) {
 		unix.Close(epfd)
 		return nil, fmt.Errorf("reactor: drain watcher: epoll_ctl add eventfd %d: %w", wakefd, err)
 	}
-	w := &drainWatcher{epfd: epfd, wakefd: wakefd, done: make(chan struct{})}
-	go w.run(l)
+	w := &Watcher{epfd: epfd, wakefd: wakefd, notify: n, done: make(chan struct{})}
+	go w.run()
 	return w, nil
 }
 
-// add registers fd; if the socket has room already, the event comes at once.
-func (w *drainWatcher) add(fd int) error {
+// Add registers fd; if the socket has room already, the event comes at once.
+func (w *Watcher) Add(fd int) error {
 	err := unix.EpollCtl(w.epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLOUT | unix.EPOLLET, Fd: int32(fd)})
 	if err != nil {
 		return fmt.Errorf("epoll_ctl add fd %d to drain watcher %d: %w", fd, w.epfd, err)
@@ -45,13 +48,13 @@ func (w *drainWatcher) add(fd int) error {
 	return nil
 }
 
-// remove unregisters fd. It fails only when fd is gone already, which
+// Remove unregisters fd. It fails only when fd is gone already, which
 // removed it from the set too.
-func (w *drainWatcher) remove(fd int) {
+func (w *Watcher) Remove(fd int) {
 	_ = unix.EpollCtl(w.epfd, unix.EPOLL_CTL_DEL, fd, nil)
 }
 
-func (w *drainWatcher) run(l *Loop) {
+func (w *Watcher) run() {
 	defer close(w.done)
 	var evs [128]unix.EpollEvent
 	for {
@@ -60,7 +63,7 @@ func (w *drainWatcher) run(l *Loop) {
 			continue
 		}
 		if err != nil {
-			l.drainWatcherFailed(fmt.Errorf("epoll_wait on drain watcher %d: %w", w.epfd, err))
+			w.notify.Failed(fmt.Errorf("epoll_wait on drain watcher %d: %w", w.epfd, err))
 			return
 		}
 		for i := 0; i < n; i++ {
@@ -70,14 +73,14 @@ func (w *drainWatcher) run(l *Loop) {
 			w.queue.push(evs[i].Fd)
 		}
 		if n > 0 {
-			l.wakeForWritable()
+			w.notify.Writable()
 		}
 	}
 }
 
-// close ends the goroutine and closes the set; the loop must not use the
+// Close ends the goroutine and closes the set; the loop must not use the
 // watcher any more.
-func (w *drainWatcher) close() {
+func (w *Watcher) Close() {
 	one := [8]byte{1}
 	if _, err := unix.Write(w.wakefd, one[:]); err == nil {
 		select {
@@ -89,9 +92,9 @@ func (w *drainWatcher) close() {
 	unix.Close(w.epfd)
 }
 
-// unackedBytes is what the kernel holds of fd's output, sent or not, that
+// UnackedBytes is what the kernel holds of fd's output, sent or not, that
 // the peer has not acknowledged (SIOCOUTQ).
-func unackedBytes(fd int) int {
+func UnackedBytes(fd int) int {
 	n, err := unix.IoctlGetInt(fd, unix.SIOCOUTQ)
 	if err != nil {
 		return -1

@@ -1,7 +1,10 @@
-package reactor
+// Package looptimer is the timer heap of a reactor loop: deadlines that
+// live in per-connection state, armed, moved and stopped in O(log n) without
+// an allocation, and fired by the loop that owns them.
+package looptimer
 
 // Timer is a deadline on a loop. Embed it in per-connection state, set F
-// once, and arm it with Loop.Schedule; it runs F on the loop at or after its
+// once, and arm it with the loop's Schedule (reactor.Loop.Schedule); it runs F on the loop at or after its
 // deadline, with the resolution of the server's Tick. A Timer is not safe for
 // use on more than one loop.
 type Timer struct {
@@ -18,17 +21,20 @@ func (t *Timer) Armed() bool { return t.index != 0 }
 // When returns the deadline on the loop clock of an armed timer.
 func (t *Timer) When() int64 { return t.when }
 
-// timerHeap is a binary min-heap of armed timers ordered by deadline.
-type timerHeap []*Timer
+// Heap is a binary min-heap of armed timers ordered by deadline. Its zero
+// value is empty. It is not safe for concurrent use: a loop owns its heap.
+type Heap []*Timer
 
-func (h *timerHeap) next() int64 {
+// Next returns the earliest deadline, or 0 when no timer is armed.
+func (h *Heap) Next() int64 {
 	if len(*h) == 0 {
 		return 0
 	}
 	return (*h)[0].when
 }
 
-func (h *timerHeap) schedule(t *Timer, when int64) {
+// Schedule arms t for when; an armed timer is moved.
+func (h *Heap) Schedule(t *Timer, when int64) {
 	if t.index != 0 {
 		old := t.when
 		t.when = when
@@ -46,7 +52,8 @@ func (h *timerHeap) schedule(t *Timer, when int64) {
 	h.up(len(*h) - 1)
 }
 
-func (h *timerHeap) stop(t *Timer) {
+// Stop disarms t; stopping a timer that is not armed does nothing.
+func (h *Heap) Stop(t *Timer) {
 	if t.index == 0 {
 		return
 	}
@@ -64,23 +71,24 @@ func (h *timerHeap) stop(t *Timer) {
 	}
 }
 
-// popDue removes and returns the earliest timer if it is due at now.
-func (h *timerHeap) popDue(now int64) *Timer {
+// PopDue removes and returns the earliest timer if it is due at now, and
+// nil otherwise.
+func (h *Heap) PopDue(now int64) *Timer {
 	if len(*h) == 0 || (*h)[0].when > now {
 		return nil
 	}
 	t := (*h)[0]
-	h.stop(t)
+	h.Stop(t)
 	return t
 }
 
-func (h timerHeap) swap(i, j int) {
+func (h Heap) swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
 	h[i].index = i + 1
 	h[j].index = j + 1
 }
 
-func (h timerHeap) up(i int) {
+func (h Heap) up(i int) {
 	for i > 0 {
 		p := (i - 1) / 2
 		if h[p].when <= h[i].when {
@@ -91,7 +99,7 @@ func (h timerHeap) up(i int) {
 	}
 }
 
-func (h timerHeap) down(i int) {
+func (h Heap) down(i int) {
 	n := len(h)
 	for {
 		l := 2*i + 1

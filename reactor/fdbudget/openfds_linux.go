@@ -1,12 +1,12 @@
-package reactor
+package fdbudget
 
 import (
 	"fmt"
 	"os"
 )
 
-// openFDs counts the process's open descriptors.
-func openFDs() (int, error) {
+// OpenFDs counts the process's open descriptors.
+func OpenFDs() (int, error) {
 	d, err := os.Open("/proc/self/fd")
 	if err != nil {
 		return 0, fmt.Errorf("reactor: counting open descriptors: %w", err)

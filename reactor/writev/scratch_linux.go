@@ -1,4 +1,4 @@
-package reactor
+package writev
 
 import (
 	"unsafe"
@@ -6,15 +6,19 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// writeBufs writes bufs to fd with one writev from the loop's reused iovec
-// array (x/sys's Writev allocates one past 8 slices). It returns the bytes
-// written, never negative.
-func (l *Loop) writeBufs(fd int, bufs [][]byte) (int, error) {
+// Scratch is a reused iovec array for Write. Its zero value is ready; it is
+// not safe for concurrent use (a loop owns one).
+type Scratch struct{ iovecs []unix.Iovec }
+
+// Write writes bufs to fd with one writev from the reused iovec array
+// (x/sys's Writev allocates one past 8 slices), retrying on EINTR. It
+// returns the bytes written, never negative.
+func (s *Scratch) Write(fd int, bufs [][]byte) (int, error) {
 	if len(bufs) == 1 {
 		n, err := unix.Write(fd, bufs[0])
 		return max(n, 0), err
 	}
-	vecs := l.iovecs[:0]
+	vecs := s.iovecs[:0]
 	for _, p := range bufs {
 		if len(p) == 0 {
 			continue
@@ -23,7 +27,7 @@ func (l *Loop) writeBufs(fd int, bufs [][]byte) (int, error) {
 		v.SetLen(len(p))
 		vecs = append(vecs, v)
 	}
-	l.iovecs = vecs
+	s.iovecs = vecs
 	if len(vecs) == 0 {
 		return 0, nil
 	}
