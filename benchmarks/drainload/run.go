@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os/exec"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -143,11 +141,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, fmt.Errorf("drainload: %w", err)
 	}
 	for i := range cfg.Servers {
-		out, err := exec.CommandContext(ctx, cfg.Servers[i].Binary, "version").Output()
+		v, err := harness.BinaryVersion(ctx, cfg.Servers[i].Binary)
 		if err != nil {
-			return nil, fmt.Errorf("drainload: %s version: %w", cfg.Servers[i].Binary, err)
+			return nil, fmt.Errorf("drainload: %w", err)
 		}
-		cfg.Servers[i].Version = strings.TrimSpace(string(out))
+		cfg.Servers[i].Version = v
 	}
 	res := &Result{Params: paramsOf(cfg)}
 	err := harness.Rotate(cfg.Repeats, len(cfg.Servers), func(r, pos, i int) error {

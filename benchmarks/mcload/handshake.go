@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/mcclient"
 )
 
@@ -57,7 +57,7 @@ func Handshake(ctx context.Context, cfg HandshakeConfig) (*HandshakeResult, erro
 	}
 	var next atomic.Int64
 	var mu sync.Mutex
-	hist := hdrhistogram.New(1_000, 60_000_000_000, 3)
+	hist := harness.NewLatencyHistogram()
 	res := &HandshakeResult{Addr: cfg.Addr, Count: cfg.Count, Parallel: cfg.Parallel, Rejections: map[string]int{}}
 	start := time.Now()
 	var wg sync.WaitGroup
