@@ -14,6 +14,7 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/protocol/tlv"
 )
 
@@ -193,11 +194,6 @@ type tally struct {
 	first    []string
 }
 
-func newHistogram() *hdrhistogram.Histogram {
-	// 1 µs to 60 s, 3 significant digits, in nanoseconds.
-	return hdrhistogram.New(1_000, 60_000_000_000, 3)
-}
-
 func (t *tally) add(h *hdrhistogram.Histogram, ok int, errs []error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -222,7 +218,7 @@ func Run(ctx context.Context, cfg LoadConfig) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	t := &tally{hist: newHistogram()}
+	t := &tally{hist: harness.NewLatencyHistogram()}
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	start := time.Now()
@@ -230,7 +226,7 @@ func Run(ctx context.Context, cfg LoadConfig) (Result, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			h := newHistogram()
+			h := harness.NewLatencyHistogram()
 			buf := make([]byte, cfg.Format.HeaderLen()+cfg.Body)
 			ok := 0
 			var errs []error

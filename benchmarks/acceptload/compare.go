@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -81,11 +80,11 @@ func binaryRevision(path string) string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, path, "version").Output()
+	out, err := harness.BinaryVersion(ctx, path)
 	if err != nil {
 		return ""
 	}
-	v, ok := strings.CutPrefix(strings.TrimSpace(string(out)), "tidegate ")
+	v, ok := strings.CutPrefix(out, "tidegate ")
 	if !ok || v == "dev" || strings.ContainsAny(v, " \n") {
 		return ""
 	}

@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os/exec"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -143,11 +141,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, fmt.Errorf("drainload: %w", err)
 	}
 	for i := range cfg.Servers {
-		out, err := exec.CommandContext(ctx, cfg.Servers[i].Binary, "version").Output()
+		v, err := harness.BinaryVersion(ctx, cfg.Servers[i].Binary)
 		if err != nil {
-			return nil, fmt.Errorf("drainload: %s version: %w", cfg.Servers[i].Binary, err)
+			return nil, fmt.Errorf("drainload: %w", err)
 		}
-		cfg.Servers[i].Version = strings.TrimSpace(string(out))
+		cfg.Servers[i].Version = v
 	}
 	res := &Result{Params: paramsOf(cfg)}
 	err := harness.Rotate(cfg.Repeats, len(cfg.Servers), func(r, pos, i int) error {
@@ -283,8 +281,10 @@ func runTrial(ctx context.Context, cfg Config, srv Server) (t Trial) {
 		t.Error = err.Error()
 		return t
 	}
-	t.ResumeP50, t.ResumeP99 = percentile(resume, 50), percentile(resume, 99)
-	t.AfterDrainP50, t.AfterDrainP99 = percentile(after, 50), percentile(after, 99)
+	slices.Sort(resume)
+	slices.Sort(after)
+	t.ResumeP50, t.ResumeP99 = harness.Percentile(resume, 50), harness.Percentile(resume, 99)
+	t.AfterDrainP50, t.AfterDrainP99 = harness.Percentile(after, 50), harness.Percentile(after, 99)
 	slices.Sort(backlog)
 	t.BacklogMiB = float64(backlog[len(backlog)/2]) / (1 << 20)
 	if !proc.Running() {
@@ -547,14 +547,3 @@ func sampleCPU(ctx context.Context, pids []int, d time.Duration) (cpuSample, err
 
 // ms converts a duration to milliseconds.
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-// percentile is the nearest-rank q-th percentile of vals (0 for none).
-func percentile(vals []float64, q float64) float64 {
-	if len(vals) == 0 {
-		return 0
-	}
-	s := slices.Clone(vals)
-	slices.Sort(s)
-	rank := int(q/100*float64(len(s)) + 0.999999999)
-	return s[min(max(rank, 1), len(s))-1]
-}

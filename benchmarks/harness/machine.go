@@ -2,7 +2,10 @@ package harness
 
 import (
 	"bufio"
+	"context"
+	"fmt"
 	"os"
+	"os/exec"
 	"runtime"
 	"strings"
 
@@ -52,4 +55,14 @@ func Poller() string {
 		return "kqueue"
 	}
 	return "unknown"
+}
+
+// BinaryVersion returns what `path version` prints, trimmed: the version a
+// tidegate binary was built as (make build sets it to git describe).
+func BinaryVersion(ctx context.Context, path string) (string, error) {
+	out, err := exec.CommandContext(ctx, path, "version").Output()
+	if err != nil {
+		return "", fmt.Errorf("%s version: %w", path, err)
+	}
+	return strings.TrimSpace(string(out)), nil
 }

@@ -10,9 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
-
-	"github.com/tidegate/tidegate/benchmarks/session"
+	"github.com/tidegate/tidegate/benchmarks/harness"
+	"github.com/tidegate/tidegate/benchmarks/mcclient"
 )
 
 // HandshakeConfig is a login storm.
@@ -52,13 +51,13 @@ func Handshake(ctx context.Context, cfg HandshakeConfig) (*HandshakeResult, erro
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 10 * time.Second
 	}
-	host, port, err := session.SplitHostPort(cfg.Addr)
+	host, port, err := mcclient.SplitHostPort(cfg.Addr)
 	if err != nil {
 		return nil, err
 	}
 	var next atomic.Int64
 	var mu sync.Mutex
-	hist := hdrhistogram.New(1_000, 60_000_000_000, 3)
+	hist := harness.NewLatencyHistogram()
 	res := &HandshakeResult{Addr: cfg.Addr, Count: cfg.Count, Parallel: cfg.Parallel, Rejections: map[string]int{}}
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -112,11 +111,11 @@ func attempt(ctx context.Context, cfg HandshakeConfig, d *net.Dialer, host strin
 		return connectReason(err)
 	}
 	defer c.Close()
-	_, err = session.Login(c, host, port, name, buf, deadline)
+	_, err = mcclient.Login(c, host, port, name, buf, deadline)
 	if err == nil {
 		return ""
 	}
-	var le *session.LoginError
+	var le *mcclient.LoginError
 	if errors.As(err, &le) {
 		if le.Reason == "disconnect" {
 			return "disconnect: " + le.Message

@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/tidegate/tidegate/benchmarks/gometrics"
+	"github.com/tidegate/tidegate/benchmarks/mcclient"
 	"github.com/tidegate/tidegate/benchmarks/procstat"
-	"github.com/tidegate/tidegate/benchmarks/session"
 )
 
 // idleEchoPayload is the body size of the one PLAY packet each idle session
@@ -46,7 +46,7 @@ type WorkerReport struct {
 // echoOnce sends one PLAY packet on c and checks its echo.
 func echoOnce(c net.Conn, seq int, timeout time.Duration) error {
 	body := make([]byte, 0, idleEchoPayload)
-	body = append(body, session.PlayPacketID)
+	body = append(body, mcclient.PlayPacketID)
 	body = strconv.AppendInt(body, int64(seq), 10)
 	for len(body) < idleEchoPayload {
 		body = append(body, byte(len(body)))
@@ -75,7 +75,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, in io.Reader, out io.Write
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 10 * time.Second
 	}
-	host, port, err := session.SplitHostPort(cfg.Addr)
+	host, port, err := mcclient.SplitHostPort(cfg.Addr)
 	if err != nil {
 		return err
 	}
@@ -103,8 +103,8 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, in io.Reader, out io.Write
 		cancel()
 		if err != nil {
 			reason = connectReason(err)
-		} else if _, err := session.Login(c, host, port, fmt.Sprintf("w%d_%d", cfg.ID, i), nil, deadline); err != nil {
-			var le *session.LoginError
+		} else if _, err := mcclient.Login(c, host, port, fmt.Sprintf("w%d_%d", cfg.ID, i), nil, deadline); err != nil {
+			var le *mcclient.LoginError
 			reason = err.Error()
 			if errors.As(err, &le) {
 				reason = le.Reason

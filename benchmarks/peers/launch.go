@@ -219,6 +219,3 @@ func orDefault(s, def string) string {
 	}
 	return s
 }
-
-// Syscalls returns the counter the process runs under, or nil.
-func (p *Process) Syscalls() *SyscallCounter { return p.sys }

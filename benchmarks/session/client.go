@@ -1,7 +1,6 @@
 package session
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -9,25 +8,12 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/tidegate/tidegate/benchmarks/harness"
+	"github.com/tidegate/tidegate/benchmarks/mcclient"
 )
-
-// Latency histogram range: 1 µs to 60 s at 3 significant digits, in ns.
-const (
-	histLowest  = 1_000
-	histHighest = 60_000_000_000
-	histDigits  = 3
-)
-
-func newHistogram() *hdrhistogram.Histogram {
-	return hdrhistogram.New(histLowest, histHighest, histDigits)
-}
 
 // maxErrorSamples is how many error messages a phase keeps.
 const maxErrorSamples = 8
-
-// errFramingLost ends a connection whose echo stream cannot be split into
-// frames any more.
-var errFramingLost = errors.New("framing lost")
 
 // client is one benchmark connection, driven by its own goroutine.
 type client struct {
@@ -64,7 +50,7 @@ func newClient(id uint32, nc net.Conn, k *codec, p Params, base time.Time, lefto
 		rbuf:   make([]byte, max(256<<10, 4*k.frameLen)),
 		wbuf:   make([]byte, 0, p.Burst*k.frameLen),
 		sendNs: make([]int64, p.Window),
-		hist:   newHistogram(),
+		hist:   harness.NewLatencyHistogram(),
 	}
 	c.rlen = copy(c.rbuf, leftover)
 	if hold > 0 {
@@ -139,13 +125,13 @@ func (c *client) run(from, to int, record bool) error {
 			for c.rlen-pos >= fl && recv < to {
 				f := c.rbuf[pos : pos+fl]
 				if !c.k.frameHeaderOK(f) {
-					return fmt.Errorf("conn %d seq %d: length prefix % x, want % x: %w", c.id, recv, f[:len(c.k.header)], c.k.header, errFramingLost)
+					return fmt.Errorf("conn %d seq %d: length prefix % x, want % x: %w", c.id, recv, f[:len(c.k.header)], c.k.header, mcclient.ErrFramingLost)
 				}
 				if err := c.k.check(f, c.id, uint32(recv)); err != nil {
 					c.fail(err)
 				}
 				if record {
-					_ = c.hist.RecordValue(max(now-c.sendNs[((recv-from)/burst)%window], histLowest))
+					_ = c.hist.RecordValue(max(now-c.sendNs[((recv-from)/burst)%window], harness.LatencyLowest))
 					c.measured++
 				}
 				recv++
@@ -155,7 +141,7 @@ func (c *client) run(from, to int, record bool) error {
 				}
 			}
 			if rest := c.rbuf[pos:c.rlen]; len(rest) > 0 && !c.k.frameHeaderOK(rest) {
-				return fmt.Errorf("conn %d seq %d: length prefix % x, want % x: %w", c.id, recv, rest[:min(len(rest), len(c.k.header))], c.k.header, errFramingLost)
+				return fmt.Errorf("conn %d seq %d: length prefix % x, want % x: %w", c.id, recv, rest[:min(len(rest), len(c.k.header))], c.k.header, mcclient.ErrFramingLost)
 			}
 			if pos > 0 {
 				c.rlen = copy(c.rbuf, c.rbuf[pos:c.rlen])

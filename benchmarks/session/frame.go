@@ -5,16 +5,9 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/tidegate/tidegate/benchmarks/mcclient"
 	"github.com/tidegate/tidegate/protocol/mc"
 )
-
-// PlayPacketID is the packet ID of the benchmark's PLAY packets (as in
-// MoonBridge's benchmark).
-const PlayPacketID = 0x03
-
-// patternPeriod is the period of the filler pattern; a prime, so filler
-// offsets of neighbouring sequence numbers and connections differ.
-const patternPeriod = 251
 
 // codec builds and checks the PLAY frames of one workload. Frames all have
 // the same size; the filler of packet (conn, seq) is
@@ -30,29 +23,19 @@ func newCodec(payload int) *codec {
 	k := &codec{payload: payload}
 	k.header = mc.AppendVarInt(nil, int32(payload))
 	k.frameLen = len(k.header) + payload
-	k.pattern = fillerPattern(payload - MinPayload)
+	k.pattern = mcclient.FillerPattern(payload - MinPayload)
 	return k
 }
 
-// fillerPattern returns the filler pattern for fillers of up to n bytes:
-// patternPeriod + n bytes, any n of them from an offset below the period.
-func fillerPattern(n int) []byte {
-	pattern := make([]byte, patternPeriod+n)
-	for i := range pattern {
-		pattern[i] = byte((i%patternPeriod)*97 + 13)
-	}
-	return pattern
-}
-
 func (k *codec) filler(conn, seq uint32) []byte {
-	off := (uint64(seq)*131 + uint64(conn)*31) % patternPeriod
+	off := (uint64(seq)*131 + uint64(conn)*31) % mcclient.PatternPeriod
 	return k.pattern[off : off+uint64(k.payload-MinPayload)]
 }
 
 // appendFrame appends the frame of packet (conn, seq) to dst.
 func (k *codec) appendFrame(dst []byte, conn, seq uint32) []byte {
 	dst = append(dst, k.header...)
-	dst = append(dst, PlayPacketID)
+	dst = append(dst, mcclient.PlayPacketID)
 	dst = binary.BigEndian.AppendUint32(dst, conn)
 	dst = binary.BigEndian.AppendUint32(dst, seq)
 	return append(dst, k.filler(conn, seq)...)
@@ -65,8 +48,8 @@ func (k *codec) check(f []byte, conn, seq uint32) error {
 		return fmt.Errorf("conn %d seq %d: length prefix % x, want % x", conn, seq, f[:h], k.header)
 	}
 	b := f[h:]
-	if b[0] != PlayPacketID {
-		return fmt.Errorf("conn %d seq %d: packet id 0x%02x, want 0x%02x", conn, seq, b[0], PlayPacketID)
+	if b[0] != mcclient.PlayPacketID {
+		return fmt.Errorf("conn %d seq %d: packet id 0x%02x, want 0x%02x", conn, seq, b[0], mcclient.PlayPacketID)
 	}
 	if c := binary.BigEndian.Uint32(b[1:5]); c != conn {
 		return fmt.Errorf("conn %d seq %d: connection number %d", conn, seq, c)
@@ -75,7 +58,7 @@ func (k *codec) check(f []byte, conn, seq uint32) error {
 		return fmt.Errorf("conn %d seq %d: sequence number %d", conn, seq, s)
 	}
 	if want := k.filler(conn, seq); !bytes.Equal(b[MinPayload:], want) {
-		i := firstDifference(b[MinPayload:], want)
+		i := mcclient.FirstDifference(b[MinPayload:], want)
 		return fmt.Errorf("conn %d seq %d: payload byte %d is 0x%02x, want 0x%02x", conn, seq, i, b[MinPayload+i], want[i])
 	}
 	return nil

@@ -139,9 +139,6 @@ func (e *Environment) startProxy(k peers.Kind, i int, sys *peers.SyscallCounter)
 // Backend returns the backend's address.
 func (e *Environment) Backend() string { return e.backend.Addr() }
 
-// BackendProcess returns the backend process.
-func (e *Environment) BackendProcess() *peers.Process { return e.backend }
-
 // Targets returns the running proxies.
 func (e *Environment) Targets() []Target {
 	out := make([]Target, len(e.proxies))

@@ -9,20 +9,9 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/tidegate/tidegate/benchmarks/harness"
+	"github.com/tidegate/tidegate/benchmarks/mcclient"
 )
-
-// phaseHooks are called around the measured interval of a phase, after
-// every connection has logged in and warmed up, and after the last echo.
-type phaseHooks struct {
-	// start, if set, runs before the first connection is made (players
-	// workload only: the proxy's memory before the sessions).
-	start  func()
-	before func() error
-	after  func() error
-	// progress is called about every 100 ms with the echoes received so far
-	// and the phase's total, warmup included.
-	progress func(done, total int64)
-}
 
 // phaseRun is what runPhase measured.
 type phaseRun struct {
@@ -36,19 +25,13 @@ type phaseRun struct {
 	holdLate time.Duration
 }
 
-// errStalled is a phase that made no progress for the stall timeout.
-var errStalled = errors.New("no echo for the stall timeout")
-
 // runPhase connects p.Connections clients to addr, logs each in, warms up,
 // then times p.Messages roundtrips per connection. hold > 0 makes each
 // client hold every burst that long before writing it. A connection that cannot
 // log in or whose stream breaks ends the phase with an error; mismatched
 // echoes are counted in phaseRun.errors.
-func runPhase(ctx context.Context, addr string, p Params, hold, stall time.Duration, hooks phaseHooks) (phaseRun, error) {
-	if stall <= 0 {
-		stall = defaultStallTimeout
-	}
-	host, port, err := SplitHostPort(addr)
+func runPhase(ctx context.Context, addr string, p Params, hold, stall time.Duration, hooks harness.PhaseHooks) (phaseRun, error) {
+	host, port, err := mcclient.SplitHostPort(addr)
 	if err != nil {
 		return phaseRun{}, err
 	}
@@ -61,7 +44,7 @@ func runPhase(ctx context.Context, addr string, p Params, hold, stall time.Durat
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			nc, left, err := dialLogin(ctx, addr, host, port, fmt.Sprintf("conn %d", i), fmt.Sprintf("bench%d", i))
+			nc, left, err := mcclient.DialLogin(ctx, addr, host, port, fmt.Sprintf("conn %d", i), fmt.Sprintf("bench%d", i))
 			if err != nil {
 				loginErrs[i] = err
 				return
@@ -116,8 +99,8 @@ func runPhase(ctx context.Context, addr string, p Params, hold, stall time.Durat
 				return
 			case now := <-t.C:
 				n := echoed()
-				if hooks.progress != nil {
-					hooks.progress(n, total)
+				if hooks.Progress != nil {
+					hooks.Progress(n, total)
 				}
 				if n != last {
 					last, lastMove = n, now
@@ -164,8 +147,8 @@ func runPhase(ctx context.Context, addr string, p Params, hold, stall time.Durat
 		return phaseRun{}, phaseError(errors.Join(errs...), &stalled)
 	}
 	var hookErr error
-	if hooks.before != nil {
-		hookErr = hooks.before()
+	if hooks.Before != nil {
+		hookErr = hooks.Before()
 	}
 	start := time.Now()
 	close(release)
@@ -175,8 +158,8 @@ func runPhase(ctx context.Context, addr string, p Params, hold, stall time.Durat
 		}
 	}
 	elapsed := time.Since(start)
-	if hooks.after != nil {
-		hookErr = errors.Join(hookErr, hooks.after())
+	if hooks.After != nil {
+		hookErr = errors.Join(hookErr, hooks.After())
 	}
 	if len(errs) > 0 {
 		return phaseRun{}, phaseError(errors.Join(errs...), &stalled)
@@ -184,7 +167,7 @@ func runPhase(ctx context.Context, addr string, p Params, hold, stall time.Durat
 	if hookErr != nil {
 		return phaseRun{}, hookErr
 	}
-	r := phaseRun{elapsed: elapsed, hist: newHistogram()}
+	r := phaseRun{elapsed: elapsed, hist: harness.NewLatencyHistogram()}
 	var lateNs, writes int64
 	for _, c := range clients {
 		if c.hold != nil {
@@ -202,15 +185,15 @@ func runPhase(ctx context.Context, addr string, p Params, hold, stall time.Durat
 	if len(r.samples) > maxErrorSamples {
 		r.samples = r.samples[:maxErrorSamples]
 	}
-	if hooks.progress != nil {
-		hooks.progress(total, total)
+	if hooks.Progress != nil {
+		hooks.Progress(total, total)
 	}
 	return r, nil
 }
 
 func phaseError(err error, stalled *atomic.Bool) error {
 	if stalled.Load() {
-		return fmt.Errorf("%w: %w", errStalled, err)
+		return fmt.Errorf("%w: %w", harness.ErrStalled, err)
 	}
 	return err
 }

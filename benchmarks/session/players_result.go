@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/tidegate/tidegate/benchmarks/harness"
+	"github.com/tidegate/tidegate/benchmarks/players"
 )
 
 // PlayersPhase is what a players phase measured beyond Phase's figures.
@@ -123,34 +124,34 @@ func (p *Phase) relayedFrames() float64 {
 }
 
 // playersPhaseOf turns a players phase's measurements into a Phase.
-func playersPhaseOf(target, kind string, repeat, order int, params PlayersParams, run playersRun, err error) Phase {
+func playersPhaseOf(target, kind string, repeat, order int, params players.Params, run players.Measurement, err error) Phase {
 	p := Phase{Target: target, Kind: kind, Repeat: repeat, Order: order,
-		Players: &PlayersPhase{Sessions: params.Sessions, LoginSeconds: run.login.Seconds()}}
+		Players: &PlayersPhase{Sessions: params.Sessions, LoginSeconds: run.Login.Seconds()}}
 	if err != nil {
 		p.Failure = err.Error()
 		return p
 	}
-	secs := run.elapsed.Seconds()
+	secs := run.Elapsed.Seconds()
 	pl := p.Players
-	pl.SentFrames, pl.ReceivedFrames, pl.RelayedFrames = run.sent, run.received, run.sent+run.received
-	pl.SentMiBPerSec = float64(run.sentBytes) / secs / (1 << 20)
-	pl.ReceivedMiBPerSec = float64(run.receivedBytes) / secs / (1 << 20)
-	pl.ChunkReplies = run.chunks
-	pl.SendLateMeanMs = run.late.Mean() / 1e6
-	pl.SendLateP99Ms = float64(run.late.ValueAtQuantile(99)) / 1e6
-	pl.SendLateMaxMs = float64(run.late.Max()) / 1e6
-	pl.GeneratorCPUPercent = 100 * run.generatorCPU.Seconds() / secs
-	pl.Lost, pl.Duplicated, pl.Corrupted, pl.Unanswered = run.lost, run.duplicated, run.corrupted, run.unanswered
+	pl.SentFrames, pl.ReceivedFrames, pl.RelayedFrames = run.Sent, run.Received, run.Sent+run.Received
+	pl.SentMiBPerSec = float64(run.SentBytes) / secs / (1 << 20)
+	pl.ReceivedMiBPerSec = float64(run.ReceivedBytes) / secs / (1 << 20)
+	pl.ChunkReplies = run.Chunks
+	pl.SendLateMeanMs = run.Late.Mean() / 1e6
+	pl.SendLateP99Ms = float64(run.Late.ValueAtQuantile(99)) / 1e6
+	pl.SendLateMaxMs = float64(run.Late.Max()) / 1e6
+	pl.GeneratorCPUPercent = 100 * run.GeneratorCPU.Seconds() / secs
+	pl.Lost, pl.Duplicated, pl.Corrupted, pl.Unanswered = run.Lost, run.Duplicated, run.Corrupted, run.Unanswered
 	p.Seconds = secs
-	p.Roundtrips = run.hist.TotalCount()
+	p.Roundtrips = run.Hist.TotalCount()
 	p.RoundtripsPerSec = float64(p.Roundtrips) / secs
 	p.FramesPerSec = float64(pl.RelayedFrames) / secs
 	p.MiBPerSec = pl.SentMiBPerSec + pl.ReceivedMiBPerSec
-	ms := func(q float64) float64 { return float64(run.hist.ValueAtQuantile(q)) / 1e6 }
+	ms := func(q float64) float64 { return float64(run.Hist.ValueAtQuantile(q)) / 1e6 }
 	p.P50Ms, p.P95Ms, p.P99Ms, p.P999Ms = ms(50), ms(95), ms(99), ms(99.9)
-	p.MaxMs = float64(run.hist.Max()) / 1e6
-	p.Errors = run.errors()
-	p.ErrorSamples = run.samples
+	p.MaxMs = float64(run.Hist.Max()) / 1e6
+	p.Errors = run.Errors()
+	p.ErrorSamples = run.Samples
 	return p
 }
 

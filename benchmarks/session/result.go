@@ -1,6 +1,9 @@
 package session
 
-import "github.com/tidegate/tidegate/benchmarks/harness"
+import (
+	"github.com/tidegate/tidegate/benchmarks/harness"
+	"github.com/tidegate/tidegate/benchmarks/players"
+)
 
 // Phase kinds.
 const (
@@ -86,15 +89,15 @@ type Result struct {
 	Workload string `json:"workload,omitempty"`
 	Params   Params `json:"params"`
 	// Players is the players workload, which Params then does not describe.
-	Players *PlayersParams `json:"players,omitempty"`
-	Repeats int            `json:"repeats"`
-	Targets []string       `json:"targets"`
-	Setup   Setup          `json:"setup"`
-	Phases  []Phase        `json:"phases"`
-	Summary []Summary      `json:"summary"`
-	Errors  int64          `json:"errors"`
-	Failed  int            `json:"failed_phases"`
-	Notes   []string       `json:"notes,omitempty"`
+	Players *players.Params `json:"players,omitempty"`
+	Repeats int             `json:"repeats"`
+	Targets []string        `json:"targets"`
+	Setup   Setup           `json:"setup"`
+	Phases  []Phase         `json:"phases"`
+	Summary []Summary       `json:"summary"`
+	Errors  int64           `json:"errors"`
+	Failed  int             `json:"failed_phases"`
+	Notes   []string        `json:"notes,omitempty"`
 	// Goals compares each tidegate target with the peers (players workload).
 	Goals []PlayersGoal `json:"goals,omitempty"`
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/peers"
+	"github.com/tidegate/tidegate/benchmarks/players"
 	"github.com/tidegate/tidegate/benchmarks/procstat"
 )
 
@@ -56,7 +57,7 @@ type Config struct {
 	StallTimeout time.Duration
 	// Players, when set, runs the players workload instead of the echo
 	// workload Params describes.
-	Players *PlayersParams
+	Players *players.Params
 	// SegmentsPID is a process in the clients' network namespace, whose
 	// TCP OutSegs the direct phases read; 0 means this process.
 	SegmentsPID int
@@ -149,15 +150,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		var start, before, after procstat.Sample
 		var segBefore, segAfter int64
 		var probeErr, startErr error
-		hooks := phaseHooks{
-			before: func() error {
+		hooks := harness.PhaseHooks{
+			Before: func() error {
 				if len(pids) > 0 {
 					before, probeErr = procstat.Read(pids)
 				}
 				segBefore, _ = procstat.TCPOutSegs(seg)
 				return nil
 			},
-			after: func() error {
+			After: func() error {
 				segAfter, _ = procstat.TCPOutSegs(seg)
 				if len(pids) > 0 && probeErr == nil {
 					after, probeErr = procstat.Read(pids)
@@ -166,10 +167,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			},
 		}
 		if len(pids) > 0 && cfg.Players != nil {
-			hooks.start = func() { start, startErr = procstat.Read(pids) }
+			hooks.Start = func() { start, startErr = procstat.Read(pids) }
 		}
 		if cfg.Progress != nil {
-			hooks.progress = cfg.Progress.Echoes
+			hooks.Progress = cfg.Progress.Echoes
 		}
 		p := cfg.measure(ctx, s.target.Name, s.kind, s.repeat, i, addr, hooks)
 		if p.Failure == "" {
@@ -223,12 +224,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 }
 
 // measure runs one phase of the workload against addr.
-func (cfg *Config) measure(ctx context.Context, target, kind string, repeat, order int, addr string, hooks phaseHooks) Phase {
+func (cfg *Config) measure(ctx context.Context, target, kind string, repeat, order int, addr string, hooks harness.PhaseHooks) Phase {
+	stall := cfg.StallTimeout
+	if stall <= 0 {
+		stall = defaultStallTimeout
+	}
 	if cfg.Players != nil {
-		run, err := runPlayersPhase(ctx, addr, *cfg.Players, cfg.StallTimeout, hooks)
+		run, err := players.Run(ctx, addr, *cfg.Players, stall, hooks)
 		return playersPhaseOf(target, kind, repeat, order, *cfg.Players, run, err)
 	}
-	run, err := runPhase(ctx, addr, cfg.Params, cfg.AppRTT/2, cfg.StallTimeout, hooks)
+	run, err := runPhase(ctx, addr, cfg.Params, cfg.AppRTT/2, stall, hooks)
 	return phaseOf(target, kind, repeat, order, cfg.Params, run, err)
 }
 
@@ -238,13 +243,13 @@ func (cfg *Config) syscallPass(ctx context.Context, name string, pass, order int
 	if err != nil {
 		err = fmt.Errorf("starting under perf: %w", err)
 		if cfg.Players != nil {
-			return playersPhaseOf(name, KindSyscalls, pass, order, *cfg.Players, playersRun{}, err)
+			return playersPhaseOf(name, KindSyscalls, pass, order, *cfg.Players, players.Measurement{}, err)
 		}
 		return phaseOf(name, KindSyscalls, pass, order, cfg.Params, phaseRun{}, err)
 	}
-	hooks := phaseHooks{before: ct.Counter.Enable, after: ct.Counter.Disable}
+	hooks := harness.PhaseHooks{Before: ct.Counter.Enable, After: ct.Counter.Disable}
 	if cfg.Progress != nil {
-		hooks.progress = cfg.Progress.Echoes
+		hooks.Progress = cfg.Progress.Echoes
 	}
 	p := cfg.measure(ctx, name, KindSyscalls, pass, order, ct.Addr, hooks)
 	stopErr := ct.Stop()

@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tidegate/tidegate/benchmarks/harness"
+	"github.com/tidegate/tidegate/benchmarks/mcclient"
 	"github.com/tidegate/tidegate/benchmarks/peers"
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/mcbackend"
@@ -282,8 +283,8 @@ func TestLoginDisconnectIsReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	_, err = Login(c, "localhost", 25565, "someone", nil, time.Now().Add(5*time.Second))
-	var le *LoginError
+	_, err = mcclient.Login(c, "localhost", 25565, "someone", nil, time.Now().Add(5*time.Second))
+	var le *mcclient.LoginError
 	if !errors.As(err, &le) || le.Reason != "disconnect" || le.Message != "Server is full" {
 		t.Fatalf("login error %v, want a disconnect with the server's text", err)
 	}

@@ -114,5 +114,9 @@ func (p Params) String() string {
 		p.Connections, p.Messages, p.Warmup, p.Payload, p.Window, p.Burst)
 }
 
+// WorkloadPlayers names the players workload (package players) on the
+// command line and in results.
+const WorkloadPlayers = "players"
+
 // defaultStallTimeout is how long a phase may make no progress.
 const defaultStallTimeout = 20 * time.Second

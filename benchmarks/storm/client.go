@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/tidegate/tidegate/benchmarks/harness"
 )
 
 // heldMessage and stormMessage are the sizes of the checked messages a held
@@ -299,9 +301,9 @@ func Storm(ctx context.Context, cfg StormConfig) (*StormRun, error) {
 	}
 	slices.Sort(accept)
 	slices.Sort(connect)
-	res.AcceptP50Ms, res.AcceptP99Ms = ms(percentile(accept, 50)), ms(percentile(accept, 99))
-	res.AcceptMaxMs = ms(percentile(accept, 100))
-	res.ConnectP50Ms, res.ConnectP99Ms = ms(percentile(connect, 50)), ms(percentile(connect, 99))
+	res.AcceptP50Ms, res.AcceptP99Ms = ms(harness.Percentile(accept, 50)), ms(harness.Percentile(accept, 99))
+	res.AcceptMaxMs = ms(harness.Percentile(accept, 100))
+	res.ConnectP50Ms, res.ConnectP99Ms = ms(harness.Percentile(connect, 50)), ms(harness.Percentile(connect, 99))
 	if err := ctx.Err(); err != nil {
 		run.Close()
 		return nil, fmt.Errorf("storm on %s interrupted: %w", cfg.Addr, err)

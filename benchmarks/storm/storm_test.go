@@ -76,24 +76,6 @@ func startEcho(t *testing.T) *echobackend.Server {
 	return &s
 }
 
-func TestPercentileNearestRank(t *testing.T) {
-	var d []time.Duration
-	for i := 1; i <= 100; i++ {
-		d = append(d, time.Duration(i)*time.Millisecond)
-	}
-	for q, want := range map[float64]time.Duration{50: 50 * time.Millisecond, 99: 99 * time.Millisecond, 100: 100 * time.Millisecond, 1: time.Millisecond} {
-		if got := percentile(d, q); got != want {
-			t.Errorf("p%v of 1..100 ms = %v, want %v", q, got, want)
-		}
-	}
-	if got := percentile(d[:3], 50); got != 2*time.Millisecond {
-		t.Errorf("p50 of 1,2,3 ms = %v", got)
-	}
-	if got := percentile(nil, 99); got != 0 {
-		t.Errorf("p99 of nothing = %v", got)
-	}
-}
-
 func TestClassify(t *testing.T) {
 	sys := func(op string, e syscall.Errno) error {
 		return &net.OpError{Op: op, Net: "tcp", Err: os.NewSyscallError(op, e)}

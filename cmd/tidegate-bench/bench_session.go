@@ -15,6 +15,7 @@ import (
 	"github.com/tidegate/tidegate/benchmarks/fdlimit"
 	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/peers"
+	"github.com/tidegate/tidegate/benchmarks/players"
 	"github.com/tidegate/tidegate/benchmarks/session"
 )
 
@@ -52,22 +53,22 @@ func benchSessionCommand() *cli.Command {
 			&cli.IntFlag{Name: "connections", Value: 4, Usage: "client connections"},
 			&cli.IntFlag{Name: "messages", Value: 5000, Usage: "measured roundtrips per connection"},
 			&cli.StringFlag{Name: "warmup", Usage: "untimed roundtrips per connection before measuring (echo workloads), " +
-				"or the untimed sending before measuring (players, a duration)", DefaultText: "500; players: " + session.DefaultPlayers.Warmup.String()},
+				"or the untimed sending before measuring (players, a duration)", DefaultText: "500; players: " + players.Default.Warmup.String()},
 			&cli.IntFlag{Name: "payload", Value: 1024, Usage: "PLAY packet body bytes (packet id, connection, sequence, filler)"},
 			&cli.IntFlag{Name: "window", Value: 1, Usage: "bursts in flight per connection"},
 			&cli.IntFlag{Name: "burst", Value: 1, Usage: "packets written back to back per burst"},
-			&cli.IntFlag{Name: "sessions", Value: session.DefaultPlayers.Sessions, Usage: "players: sessions, each on its own connection"},
-			&cli.IntFlag{Name: "rate", Value: session.DefaultPlayers.Rate, Usage: "players: frames a second each session sends (and gets back)"},
-			&cli.DurationFlag{Name: "duration", Value: session.DefaultPlayers.Duration, Usage: "players: the measured sending time"},
-			&cli.DurationFlag{Name: "drain", Value: session.DefaultPlayers.Drain, Usage: "players: how long after the last send every reply may take"},
-			&cli.IntFlag{Name: "frame-min", Value: session.DefaultPlayers.FrameMin, Usage: "players: smallest frame body sent, bytes"},
-			&cli.IntFlag{Name: "frame-max", Value: session.DefaultPlayers.FrameMax, Usage: "players: largest frame body sent, bytes"},
-			&cli.IntFlag{Name: "chunk-every", Value: session.DefaultPlayers.ChunkEvery, Usage: "players: one frame in this many of a session asks for a chunk-sized reply (0: none)"},
-			&cli.IntFlag{Name: "chunk-min", Value: session.DefaultPlayers.ChunkMin, Usage: "players: smallest chunk reply body, bytes"},
-			&cli.IntFlag{Name: "chunk-max", Value: session.DefaultPlayers.ChunkMax, Usage: "players: largest chunk reply body, bytes"},
-			&cli.Uint64Flag{Name: "seed", Value: session.DefaultPlayers.Seed, Usage: "players: seed of the frame and chunk sizes"},
-			&cli.IntFlag{Name: "senders", Value: session.DefaultPlayers.Senders, Usage: "players: goroutines writing the sessions' frames"},
-			&cli.DurationFlag{Name: "send-tick", Value: session.DefaultPlayers.SendTick, Usage: "players: a sender wakes at most this often and writes every frame then due"},
+			&cli.IntFlag{Name: "sessions", Value: players.Default.Sessions, Usage: "players: sessions, each on its own connection"},
+			&cli.IntFlag{Name: "rate", Value: players.Default.Rate, Usage: "players: frames a second each session sends (and gets back)"},
+			&cli.DurationFlag{Name: "duration", Value: players.Default.Duration, Usage: "players: the measured sending time"},
+			&cli.DurationFlag{Name: "drain", Value: players.Default.Drain, Usage: "players: how long after the last send every reply may take"},
+			&cli.IntFlag{Name: "frame-min", Value: players.Default.FrameMin, Usage: "players: smallest frame body sent, bytes"},
+			&cli.IntFlag{Name: "frame-max", Value: players.Default.FrameMax, Usage: "players: largest frame body sent, bytes"},
+			&cli.IntFlag{Name: "chunk-every", Value: players.Default.ChunkEvery, Usage: "players: one frame in this many of a session asks for a chunk-sized reply (0: none)"},
+			&cli.IntFlag{Name: "chunk-min", Value: players.Default.ChunkMin, Usage: "players: smallest chunk reply body, bytes"},
+			&cli.IntFlag{Name: "chunk-max", Value: players.Default.ChunkMax, Usage: "players: largest chunk reply body, bytes"},
+			&cli.Uint64Flag{Name: "seed", Value: players.Default.Seed, Usage: "players: seed of the frame and chunk sizes"},
+			&cli.IntFlag{Name: "senders", Value: players.Default.Senders, Usage: "players: goroutines writing the sessions' frames"},
+			&cli.DurationFlag{Name: "send-tick", Value: players.Default.SendTick, Usage: "players: a sender wakes at most this often and writes every frame then due"},
 			&cli.IntFlag{Name: "repeats", Value: 3, Usage: "direct/proxy pairs per target"},
 			&cli.StringFlag{Name: "target", Value: "tidegate", Usage: "proxies to measure, comma-separated: " +
 				"tidegate, tidegate-raw, goproxy, haproxy, haproxy-splice, nginx"},
@@ -102,7 +103,7 @@ var (
 
 // sessionParams reads the workload: a preset, then explicit flags over it;
 // for --workload players, the players workload instead (nil otherwise).
-func sessionParams(c *cli.Context) (session.Params, *session.PlayersParams, error) {
+func sessionParams(c *cli.Context) (session.Params, *players.Params, error) {
 	name := strings.ToLower(strings.TrimSpace(c.String("workload")))
 	players := name == session.WorkloadPlayers
 	own, other := echoFlags, playersFlags
@@ -159,9 +160,9 @@ func workloadLabel(name string) string {
 }
 
 // playersParams reads the players workload's flags.
-func playersParams(c *cli.Context) (session.PlayersParams, error) {
-	p := session.PlayersParams{
-		Sessions: c.Int("sessions"), Rate: c.Int("rate"), Warmup: session.DefaultPlayers.Warmup, Duration: c.Duration("duration"),
+func playersParams(c *cli.Context) (players.Params, error) {
+	p := players.Params{
+		Sessions: c.Int("sessions"), Rate: c.Int("rate"), Warmup: players.Default.Warmup, Duration: c.Duration("duration"),
 		Drain: c.Duration("drain"), FrameMin: c.Int("frame-min"), FrameMax: c.Int("frame-max"), ChunkEvery: c.Int("chunk-every"),
 		ChunkMin: c.Int("chunk-min"), ChunkMax: c.Int("chunk-max"), Seed: c.Uint64("seed"), Senders: c.Int("senders"),
 		SendTick: c.Duration("send-tick"),
@@ -182,7 +183,7 @@ func playersParams(c *cli.Context) (session.PlayersParams, error) {
 	if err != nil {
 		return p, err
 	}
-	return p, session.CheckPlayersDescriptors(p.Sessions, limit.Hard)
+	return p, players.CheckDescriptors(p.Sessions, limit.Hard)
 }
 
 func runBenchSession(c *cli.Context) error {

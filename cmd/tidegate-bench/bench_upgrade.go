@@ -1,9 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
-	"os/exec"
 	"strings"
 	"time"
 
@@ -11,6 +11,7 @@ import (
 
 	"github.com/tidegate/tidegate/internal/logflags"
 
+	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/upgradeload"
 )
 
@@ -85,8 +86,8 @@ func runBenchUpgrade(c *cli.Context) error {
 		return err
 	}
 	res.Meta = upgradeload.Meta{Meta: runMeta(started)}
-	if out, verr := exec.Command(exe, "version").Output(); verr == nil {
-		res.Meta.ProxyVersion = strings.TrimSpace(string(out))
+	if v, verr := harness.BinaryVersion(context.Background(), exe); verr == nil {
+		res.Meta.ProxyVersion = v
 	}
 	tables := func(w io.Writer, r *upgradeload.Result) error {
 		if err := upgradeload.WriteTable(w, r); err != nil {

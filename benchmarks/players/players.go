@@ -1,4 +1,4 @@
-package session
+package players
 
 import (
 	"fmt"
@@ -9,15 +9,11 @@ import (
 	"github.com/tidegate/tidegate/session/mcbackend"
 )
 
-// WorkloadPlayers names the players workload on the command line and in
-// results.
-const WorkloadPlayers = "players"
-
-// PlayersParams is the players workload: many logged-in sessions, each
+// Params is the players workload: many logged-in sessions, each
 // sending small PLAY frames at a fixed rate and getting one reply for each,
 // an echo or now and then a chunk-sized frame, for a fixed time. It is open
 // loop: a session sends on its schedule whether or not its replies came.
-type PlayersParams struct {
+type Params struct {
 	// Sessions is the number of sessions, each on its own connection.
 	Sessions int `json:"sessions"`
 	// Rate is the frames per second each session sends, and so gets back.
@@ -50,15 +46,15 @@ type PlayersParams struct {
 	SendTick time.Duration `json:"send_tick_ns"`
 }
 
-// DefaultPlayers is the workload of issue #14: 5,000 sessions at 20 frames
+// Default is the workload of issue #14: 5,000 sessions at 20 frames
 // a second each way, 60–200-byte frames and 1 in 20 answered with 8–32 KiB.
-var DefaultPlayers = PlayersParams{
+var Default = Params{
 	Sessions: 5000, Rate: 20, Warmup: 5 * time.Second, Duration: 20 * time.Second, Drain: 5 * time.Second,
 	FrameMin: 60, FrameMax: 200, ChunkEvery: 20, ChunkMin: 8 << 10, ChunkMax: 32 << 10, Seed: 1, Senders: 4,
 	SendTick: time.Millisecond,
 }
 
-// Limits of PlayersParams.
+// Limits of Params.
 const (
 	// minPlayersFrame is a chunk request's body: its header, then the
 	// session, sequence, send time and check word.
@@ -70,7 +66,7 @@ const (
 )
 
 // Validate reports every value that cannot work.
-func (p PlayersParams) Validate() error {
+func (p Params) Validate() error {
 	var errs []string
 	bad := func(f string, a ...any) { errs = append(errs, fmt.Sprintf(f, a...)) }
 	if p.Sessions < 1 {
@@ -113,7 +109,7 @@ func (p PlayersParams) Validate() error {
 }
 
 // String formats p as the flags that select it.
-func (p PlayersParams) String() string {
+func (p Params) String() string {
 	return fmt.Sprintf("--sessions %d --rate %d --warmup %v --duration %v --drain %v --frame-min %d --frame-max %d "+
 		"--chunk-every %d --chunk-min %d --chunk-max %d --seed %d --senders %d --send-tick %v",
 		p.Sessions, p.Rate, p.Warmup, p.Duration, p.Drain, p.FrameMin, p.FrameMax,
@@ -121,7 +117,7 @@ func (p PlayersParams) String() string {
 }
 
 // maxReplyBody is the largest reply body a session may get.
-func (p PlayersParams) maxReplyBody() int {
+func (p Params) maxReplyBody() int {
 	if p.ChunkEvery > 0 {
 		return max(p.FrameMax, p.ChunkMax)
 	}
@@ -138,12 +134,12 @@ const proxyReserve = 2*256 + 128 + 64
 // processes it starts and its standard files.
 const toolReserve = maxSenders + 64
 
-// CheckPlayersDescriptors fails when n sessions cannot fit in limit
+// CheckDescriptors fails when n sessions cannot fit in limit
 // descriptors per process (the hard RLIMIT_NOFILE, to which the processes
 // raise their soft limits). Every proxy holds two per session (client and
 // backend), and so does this tool on Linux, where the reply readers read a
 // duplicate of each session's socket; the backend holds one.
-func CheckPlayersDescriptors(n int, limit uint64) error {
+func CheckDescriptors(n int, limit uint64) error {
 	return fdlimit.Check(n, limit, "raise the hard limit (ulimit -Hn) or use fewer --sessions",
 		fdlimit.Holder{Name: "a proxy", PerSession: 2, Holds: "client and backend", Reserve: proxyReserve},
 		fdlimit.Holder{Name: "this tool", PerSession: 2, Holds: "each socket and its duplicate for the reply readers", Reserve: toolReserve})

@@ -1,10 +1,11 @@
-package session
+package players
 
 import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
 
+	"github.com/tidegate/tidegate/benchmarks/mcclient"
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/session/mcbackend"
 )
@@ -30,13 +31,13 @@ const playersFieldsLen = 4 + 4 + 8 + 4
 // frame is the pattern of package session's echo frames at an offset drawn
 // from session and seq.
 type playersCodec struct {
-	p       PlayersParams
+	p       Params
 	pattern []byte // the frames' filler
 	chunk   []byte // the backend's chunk filler, positions 0..ChunkMax
 }
 
-func newPlayersCodec(p PlayersParams) *playersCodec {
-	k := &playersCodec{p: p, pattern: fillerPattern(p.FrameMax)}
+func newPlayersCodec(p Params) *playersCodec {
+	k := &playersCodec{p: p, pattern: mcclient.FillerPattern(p.FrameMax)}
 	if p.ChunkEvery > 0 {
 		k.chunk = mcbackend.AppendChunkFiller(make([]byte, 0, p.ChunkMax), 0, p.ChunkMax)
 	}
@@ -78,13 +79,13 @@ func (k *playersCodec) appendFrame(dst []byte, session, seq uint32, sent int64) 
 	if chunk > 0 {
 		dst = mcbackend.AppendChunkRequest(dst, chunk)
 	} else {
-		dst = append(dst, PlayPacketID)
+		dst = append(dst, mcclient.PlayPacketID)
 	}
 	dst = binary.BigEndian.AppendUint32(dst, session)
 	dst = binary.BigEndian.AppendUint32(dst, seq)
 	dst = binary.BigEndian.AppendUint64(dst, uint64(sent))
 	dst = binary.BigEndian.AppendUint32(dst, checkWord(session, seq, sent))
-	off := (uint64(seq)*131 + uint64(session)*31) % patternPeriod
+	off := (uint64(seq)*131 + uint64(session)*31) % mcclient.PatternPeriod
 	return append(dst, k.pattern[off:off+uint64(body-(len(dst)-start))]...)
 }
 
@@ -96,7 +97,7 @@ func replyFields(body []byte) (session, seq uint32, sent int64, ok bool) {
 	if len(body) >= mcbackend.ChunkRequestHeaderLen && body[0] == mcbackend.ChunkRequestPacketID &&
 		string(body[1:1+len(mcbackend.ChunkRequestMagic)]) == mcbackend.ChunkRequestMagic {
 		off = mcbackend.ChunkRequestHeaderLen
-	} else if len(body) == 0 || body[0] != PlayPacketID {
+	} else if len(body) == 0 || body[0] != mcclient.PlayPacketID {
 		return 0, 0, 0, false
 	}
 	if len(body) < off+playersFieldsLen {
@@ -122,24 +123,14 @@ func (k *playersCodec) verify(body []byte, session, seq uint32, sent int64, scra
 		return false, scratch, fmt.Errorf("session %d frame %d: reply of %d bytes, want %d", session, seq, len(body), want)
 	}
 	if !bytes.Equal(body[:len(req)], req) {
-		i := firstDifference(body, req)
+		i := mcclient.FirstDifference(body, req)
 		return false, scratch, fmt.Errorf("session %d frame %d: reply byte %d is 0x%02x, want 0x%02x", session, seq, i, body[i], req[i])
 	}
 	if size > 0 {
 		if tail := k.chunk[len(req):size]; !bytes.Equal(body[len(req):], tail) {
-			i := len(req) + firstDifference(body[len(req):], tail)
+			i := len(req) + mcclient.FirstDifference(body[len(req):], tail)
 			return true, scratch, fmt.Errorf("session %d frame %d: chunk byte %d is 0x%02x, want 0x%02x", session, seq, i, body[i], k.chunk[i])
 		}
 	}
 	return size > 0, scratch, nil
-}
-
-// firstDifference returns the first index at which a and b differ, within
-// the shorter of the two.
-func firstDifference(a, b []byte) int {
-	i := 0
-	for i < len(a) && i < len(b) && a[i] == b[i] {
-		i++
-	}
-	return i
 }

@@ -1,4 +1,4 @@
-package session
+package players
 
 // This file holds how a players phase checks the replies it reads: each
 // session's bytes buffered until a whole frame is there, then compared
@@ -7,6 +7,7 @@ package session
 import (
 	"fmt"
 
+	"github.com/tidegate/tidegate/benchmarks/mcclient"
 	"github.com/tidegate/tidegate/protocol/mc"
 )
 
@@ -64,7 +65,7 @@ func (ph *playersPhase) consume(pl *player, rb *replyBuffer, m int, now int64) b
 		frameLen, headerLen, err := mc.SplitFrame(rb.buf[pos:rb.n], ph.p.maxReplyBody())
 		if err != nil {
 			pl.broken.Store(true)
-			ph.fail(fmt.Errorf("session %d, reply to frame %d: %w: %w", pl.id, pl.recv.Load(), errFramingLost, err))
+			ph.fail(fmt.Errorf("session %d, reply to frame %d: %w: %w", pl.id, pl.recv.Load(), mcclient.ErrFramingLost, err))
 			return false
 		}
 		if frameLen == 0 {

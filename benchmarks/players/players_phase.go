@@ -1,4 +1,4 @@
-package session
+package players
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/tidegate/tidegate/benchmarks/harness"
+	"github.com/tidegate/tidegate/benchmarks/mcclient"
 	"github.com/tidegate/tidegate/benchmarks/parallel"
 	"github.com/tidegate/tidegate/benchmarks/procstat"
 	"github.com/tidegate/tidegate/internal/delayq"
@@ -26,6 +28,8 @@ const (
 	// smallReadBuffer holds a few small frames; a session's reader
 	// borrows a large buffer from largeBuffers only while a chunk is in it.
 	smallReadBuffer = 1024
+	// maxErrorSamples is how many messages of wrong replies a phase keeps.
+	maxErrorSamples = 8
 )
 
 // player is one session of the players workload. Its sender writes it,
@@ -60,7 +64,7 @@ type latencyShard struct {
 // newLatencyShard returns an empty shard; shared makes it take a lock for
 // each record, for a shard that several goroutines record into.
 func newLatencyShard(shared bool) *latencyShard {
-	sh := &latencyShard{hist: newHistogram()}
+	sh := &latencyShard{hist: harness.NewLatencyHistogram()}
 	if shared {
 		sh.mu = new(sync.Mutex)
 	}
@@ -72,7 +76,7 @@ func (sh *latencyShard) record(rtt int64, chunk bool) {
 	if sh.mu != nil {
 		sh.mu.Lock()
 	}
-	_ = sh.hist.RecordValue(max(rtt, histLowest))
+	_ = sh.hist.RecordValue(max(rtt, harness.LatencyLowest))
 	if chunk {
 		sh.chunks++
 	}
@@ -81,32 +85,33 @@ func (sh *latencyShard) record(rtt int64, chunk bool) {
 	}
 }
 
-// playersRun is what runPlayersPhase measured.
-type playersRun struct {
-	login   time.Duration
-	elapsed time.Duration // the measured interval
-	// generatorCPU is this process's CPU time in the measured interval.
-	generatorCPU time.Duration
+// Measurement is what Run measured.
+type Measurement struct {
+	// Login is how long the sessions took to log in, Elapsed the measured
+	// interval and GeneratorCPU this process's CPU time in it.
+	Login, Elapsed, GeneratorCPU time.Duration
 	// Frames and bytes sent and received in the measured interval.
-	sent, received           int64
-	sentBytes, receivedBytes int64
-	// hist holds the round trips of the frames due in the measured
-	// interval (playersPhase.measured), chunks how many of them were chunk
-	// replies.
-	hist   *hdrhistogram.Histogram
-	chunks int64
-	// late holds how long after its due time each send of the measured
-	// interval was written.
-	late                                    *hdrhistogram.Histogram
-	lost, duplicated, corrupted, unanswered int64
-	samples                                 []string
+	Sent, Received           int64
+	SentBytes, ReceivedBytes int64
+	// Hist holds the round trips of the frames due in the measured
+	// interval, in ns; Chunks is how many of them were chunk replies.
+	Hist   *hdrhistogram.Histogram
+	Chunks int64
+	// Late holds how long after its due time each send of the measured
+	// interval was written, in ns.
+	Late *hdrhistogram.Histogram
+	// Lost, Duplicated, Corrupted and Unanswered count the wrong replies,
+	// Samples holds some of their messages.
+	Lost, Duplicated, Corrupted, Unanswered int64
+	Samples                                 []string
 }
 
-func (r *playersRun) errors() int64 { return r.lost + r.duplicated + r.corrupted + r.unanswered }
+// Errors is the number of wrong replies of every kind.
+func (r *Measurement) Errors() int64 { return r.Lost + r.Duplicated + r.Corrupted + r.Unanswered }
 
 // playersPhase is the state of one players phase.
 type playersPhase struct {
-	p       PlayersParams
+	p       Params
 	k       *playersCodec
 	base    time.Time
 	players []*player
@@ -161,33 +166,31 @@ func (ph *playersPhase) count(n *int64, by int64, err error) {
 	ph.mu.Unlock()
 }
 
-// runPlayersPhase logs p.Sessions sessions in at addr, sends their frames
+// Run logs p.Sessions sessions in at addr, sends their frames
 // on schedule for p.Warmup and p.Duration, checks every reply and waits up
-// to p.Drain for the last ones. hooks.start runs before the first session
-// connects, before and after around the measured interval. A session that
+// to p.Drain for the last ones. hooks.Start runs before the first session
+// connects, Before and After around the measured interval. A session that
 // cannot log in, a connection that breaks and a stream whose framing is
 // lost end the phase with an error; lost, duplicated, corrupted and
-// unanswered replies are counted.
-func runPlayersPhase(ctx context.Context, addr string, p PlayersParams, stall time.Duration, hooks phaseHooks) (playersRun, error) {
-	if stall <= 0 {
-		stall = defaultStallTimeout
-	}
-	host, port, err := SplitHostPort(addr)
+// unanswered replies are counted. The phase fails when no reply came for
+// stall.
+func Run(ctx context.Context, addr string, p Params, stall time.Duration, hooks harness.PhaseHooks) (Measurement, error) {
+	host, port, err := mcclient.SplitHostPort(addr)
 	if err != nil {
-		return playersRun{}, err
+		return Measurement{}, err
 	}
 	ph := &playersPhase{p: p, k: newPlayersCodec(p), base: time.Now(), abort: make(chan struct{})}
 	bufLen := mc.MaxFrameHeaderLen + p.maxReplyBody()
 	ph.largeBuffers.New = func() any { b := make([]byte, bufLen); return &b }
-	if hooks.start != nil {
-		hooks.start()
+	if hooks.Start != nil {
+		hooks.Start()
 	}
 	started := time.Now()
 	if err := ph.login(ctx, addr, host, port); err != nil {
 		ph.closeAll()
-		return playersRun{}, err
+		return Measurement{}, err
 	}
-	run := playersRun{login: time.Since(started)}
+	run := Measurement{Login: time.Since(started)}
 	readers, err := ph.startReaders()
 	if err != nil {
 		ph.closeAll()
@@ -215,32 +218,32 @@ func runPlayersPhase(ctx context.Context, addr string, p PlayersParams, stall ti
 	watchdogDone := make(chan struct{})
 	go func() {
 		defer close(watchdogDone)
-		ph.watch(ctx, stall, hooks.progress)
+		ph.watch(ctx, stall, hooks.Progress)
 	}()
 
 	var hookErr error
 	var before, after [2]int64 // frames sent and received
 	var beforeBytes, afterBytes [2]int64
 	if ph.sleepUntil(ph.measureFrom) {
-		if hooks.before != nil {
-			hookErr = hooks.before()
+		if hooks.Before != nil {
+			hookErr = hooks.Before()
 		}
 		before, beforeBytes = ph.totals()
 		from := ph.now()
 		cpuFrom, cpuErr := procstat.SelfCPU()
 		if ph.sleepUntil(ph.measureTo) {
 			after, afterBytes = ph.totals()
-			run.elapsed = time.Duration(ph.now() - from)
+			run.Elapsed = time.Duration(ph.now() - from)
 			// A CPU figure that could not be read fails the phase rather
 			// than report the generator at 0%.
 			cpuTo, err := procstat.SelfCPU()
 			if err = errors.Join(cpuErr, err); err != nil {
 				hookErr = errors.Join(hookErr, fmt.Errorf("the load generator's CPU: %w", err))
 			} else {
-				run.generatorCPU = cpuTo - cpuFrom
+				run.GeneratorCPU = cpuTo - cpuFrom
 			}
-			if hooks.after != nil {
-				hookErr = errors.Join(hookErr, hooks.after())
+			if hooks.After != nil {
+				hookErr = errors.Join(hookErr, hooks.After())
 			}
 		}
 	}
@@ -266,21 +269,21 @@ func runPlayersPhase(ctx context.Context, addr string, p PlayersParams, stall ti
 	if hookErr != nil {
 		return run, hookErr
 	}
-	run.sent, run.received = after[0]-before[0], after[1]-before[1]
-	run.sentBytes, run.receivedBytes = afterBytes[0]-beforeBytes[0], afterBytes[1]-beforeBytes[1]
-	run.hist = newHistogram()
+	run.Sent, run.Received = after[0]-before[0], after[1]-before[1]
+	run.SentBytes, run.ReceivedBytes = afterBytes[0]-beforeBytes[0], afterBytes[1]-beforeBytes[1]
+	run.Hist = harness.NewLatencyHistogram()
 	for _, sh := range ph.shards {
-		run.hist.Merge(sh.hist)
-		run.chunks += sh.chunks
+		run.Hist.Merge(sh.hist)
+		run.Chunks += sh.chunks
 	}
-	run.late = newHistogram()
+	run.Late = harness.NewLatencyHistogram()
 	for _, sn := range senders {
-		run.late.Merge(sn.late) // every sender was made: a failure to make one fails the phase
+		run.Late.Merge(sn.late) // every sender was made: a failure to make one fails the phase
 	}
-	run.lost, run.duplicated, run.corrupted, run.unanswered = ph.lost, ph.duplicated, ph.corrupted, ph.unanswered
-	run.samples = ph.samples
-	if hooks.progress != nil {
-		hooks.progress(1, 1)
+	run.Lost, run.Duplicated, run.Corrupted, run.Unanswered = ph.lost, ph.duplicated, ph.corrupted, ph.unanswered
+	run.Samples = ph.samples
+	if hooks.Progress != nil {
+		hooks.Progress(1, 1)
 	}
 	return run, nil
 }
@@ -301,7 +304,7 @@ var errPhaseOver = errors.New("phase over")
 func (ph *playersPhase) login(ctx context.Context, addr, host string, port uint16) error {
 	ph.players = make([]*player, ph.p.Sessions)
 	return parallel.Each(ctx, len(ph.players), playersLoginParallel, func(i int) error {
-		nc, left, err := dialLogin(ctx, addr, host, port, fmt.Sprintf("session %d", i), fmt.Sprintf("player%d", i))
+		nc, left, err := mcclient.DialLogin(ctx, addr, host, port, fmt.Sprintf("session %d", i), fmt.Sprintf("player%d", i))
 		if err != nil {
 			return err
 		}
@@ -372,7 +375,7 @@ func (ph *playersPhase) watch(ctx context.Context, stall time.Duration, progress
 			if f[1] != last || f[0] == f[1] {
 				last, lastMove = f[1], now
 			} else if now.Sub(lastMove) > stall {
-				ph.fail(fmt.Errorf("%w: %d frames sent, %d replies", errStalled, f[0], f[1]))
+				ph.fail(fmt.Errorf("%w: %d frames sent, %d replies", harness.ErrStalled, f[0], f[1]))
 				return
 			}
 		}
@@ -427,7 +430,7 @@ func (ph *playersPhase) newSender(index, senders int) (*sender, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sender %d: %w", index, err)
 	}
-	s := &sender{ph: ph, sleeper: sl, late: newHistogram()}
+	s := &sender{ph: ph, sleeper: sl, late: harness.NewLatencyHistogram()}
 	for i := index; i < len(ph.players); i += senders {
 		s.players = append(s.players, ph.players[i])
 	}
@@ -491,6 +494,6 @@ func (s *sender) send(pl *player, seq uint32, due int64, buf []byte) {
 	}
 	pl.sentBytes.Add(int64(len(buf)))
 	if ph.measured(pl.id, seq) {
-		_ = s.late.RecordValue(max(now-due, histLowest))
+		_ = s.late.RecordValue(max(now-due, harness.LatencyLowest))
 	}
 }

@@ -1,4 +1,4 @@
-package session
+package mcclient
 
 import (
 	"context"
@@ -53,11 +53,11 @@ func AppendLogin(dst []byte, host string, port uint16, name string) []byte {
 	return mc.AppendPacket(dst, mc.PacketLoginStart, mc.AppendString(nil, []byte(name)))
 }
 
-// dialLogin connects to addr (within 5 s) and logs in as name with the
+// DialLogin connects to addr (within 5 s) and logs in as name with the
 // handshake's server address host:port (within 10 s). It returns the
 // connection and the bytes that came after Login Success; errors name the
 // connection as what ("conn 3", "session 3").
-func dialLogin(ctx context.Context, addr, host string, port uint16, what, name string) (net.Conn, []byte, error) {
+func DialLogin(ctx context.Context, addr, host string, port uint16, what, name string) (net.Conn, []byte, error) {
 	d := net.Dialer{Timeout: 5 * time.Second}
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {

@@ -1,0 +1,39 @@
+package harness
+
+import (
+	"errors"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// The load tools' latency histograms cover 1 µs (LatencyLowest) to 60 s at
+// 3 significant digits, in ns; a sample below the range is recorded as
+// LatencyLowest.
+const (
+	LatencyLowest  = 1_000
+	latencyHighest = 60_000_000_000
+	latencyDigits  = 3
+)
+
+// NewLatencyHistogram returns an empty latency histogram, in ns.
+func NewLatencyHistogram() *hdrhistogram.Histogram {
+	return hdrhistogram.New(LatencyLowest, latencyHighest, latencyDigits)
+}
+
+// PhaseHooks are called around the measured interval of a load phase,
+// after every connection has connected and warmed up, and after the last
+// reply.
+type PhaseHooks struct {
+	// Start, if set, runs before the first connection is made.
+	Start func()
+	// Before and After, if set, run at the start and the end of the
+	// measured interval; an error they return fails the phase.
+	Before, After func() error
+	// Progress, if set, is called about every 100 ms with the replies
+	// received so far and the phase's total, warmup included.
+	Progress func(done, total int64)
+}
+
+// ErrStalled fails a load phase that made no progress for its stall
+// timeout.
+var ErrStalled = errors.New("no echo for the stall timeout")
