@@ -18,6 +18,7 @@ import (
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/mcbackend"
 	"github.com/tidegate/tidegate/session/proxy"
+	"github.com/tidegate/tidegate/session/proxy/config"
 )
 
 // TestMain fails the run when the tests leave goroutines running or
@@ -40,7 +41,7 @@ func startChunkBackend(t *testing.T) string {
 // startProxy runs the tidegate proxy in-process in front of backend.
 func startProxy(t *testing.T, backend string) string {
 	t.Helper()
-	cfg, err := proxy.ParseConfig([]byte(peers.TidegateConfig(peers.RelayConfig{
+	cfg, _, err := config.Parse("", []byte(peers.TidegateConfig(peers.RelayConfig{
 		Listen: "127.0.0.1:0", Backend: backend, Cores: 1, Sessions: 16}, false)))
 	if err != nil {
 		t.Fatal(err)
