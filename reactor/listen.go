@@ -470,6 +470,10 @@ func (s *Server) lnList() []*listener {
 	return s.listeners
 }
 
+// testHookListenerBound, when a test sets it, runs in AddListener once the
+// new listener is bound and before it accepts: a seam for what arrives then.
+var testHookListenerBound func()
+
 // AddListener binds addr (as in Config.Addrs) and accepts on it, on a
 // running server, under the same limits as the others. It returns the new
 // listener's index, which Conn.Listener reports for its connections.
@@ -487,6 +491,9 @@ func (s *Server) AddListener(addr string) (int, error) {
 	l, err := s.listen(s.nextListener, addr)
 	if err != nil {
 		return 0, err
+	}
+	if testHookListenerBound != nil {
+		testHookListenerBound()
 	}
 	s.nextListener++
 	next := append(append([]*listener(nil), s.lnList()...), l)

@@ -33,7 +33,7 @@ type Server struct {
 
 	listeners      []*listener // as opened by Start; see lnList for the current set
 	lns            atomic.Pointer[[]*listener]
-	lnMu           sync.Mutex    // serializes AddListener and RemoveListener
+	lnMu           sync.Mutex    // serializes AddListener, RemoveListener and the end of accepting
 	nextListener   int           // index of the next listener added
 	stopAccept     chan struct{} // closed when accepting ends for good
 	held           atomic.Bool   // HoldAccepting: another process accepts on the listeners
@@ -186,9 +186,26 @@ func (s *Server) abortStart() {
 // stopAccepting closes the listeners and ends the accept goroutines.
 func (s *Server) stopAccepting() {
 	s.stopAcceptOnce.Do(func() {
+		s.lnMu.Lock()
+		defer s.lnMu.Unlock()
 		close(s.stopAccept)
 		s.closeListeners()
 	})
+}
+
+// closeStopAccept ends accepting for good under lnMu, so that AddListener
+// either ran before, and its listener is among those the caller then stops
+// and closes, or runs after and refuses: a listener added as the server
+// stops would otherwise start an accept goroutine after acceptWG.Wait began
+// (which never returns then) or after pendingEnrolls closed (a send on a
+// closed channel), or stay open. before runs under the lock first.
+func (s *Server) closeStopAccept(before func(lns []*listener)) {
+	s.lnMu.Lock()
+	defer s.lnMu.Unlock()
+	if before != nil {
+		before(s.lnList())
+	}
+	close(s.stopAccept)
 }
 
 // stopAcceptingAfterBacklog is stopAccepting for a drain: each accept
@@ -198,10 +215,11 @@ func (s *Server) stopAccepting() {
 // once every listener is closed.
 func (s *Server) stopAcceptingAfterBacklog() {
 	s.stopAcceptOnce.Do(func() {
-		for _, l := range s.lnList() {
-			l.stopAfterBacklog()
-		}
-		close(s.stopAccept)
+		s.closeStopAccept(func(lns []*listener) {
+			for _, l := range lns {
+				l.stopAfterBacklog()
+			}
+		})
 		s.acceptWG.Wait()
 		s.closeListeners()
 	})

@@ -93,7 +93,7 @@ func (s *Server) ResumeAccepting() {
 func (s *Server) ReleaseListeners() {
 	s.HoldAccepting()
 	s.stopAcceptOnce.Do(func() {
-		close(s.stopAccept)
+		s.closeStopAccept(nil)
 		s.acceptWG.Wait()
 		s.closeListeners()
 	})
