@@ -58,6 +58,11 @@ var fdAccount struct {
 	held  atomic.Int64 // descriptors accounted to accepted connections
 }
 
+// HeldFDs returns the descriptors the budget accounts to connections now,
+// in every Server of the process: what a test checks comes back to where it
+// was once the connections it made are gone.
+func HeldFDs() int64 { return fdAccount.held.Load() }
+
 // fdRoom reports whether n more descriptors fit, keeping reserve free.
 func fdRoom(n, reserve int) bool {
 	limit := fdAccount.limit.Load()

@@ -114,11 +114,11 @@ func (c *Conn) Detach() (Detached, error) {
 func (l *Loop) Adopt(nc net.Conn, h Handler, value any, listener int) (*Conn, error) {
 	c, res, err := l.enrollAdopted(nc, h, value, listener)
 	if err == nil {
-		err = (<-res).Err
+		err = registered(res)
 	}
 	if err != nil {
 		l.srv.holdAdopted(listener, -1)
-		return nil, fmt.Errorf("reactor: adopting %s: %w", nc.RemoteAddr(), err)
+		return nil, fmt.Errorf("reactor: adopting %s: %w", peerName(nc), err)
 	}
 	return c, nil
 }
@@ -132,10 +132,10 @@ func (l *Loop) AdoptPair(a, b net.Conn, ha, hb Handler, value any, listenerA, li
 	ca, resA, errA := l.enrollAdopted(a, ha, value, listenerA)
 	cb, resB, errB := l.enrollAdopted(b, hb, value, listenerB)
 	if errA == nil {
-		errA = (<-resA).Err
+		errA = registered(resA)
 	}
 	if errB == nil {
-		errB = (<-resB).Err
+		errB = registered(resB)
 	}
 	if errA == nil && errB == nil {
 		return ca, cb, nil
@@ -152,9 +152,9 @@ func (l *Loop) AdoptPair(a, b net.Conn, ha, hb Handler, value any, listenerA, li
 		}
 	}
 	if errA != nil {
-		return nil, nil, fmt.Errorf("reactor: adopting %s: %w", a.RemoteAddr(), errA)
+		return nil, nil, fmt.Errorf("reactor: adopting %s: %w", peerName(a), errA)
 	}
-	return nil, nil, fmt.Errorf("reactor: adopting %s: %w", b.RemoteAddr(), errB)
+	return nil, nil, fmt.Errorf("reactor: adopting %s: %w", peerName(b), errB)
 }
 
 // enrollAdopted starts the registration of nc on l for Adopt and AdoptPair.
@@ -167,8 +167,44 @@ func (l *Loop) enrollAdopted(nc net.Conn, h Handler, value any, listener int) (*
 		c.state |= stateOutbound
 	}
 	l.srv.holdAdopted(listener, 1)
+	if err := checkPeer(nc); err != nil {
+		return nil, nil, err
+	}
 	res, err := l.el.Enroll(gnet.NewContext(context.Background(), c), nc)
 	return c, res, err
+}
+
+// errNoPeer is why a socket whose peer has gone is not adopted.
+var errNoPeer = errors.New("the socket has no peer address: its peer reset it")
+
+// checkPeer reports whether gnet can register nc: a socket whose peer reset
+// it before it was adopted has no remote address (net.FileConn found none),
+// and gnet v2.9.7's enroll worker dereferences it: it panics, after
+// duplicating the descriptor, and its pool closes the result channel with
+// nothing in it.
+func checkPeer(nc net.Conn) error {
+	if nc.RemoteAddr() == nil {
+		return errNoPeer
+	}
+	return nil
+}
+
+// peerName names nc's peer for an error.
+func peerName(nc net.Conn) string {
+	if a := nc.RemoteAddr(); a != nil {
+		return a.String()
+	}
+	return "a socket without a peer"
+}
+
+// registered waits for the result of an enroll. A channel closed empty is
+// an enroll worker that panicked: nothing was registered.
+func registered(res <-chan gnet.RegisteredResult) error {
+	r, ok := <-res
+	if !ok {
+		return errors.New("gnet's enroll ended without a result")
+	}
+	return r.Err
 }
 
 // AdoptPair is Loop.AdoptPair on the loop with the fewest open connections.
@@ -213,9 +249,12 @@ type adoption struct {
 func (s *Server) Adopt(nc net.Conn, h Handler, value any, listener int) (*Conn, error) {
 	s.holdAdopted(listener, 1)
 	a := &adoption{h: h, value: value, listener: listener}
-	res, err := s.engine.Register(gnet.NewContext(gnet.NewNetConnContext(context.Background(), nc), a))
+	err := checkPeer(nc)
 	if err == nil {
-		err = (<-res).Err
+		var res <-chan gnet.RegisteredResult
+		if res, err = s.engine.Register(gnet.NewContext(gnet.NewNetConnContext(context.Background(), nc), a)); err == nil {
+			err = registered(res)
+		}
 	}
 	c := a.c
 	if err == nil && c == nil {
@@ -223,7 +262,7 @@ func (s *Server) Adopt(nc net.Conn, h Handler, value any, listener int) (*Conn, 
 	}
 	if err != nil {
 		s.holdAdopted(listener, -1)
-		return nil, fmt.Errorf("reactor: adopting %s: %w", nc.RemoteAddr(), err)
+		return nil, fmt.Errorf("reactor: adopting %s: %w", peerName(nc), err)
 	}
 	return c, nil
 }

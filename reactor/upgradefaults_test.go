@@ -5,6 +5,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/tidegate/tidegate/internal/testkit/sockpair"
 )
 
 // setHook sets a test seam for the test's length.
@@ -71,5 +73,61 @@ func TestAddListenerRacingStop(t *testing.T) {
 				t.Fatalf("the listener added while the server stopped still listens on %s", addr)
 			}
 		})
+	}
+}
+
+// resetSocket returns this side of a loopback TCP connection whose peer has
+// reset it, as a handed-over socket can be by the time it is adopted.
+func resetSocket(t *testing.T) net.Conn {
+	t.Helper()
+	peer, mine := sockpair.TCP(t)
+	sockpair.Reset(t, peer, mine)
+	f, err := mine.(*net.TCPConn).File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	nc, err := net.FileConn(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	return nc
+}
+
+// TestAdoptingAResetSocketFails: a socket whose peer reset it before it was
+// adopted is refused by Loop.Adopt, Loop.AdoptPair and Server.Adopt (gnet
+// cannot register a socket without a peer address), and its MaxConns slot
+// and descriptors are given back; the other socket of a pair is closed.
+func TestAdoptingAResetSocketFails(t *testing.T) {
+	h := &echoHandler{}
+	s, addr := startServer(t, Config{Addrs: []string{"tcp://127.0.0.1:0"}, Loops: 1}, h)
+	c := dial(t, addr)
+	if err := echoOnce(c, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	loop := s.Loops()[0]
+	open, held := s.acceptedOpen.Load(), fdAccount.held.Load()
+	check := func(what string, err error) {
+		t.Helper()
+		if err == nil {
+			t.Fatalf("%s of a reset socket reported success", what)
+		}
+		if o, hd := s.acceptedOpen.Load(), fdAccount.held.Load(); o != open || hd != held {
+			t.Fatalf("after a failed %s: %d accepted open and %d descriptors held, want %d and %d", what, o, hd, open, held)
+		}
+	}
+	_, err := loop.Adopt(resetSocket(t), h, nil, 0)
+	check("Loop.Adopt", err)
+	_, err = s.Adopt(resetSocket(t), h, nil, 0)
+	check("Server.Adopt", err)
+
+	live, peer := sockpair.TCP(t)
+	_, _, err = loop.AdoptPair(resetSocket(t), live, h, h, nil, 0, -1)
+	live.Close()
+	check("Loop.AdoptPair", err)
+	sockpair.ExpectEnded(t, peer, "the other socket of a pair that failed")
+	if err := echoOnce(c, 5*time.Second); err != nil {
+		t.Fatalf("the loop after the failed adoptions: %v", err)
 	}
 }
