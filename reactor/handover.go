@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"time"
 
 	"github.com/panjf2000/gnet/v2"
 	"golang.org/x/sys/unix"
@@ -318,6 +319,11 @@ func (h *HandoverConn) Close() error { return h.c.Close() }
 // CloseWrite ends this side's messages; the other side's Recv then reports
 // io.EOF, and it may still send.
 func (h *HandoverConn) CloseWrite() error { return h.c.CloseWrite() }
+
+// SetWriteDeadline bounds how long Send may block on a peer that stops
+// reading (as net.Conn's does); a Send past it fails with
+// os.ErrDeadlineExceeded, and a zero t removes the bound.
+func (h *HandoverConn) SetWriteDeadline(t time.Time) error { return h.c.SetWriteDeadline(t) }
 
 // Send writes one message with files; the files stay open for the caller.
 func (h *HandoverConn) Send(payload []byte, files ...*os.File) error {

@@ -150,6 +150,9 @@ func (p *Proxy) HandOver(ctx context.Context, hc *reactor.HandoverConn, opt Hand
 		var err error
 		for h := range out {
 			if err == nil {
+				// A new process that stops reading must not hold the
+				// sender, and with it the hand-over, for good.
+				_ = hc.SetWriteDeadline(time.Now().Add(stall))
 				if err = hc.Send(h.state, h.client, h.backend); err != nil {
 					close(sendFailed)
 				}
@@ -204,8 +207,8 @@ func (p *Proxy) HandOver(ctx context.Context, hc *reactor.HandoverConn, opt Hand
 		if room > 0 {
 			rounds++
 			rs := time.Now()
-			quota := (room + len(loops) - 1) / len(loops)
-			for _, l := range loops {
+			for i, l := range loops {
+				quota := loopQuota(room, len(loops), i)
 				if l.Execute(func() { done <- p.handOverOnLoop(l, out, quota) }) != nil {
 					done <- 0
 				}
@@ -243,6 +246,11 @@ func (p *Proxy) HandOver(ctx context.Context, hc *reactor.HandoverConn, opt Hand
 		break
 	}
 	close(out)
+	if err != nil {
+		// The hand-over ends here: a Send blocked on a new process that does
+		// not read fails now, and what is still queued is taken back.
+		_ = hc.SetWriteDeadline(time.Now())
+	}
 	err = errors.Join(err, <-sent)
 	if err != nil {
 		p.logLeftBehind()
@@ -263,6 +271,18 @@ func (p *Proxy) HandOver(ctx context.Context, hc *reactor.HandoverConn, opt Hand
 		}
 	}
 	return n, nil
+}
+
+// loopQuota is how many sessions loop i of loops may detach in a round with
+// room places on the way: the quotas add up to room at most, since every
+// loop of a round puts its sessions on the same out, and one more than it
+// holds would block that loop (and every session on it) on the sender.
+func loopQuota(room, loops, i int) int {
+	q := room / loops
+	if i < room%loops {
+		q++
+	}
+	return q
 }
 
 // readAcks records the other process's acknowledgements in acked, waking
@@ -299,9 +319,6 @@ func (p *Proxy) handOverOnLoop(l *reactor.Loop, out chan<- handed, quota int) in
 		}
 		if s.state != stRelay || s.clientEOF || s.backendEOF || s.backend == nil || !s.backend.Opened() || c.Closing() || s.backend.Closing() {
 			return
-		}
-		if len(out) == cap(out) {
-			return // never block a loop (and every session on it) on the sender
 		}
 		c.PauseRead()
 		s.backend.PauseRead()

@@ -1,10 +1,18 @@
 package proxy
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"os"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/tidegate/tidegate/internal/testkit/sockpair"
 	"github.com/tidegate/tidegate/reactor"
@@ -49,5 +57,125 @@ func TestAdoptingASessionWhoseClientReset(t *testing.T) {
 	echo(t, first, []byte("still relaying"))
 	if h := reactor.HeldFDs(); h != held {
 		t.Fatalf("after the lost session: %d descriptors held, want %d", h, held)
+	}
+}
+
+// TestLoopQuotasFitTheRoom: the loops of a hand-over round never detach
+// more sessions between them than the room on the way holds, or one would
+// block on the queue they share (and every session on it with it), and
+// they use all of it.
+func TestLoopQuotasFitTheRoom(t *testing.T) {
+	for loops := 1; loops <= 8; loops++ {
+		for room := 0; room <= 2*handoverWindow; room++ {
+			sum := 0
+			for i := range loops {
+				sum += loopQuota(room, loops, i)
+			}
+			if sum != room {
+				t.Fatalf("%d loops with room for %d sessions may detach %d", loops, room, sum)
+			}
+		}
+	}
+}
+
+// tightHandoverPair is handoverPair with the smallest socket buffers the
+// kernel allows, so that a few sessions' states fill them.
+func tightHandoverPair(t *testing.T) (send, recv *reactor.HandoverConn) {
+	t.Helper()
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fd := range fds {
+		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, 1)
+		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 1)
+	}
+	conn := func(fd int) *reactor.HandoverConn {
+		f := os.NewFile(uintptr(fd), "handover")
+		defer f.Close()
+		hc, err := reactor.HandoverFromFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { hc.Close() })
+		return hc
+	}
+	return conn(fds[0]), conn(fds[1])
+}
+
+// rawSessions opens n raw sessions through the proxy at addr to an echo
+// backend and checks that each relays.
+func rawSessions(t *testing.T, addr string, n int) []net.Conn {
+	t.Helper()
+	conns := make([]net.Conn, n)
+	for i := range conns {
+		conns[i] = dial(t, addr)
+		echo(t, conns[i], []byte("before"))
+	}
+	return conns
+}
+
+// relaying counts the sessions of conns that still echo, within d.
+func relaying(conns []net.Conn, d time.Duration) int {
+	var n atomic.Int32
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			msg := []byte("after")
+			_ = c.SetDeadline(time.Now().Add(d))
+			defer c.SetDeadline(time.Time{})
+			if _, err := c.Write(msg); err != nil {
+				return
+			}
+			got := make([]byte, len(msg))
+			if _, err := io.ReadFull(c, got); err == nil && bytes.Equal(got, msg) {
+				n.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	return int(n.Load())
+}
+
+// TestHandOverToAProcessThatStopsReading: a new process that is alive but
+// reads nothing fills the hand-over socket; the hand-over ends within its
+// stall bound instead of waiting on the blocked sender for good, and every
+// session not yet sent stays here and relays.
+func TestHandOverToAProcessThatStopsReading(t *testing.T) {
+	const sessions, stall = 60, 500 * time.Millisecond
+	be := echoListener(t)
+	p, addr := startProxy(t, rawConfig(be))
+	conns := rawSessions(t, addr, sessions)
+	send, _ := tightHandoverPair(t)
+	type result struct {
+		n   int
+		err error
+	}
+	res := make(chan result, 1)
+	start := time.Now()
+	go func() {
+		n, err := p.HandOver(context.Background(), send, HandOverOptions{Stall: stall, Acked: true})
+		res <- result{n, err}
+	}()
+	var r result
+	select {
+	case r = <-res:
+	case <-time.After(20 * stall):
+		t.Fatalf("HandOver to a process that reads nothing did not return in %s", 20*stall)
+	}
+	t.Logf("HandOver returned after %s: %d sent, %v", time.Since(start).Round(time.Millisecond), r.n, r.err)
+	if r.err == nil {
+		t.Fatal("HandOver to a process that reads nothing reported success")
+	}
+	if r.n >= sessions {
+		t.Fatalf("HandOver sent all %d sessions into a socket buffer of a few kilobytes", r.n)
+	}
+	if a := p.Stats().Active; a != int64(sessions-r.n) {
+		t.Fatalf("%d sessions here after %d of %d were sent, want %d", a, r.n, sessions, sessions-r.n)
+	}
+	if got := relaying(conns, 2*time.Second); got != sessions-r.n {
+		t.Fatalf("%d sessions relay after the hand-over failed, want the %d not sent", got, sessions-r.n)
 	}
 }
