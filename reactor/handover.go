@@ -71,16 +71,57 @@ type Detached struct {
 // output; c then closes without touching the socket (its peer sees
 // nothing), and its handler's OnClose gets ErrHandedOver.
 func (c *Conn) Detach() (Detached, error) {
+	if err := c.detachable(); err != nil {
+		return Detached{}, err
+	}
+	fd, err := dupCloseOnExec(c.gc.Fd())
+	if err != nil {
+		return Detached{}, fmt.Errorf("reactor: detach: dup: %w", err)
+	}
+	return c.detachWith(fd), nil
+}
+
+// DetachPair detaches a and b, such as a client and its backend, together:
+// both go, or, when either cannot (its descriptor cannot be duplicated, at
+// the descriptor limit), neither does and both go on here. Detaching one
+// and then failing on the other would end the first one's peer.
+func DetachPair(a, b *Conn) (Detached, Detached, error) {
+	if err := a.detachable(); err != nil {
+		return Detached{}, Detached{}, err
+	}
+	if err := b.detachable(); err != nil {
+		return Detached{}, Detached{}, err
+	}
+	fa, err := dupCloseOnExec(a.gc.Fd())
+	if err != nil {
+		return Detached{}, Detached{}, fmt.Errorf("reactor: detach: dup: %w", err)
+	}
+	fb, err := dupCloseOnExec(b.gc.Fd())
+	if err != nil {
+		_ = unix.Close(fa)
+		return Detached{}, Detached{}, fmt.Errorf("reactor: detach: dup: %w", err)
+	}
+	return a.detachWith(fa), b.detachWith(fb), nil
+}
+
+// detachable reports why c cannot be detached now, if it cannot.
+func (c *Conn) detachable() error {
 	switch {
 	case c.gc == nil || c.tailSock() != nil || c.Closing():
-		return Detached{}, errors.New("reactor: detach: the connection is not open both ways")
+		return errors.New("reactor: detach: the connection is not open both ways")
 	case c.pause&pauseUser == 0:
-		return Detached{}, errors.New("reactor: detach: the connection is still being read (PauseRead first)")
+		return errors.New("reactor: detach: the connection is still being read (PauseRead first)")
 	case c.gc.OutboundBuffered() > 0:
-		return Detached{}, fmt.Errorf("reactor: detach: %d bytes of output are still queued in gnet's buffer", c.gc.OutboundBuffered())
+		return fmt.Errorf("reactor: detach: %d bytes of output are still queued in gnet's buffer", c.gc.OutboundBuffered())
 	}
+	return nil
+}
+
+// detachWith takes c away from this server, fd being the duplicate of its
+// socket that goes with it: c closes without touching the socket.
+func (c *Conn) detachWith(fd int) Detached {
 	in, _ := c.gc.Peek(-1)
-	d := Detached{Unread: append([]byte(nil), in...)}
+	d := Detached{Unread: append([]byte(nil), in...), File: os.NewFile(uintptr(fd), "handover")}
 	if n := c.queued(); n > 0 {
 		q := &c.aux.out
 		d.Queued = make([]byte, 0, n)
@@ -88,11 +129,6 @@ func (c *Conn) Detach() (Detached, error) {
 			d.Queued = append(d.Queued, b...)
 		}
 	}
-	fd, err := dupCloseOnExec(c.gc.Fd())
-	if err != nil {
-		return Detached{}, fmt.Errorf("reactor: detach: dup: %w", err)
-	}
-	d.File = os.NewFile(uintptr(fd), "handover")
 	_, _ = c.gc.Discard(-1)
 	if c.ownsQueue() {
 		c.releaseQueue()
@@ -102,7 +138,7 @@ func (c *Conn) Detach() (Detached, error) {
 	c.more().closeErr = ErrHandedOver
 	c.state |= stateClosing
 	c.closeNow()
-	return d, nil
+	return d
 }
 
 // Adopt registers nc, a connection taken over from another process, on this

@@ -345,19 +345,12 @@ func (s *session) detach() (handed, bool) {
 		st.Cluster = &handoverCluster{Token: s.ticket.Token(), Record: s.ticket.Session().Record()}
 	}
 	s.state = stHandedOver
-	cd, err := c.Detach()
+	cd, bd, err := reactor.DetachPair(c, b)
 	if err != nil {
 		s.state = stRelay
 		c.ResumeRead()
 		b.ResumeRead()
-		s.p.log.Warn().Err(err).Str("remote", s.remoteAddr()).Msg("hand-over: cannot detach the client; the session stays")
-		return handed{}, false
-	}
-	bd, err := b.Detach()
-	if err != nil {
-		cd.File.Close() // the client is gone from this process already: it ends
-		b.Close()
-		s.p.log.Error().Err(err).Str("remote", st.IP).Msg("hand-over: cannot detach the backend; the session is lost")
+		s.p.log.Warn().Err(err).Str("remote", s.remoteAddr()).Msg("hand-over: cannot detach the session; it stays")
 		return handed{}, false
 	}
 	st.ClientIn, st.BackendIn = cd.Unread, bd.Unread
