@@ -26,6 +26,7 @@ type listener struct {
 	addr  string // the bound address, for logs
 	ln    net.Listener
 
+	started     bool          // its accept goroutine was started; guarded by Server.lnMu
 	wake        chan struct{} // a connection closed or an enroll finished: check the limits again
 	alive       atomic.Bool   // the accept goroutine runs
 	takeBacklog atomic.Bool   // draining: take what the backlog holds, then stop
@@ -478,30 +479,73 @@ var testHookListenerBound func()
 // running server, under the same limits as the others. It returns the new
 // listener's index, which Conn.Listener reports for its connections.
 func (s *Server) AddListener(addr string) (int, error) {
-	s.lnMu.Lock()
-	defer s.lnMu.Unlock()
-	select {
-	case <-s.stopAccept:
-		return 0, errors.New("reactor: add listener: the server no longer accepts")
-	default:
-	}
-	if s.lns.Load() == nil {
-		return 0, errors.New("reactor: add listener: the server is not started")
-	}
-	l, err := s.listen(s.nextListener, addr)
+	i, err := s.OpenListener(addr)
 	if err != nil {
 		return 0, err
 	}
 	if testHookListenerBound != nil {
 		testHookListenerBound()
 	}
+	if err := s.StartListener(i); err != nil {
+		return 0, err
+	}
+	return i, nil
+}
+
+// OpenListener binds addr as AddListener does, but does not accept on it
+// until StartListener: connections wait in its backlog meanwhile, so that
+// the caller can get ready for them (a reload stores the configuration that
+// routes them). RemoveListener closes it.
+func (s *Server) OpenListener(addr string) (int, error) {
+	s.lnMu.Lock()
+	defer s.lnMu.Unlock()
+	if err := s.canAddListener(); err != nil {
+		return 0, err
+	}
+	l, err := s.listen(s.nextListener, addr)
+	if err != nil {
+		return 0, err
+	}
 	s.nextListener++
 	next := append(append([]*listener(nil), s.lnList()...), l)
 	s.lns.Store(&next)
-	l.alive.Store(true)
-	s.acceptWG.Add(1)
-	go l.accept()
 	return l.index, nil
+}
+
+// StartListener starts accepting on listener i, opened by OpenListener.
+func (s *Server) StartListener(i int) error {
+	s.lnMu.Lock()
+	defer s.lnMu.Unlock()
+	if err := s.canAddListener(); err != nil {
+		return err
+	}
+	for _, l := range s.lnList() {
+		if l.index != i {
+			continue
+		}
+		if l.started {
+			return fmt.Errorf("reactor: start listener %d: it accepts already", i)
+		}
+		l.started = true
+		l.alive.Store(true)
+		s.acceptWG.Add(1)
+		go l.accept()
+		return nil
+	}
+	return fmt.Errorf("reactor: start listener: no listener %d", i)
+}
+
+// canAddListener reports why no listener can be added now; lnMu is held.
+func (s *Server) canAddListener() error {
+	select {
+	case <-s.stopAccept:
+		return errors.New("reactor: add listener: the server no longer accepts")
+	default:
+	}
+	if s.lns.Load() == nil {
+		return errors.New("reactor: add listener: the server is not started")
+	}
+	return nil
 }
 
 // RemoveListener stops accepting on listener i: it takes what the kernel has
@@ -524,8 +568,10 @@ func (s *Server) RemoveListener(i int) error {
 		return fmt.Errorf("reactor: no listener %d", i)
 	}
 	s.lns.Store(&next)
-	l.stopAfterBacklog()
-	<-l.done
+	if l.started {
+		l.stopAfterBacklog()
+		<-l.done
+	}
 	l.state.Store(int32(acceptStopped))
 	return l.ln.Close()
 }

@@ -161,13 +161,16 @@ func (s *Server) Start() error {
 	}
 	s.settleWG.Add(1)
 	go s.settleEnrolls()
+	s.lnMu.Lock()
 	s.lns.Store(&s.listeners)
 	s.nextListener = len(s.listeners)
 	for _, l := range s.listeners {
+		l.started = true
 		l.alive.Store(true)
 		s.acceptWG.Add(1)
 		go l.accept()
 	}
+	s.lnMu.Unlock()
 	go s.tick()
 	return nil
 }

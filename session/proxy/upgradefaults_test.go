@@ -1,12 +1,15 @@
 package proxy
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -248,4 +251,50 @@ func TestHandOverAtTheDescriptorLimitKeepsSessions(t *testing.T) {
 	if got := relaying(conns, 5*time.Second); got != 1 {
 		t.Fatal("the session the hand-over could not move no longer relays")
 	}
+}
+
+// TestReloadRoutesTheFirstSessionsOfAnAddedListener: a client that
+// connects to a listener a reload adds, before the reload has stored the
+// configuration that routes it, waits in the backlog and is routed by the
+// new configuration (backend b), not by the old one's first listener (a).
+func TestReloadRoutesTheFirstSessionsOfAnAddedListener(t *testing.T) {
+	a, b := namedBackend(t, "a"), namedBackend(t, "b")
+	first, second := freeAddr(t), freeAddr(t)
+	text := twoGroups(a, b)
+	p, _ := startProxy(t, text(fmt.Sprintf(`{listen: %q, mode: raw, group: ga}`, first)))
+	early := make(chan net.Conn, 1)
+	setHook(t, &testHookListenersOpened, func() {
+		c := dial(t, second)
+		early <- c
+		// Unfixed, the proxy accepts it at once, under the old
+		// configuration; fixed, it stays in the backlog and this wait runs out.
+		deadline := time.Now().Add(300 * time.Millisecond)
+		for p.Stats().Accepted == 0 && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+	})
+	cfg, err := testParseConfig(t, text(fmt.Sprintf(`{listen: %q, mode: raw, group: ga}, {listen: %q, mode: raw, group: gb}`, first, second)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Loops = 2
+	if err := p.Reload(cfg); err != nil {
+		t.Fatalf("Reload: %v", err)
+	}
+	c := <-early
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	name, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		t.Fatalf("reading the backend's greeting: %v", err)
+	}
+	if name != "b\n" {
+		t.Fatalf("a session on the added listener reached %q, want b", strings.TrimSpace(name))
+	}
+}
+
+// setHook sets a test seam for the test's length.
+func setHook[F any](t *testing.T, hook *F, f F) {
+	t.Helper()
+	*hook = f
+	t.Cleanup(func() { var zero F; *hook = zero })
 }
