@@ -327,17 +327,45 @@ func (l *listener) enroll(nc net.Conn) {
 	}
 	s.enrolling.Add(1)
 	holdFDs(s.cfg.FDsPerConn + 1)
-	ctx := gnet.NewContext(gnet.NewNetConnContext(context.Background(), nc), l)
+	e := &enrollment{l: l}
+	ctx := gnet.NewContext(gnet.NewNetConnContext(context.Background(), nc), e)
 	res, err := s.engine.Register(ctx)
 	if err != nil {
 		_ = nc.Close()
 		s.enrolled(err)
 		return
 	}
-	s.pendingEnrolls <- res
+	e.res = res
+	s.pendingEnrolls <- e
 }
 
-// enrolled settles one enroll: err is why it failed, if it did.
+// enrollment is one accepted connection on its way to a loop, and gnet's
+// registration context for it.
+type enrollment struct {
+	l      *listener
+	res    <-chan gnet.RegisteredResult
+	opened atomic.Bool // OnOpen ran: the connection's descriptors are its own now
+}
+
+// errNotOpened is an enroll gnet reported done although OnOpen never ran:
+// gnet v2.9.7 reports success when epoll_ctl ADD fails (it closes the
+// socket), and its enroll worker closes the result channel empty when it
+// panics.
+var errNotOpened = errors.New("reactor: gnet registered the connection without opening it")
+
+// settle returns the outcome of e once gnet has reported it.
+func (e *enrollment) settle(r gnet.RegisteredResult, ok bool) error {
+	switch {
+	case r.Err != nil:
+		return r.Err
+	case !ok || !e.opened.Load():
+		return errNotOpened
+	}
+	return nil
+}
+
+// enrolled settles one enroll: err is why it failed, if it did, and then
+// the descriptors it held for its handler are given back too.
 func (s *Server) enrolled(err error) {
 	s.enrolling.Add(-1)
 	holdFDs(-1) // gnet closed the original descriptor
@@ -353,10 +381,10 @@ func (s *Server) enrolled(err error) {
 // server stops accepting and every pending one has been settled.
 func (s *Server) settleEnrolls() {
 	defer s.settleWG.Done()
-	for res := range s.pendingEnrolls {
+	for e := range s.pendingEnrolls {
 		select {
-		case r := <-res:
-			s.enrolled(r.Err)
+		case r, ok := <-e.res:
+			s.enrolled(e.settle(r, ok))
 		case <-s.done:
 			// The engine ended: gnet will not finish the registration.
 			s.enrolled(nil)

@@ -38,7 +38,7 @@ type Server struct {
 	stopAccept     chan struct{} // closed when accepting ends for good
 	held           atomic.Bool   // HoldAccepting: another process accepts on the listeners
 	stopAcceptOnce sync.Once
-	pendingEnrolls chan (<-chan gnet.RegisteredResult)
+	pendingEnrolls chan *enrollment
 	acceptWG       sync.WaitGroup // accept goroutines
 	settleWG       sync.WaitGroup // the goroutine settling enrolls
 	acceptedOpen   atomic.Int64   // accepted connections open (OnOpen ran, OnClose not yet)
@@ -71,7 +71,7 @@ func NewServer(cfg Config, h Handler) (*Server, error) {
 		handler:        h,
 		log:            cfg.Logger,
 		stopAccept:     make(chan struct{}),
-		pendingEnrolls: make(chan (<-chan gnet.RegisteredResult), 1024),
+		pendingEnrolls: make(chan *enrollment, 1024),
 		booted:         make(chan struct{}),
 		done:           make(chan struct{}),
 		stopTick:       make(chan struct{}),
@@ -393,7 +393,8 @@ func (e *engineHandler) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 		// No flow control on this loop (loopOf logged why): its connections
 		// are refused, their descriptors given back to the budget.
 		switch v := gc.Context().(type) {
-		case *listener:
+		case *enrollment:
+			v.opened.Store(true) // and its descriptors given back here
 			holdFDs(-e.s.cfg.FDsPerConn)
 			e.s.wakeAcceptors()
 		case *Conn:
@@ -420,9 +421,10 @@ func (e *engineHandler) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 		case c.listener >= 0:
 			l.stats.Accepted.Add(1)
 		}
-	case *listener:
+	case *enrollment:
+		v.opened.Store(true)
 		c = newConn(l, e.s.handler)
-		c.listener = int32(v.index)
+		c.listener = int32(v.l.index)
 		e.s.acceptedOpen.Add(1)
 		l.stats.Accepted.Add(1)
 	case *adoption: // Server.Adopt, which did the accounting

@@ -6,7 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/panjf2000/gnet/v2"
+
 	"github.com/tidegate/tidegate/internal/testkit/sockpair"
+	"github.com/tidegate/tidegate/internal/testkit/waitfor"
 )
 
 // setHook sets a test seam for the test's length.
@@ -129,5 +132,53 @@ func TestAdoptingAResetSocketFails(t *testing.T) {
 	sockpair.ExpectEnded(t, peer, "the other socket of a pair that failed")
 	if err := echoOnce(c, 5*time.Second); err != nil {
 		t.Fatalf("the loop after the failed adoptions: %v", err)
+	}
+}
+
+// TestEnrollGnetDidNotOpenGivesBackItsDescriptors: gnet v2.9.7 reports an
+// enroll whose epoll_ctl ADD failed as a success, and one whose worker
+// panicked as a result channel closed empty; OnOpen never ran for either.
+// Settling them gives back every descriptor the accept held for them.
+func TestEnrollGnetDidNotOpenGivesBackItsDescriptors(t *testing.T) {
+	s, _ := startServer(t, Config{Addrs: []string{"tcp://127.0.0.1:0"}, Loops: 1, FDsPerConn: 2}, &echoHandler{})
+	held := fdAccount.held.Load()
+	for _, closeEmpty := range []bool{false, true} {
+		res := make(chan gnet.RegisteredResult, 1)
+		if closeEmpty {
+			close(res)
+		} else {
+			res <- gnet.RegisteredResult{} // no error, and no OnOpen
+		}
+		// What listener.enroll does before it hands the result over.
+		s.enrolling.Add(1)
+		holdFDs(s.cfg.FDsPerConn + 1)
+		s.pendingEnrolls <- &enrollment{l: s.lnList()[0], res: res}
+		waitfor.For(t, "the enroll to be settled", func() bool { return s.enrolling.Load() == 0 })
+		if h := fdAccount.held.Load(); h != held {
+			t.Fatalf("after an enroll gnet did not open (closed empty: %v): %d descriptors held, want %d", closeEmpty, h, held)
+		}
+	}
+}
+
+// TestResumeAcceptingLogsNoAcceptError: an accept goroutine that goes round
+// while ResumeAccepting runs does not take HoldAccepting's deadline for an
+// accept error, and the server accepts again.
+func TestResumeAcceptingLogsNoAcceptError(t *testing.T) {
+	s, addr := startServer(t, Config{Addrs: []string{"tcp://127.0.0.1:0"}, Loops: 1}, &echoHandler{})
+	s.HoldAccepting()
+	setHook(t, &testHookResumeAccepting, func() {
+		// Give the accept goroutine a few rounds (admissionRecheck) here,
+		// and stop as soon as it counts an error.
+		deadline := time.Now().Add(10 * admissionRecheck)
+		for len(s.acceptErrors.snapshot()) == 0 && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+	})
+	s.ResumeAccepting()
+	if errs := s.acceptErrors.snapshot(); len(errs) > 0 {
+		t.Fatalf("resuming counted accept errors: %v", errs)
+	}
+	if err := echoOnce(dial(t, addr), 5*time.Second); err != nil {
+		t.Fatalf("after ResumeAccepting: %v", err)
 	}
 }
