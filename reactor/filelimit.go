@@ -2,6 +2,7 @@ package reactor
 
 import (
 	"fmt"
+	"math"
 	"sync/atomic"
 	"syscall"
 )
@@ -62,6 +63,24 @@ var fdAccount struct {
 // in every Server of the process: what a test checks comes back to where it
 // was once the connections it made are gone.
 func HeldFDs() int64 { return fdAccount.held.Load() }
+
+// HoldFDs accounts n descriptors (negative n gives them back) that the
+// caller holds outside any connection, such as sockets detached for another
+// process and not yet sent: admission and HandoverFDs count them.
+func HoldFDs(n int) { holdFDs(n) }
+
+// HandoverFDs returns how many more descriptors a hand-over may hold now
+// for sockets on their way to another process (see HoldFDs): those free
+// under the limit, less half of s's reserve, which stays for listeners,
+// dials and metrics. It is math.MaxInt when the process has no limit.
+func (s *Server) HandoverFDs() int {
+	limit := fdAccount.limit.Load()
+	if limit <= 0 {
+		return math.MaxInt
+	}
+	free := limit - fdAccount.held.Load() - fdAccount.base.Load() - int64(s.cfg.FDReserve/2)
+	return int(max(0, free))
+}
 
 // fdRoom reports whether n more descriptors fit, keeping reserve free.
 func fdRoom(n, reserve int) bool {

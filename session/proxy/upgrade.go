@@ -160,7 +160,9 @@ func (p *Proxy) HandOver(ctx context.Context, hc *reactor.HandoverConn, opt Hand
 			if err != nil {
 				// Not sent: this process takes the session back, as the new
 				// one would have (adopt closes the files).
-				if aerr := p.adopt(h.state, []*os.File{h.client, h.backend}); aerr != nil {
+				aerr := p.adopt(h.state, []*os.File{h.client, h.backend})
+				reactor.HoldFDs(-fdsPerHandedSession)
+				if aerr != nil {
 					p.log.Error().Err(aerr).Msg("hand-over: a session that could not be sent could not be taken back either; it is lost")
 				} else {
 					p.handedOver.Add(-1)
@@ -175,6 +177,7 @@ func (p *Proxy) HandOver(ctx context.Context, hc *reactor.HandoverConn, opt Hand
 			}
 			h.client.Close()
 			h.backend.Close()
+			reactor.HoldFDs(-fdsPerHandedSession)
 		}
 		sent <- err
 	}()
@@ -192,13 +195,18 @@ func (p *Proxy) HandOver(ctx context.Context, hc *reactor.HandoverConn, opt Hand
 	defer t.Stop()
 	var err error
 	progress := time.Now()
-	var rounds int
+	var rounds, turn int
 	var roundTime time.Duration
 	for active > 0 {
 		room := cap(out) - len(out)
 		if opt.Acked {
 			room = min(room, handoverWindow-(n-int(acked.Load())))
 		}
+		// Each session detached holds two descriptors until it is sent: a
+		// round takes no more than the budget has room for, and when it has
+		// none the hand-over waits for those on their way (or ends at the
+		// stall, the sessions staying here).
+		room = min(room, handoverFDRoom(p)/fdsPerHandedSession)
 		if time.Since(progress) >= handoverProgressEvery {
 			p.log.Info().Int("sessions", n).Int64("acked", acked.Load()).Int64("left", active).Int("rounds", rounds).
 				Dur("round_avg", roundTime/time.Duration(max(rounds, 1))).Int("room", room).Int("out", len(out)).Msg("hand-over: progress")
@@ -207,8 +215,9 @@ func (p *Proxy) HandOver(ctx context.Context, hc *reactor.HandoverConn, opt Hand
 		if room > 0 {
 			rounds++
 			rs := time.Now()
+			turn++ // which loops get the remainder: each in turn, or one that is short of room would starve the others
 			for i, l := range loops {
-				quota := loopQuota(room, len(loops), i)
+				quota := loopQuota(room, len(loops), (i+turn)%len(loops))
 				if l.Execute(func() { done <- p.handOverOnLoop(l, out, quota) }) != nil {
 					done <- 0
 				}
@@ -273,6 +282,14 @@ func (p *Proxy) HandOver(ctx context.Context, hc *reactor.HandoverConn, opt Hand
 	return n, nil
 }
 
+// fdsPerHandedSession is how many descriptors a session holds on its way to
+// the new process: the duplicates of its client's and its backend's sockets.
+const fdsPerHandedSession = 2
+
+// handoverFDRoom returns the descriptors a hand-over may still hold; a seam
+// for tests.
+var handoverFDRoom = func(p *Proxy) int { return p.rs.HandoverFDs() }
+
 // loopQuota is how many sessions loop i of loops may detach in a round with
 // room places on the way: the quotas add up to room at most, since every
 // loop of a round puts its sessions on the same out, and one more than it
@@ -323,6 +340,7 @@ func (p *Proxy) handOverOnLoop(l *reactor.Loop, out chan<- handed, quota int) in
 		c.PauseRead()
 		s.backend.PauseRead()
 		if h, ok := s.detach(); ok {
+			reactor.HoldFDs(fdsPerHandedSession) // given back once sent or taken back
 			out <- h
 			n++
 		}

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tidegate/tidegate/internal/testkit/sockpair"
+	"github.com/tidegate/tidegate/internal/testkit/waitfor"
 	"github.com/tidegate/tidegate/reactor"
 )
 
@@ -297,4 +298,41 @@ func setHook[F any](t *testing.T, hook *F, f F) {
 	t.Helper()
 	*hook = f
 	t.Cleanup(func() { var zero F; *hook = zero })
+}
+
+// TestHandOverWithinTheDescriptorBudget: a hand-over whose budget has no
+// room for a session's two descriptors detaches nothing, and ends at its
+// stall with every session here and relaying; with room for one session at
+// a round, it takes them one by one and moves them all;
+// the descriptors it held are given back.
+func TestHandOverWithinTheDescriptorBudget(t *testing.T) {
+	const sessions = 5
+	be := echoListener(t)
+	oldP, addr := startProxy(t, rawConfig(be))
+	newP, _ := startProxy(t, rawConfig(be))
+	held := reactor.HeldFDs() // before the sessions, which then hold two each
+	conns := rawSessions(t, addr, sessions)
+
+	setHook(t, &handoverFDRoom, func(*Proxy) int { return fdsPerHandedSession - 1 })
+	send, _ := handoverPair(t)
+	n, err := oldP.HandOver(context.Background(), send, HandOverOptions{Stall: 300 * time.Millisecond, Acked: true})
+	if err == nil || n != 0 {
+		t.Fatalf("a hand-over without descriptors to spare moved %d sessions (%v), want none and an error", n, err)
+	}
+	if got := relaying(conns, 5*time.Second); got != sessions {
+		t.Fatalf("%d of %d sessions relay after a hand-over that had no descriptors to spare", got, sessions)
+	}
+
+	// Room for one session a round.
+	setHook(t, &handoverFDRoom, func(*Proxy) int { return fdsPerHandedSession })
+	if got := handOver(t, oldP, newP); got != sessions {
+		t.Fatalf("handed over %d sessions, want %d", got, sessions)
+	}
+	if got := relaying(conns, 5*time.Second); got != sessions {
+		t.Fatalf("%d of %d sessions relay on the new proxy", got, sessions)
+	}
+	// The new proxy's sessions hold what the old one's did, and the hand-over
+	// nothing more.
+	waitfor.Value(t, "the descriptors held to be the sessions' own", reactor.HeldFDs,
+		func(h int64) bool { return h == held+sessions*fdsPerHandedSession })
 }
