@@ -474,6 +474,9 @@ func (p *Proxy) TakeOver(hc *reactor.HandoverConn) (int, error) {
 		go func() {
 			defer wg.Done()
 			for m := range work {
+				if testHookTakeOverAdopt != nil {
+					testHookTakeOverAdopt()
+				}
 				if err := p.adopt(m.data, m.files); err != nil {
 					p.log.Error().Err(err).Msg("take-over: a session could not be adopted and is lost")
 				} else {
@@ -505,6 +508,10 @@ func (p *Proxy) TakeOver(hc *reactor.HandoverConn) (int, error) {
 	}
 	return int(n.Load()), nil
 }
+
+// testHookTakeOverAdopt, when a test sets it, runs in TakeOver before each
+// session is adopted: a seam for faults while a session is on its way.
+var testHookTakeOverAdopt func()
 
 // takeOverWorkers is how many sessions TakeOver adopts at once: each waits
 // for a round of its loop, so they overlap.
