@@ -8,16 +8,10 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 
+	"github.com/tidegate/tidegate/internal/testkit/seam"
 	"github.com/tidegate/tidegate/internal/testkit/sockpair"
 	"github.com/tidegate/tidegate/internal/testkit/waitfor"
 )
-
-// setHook sets a test seam for the test's length.
-func setHook[F any](t *testing.T, hook *F, f F) {
-	t.Helper()
-	*hook = f
-	t.Cleanup(func() { var zero F; *hook = zero })
-}
 
 // TestAddListenerRacingStop: a listener that a reload adds while the server
 // stops (Stop for SIGTERM's end, Shutdown for its drain, ReleaseListeners for
@@ -43,7 +37,7 @@ func TestAddListenerRacingStop(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s, _ := startServer(t, Config{Addrs: []string{"tcp://127.0.0.1:0"}, Loops: 1}, &echoHandler{})
 			stopped := make(chan error, 1)
-			setHook(t, &testHookListenerBound, func() {
+			seam.Set(t, &testHookListenerBound, func() {
 				go func() { stopped <- tc.stop(s) }()
 				// Unfixed, the stop closes stopAccept meanwhile and goes on;
 				// fixed, it waits for AddListener, and this wait runs out.
@@ -110,6 +104,8 @@ func TestAdoptingAResetSocketFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	loop := s.Loops()[0]
+	// The accept settles after OnOpen, and gives its extra descriptor back then.
+	waitfor.For(t, "the accept to be settled", func() bool { return s.enrolling.Load() == 0 })
 	open, held := s.acceptedOpen.Load(), fdAccount.held.Load()
 	check := func(what string, err error) {
 		t.Helper()
@@ -166,7 +162,7 @@ func TestEnrollGnetDidNotOpenGivesBackItsDescriptors(t *testing.T) {
 func TestResumeAcceptingLogsNoAcceptError(t *testing.T) {
 	s, addr := startServer(t, Config{Addrs: []string{"tcp://127.0.0.1:0"}, Loops: 1}, &echoHandler{})
 	s.HoldAccepting()
-	setHook(t, &testHookResumeAccepting, func() {
+	seam.Set(t, &testHookResumeAccepting, func() {
 		// Give the accept goroutine a few rounds (admissionRecheck) here,
 		// and stop as soon as it counts an error.
 		deadline := time.Now().Add(10 * admissionRecheck)

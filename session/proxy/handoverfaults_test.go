@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidegate/tidegate/internal/testkit/seam"
 	"github.com/tidegate/tidegate/internal/testkit/waitfor"
 	"github.com/tidegate/tidegate/reactor"
 )
@@ -94,7 +95,7 @@ func TestHandOverFaults(t *testing.T) {
 		{step: "in flight", fault: "client reset", side: takeOver, mayLose: true,
 			setup: func(t *testing.T, conns []net.Conn) {
 				var once sync.Once
-				setHook(t, &testHookTakeOverAdopt, func() {
+				seam.Set(t, &testHookTakeOverAdopt, func() {
 					once.Do(func() {
 						for _, c := range conns {
 							_ = c.(*net.TCPConn).SetLinger(0)

@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tidegate/tidegate/internal/testkit/seam"
 	"github.com/tidegate/tidegate/internal/testkit/sockpair"
 	"github.com/tidegate/tidegate/internal/testkit/waitfor"
 	"github.com/tidegate/tidegate/reactor"
@@ -43,9 +44,9 @@ func TestAdoptingASessionWhoseClientReset(t *testing.T) {
 	p, addr := startProxy(t, rawConfig(be)+"loops: 1\n")
 	// A session first, so that the proxy knows its loop: an adoption then
 	// goes to Loop.AdoptPair.
+	held := reactor.HeldFDs()
 	first := dial(t, addr)
 	echo(t, first, []byte("first"))
-	held := reactor.HeldFDs()
 	clientPeer, client := sockpair.TCP(t)
 	sockpair.Reset(t, clientPeer, client)
 	backend, backendPeer := sockpair.TCP(t)
@@ -59,9 +60,8 @@ func TestAdoptingASessionWhoseClientReset(t *testing.T) {
 	sockpair.ExpectEnded(t, backendPeer, "the backend socket of the session that was lost")
 	waitStats(t, p, "only the first session open", func(st Stats) bool { return st.Active == 1 && st.Reactor.Active == 2 })
 	echo(t, first, []byte("still relaying"))
-	if h := reactor.HeldFDs(); h != held {
-		t.Fatalf("after the lost session: %d descriptors held, want %d", h, held)
-	}
+	waitfor.Value(t, "the descriptors held to be the first session's", reactor.HeldFDs,
+		func(h int64) bool { return h == held+fdsPerHandedSession })
 }
 
 // TestLoopQuotasFitTheRoom: the loops of a hand-over round never detach
@@ -264,7 +264,7 @@ func TestReloadRoutesTheFirstSessionsOfAnAddedListener(t *testing.T) {
 	text := twoGroups(a, b)
 	p, _ := startProxy(t, text(fmt.Sprintf(`{listen: %q, mode: raw, group: ga}`, first)))
 	early := make(chan net.Conn, 1)
-	setHook(t, &testHookListenersOpened, func() {
+	seam.Set(t, &testHookListenersOpened, func() {
 		c := dial(t, second)
 		early <- c
 		// Unfixed, the proxy accepts it at once, under the old
@@ -293,13 +293,6 @@ func TestReloadRoutesTheFirstSessionsOfAnAddedListener(t *testing.T) {
 	}
 }
 
-// setHook sets a test seam for the test's length.
-func setHook[F any](t *testing.T, hook *F, f F) {
-	t.Helper()
-	*hook = f
-	t.Cleanup(func() { var zero F; *hook = zero })
-}
-
 // TestHandOverWithinTheDescriptorBudget: a hand-over whose budget has no
 // room for a session's two descriptors detaches nothing, and ends at its
 // stall with every session here and relaying; with room for one session at
@@ -313,7 +306,7 @@ func TestHandOverWithinTheDescriptorBudget(t *testing.T) {
 	held := reactor.HeldFDs() // before the sessions, which then hold two each
 	conns := rawSessions(t, addr, sessions)
 
-	setHook(t, &handoverFDRoom, func(*Proxy) int { return fdsPerHandedSession - 1 })
+	seam.Set(t, &handoverFDRoom, func(*Proxy) int { return fdsPerHandedSession - 1 })
 	send, _ := handoverPair(t)
 	n, err := oldP.HandOver(context.Background(), send, HandOverOptions{Stall: 300 * time.Millisecond, Acked: true})
 	if err == nil || n != 0 {
@@ -324,7 +317,7 @@ func TestHandOverWithinTheDescriptorBudget(t *testing.T) {
 	}
 
 	// Room for one session a round.
-	setHook(t, &handoverFDRoom, func(*Proxy) int { return fdsPerHandedSession })
+	seam.Set(t, &handoverFDRoom, func(*Proxy) int { return fdsPerHandedSession })
 	if got := handOver(t, oldP, newP); got != sessions {
 		t.Fatalf("handed over %d sessions, want %d", got, sessions)
 	}
