@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tidegate/tidegate/internal/testkit/seam"
+	"github.com/tidegate/tidegate/internal/testkit/testserver"
 	"github.com/tidegate/tidegate/internal/testkit/waitfor"
 	"github.com/tidegate/tidegate/reactor"
 )
@@ -79,12 +80,26 @@ func answersGarbage(t *testing.T, end *os.File, _ *Proxy) {
 	_, _ = io.Copy(io.Discard, c)
 }
 
+// resetBeforeAdoption resets every connection of conns once, just before
+// the new process adopts its first session: their sessions are on their way.
+func resetBeforeAdoption(t *testing.T, conns []net.Conn) {
+	var once sync.Once
+	seam.Set(t, &testHookTakeOverAdopt, func() {
+		once.Do(func() {
+			for _, c := range conns {
+				_ = c.(*net.TCPConn).SetLinger(0)
+				c.Close()
+			}
+		})
+	})
+}
+
 func TestHandOverFaults(t *testing.T) {
 	const sessions, stall = 8, 500 * time.Millisecond
 	for _, tc := range []struct {
 		step, fault string
 		side        newSide
-		setup       func(t *testing.T, conns []net.Conn)
+		setup       func(t *testing.T, clients, backends []net.Conn)
 		// mayLose says the fault may take sessions with it: those whose
 		// client left, or that were sent to a process that went away.
 		mayLose bool
@@ -93,28 +108,28 @@ func TestHandOverFaults(t *testing.T) {
 	}{
 		{step: "all", fault: "none", side: takeOver},
 		{step: "in flight", fault: "client reset", side: takeOver, mayLose: true,
-			setup: func(t *testing.T, conns []net.Conn) {
-				var once sync.Once
-				seam.Set(t, &testHookTakeOverAdopt, func() {
-					once.Do(func() {
-						for _, c := range conns {
-							_ = c.(*net.TCPConn).SetLinger(0)
-							c.Close()
-						}
-					})
-				})
-			}},
+			setup: func(t *testing.T, clients, _ []net.Conn) { resetBeforeAdoption(t, clients) }},
+		{step: "in flight", fault: "backend reset", side: takeOver, mayLose: true,
+			setup: func(t *testing.T, _, backends []net.Conn) { resetBeforeAdoption(t, backends) }},
 		{step: "in flight", fault: "new process killed", side: dies(1), mayLose: true, fails: true},
 		{step: "acknowledgement", fault: "new process answers garbage", side: answersGarbage, mayLose: true, fails: true},
 	} {
 		t.Run(tc.step+"/"+tc.fault, func(t *testing.T) {
-			be := echoListener(t)
+			backends := make(chan net.Conn, sessions)
+			be := testserver.Conns(t, func(c net.Conn) {
+				backends <- c
+				_, _ = io.Copy(c, c)
+			})
 			oldP, addr := startProxy(t, rawConfig(be))
 			newP, _ := startProxy(t, rawConfig(be))
 			held := reactor.HeldFDs()
 			conns := rawSessions(t, addr, sessions)
 			if tc.setup != nil {
-				tc.setup(t, conns)
+				bs := make([]net.Conn, sessions)
+				for i := range bs {
+					bs[i] = <-backends
+				}
+				tc.setup(t, conns, bs)
 			}
 			send, end, err := reactor.NewHandoverPair()
 			if err != nil {
