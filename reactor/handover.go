@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"time"
 
 	"github.com/panjf2000/gnet/v2"
 	"golang.org/x/sys/unix"
@@ -70,16 +71,57 @@ type Detached struct {
 // output; c then closes without touching the socket (its peer sees
 // nothing), and its handler's OnClose gets ErrHandedOver.
 func (c *Conn) Detach() (Detached, error) {
+	if err := c.detachable(); err != nil {
+		return Detached{}, err
+	}
+	fd, err := dupCloseOnExec(c.gc.Fd())
+	if err != nil {
+		return Detached{}, fmt.Errorf("reactor: detach: dup: %w", err)
+	}
+	return c.detachWith(fd), nil
+}
+
+// DetachPair detaches a and b, such as a client and its backend, together:
+// both go, or, when either cannot (its descriptor cannot be duplicated, at
+// the descriptor limit), neither does and both go on here. Detaching one
+// and then failing on the other would end the first one's peer.
+func DetachPair(a, b *Conn) (Detached, Detached, error) {
+	if err := a.detachable(); err != nil {
+		return Detached{}, Detached{}, err
+	}
+	if err := b.detachable(); err != nil {
+		return Detached{}, Detached{}, err
+	}
+	fa, err := dupCloseOnExec(a.gc.Fd())
+	if err != nil {
+		return Detached{}, Detached{}, fmt.Errorf("reactor: detach: dup: %w", err)
+	}
+	fb, err := dupCloseOnExec(b.gc.Fd())
+	if err != nil {
+		_ = unix.Close(fa)
+		return Detached{}, Detached{}, fmt.Errorf("reactor: detach: dup: %w", err)
+	}
+	return a.detachWith(fa), b.detachWith(fb), nil
+}
+
+// detachable reports why c cannot be detached now, if it cannot.
+func (c *Conn) detachable() error {
 	switch {
 	case c.gc == nil || c.tailSock() != nil || c.Closing():
-		return Detached{}, errors.New("reactor: detach: the connection is not open both ways")
+		return errors.New("reactor: detach: the connection is not open both ways")
 	case c.pause&pauseUser == 0:
-		return Detached{}, errors.New("reactor: detach: the connection is still being read (PauseRead first)")
+		return errors.New("reactor: detach: the connection is still being read (PauseRead first)")
 	case c.gc.OutboundBuffered() > 0:
-		return Detached{}, fmt.Errorf("reactor: detach: %d bytes of output are still queued in gnet's buffer", c.gc.OutboundBuffered())
+		return fmt.Errorf("reactor: detach: %d bytes of output are still queued in gnet's buffer", c.gc.OutboundBuffered())
 	}
+	return nil
+}
+
+// detachWith takes c away from this server, fd being the duplicate of its
+// socket that goes with it: c closes without touching the socket.
+func (c *Conn) detachWith(fd int) Detached {
 	in, _ := c.gc.Peek(-1)
-	d := Detached{Unread: append([]byte(nil), in...)}
+	d := Detached{Unread: append([]byte(nil), in...), File: os.NewFile(uintptr(fd), "handover")}
 	if n := c.queued(); n > 0 {
 		q := &c.aux.out
 		d.Queued = make([]byte, 0, n)
@@ -87,11 +129,6 @@ func (c *Conn) Detach() (Detached, error) {
 			d.Queued = append(d.Queued, b...)
 		}
 	}
-	fd, err := dupCloseOnExec(c.gc.Fd())
-	if err != nil {
-		return Detached{}, fmt.Errorf("reactor: detach: dup: %w", err)
-	}
-	d.File = os.NewFile(uintptr(fd), "handover")
 	_, _ = c.gc.Discard(-1)
 	if c.ownsQueue() {
 		c.releaseQueue()
@@ -101,7 +138,7 @@ func (c *Conn) Detach() (Detached, error) {
 	c.more().closeErr = ErrHandedOver
 	c.state |= stateClosing
 	c.closeNow()
-	return d, nil
+	return d
 }
 
 // Adopt registers nc, a connection taken over from another process, on this
@@ -114,11 +151,11 @@ func (c *Conn) Detach() (Detached, error) {
 func (l *Loop) Adopt(nc net.Conn, h Handler, value any, listener int) (*Conn, error) {
 	c, res, err := l.enrollAdopted(nc, h, value, listener)
 	if err == nil {
-		err = (<-res).Err
+		err = registered(res)
 	}
 	if err != nil {
 		l.srv.holdAdopted(listener, -1)
-		return nil, fmt.Errorf("reactor: adopting %s: %w", nc.RemoteAddr(), err)
+		return nil, fmt.Errorf("reactor: adopting %s: %w", peerName(nc), err)
 	}
 	return c, nil
 }
@@ -132,10 +169,10 @@ func (l *Loop) AdoptPair(a, b net.Conn, ha, hb Handler, value any, listenerA, li
 	ca, resA, errA := l.enrollAdopted(a, ha, value, listenerA)
 	cb, resB, errB := l.enrollAdopted(b, hb, value, listenerB)
 	if errA == nil {
-		errA = (<-resA).Err
+		errA = registered(resA)
 	}
 	if errB == nil {
-		errB = (<-resB).Err
+		errB = registered(resB)
 	}
 	if errA == nil && errB == nil {
 		return ca, cb, nil
@@ -152,9 +189,9 @@ func (l *Loop) AdoptPair(a, b net.Conn, ha, hb Handler, value any, listenerA, li
 		}
 	}
 	if errA != nil {
-		return nil, nil, fmt.Errorf("reactor: adopting %s: %w", a.RemoteAddr(), errA)
+		return nil, nil, fmt.Errorf("reactor: adopting %s: %w", peerName(a), errA)
 	}
-	return nil, nil, fmt.Errorf("reactor: adopting %s: %w", b.RemoteAddr(), errB)
+	return nil, nil, fmt.Errorf("reactor: adopting %s: %w", peerName(b), errB)
 }
 
 // enrollAdopted starts the registration of nc on l for Adopt and AdoptPair.
@@ -167,8 +204,44 @@ func (l *Loop) enrollAdopted(nc net.Conn, h Handler, value any, listener int) (*
 		c.state |= stateOutbound
 	}
 	l.srv.holdAdopted(listener, 1)
+	if err := checkPeer(nc); err != nil {
+		return nil, nil, err
+	}
 	res, err := l.el.Enroll(gnet.NewContext(context.Background(), c), nc)
 	return c, res, err
+}
+
+// errNoPeer is why a socket whose peer has gone is not adopted.
+var errNoPeer = errors.New("the socket has no peer address: its peer reset it")
+
+// checkPeer reports whether gnet can register nc: a socket whose peer reset
+// it before it was adopted has no remote address (net.FileConn found none),
+// and gnet v2.9.7's enroll worker dereferences it: it panics, after
+// duplicating the descriptor, and its pool closes the result channel with
+// nothing in it.
+func checkPeer(nc net.Conn) error {
+	if nc.RemoteAddr() == nil {
+		return errNoPeer
+	}
+	return nil
+}
+
+// peerName names nc's peer for an error.
+func peerName(nc net.Conn) string {
+	if a := nc.RemoteAddr(); a != nil {
+		return a.String()
+	}
+	return "a socket without a peer"
+}
+
+// registered waits for the result of an enroll. A channel closed empty is
+// an enroll worker that panicked: nothing was registered.
+func registered(res <-chan gnet.RegisteredResult) error {
+	r, ok := <-res
+	if !ok {
+		return errors.New("gnet's enroll ended without a result")
+	}
+	return r.Err
 }
 
 // AdoptPair is Loop.AdoptPair on the loop with the fewest open connections.
@@ -213,9 +286,12 @@ type adoption struct {
 func (s *Server) Adopt(nc net.Conn, h Handler, value any, listener int) (*Conn, error) {
 	s.holdAdopted(listener, 1)
 	a := &adoption{h: h, value: value, listener: listener}
-	res, err := s.engine.Register(gnet.NewContext(gnet.NewNetConnContext(context.Background(), nc), a))
+	err := checkPeer(nc)
 	if err == nil {
-		err = (<-res).Err
+		var res <-chan gnet.RegisteredResult
+		if res, err = s.engine.Register(gnet.NewContext(gnet.NewNetConnContext(context.Background(), nc), a)); err == nil {
+			err = registered(res)
+		}
 	}
 	c := a.c
 	if err == nil && c == nil {
@@ -223,7 +299,7 @@ func (s *Server) Adopt(nc net.Conn, h Handler, value any, listener int) (*Conn, 
 	}
 	if err != nil {
 		s.holdAdopted(listener, -1)
-		return nil, fmt.Errorf("reactor: adopting %s: %w", nc.RemoteAddr(), err)
+		return nil, fmt.Errorf("reactor: adopting %s: %w", peerName(nc), err)
 	}
 	return c, nil
 }
@@ -279,6 +355,11 @@ func (h *HandoverConn) Close() error { return h.c.Close() }
 // CloseWrite ends this side's messages; the other side's Recv then reports
 // io.EOF, and it may still send.
 func (h *HandoverConn) CloseWrite() error { return h.c.CloseWrite() }
+
+// SetWriteDeadline bounds how long Send may block on a peer that stops
+// reading (as net.Conn's does); a Send past it fails with
+// os.ErrDeadlineExceeded, and a zero t removes the bound.
+func (h *HandoverConn) SetWriteDeadline(t time.Time) error { return h.c.SetWriteDeadline(t) }
 
 // Send writes one message with files; the files stay open for the caller.
 func (h *HandoverConn) Send(payload []byte, files ...*os.File) error {

@@ -28,6 +28,7 @@ type listener struct {
 	addr  string // the bound address, for logs
 	ln    net.Listener
 
+	started     bool          // its accept goroutine was started; guarded by Server.lnMu
 	wake        chan struct{} // a connection closed or an enroll finished: check the limits again
 	alive       atomic.Bool   // the accept goroutine runs
 	takeBacklog atomic.Bool   // draining: take what the backlog holds, then stop
@@ -328,17 +329,45 @@ func (l *listener) enroll(nc net.Conn) {
 	}
 	s.enrolling.Add(1)
 	holdFDs(s.cfg.FDsPerConn + 1)
-	ctx := gnet.NewContext(gnet.NewNetConnContext(context.Background(), nc), l)
+	e := &enrollment{l: l}
+	ctx := gnet.NewContext(gnet.NewNetConnContext(context.Background(), nc), e)
 	res, err := s.engine.Register(ctx)
 	if err != nil {
 		_ = nc.Close()
 		s.enrolled(err)
 		return
 	}
-	s.pendingEnrolls <- res
+	e.res = res
+	s.pendingEnrolls <- e
 }
 
-// enrolled settles one enroll: err is why it failed, if it did.
+// enrollment is one accepted connection on its way to a loop, and gnet's
+// registration context for it.
+type enrollment struct {
+	l      *listener
+	res    <-chan gnet.RegisteredResult
+	opened atomic.Bool // OnOpen ran: the connection's descriptors are its own now
+}
+
+// errNotOpened is an enroll gnet reported done although OnOpen never ran:
+// gnet v2.9.7 reports success when epoll_ctl ADD fails (it closes the
+// socket), and its enroll worker closes the result channel empty when it
+// panics.
+var errNotOpened = errors.New("reactor: gnet registered the connection without opening it")
+
+// settle returns the outcome of e once gnet has reported it.
+func (e *enrollment) settle(r gnet.RegisteredResult, ok bool) error {
+	switch {
+	case r.Err != nil:
+		return r.Err
+	case !ok || !e.opened.Load():
+		return errNotOpened
+	}
+	return nil
+}
+
+// enrolled settles one enroll: err is why it failed, if it did, and then
+// the descriptors it held for its handler are given back too.
 func (s *Server) enrolled(err error) {
 	s.enrolling.Add(-1)
 	holdFDs(-1) // gnet closed the original descriptor
@@ -354,10 +383,10 @@ func (s *Server) enrolled(err error) {
 // server stops accepting and every pending one has been settled.
 func (s *Server) settleEnrolls() {
 	defer s.settleWG.Done()
-	for res := range s.pendingEnrolls {
+	for e := range s.pendingEnrolls {
 		select {
-		case r := <-res:
-			s.enrolled(r.Err)
+		case r, ok := <-e.res:
+			s.enrolled(e.settle(r, ok))
 		case <-s.done:
 			// The engine ended: gnet will not finish the registration.
 			s.enrolled(nil)
@@ -472,19 +501,36 @@ func (s *Server) lnList() []*listener {
 	return s.listeners
 }
 
+// testHookListenerBound, when a test sets it, runs in AddListener once the
+// new listener is bound and before it accepts: a seam for what arrives then.
+var testHookListenerBound func()
+
 // AddListener binds addr (as in Config.Addrs) and accepts on it, on a
 // running server, under the same limits as the others. It returns the new
 // listener's index, which Conn.Listener reports for its connections.
 func (s *Server) AddListener(addr string) (int, error) {
+	i, err := s.OpenListener(addr)
+	if err != nil {
+		return 0, err
+	}
+	if testHookListenerBound != nil {
+		testHookListenerBound()
+	}
+	if err := s.StartListener(i); err != nil {
+		return 0, err
+	}
+	return i, nil
+}
+
+// OpenListener binds addr as AddListener does, but does not accept on it
+// until StartListener: connections wait in its backlog meanwhile, so that
+// the caller can get ready for them (a reload stores the configuration that
+// routes them). RemoveListener closes it.
+func (s *Server) OpenListener(addr string) (int, error) {
 	s.lnMu.Lock()
 	defer s.lnMu.Unlock()
-	select {
-	case <-s.stopAccept:
-		return 0, errors.New("reactor: add listener: the server no longer accepts")
-	default:
-	}
-	if s.lns.Load() == nil {
-		return 0, errors.New("reactor: add listener: the server is not started")
+	if err := s.canAddListener(); err != nil {
+		return 0, err
 	}
 	l, err := s.listen(s.nextListener, addr)
 	if err != nil {
@@ -493,10 +539,43 @@ func (s *Server) AddListener(addr string) (int, error) {
 	s.nextListener++
 	next := append(append([]*listener(nil), s.lnList()...), l)
 	s.lns.Store(&next)
-	l.alive.Store(true)
-	s.acceptWG.Add(1)
-	go l.accept()
 	return l.index, nil
+}
+
+// StartListener starts accepting on listener i, opened by OpenListener.
+func (s *Server) StartListener(i int) error {
+	s.lnMu.Lock()
+	defer s.lnMu.Unlock()
+	if err := s.canAddListener(); err != nil {
+		return err
+	}
+	for _, l := range s.lnList() {
+		if l.index != i {
+			continue
+		}
+		if l.started {
+			return fmt.Errorf("reactor: start listener %d: it accepts already", i)
+		}
+		l.started = true
+		l.alive.Store(true)
+		s.acceptWG.Add(1)
+		go l.accept()
+		return nil
+	}
+	return fmt.Errorf("reactor: start listener: no listener %d", i)
+}
+
+// canAddListener reports why no listener can be added now; lnMu is held.
+func (s *Server) canAddListener() error {
+	select {
+	case <-s.stopAccept:
+		return errors.New("reactor: add listener: the server no longer accepts")
+	default:
+	}
+	if s.lns.Load() == nil {
+		return errors.New("reactor: add listener: the server is not started")
+	}
+	return nil
 }
 
 // RemoveListener stops accepting on listener i: it takes what the kernel has
@@ -519,8 +598,10 @@ func (s *Server) RemoveListener(i int) error {
 		return fmt.Errorf("reactor: no listener %d", i)
 	}
 	s.lns.Store(&next)
-	l.stopAfterBacklog()
-	<-l.done
+	if l.started {
+		l.stopAfterBacklog()
+		<-l.done
+	}
 	l.state.Store(int32(acceptStopped))
 	return l.ln.Close()
 }

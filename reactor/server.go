@@ -34,12 +34,12 @@ type Server struct {
 
 	listeners      []*listener // as opened by Start; see lnList for the current set
 	lns            atomic.Pointer[[]*listener]
-	lnMu           sync.Mutex    // serializes AddListener and RemoveListener
+	lnMu           sync.Mutex    // serializes AddListener, RemoveListener and the end of accepting
 	nextListener   int           // index of the next listener added
 	stopAccept     chan struct{} // closed when accepting ends for good
 	held           atomic.Bool   // HoldAccepting: another process accepts on the listeners
 	stopAcceptOnce sync.Once
-	pendingEnrolls chan (<-chan gnet.RegisteredResult)
+	pendingEnrolls chan *enrollment
 	acceptWG       sync.WaitGroup // accept goroutines
 	settleWG       sync.WaitGroup // the goroutine settling enrolls
 	acceptedOpen   atomic.Int64   // accepted connections open (OnOpen ran, OnClose not yet)
@@ -72,7 +72,7 @@ func NewServer(cfg Config, h Handler) (*Server, error) {
 		handler:        h,
 		log:            cfg.Logger,
 		stopAccept:     make(chan struct{}),
-		pendingEnrolls: make(chan (<-chan gnet.RegisteredResult), 1024),
+		pendingEnrolls: make(chan *enrollment, 1024),
 		booted:         make(chan struct{}),
 		done:           make(chan struct{}),
 		stopTick:       make(chan struct{}),
@@ -158,13 +158,16 @@ func (s *Server) Start() error {
 	}
 	s.settleWG.Add(1)
 	go s.settleEnrolls()
+	s.lnMu.Lock()
 	s.lns.Store(&s.listeners)
 	s.nextListener = len(s.listeners)
 	for _, l := range s.listeners {
+		l.started = true
 		l.alive.Store(true)
 		s.acceptWG.Add(1)
 		go l.accept()
 	}
+	s.lnMu.Unlock()
 	go s.tick()
 	return nil
 }
@@ -183,9 +186,26 @@ func (s *Server) abortStart() {
 // stopAccepting closes the listeners and ends the accept goroutines.
 func (s *Server) stopAccepting() {
 	s.stopAcceptOnce.Do(func() {
+		s.lnMu.Lock()
+		defer s.lnMu.Unlock()
 		close(s.stopAccept)
 		s.closeListeners()
 	})
+}
+
+// closeStopAccept ends accepting for good under lnMu, so that AddListener
+// either ran before, and its listener is among those the caller then stops
+// and closes, or runs after and refuses: a listener added as the server
+// stops would otherwise start an accept goroutine after acceptWG.Wait began
+// (which never returns then) or after pendingEnrolls closed (a send on a
+// closed channel), or stay open. before runs under the lock first.
+func (s *Server) closeStopAccept(before func(lns []*listener)) {
+	s.lnMu.Lock()
+	defer s.lnMu.Unlock()
+	if before != nil {
+		before(s.lnList())
+	}
+	close(s.stopAccept)
 }
 
 // stopAcceptingAfterBacklog is stopAccepting for a drain: each accept
@@ -195,10 +215,11 @@ func (s *Server) stopAccepting() {
 // once every listener is closed.
 func (s *Server) stopAcceptingAfterBacklog() {
 	s.stopAcceptOnce.Do(func() {
-		for _, l := range s.lnList() {
-			l.stopAfterBacklog()
-		}
-		close(s.stopAccept)
+		s.closeStopAccept(func(lns []*listener) {
+			for _, l := range lns {
+				l.stopAfterBacklog()
+			}
+		})
 		s.acceptWG.Wait()
 		s.closeListeners()
 	})
@@ -369,7 +390,8 @@ func (e *engineHandler) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 		// No flow control on this loop (loopOf logged why): its connections
 		// are refused, their descriptors given back to the budget.
 		switch v := gc.Context().(type) {
-		case *listener:
+		case *enrollment:
+			v.opened.Store(true) // and its descriptors given back here
 			holdFDs(-e.s.cfg.FDsPerConn)
 			e.s.wakeAcceptors()
 		case *Conn:
@@ -396,9 +418,10 @@ func (e *engineHandler) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 		case c.listener >= 0:
 			l.stats.Accepted.Add(1)
 		}
-	case *listener:
+	case *enrollment:
+		v.opened.Store(true)
 		c = newConn(l, e.s.handler)
-		c.listener = int32(v.index)
+		c.listener = int32(v.l.index)
 		e.s.acceptedOpen.Add(1)
 		l.stats.Accepted.Add(1)
 	case *adoption: // Server.Adopt, which did the accounting

@@ -78,13 +78,26 @@ func (s *Server) HoldAccepting() {
 	}
 }
 
-// ResumeAccepting undoes HoldAccepting.
+// ResumeAccepting undoes HoldAccepting. The deadline that ended the held
+// Accepts goes first: an accept goroutine that saw the hold end with the
+// deadline still set would take its timeout for an accept error.
 func (s *Server) ResumeAccepting() {
-	s.held.Store(false)
-	for _, l := range s.lnList() {
+	lns := s.lnList()
+	for _, l := range lns {
 		l.setDeadline(time.Time{})
 	}
+	if testHookResumeAccepting != nil {
+		testHookResumeAccepting()
+	}
+	s.held.Store(false)
+	for _, l := range lns {
+		l.setDeadline(time.Time{}) // wakes them now that the hold is off
+	}
 }
+
+// testHookResumeAccepting, when a test sets it, runs in ResumeAccepting
+// between its two steps.
+var testHookResumeAccepting func()
 
 // ReleaseListeners closes this process's listening descriptors for good
 // without taking their backlog, which another process accepting on the
@@ -93,7 +106,7 @@ func (s *Server) ResumeAccepting() {
 func (s *Server) ReleaseListeners() {
 	s.HoldAccepting()
 	s.stopAcceptOnce.Do(func() {
-		close(s.stopAccept)
+		s.closeStopAccept(nil)
 		s.acceptWG.Wait()
 		s.closeListeners()
 	})

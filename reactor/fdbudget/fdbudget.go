@@ -8,6 +8,7 @@ package fdbudget
 
 import (
 	"fmt"
+	"math"
 	"sync/atomic"
 	"syscall"
 )
@@ -88,4 +89,18 @@ func MeasureBase() (open int, err error) {
 	}
 	account.base.Store(max(0, int64(open)-account.held.Load()))
 	return open, nil
+}
+
+// Held returns the descriptors accounted to connections now, in every
+// server of the process.
+func Held() int64 { return account.held.Load() }
+
+// Free returns how many more descriptors fit under the limit while reserve
+// stay free, or math.MaxInt when no limit is set.
+func Free(reserve int) int {
+	limit := account.limit.Load()
+	if limit <= 0 {
+		return math.MaxInt
+	}
+	return int(max(0, limit-Accounted()-int64(reserve)))
 }

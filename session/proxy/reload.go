@@ -140,9 +140,12 @@ func (p *Proxy) Reload(cfg *config.Config) error {
 	if problems := restartOnly(old.cfg, cfg); len(problems) > 0 {
 		return &ReloadError{Problems: problems}
 	}
-	live, removed, err := p.reloadListeners(old, cfg)
+	live, added, removed, err := p.reloadListeners(old, cfg)
 	if err != nil {
 		return err
+	}
+	if testHookListenersOpened != nil {
+		testHookListenersOpened()
 	}
 	gen := newGeneration(cfg, old, live, len(p.loops))
 	gen.router.now = old.router.now
@@ -157,6 +160,14 @@ func (p *Proxy) Reload(cfg *config.Config) error {
 	p.probesMu.Unlock()
 	if err != nil {
 		p.log.Warn().Err(err).Msg("reload: the previous health checkers did not stop in time")
+	}
+	// Only now that the generation that routes them is in place: a session
+	// accepted before would take the old one, which does not know its
+	// listener, and keep Listeners[0]'s mode and group for its life.
+	for _, idx := range added {
+		if err := p.rs.StartListener(idx); err != nil {
+			p.log.Warn().Err(err).Int("index", idx).Msg("reload: an added listener cannot accept (the proxy is stopping)")
+		}
 	}
 	for _, idx := range removed {
 		if err := p.rs.RemoveListener(idx); err != nil {
@@ -218,13 +229,12 @@ func restartOnly(a, b *config.Config) []string {
 
 // reloadListeners opens the listeners cfg adds (a listener is kept when an
 // accepting one has the same address and mode) and returns the reactor index
-// of each of cfg.Listeners and those of the old listeners to close once the
-// new generation is in place. If one cannot be opened, those opened are
+// of each of cfg.Listeners, those of the added ones, which accept once the
+// new generation is in place, and those of the old listeners to close then. If one cannot be opened, those opened are
 // closed again and the reload is refused.
-func (p *Proxy) reloadListeners(old *generation, cfg *config.Config) (live, removed []int, err error) {
+func (p *Proxy) reloadListeners(old *generation, cfg *config.Config) (live, added, removed []int, err error) {
 	keep := map[int]bool{}
 	live = make([]int, len(cfg.Listeners))
-	var added []int
 	for i, y := range cfg.Listeners {
 		idx := -1
 		for j, x := range old.cfg.Listeners {
@@ -234,11 +244,11 @@ func (p *Proxy) reloadListeners(old *generation, cfg *config.Config) (live, remo
 			}
 		}
 		if idx < 0 {
-			if idx, err = p.rs.AddListener("tcp://" + y.Listen); err != nil {
+			if idx, err = p.rs.OpenListener("tcp://" + y.Listen); err != nil {
 				for _, a := range added {
 					_ = p.rs.RemoveListener(a)
 				}
-				return nil, nil, &ReloadError{Problems: []string{fmt.Sprintf("listeners[%d]: %v", i, err)}}
+				return nil, nil, nil, &ReloadError{Problems: []string{fmt.Sprintf("listeners[%d]: %v", i, err)}}
 			}
 			added = append(added, idx)
 			p.log.Info().Str("listen", y.Listen).Str("mode", string(y.Mode)).Int("index", idx).Msg("reload: listener added")
@@ -251,5 +261,9 @@ func (p *Proxy) reloadListeners(old *generation, cfg *config.Config) (live, remo
 			removed = append(removed, oi)
 		}
 	}
-	return live, removed, nil
+	return live, added, removed, nil
 }
+
+// testHookListenersOpened, when a test sets it, runs in Reload once the
+// added listeners are bound and before the new generation is stored.
+var testHookListenersOpened func()

@@ -175,13 +175,7 @@ limits: {high_watermark: 262144, low_watermark: 131072}
 func TestReloadAddsAndRemovesListeners(t *testing.T) {
 	a, b := namedBackend(t, "a"), namedBackend(t, "b")
 	first := freeAddr(t)
-	text := func(listeners string) string {
-		return fmt.Sprintf(`
-listeners: [%s]
-groups: {ga: {backends: [{addr: %q}]}, gb: {backends: [{addr: %q}]}}
-limits: {high_watermark: 262144, low_watermark: 131072}
-`, listeners, a, b)
-	}
+	text := twoGroups(a, b)
 	p, _ := startProxy(t, text(fmt.Sprintf(`{listen: %q, mode: raw, group: ga}`, first)))
 	old, oldR, name := greetedBy(t, first)
 	if name != "a" {
@@ -217,6 +211,18 @@ limits: {high_watermark: 262144, low_watermark: 131072}
 	}
 	if h := p.Reactor().Health(); len(h.Listeners) != 1 {
 		t.Fatalf("health lists %d listeners, want 1", len(h.Listeners))
+	}
+}
+
+// twoGroups returns the configuration text, for the listeners given, of
+// groups ga and gb with backends a and b.
+func twoGroups(a, b string) func(listeners string) string {
+	return func(listeners string) string {
+		return fmt.Sprintf(`
+listeners: [%s]
+groups: {ga: {backends: [{addr: %q}]}, gb: {backends: [{addr: %q}]}}
+limits: {high_watermark: 262144, low_watermark: 131072}
+`, listeners, a, b)
 	}
 }
 

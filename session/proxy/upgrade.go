@@ -5,11 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"net/netip"
 	"os"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -150,6 +146,9 @@ func (p *Proxy) HandOver(ctx context.Context, hc *reactor.HandoverConn, opt Hand
 		var err error
 		for h := range out {
 			if err == nil {
+				// A new process that stops reading must not hold the
+				// sender, and with it the hand-over, for good.
+				_ = hc.SetWriteDeadline(time.Now().Add(stall))
 				if err = hc.Send(h.state, h.client, h.backend); err != nil {
 					close(sendFailed)
 				}
@@ -157,7 +156,9 @@ func (p *Proxy) HandOver(ctx context.Context, hc *reactor.HandoverConn, opt Hand
 			if err != nil {
 				// Not sent: this process takes the session back, as the new
 				// one would have (adopt closes the files).
-				if aerr := p.adopt(h.state, []*os.File{h.client, h.backend}); aerr != nil {
+				aerr := p.adopt(h.state, []*os.File{h.client, h.backend})
+				reactor.HoldFDs(-fdsPerHandedSession)
+				if aerr != nil {
 					p.log.Error().Err(aerr).Msg("hand-over: a session that could not be sent could not be taken back either; it is lost")
 				} else {
 					p.handedOver.Add(-1)
@@ -172,6 +173,7 @@ func (p *Proxy) HandOver(ctx context.Context, hc *reactor.HandoverConn, opt Hand
 			}
 			h.client.Close()
 			h.backend.Close()
+			reactor.HoldFDs(-fdsPerHandedSession)
 		}
 		sent <- err
 	}()
@@ -189,13 +191,18 @@ func (p *Proxy) HandOver(ctx context.Context, hc *reactor.HandoverConn, opt Hand
 	defer t.Stop()
 	var err error
 	progress := time.Now()
-	var rounds int
+	var rounds, turn int
 	var roundTime time.Duration
 	for active > 0 {
 		room := cap(out) - len(out)
 		if opt.Acked {
 			room = min(room, handoverWindow-(n-int(acked.Load())))
 		}
+		// Each session detached holds two descriptors until it is sent: a
+		// round takes no more than the budget has room for, and when it has
+		// none the hand-over waits for those on their way (or ends at the
+		// stall, the sessions staying here).
+		room = min(room, handoverFDRoom(p)/fdsPerHandedSession)
 		if time.Since(progress) >= handoverProgressEvery {
 			p.log.Info().Int("sessions", n).Int64("acked", acked.Load()).Int64("left", active).Int("rounds", rounds).
 				Dur("round_avg", roundTime/time.Duration(max(rounds, 1))).Int("room", room).Int("out", len(out)).Msg("hand-over: progress")
@@ -204,8 +211,9 @@ func (p *Proxy) HandOver(ctx context.Context, hc *reactor.HandoverConn, opt Hand
 		if room > 0 {
 			rounds++
 			rs := time.Now()
-			quota := (room + len(loops) - 1) / len(loops)
-			for _, l := range loops {
+			turn++ // which loops get the remainder: each in turn, or one that is short of room would starve the others
+			for i, l := range loops {
+				quota := loopQuota(room, len(loops), (i+turn)%len(loops))
 				if l.Execute(func() { done <- p.handOverOnLoop(l, out, quota) }) != nil {
 					done <- 0
 				}
@@ -243,6 +251,11 @@ func (p *Proxy) HandOver(ctx context.Context, hc *reactor.HandoverConn, opt Hand
 		break
 	}
 	close(out)
+	if err != nil {
+		// The hand-over ends here: a Send blocked on a new process that does
+		// not read fails now, and what is still queued is taken back.
+		_ = hc.SetWriteDeadline(time.Now())
+	}
 	err = errors.Join(err, <-sent)
 	if err != nil {
 		p.logLeftBehind()
@@ -263,6 +276,26 @@ func (p *Proxy) HandOver(ctx context.Context, hc *reactor.HandoverConn, opt Hand
 		}
 	}
 	return n, nil
+}
+
+// fdsPerHandedSession is how many descriptors a session holds on its way to
+// the new process: the duplicates of its client's and its backend's sockets.
+const fdsPerHandedSession = 2
+
+// handoverFDRoom returns the descriptors a hand-over may still hold; a seam
+// for tests.
+var handoverFDRoom = func(p *Proxy) int { return p.rs.HandoverFDs() }
+
+// loopQuota is how many sessions loop i of loops may detach in a round with
+// room places on the way: the quotas add up to room at most, since every
+// loop of a round puts its sessions on the same out, and one more than it
+// holds would block that loop (and every session on it) on the sender.
+func loopQuota(room, loops, i int) int {
+	q := room / loops
+	if i < room%loops {
+		q++
+	}
+	return q
 }
 
 // readAcks records the other process's acknowledgements in acked, waking
@@ -300,12 +333,10 @@ func (p *Proxy) handOverOnLoop(l *reactor.Loop, out chan<- handed, quota int) in
 		if s.state != stRelay || s.clientEOF || s.backendEOF || s.backend == nil || !s.backend.Opened() || c.Closing() || s.backend.Closing() {
 			return
 		}
-		if len(out) == cap(out) {
-			return // never block a loop (and every session on it) on the sender
-		}
 		c.PauseRead()
 		s.backend.PauseRead()
 		if h, ok := s.detach(); ok {
+			reactor.HoldFDs(fdsPerHandedSession) // given back once sent or taken back
 			out <- h
 			n++
 		}
@@ -328,19 +359,12 @@ func (s *session) detach() (handed, bool) {
 		st.Cluster = &handoverCluster{Token: s.ticket.Token(), Record: s.ticket.Session().Record()}
 	}
 	s.state = stHandedOver
-	cd, err := c.Detach()
+	cd, bd, err := reactor.DetachPair(c, b)
 	if err != nil {
 		s.state = stRelay
 		c.ResumeRead()
 		b.ResumeRead()
-		s.p.log.Warn().Err(err).Str("remote", s.remoteAddr()).Msg("hand-over: cannot detach the client; the session stays")
-		return handed{}, false
-	}
-	bd, err := b.Detach()
-	if err != nil {
-		cd.File.Close() // the client is gone from this process already: it ends
-		b.Close()
-		s.p.log.Error().Err(err).Str("remote", st.IP).Msg("hand-over: cannot detach the backend; the session is lost")
+		s.p.log.Warn().Err(err).Str("remote", s.remoteAddr()).Msg("hand-over: cannot detach the session; it stays")
 		return handed{}, false
 	}
 	st.ClientIn, st.BackendIn = cd.Unread, bd.Unread
@@ -403,212 +427,5 @@ func (p *Proxy) logLeftBehind() {
 		}) == nil {
 			<-done
 		}
-	}
-}
-
-// TakeOver receives sessions from the process at the other end of hc (which
-// runs HandOver) and relays them, until that process ends its side of hc;
-// it acknowledges each session it handled. It returns how many sessions it
-// took.
-func (p *Proxy) TakeOver(hc *reactor.HandoverConn) (int, error) {
-	// Each adoption waits for a loop to register both sockets, and the loops
-	// are busy relaying the sessions already here: a few run at once.
-	type msg struct {
-		data  []byte
-		files []*os.File
-	}
-	work := make(chan msg)
-	var n, handled atomic.Int64
-	acks := make(chan struct{}, 1)
-	ackDone := make(chan struct{})
-	go func() {
-		defer close(ackDone)
-		var sent int64
-		for range acks {
-			if h := handled.Load(); h > sent {
-				data, _ := json.Marshal(handoverAck{Handled: h})
-				if hc.Send(data) != nil {
-					return // the old process is gone; it needs no more
-				}
-				sent = h
-			}
-		}
-	}()
-	ack := func() {
-		select {
-		case acks <- struct{}{}:
-		default:
-		}
-	}
-	var wg sync.WaitGroup
-	for range takeOverWorkers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for m := range work {
-				if err := p.adopt(m.data, m.files); err != nil {
-					p.log.Error().Err(err).Msg("take-over: a session could not be adopted and is lost")
-				} else {
-					n.Add(1)
-				}
-				handled.Add(1)
-				ack()
-			}
-		}()
-	}
-	var rerr error
-	for {
-		data, files, err := hc.Recv()
-		if err != nil {
-			if !errors.Is(err, net.ErrClosed) && !errors.Is(err, io.EOF) {
-				rerr = err
-			}
-			break
-		}
-		work <- msg{data, files}
-	}
-	close(work)
-	wg.Wait()
-	acks <- struct{}{} // the last count, if it is not on its way yet
-	close(acks)
-	<-ackDone
-	if rerr != nil {
-		return int(n.Load()), fmt.Errorf("proxy: take-over after %d sessions: %w", n.Load(), rerr)
-	}
-	return int(n.Load()), nil
-}
-
-// takeOverWorkers is how many sessions TakeOver adopts at once: each waits
-// for a round of its loop, so they overlap.
-const takeOverWorkers = 256
-
-// adopt registers one handed-over session.
-func (p *Proxy) adopt(data []byte, files []*os.File) error {
-	defer func() {
-		for _, f := range files {
-			f.Close()
-		}
-	}()
-	var st handoverState
-	if err := json.Unmarshal(data, &st); err != nil {
-		return fmt.Errorf("session state: %w", err)
-	}
-	if len(files) != 2 {
-		return fmt.Errorf("session of %s came with %d descriptors, want 2", st.IP, len(files))
-	}
-	cn, err := net.FileConn(files[0])
-	if err != nil {
-		return fmt.Errorf("client socket: %w", err)
-	}
-	defer cn.Close()
-	bn, err := net.FileConn(files[1])
-	if err != nil {
-		return fmt.Errorf("backend socket: %w", err)
-	}
-	defer bn.Close()
-	gen := p.cur()
-	s := &session{p: p, gen: gen, ip: st.IP, state: stAdopting, adopted: true, raw: st.Raw, host: st.Host, username: st.User,
-		opened: st.Opened, protocol: st.Protocol, c2s: st.C2S.scanner(), s2c: st.S2C.scanner(),
-		pre: &preRelay{adoptIn: [2][]byte{st.ClientIn, st.BackendIn}, adoptOut: [2][]byte{st.ToClient, st.ToBackend},
-			adoptTk: st.Cluster}}
-	s.timer.F = s.onTimer
-	if ap, err := netip.ParseAddrPort(st.Remote); err == nil {
-		s.pp = &proxied{src: ap}
-	}
-	s.group = gen.router.groups[st.Group]
-	if s.group == nil {
-		s.group = &group{name: st.Group}
-	}
-	for _, b := range s.group.backends {
-		if b.addr == st.Backend {
-			s.target = b
-		}
-	}
-	if s.target == nil { // no longer configured: counted on its own
-		s.target = &backend{addr: st.Backend, group: s.group, backendHealth: &backendHealth{}}
-	}
-	_, _, err = p.rs.AdoptPair(cn, bn, (*clientHandler)(p), &p.backendSide, s, st.Listener, -1)
-	return err
-}
-
-// adoptedClient is clientHandler.OnOpen for a handed-over session. Its two
-// sockets open in either order; neither is read before both are open.
-func (s *session) adoptedClient(c *reactor.Conn) {
-	s.client = c
-	s.p.admitAdopted(s.gen, s.ip)
-	if tk := s.pre.adoptTk; tk != nil && s.p.cluster != nil {
-		if sess, err := cluster.ParseRecord(tk.Record); err == nil {
-			s.ticket = s.p.cluster.Adopt(tk.Token, sess, s)
-		} else {
-			s.p.log.Warn().Err(err).Str("remote", s.remoteAddr()).Msg("take-over: the session's cluster record is unreadable; it is not published")
-		}
-		s.pre.adoptTk = nil
-	}
-	s.p.loopOf(c).counters.active.Add(1)
-	c.PauseRead()
-	switch {
-	case s.state == stDone: // the backend socket ended before this one opened
-		s.flushAdopted(c, 0)
-		c.Close()
-	case s.backend != nil:
-		s.resumeAdopted()
-	}
-}
-
-// adoptedBackend is backendHandler.OnOpen for a handed-over session.
-func (s *session) adoptedBackend(bc *reactor.Conn) {
-	s.backend = bc
-	bc.PauseRead()
-	switch {
-	case s.state == stDone: // the client left before this socket opened
-		s.flushAdopted(bc, 1)
-		bc.Close()
-	case s.client != nil:
-		s.resumeAdopted()
-	}
-}
-
-// flushAdopted writes what the old process left for one side of a session
-// (side 0 the client, 1 the backend): first what it had queued, then what
-// the other side had sent that it had not relayed yet.
-func (s *session) flushAdopted(to *reactor.Conn, side int) {
-	ls := s.p.loopOf(to)
-	pre := s.pre
-	if q := pre.adoptOut[side]; len(q) > 0 {
-		_ = to.Write(q)
-	}
-	if in := pre.adoptIn[1-side]; len(in) > 0 {
-		_ = to.Write(in)
-		bytes, frames, sc := &ls.counters.bytesC2S, &ls.counters.framesC2S, &s.c2s
-		if side == 0 {
-			bytes, frames, sc = &ls.counters.bytesS2C, &ls.counters.framesS2C, &s.s2c
-		}
-		bytes.Add(int64(len(in)))
-		if !s.raw {
-			frames.Add(int64(sc.scan(in)))
-		}
-	}
-	pre.adoptOut[side], pre.adoptIn[1-side] = nil, nil
-}
-
-// resumeAdopted goes on relaying a handed-over session where the old process
-// left it, once both of its sockets are open here.
-func (s *session) resumeAdopted() {
-	c, bc := s.client, s.backend
-	s.target.active.Add(1)
-	s.onBackend = true
-	s.state = stRelay
-	c.SetSink(bc)
-	bc.SetSink(c)
-	s.flushAdopted(bc, 1)
-	s.flushAdopted(c, 0)
-	s.pre = nil // both sides have what the old process left
-	c.ResumeRead()
-	bc.ResumeRead()
-	c.Backpressure()
-	bc.Backpressure()
-	s.lastActive = c.Loop().Now()
-	if idle := s.gen.cfg.Limits.IdleTimeout; idle > 0 {
-		c.Loop().Schedule(&s.timer, idle)
 	}
 }
