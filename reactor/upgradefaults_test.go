@@ -11,6 +11,7 @@ import (
 	"github.com/tidegate/tidegate/internal/testkit/seam"
 	"github.com/tidegate/tidegate/internal/testkit/sockpair"
 	"github.com/tidegate/tidegate/internal/testkit/waitfor"
+	"github.com/tidegate/tidegate/reactor/fdbudget"
 )
 
 // TestAddListenerRacingStop: a listener that a reload adds while the server
@@ -106,13 +107,13 @@ func TestAdoptingAResetSocketFails(t *testing.T) {
 	loop := s.Loops()[0]
 	// The accept settles after OnOpen, and gives its extra descriptor back then.
 	waitfor.For(t, "the accept to be settled", func() bool { return s.enrolling.Load() == 0 })
-	open, held := s.acceptedOpen.Load(), fdAccount.held.Load()
+	open, held := s.acceptedOpen.Load(), fdbudget.Held()
 	check := func(what string, err error) {
 		t.Helper()
 		if err == nil {
 			t.Fatalf("%s of a reset socket reported success", what)
 		}
-		if o, hd := s.acceptedOpen.Load(), fdAccount.held.Load(); o != open || hd != held {
+		if o, hd := s.acceptedOpen.Load(), fdbudget.Held(); o != open || hd != held {
 			t.Fatalf("after a failed %s: %d accepted open and %d descriptors held, want %d and %d", what, o, hd, open, held)
 		}
 	}
@@ -137,7 +138,7 @@ func TestAdoptingAResetSocketFails(t *testing.T) {
 // Settling them gives back every descriptor the accept held for them.
 func TestEnrollGnetDidNotOpenGivesBackItsDescriptors(t *testing.T) {
 	s, _ := startServer(t, Config{Addrs: []string{"tcp://127.0.0.1:0"}, Loops: 1, FDsPerConn: 2}, &echoHandler{})
-	held := fdAccount.held.Load()
+	held := fdbudget.Held()
 	for _, closeEmpty := range []bool{false, true} {
 		res := make(chan gnet.RegisteredResult, 1)
 		if closeEmpty {
@@ -150,7 +151,7 @@ func TestEnrollGnetDidNotOpenGivesBackItsDescriptors(t *testing.T) {
 		holdFDs(s.cfg.FDsPerConn + 1)
 		s.pendingEnrolls <- &enrollment{l: s.lnList()[0], res: res}
 		waitfor.For(t, "the enroll to be settled", func() bool { return s.enrolling.Load() == 0 })
-		if h := fdAccount.held.Load(); h != held {
+		if h := fdbudget.Held(); h != held {
 			t.Fatalf("after an enroll gnet did not open (closed empty: %v): %d descriptors held, want %d", closeEmpty, h, held)
 		}
 	}
