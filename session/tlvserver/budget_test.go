@@ -86,6 +86,39 @@ func (c *budgetClient) writeRequests(seed uint64) {
 	}
 }
 
+// TestHalfClosedClientGetsEveryResponse: a client that pipelines its
+// requests, shuts down its write side and only then reads gets every
+// response, though most were still queued when its FIN arrived.
+func TestHalfClosedClientGetsEveryResponse(t *testing.T) {
+	const size = 1 << 20
+	ln, err := (&net.ListenConfig{Control: socketBuffer(syscall.SO_SNDBUF)}).Listen(context.Background(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, Config{Reactor: reactor.Config{Listeners: []net.Listener{ln}}})
+	conn, err := (&net.Dialer{Timeout: 5 * time.Second, Control: socketBuffer(syscall.SO_RCVBUF)}).Dial("tcp", s.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
+	c := &budgetClient{conn: conn, wrote: sha256.New(), read: sha256.New(), size: size}
+	c.writeRequests(1)
+	if c.werr != nil {
+		t.Fatal(c.werr)
+	}
+	if err := conn.(*net.TCPConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	n, err := io.Copy(c.read, conn)
+	if err != nil || n != size {
+		t.Fatalf("read %d of %d response bytes before the close: %v", n, size, err)
+	}
+	if w, r := c.wrote.Sum(nil), c.read.Sum(nil); !bytes.Equal(w, r) {
+		t.Fatalf("responses sha256 %x, requests %x", r, w)
+	}
+}
+
 // TestBufferBudgetBoundsNonReaders floods the server from clients that
 // pipeline requests and never read: the output queued in the process must
 // stay within the budget plus a residue per connection (TLV's documented
@@ -98,9 +131,9 @@ func TestBufferBudgetBoundsNonReaders(t *testing.T) {
 		size    = 512 << 10 // request bytes each client writes
 		budget  = 8 << 20
 		// The residue a connection may add past the budget: the 16 KiB it
-		// may hold while the process is over budget, and the responses to
-		// one read.
-		residue = 16<<10 + reactor.DefaultReadBufferCap
+		// may hold while the process is over budget, the responses to one
+		// read, and the last 16 KiB chunk, counted whole.
+		residue = 16<<10 + reactor.DefaultReadBufferCap + 16<<10
 		bound   = budget + clients*residue
 	)
 	ln, err := (&net.ListenConfig{Control: socketBuffer(syscall.SO_SNDBUF)}).Listen(context.Background(), "tcp", "127.0.0.1:0")
