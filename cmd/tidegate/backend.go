@@ -97,7 +97,7 @@ func runBackend(c *cli.Context, proc *lifecycle.Process) error {
 	if err != nil {
 		return configError(err)
 	}
-	startEvent(log, c).Int("loops", rc.Loops).Int("max_conns", rc.MaxConns).Dur("login_timeout", cfg.LoginTimeout).
+	startEvent(log, c).Int("loops", rc.Loops).Int("max_conns", rc.MaxConns).Int64("buffer_budget", rc.BufferBudget).Dur("login_timeout", cfg.LoginTimeout).
 		Msg(startMessage)
 	if err := srv.Start(); err != nil {
 		return startError(err)

@@ -163,6 +163,18 @@ func TestServeAndPushAndBackendMetrics(t *testing.T) {
 					t.Fatalf("/metrics lacks %s", want)
 				}
 			}
+			// Every command exports the process's queued output; serve and
+			// backend have the buffer budget on by default.
+			budget := []string{"tidegate_buffer_queued_bytes 0"}
+			if tc.args[0] != "push" {
+				budget = append(budget, fmt.Sprintf(`tidegate_buffer_budget_bytes{server=%q} %g`, tc.servers[0], float64(defaultBufferBudget)),
+					fmt.Sprintf(`tidegate_paused_connections{server=%q} 0`, tc.servers[0]))
+			}
+			for _, want := range budget {
+				if !strings.Contains(string(body), want) {
+					t.Fatalf("/metrics lacks %s", want)
+				}
+			}
 			names := strings.Join(tc.servers, ",")
 			if code, r := getReport(t, addr, "/healthz"); code != http.StatusOK || r.Names() != names {
 				t.Fatalf("/healthz %d, checks %s; want 200, %s", code, r.Names(), names)

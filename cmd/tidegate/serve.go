@@ -54,7 +54,7 @@ func runServe(c *cli.Context, proc *lifecycle.Process) error {
 		loops = runtime.NumCPU()
 	}
 	startEvent(log, c).Int("loops", rc.Loops).Int("gomaxprocs", lifecycle.SpareP(loops)).Int("max_conns", rc.MaxConns).Int("max_body", f.MaxBody).
-		Dur("idle_timeout", c.Duration("idle-timeout")).Dur("drain_timeout", c.Duration("drain-timeout")).Msg(startMessage)
+		Int64("buffer_budget", rc.BufferBudget).Dur("idle_timeout", c.Duration("idle-timeout")).Dur("drain_timeout", c.Duration("drain-timeout")).Msg(startMessage)
 	if err := srv.Start(); err != nil {
 		return startError(err)
 	}

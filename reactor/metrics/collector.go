@@ -11,7 +11,8 @@ import (
 )
 
 // Collector exports the accept path and liveness of one or more servers to
-// Prometheus, labelled by server name, and the process's descriptor budget.
+// Prometheus, labelled by server name, and the process's descriptor and
+// buffer budgets.
 // A process registers one Collector for all its servers.
 type Collector struct {
 	names   []string
@@ -20,6 +21,7 @@ type Collector struct {
 	engineUp, listenerUp, acceptPaused, acceptPauses *prometheus.Desc
 	acceptErrors, acceptedOpen, fdLimit, fdAccounted *prometheus.Desc
 	resets, resetQueued, halfClosed                  *prometheus.Desc
+	queued, budget, paused, pauseEvents              *prometheus.Desc
 }
 
 // NewCollector returns a collector for servers, keyed by the name each is
@@ -41,6 +43,15 @@ func NewCollector(servers map[string]*reactor.Server) *Collector {
 			"Output still queued in user space at those resets (for abort, before the close's last write attempt): about what the peer never got.", []string{"server", "cause"}, nil),
 		halfClosed: prometheus.NewDesc("tidegate_half_closed_total",
 			"Connections whose peer shut down its write side and that were kept open for writing.", []string{"server"}, nil),
+		// One set of names for the buffer budget in every command.
+		queued: prometheus.NewDesc("tidegate_buffer_queued_bytes",
+			"Output queued in user space in the whole process, all servers, as the buffer budget counts it.", nil, nil),
+		budget: prometheus.NewDesc("tidegate_buffer_budget_bytes",
+			"The server's buffer budget: past this much output queued in the process, its producers holding more than 16 KiB stop being read (0: none).", []string{"server"}, nil),
+		paused: prometheus.NewDesc("tidegate_paused_connections",
+			"Connections not being read now by flow control: the output they produce into is past the high watermark or the buffer budget.", []string{"server"}, nil),
+		pauseEvents: prometheus.NewDesc("tidegate_pause_events_total",
+			"Times a connection stopped being read by flow control.", []string{"server"}, nil),
 	}
 	for name, s := range servers {
 		c.names = append(c.names, name)
@@ -52,7 +63,8 @@ func NewCollector(servers map[string]*reactor.Server) *Collector {
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.engineUp, c.listenerUp, c.acceptPaused, c.acceptPauses,
-		c.acceptErrors, c.acceptedOpen, c.fdLimit, c.fdAccounted, c.resets, c.resetQueued, c.halfClosed} {
+		c.acceptErrors, c.acceptedOpen, c.fdLimit, c.fdAccounted, c.resets, c.resetQueued, c.halfClosed,
+		c.queued, c.budget, c.paused, c.pauseEvents} {
 		ch <- d
 	}
 }
@@ -87,7 +99,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.resetQueued, prometheus.CounterValue, float64(st.LingerQueuedBytes), name, "linger")
 		ch <- prometheus.MustNewConstMetric(c.resetQueued, prometheus.CounterValue, float64(st.AbortQueuedBytes), name, "abort")
 		ch <- prometheus.MustNewConstMetric(c.halfClosed, prometheus.CounterValue, float64(st.HalfClosed), name)
+		ch <- prometheus.MustNewConstMetric(c.budget, prometheus.GaugeValue, float64(s.Config().BufferBudget), name)
+		ch <- prometheus.MustNewConstMetric(c.paused, prometheus.GaugeValue, float64(st.Paused), name)
+		ch <- prometheus.MustNewConstMetric(c.pauseEvents, prometheus.CounterValue, float64(st.PauseEvents), name)
 	}
+	ch <- prometheus.MustNewConstMetric(c.queued, prometheus.GaugeValue, float64(reactor.QueuedBytes()))
 	ch <- prometheus.MustNewConstMetric(c.fdLimit, prometheus.GaugeValue, float64(fdbudget.Limit()))
 	ch <- prometheus.MustNewConstMetric(c.fdAccounted, prometheus.GaugeValue, float64(fdbudget.Accounted()))
 }

@@ -224,6 +224,29 @@ func (s *Server) OnTraffic(c *reactor.Conn) {
 	}
 }
 
+// OnReadEOF implements reactor.HalfCloseHandler: a client that has sent
+// its last request still gets every response. The whole requests left
+// unread are answered and the connection closes once its output is
+// delivered. Being a half-close handler also makes the reactor queue the
+// connection's output itself, in pooled 16 KiB chunks that the buffer
+// budget counts whole, rather than in gnet's buffers, whose capacity the
+// budget does not see.
+func (s *Server) OnReadEOF(c *reactor.Conn) {
+	buf, _ := c.Peek(-1)
+	batch := c.Loop().Batch()
+	consumed, requests, _, bad := s.answer(buf, batch)
+	if bad != nil {
+		s.rejectFrame(c, batch, bad)
+	}
+	st := s.loopStats(c)
+	st.requests.Add(requests)
+	st.bytesIn.Add(int64(consumed))
+	if err := c.WriteBatch(batch); err != nil {
+		batch.Reset()
+	}
+	c.Close()
+}
+
 // answer adds to batch the responses to the whole requests at the start of
 // buf, in order. It stops at a partial frame, after a request without the
 // keep-alive bit (closeAfter), at a bad frame (bad, not answered), or at a
