@@ -36,8 +36,10 @@ import (
 
 // legacyPingWait is how long a legacy ping whose input stopped at FE or
 // FE 01 waits for the rest of a 1.6 ping (1.6 clients write it a few bytes
-// at a time) before it is answered as a Beta or 1.4 ping.
-const legacyPingWait = 50 * time.Millisecond
+// at a time) before it is answered as a Beta or 1.4 ping. A variable only
+// so that a test can make it long enough to be sure which side of it a
+// piece arrived on.
+var legacyPingWait = 50 * time.Millisecond
 
 // groupStatus is a group's status answers: its cache and its offline answer.
 type groupStatus struct {

@@ -16,6 +16,7 @@ import (
 	"github.com/Tnze/go-mc/bot"
 
 	"github.com/tidegate/tidegate/internal/testkit/leaktest"
+	"github.com/tidegate/tidegate/internal/testkit/seam"
 	"github.com/tidegate/tidegate/internal/testkit/testpng"
 	"github.com/tidegate/tidegate/internal/testkit/testserver"
 	"github.com/tidegate/tidegate/internal/testkit/waitfor"
@@ -482,15 +483,25 @@ func TestLegacyPings(t *testing.T) {
 // is answered as Beta after the short wait, and at once when the client
 // half-closes. FE followed by a byte other than 01 is a modern frame.
 func TestLegacyPingArrivingInPieces(t *testing.T) {
+	// The first three pieces (FE, 01, FA: the start of a 1.6 ping) arrive
+	// within the wait, the rest after it: a loaded machine can delay a
+	// write by tens of milliseconds, so the wait is made long enough that
+	// only the pause meant to pass it does. It is set before the proxy's
+	// loops start, and put back after they stop.
+	seam.Set(t, &legacyPingWait, time.Second)
 	_, p, addr := lobbyAndSurvival(t, "Lobby")
 	ping16 := mc.AppendLegacyPing(nil, mc.LegacyPing{Kind: mc.LegacyPing16, Protocol: 78, Host: "survival.example", Port: 25565})
 
 	c := dial(t, addr)
-	for _, piece := range [][]byte{ping16[:1], ping16[1:2], ping16[2:3], ping16[3:20], ping16[20:]} {
+	for i, piece := range [][]byte{ping16[:1], ping16[1:2], ping16[2:3], ping16[3:20], ping16[20:]} {
 		if _, err := c.Write(piece); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(15 * time.Millisecond) // 60 ms in all, past the 50 ms wait
+		pause := 15 * time.Millisecond
+		if i == 2 {
+			pause = legacyPingWait + 200*time.Millisecond // past the wait
+		}
+		time.Sleep(pause)
 	}
 	got, err := io.ReadAll(c)
 	if err != nil {
