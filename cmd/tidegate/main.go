@@ -15,6 +15,7 @@ import (
 var version = "dev"
 
 func main() {
+	catchStopSignals()
 	catchReloadSignals()
 	app := &cli.App{
 		Name:  "tidegate",

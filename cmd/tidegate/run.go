@@ -129,9 +129,9 @@ const drainProgress = 5 * time.Second
 func runUntilSignalDrain(ctx context.Context, log zerolog.Logger, h *healthRegistry, ready string, plan *drainPlan, stop func(context.Context) error) error {
 	// One channel for both signals: the first starts the shutdown, a second
 	// during a drain ends the drain.
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
+	catchStopSignals()
+	defer signal.Stop(stopSignals)
+	sigs := stopSignals
 	catchReloadSignals()
 	hups := reloadSignals
 	usr2 := upgradeSignals
@@ -257,6 +257,19 @@ func stopWithin(stop func(context.Context) error) error {
 	defer cancel()
 	return stop(ctx)
 }
+
+// stopSignals receives SIGINT and SIGTERM from the start of the process
+// (main calls catchStopSignals), so that one that arrives while a server
+// command is still starting, its first listeners already accepting, drains
+// and stops it once it serves, rather than ending it at once (Go's default):
+// a supervisor or test that stops what it saw listen got "signal:
+// terminated" and dropped sessions. Two fit: the first starts the drain, a
+// second ends it.
+var stopSignals = make(chan os.Signal, 2)
+
+// catchStopSignals routes SIGINT and SIGTERM to stopSignals; calling it
+// again does nothing more.
+func catchStopSignals() { signal.Notify(stopSignals, syscall.SIGINT, syscall.SIGTERM) }
 
 // reloadSignals receives SIGHUP from the start of the process, so that one
 // that arrives while a server is still starting is neither fatal (Go's
