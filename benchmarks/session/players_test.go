@@ -46,7 +46,7 @@ func TestPlayersCountsEveryReply(t *testing.T) {
 		// on the schedule: within a few percent of it.
 		for what, n := range map[string]int64{"sent": pl.SentFrames, "received": pl.ReceivedFrames} {
 			if n < frames*9/10 || n > frames*11/10 {
-				t.Errorf("%s: %d frames %s in the interval, want about %d", ph.Kind, n, what, frames)
+				t.Errorf("%s: %d frames %s in the interval, want about %d (interval %.3fs, send late max %.1fms p99 %.1fms, p999 %.1fms)", ph.Kind, n, what, frames, ph.Seconds, pl.SendLateMaxMs, pl.SendLateP99Ms, ph.P999Ms)
 			}
 		}
 		if pl.RelayedFrames != pl.SentFrames+pl.ReceivedFrames || ph.P50Ms <= 0 || ph.P50Ms > ph.P99Ms || ph.P99Ms > ph.P999Ms ||

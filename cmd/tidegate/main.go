@@ -17,8 +17,8 @@ import (
 var version = "dev"
 
 func main() {
-	// First: a SIGHUP or SIGUSR2 while a server starts is then handled
-	// once it serves, rather than ending the process.
+	// First: a SIGHUP, SIGUSR2, SIGINT or SIGTERM while a server starts is
+	// then handled once it serves, rather than ending the process.
 	proc := lifecycle.Start()
 	app := &cli.App{
 		Name:  "tidegate",

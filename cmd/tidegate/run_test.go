@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tidegate/tidegate/internal/lifecycle"
 	"github.com/tidegate/tidegate/reactor/fdbudget"
@@ -116,4 +117,22 @@ func TestStopAfterKeepsExitCode(t *testing.T) {
 	if err := stopAfter(errors.New("listen"), func(context.Context) error { return nil }); exitCode(err) != exitRuntime {
 		t.Fatalf("runtime error: exit code %d (%v)", exitCode(err), err)
 	}
+}
+
+// TestSIGTERMWhileStartingDrains stops the proxy as soon as its first
+// listener (the demo backend, which starts before the proxy's own and its
+// signal handling) accepts: the process must drain and exit with status 0,
+// not die of the signal. It did die ("signal: terminated") when SIGINT and
+// SIGTERM were caught only once the command served, a window a loaded
+// machine made wide enough for TestJSONLogsOfARealSession to hit.
+func TestSIGTERMWhileStartingDrains(t *testing.T) {
+	listen, backend := freePort(t), freePort(t)
+	cfgPath := filepath.Join(t.TempDir(), "proxy.yaml")
+	cfgText := "listeners: [{listen: \"" + listen + "\"}]\ndefault_group: main\ngroups:\n  main: {backends: [{addr: \"" + backend + "\"}]}\nloops: 1\n"
+	if err := os.WriteFile(cfgPath, []byte(cfgText), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ch := startChild(t, 0, "proxy", "--config", cfgPath, "--demo")
+	waitListening(t, ch, backend)
+	ch.terminate(t, 30*time.Second)
 }

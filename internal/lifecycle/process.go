@@ -21,18 +21,20 @@ type Process struct {
 	exe    string
 	exeErr error
 	notify *Notifier
-	// stop receives SIGINT and SIGTERM while Run runs; reload receives
-	// SIGHUP and upgrade SIGUSR2 from Start on, so that one that arrives
-	// while a server is still starting is neither fatal (Go's default) nor
-	// lost: it is handled once Run runs.
+	// stop receives SIGINT and SIGTERM, reload SIGHUP and upgrade SIGUSR2,
+	// from Start on, so that one that arrives while a server is still
+	// starting (its first listeners may already accept) is neither fatal
+	// (Go's default, which drops the sessions it has) nor lost: it is
+	// handled once Run runs; a stop signal then drains.
 	stop, reload, upgrade chan os.Signal
 	// routed: the channels get the process's real signals (false in tests,
 	// which send on them themselves).
 	routed bool
 }
 
-// Start records the process's start and begins catching SIGHUP and SIGUSR2
-// into the returned value, until Release. It reads $NOTIFY_SOCKET for the
+// Start records the process's start and begins catching SIGHUP, SIGUSR2,
+// SIGINT and SIGTERM into the returned value, until Release (or the end of
+// Run, for the stop signals). It reads $NOTIFY_SOCKET for the
 // value's Notifier.
 func Start() *Process {
 	p := newProcess()
@@ -41,6 +43,7 @@ func Start() *Process {
 	p.routed = true
 	signal.Notify(p.reload, syscall.SIGHUP)
 	signal.Notify(p.upgrade, syscall.SIGUSR2)
+	signal.Notify(p.stop, syscall.SIGINT, syscall.SIGTERM)
 	return p
 }
 
@@ -71,9 +74,9 @@ func (p *Process) Release() {
 // Notifier returns the service manager's notifier of the process.
 func (p *Process) Notifier() *Notifier { return p.notify }
 
-// catchStop routes SIGINT and SIGTERM to p.stop; the function it returns
-// ends that. They are caught only while Run runs, so that either ends a
-// process that is still starting.
+// catchStop routes SIGINT and SIGTERM to p.stop (Start already does; this
+// keeps a Process that Run runs twice catching them); the function it
+// returns ends that, so that after Run their default actions apply again.
 func (p *Process) catchStop() func() {
 	if !p.routed {
 		return func() {}

@@ -3,9 +3,11 @@ package mcbackend
 import (
 	"bytes"
 	"io"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/tidegate/tidegate/internal/testkit/waitfor"
 	"github.com/tidegate/tidegate/reactor"
 )
 
@@ -50,35 +52,73 @@ func TestReplyDelayHoldsEchoInOrder(t *testing.T) {
 }
 
 // TestReplyDelayPausesAClientThatHoldsTooMuch fills more than maxHeldBytes
-// of held echo without reading it back: the backend must stop reading the
-// client rather than hold without bound, and echo everything once read.
+// of held echo: the backend must stop reading the client rather than hold
+// without bound, and echo everything once read. Held bytes pass
+// maxHeldBytes only when the loop reads that much within one ReplyDelay;
+// on a loaded machine one 4 MiB write need not come that fast (make stress
+// saw it never pause), so the client writes 4 MiB at a time until the
+// backend has paused it, up to 64 MiB, and the echo is read all along.
 func TestReplyDelayPausesAClientThatHoldsTooMuch(t *testing.T) {
-	srv, addr := startBackend(t, Config{ReplyDelay: 20 * time.Millisecond, Reactor: reactor.Config{Loops: 1}})
+	const delay = 20 * time.Millisecond
+	srv, addr := startBackend(t, Config{ReplyDelay: delay, Reactor: reactor.Config{Loops: 1}})
 	c := login1710(t, addr, "Alex")
-	var stream []byte
-	for i := range 64 {
-		stream = append(stream, c.frame(0x03, playPacket(uint32(i), 64<<10))...)
+	// The reader reads the echo until it has want bytes, known (>= 0) only
+	// once the writer has stopped: it is set before the last write, whose
+	// echo is thus read after it is known.
+	var want atomic.Int64
+	want.Store(-1)
+	type echo struct {
+		got []byte
+		err error
 	}
-	done := make(chan error, 1)
+	read := make(chan echo, 1)
+	_ = c.conn.SetReadDeadline(time.Now().Add(2 * waitfor.Timeout))
 	go func() {
-		_, err := c.conn.Write(stream)
-		done <- err
+		var e echo
+		buf := make([]byte, 256<<10)
+		for w := want.Load(); w < 0 || int64(len(e.got)) < w; w = want.Load() {
+			var n int
+			n, e.err = c.r.Read(buf)
+			e.got = append(e.got, buf[:n]...)
+			if e.err != nil {
+				break
+			}
+		}
+		read <- e
 	}()
-	got := make([]byte, len(stream))
-	if _, err := io.ReadFull(c.r, got); err != nil {
-		t.Fatalf("reading %d bytes of echo: %v", len(stream), err)
+	chunk := func(i int) []byte {
+		var b []byte
+		for j := range 64 { // 64 frames of 64 KiB: 4 MiB a write
+			b = append(b, c.frame(0x03, playPacket(uint32(i*64+j), 64<<10))...)
+		}
+		return b
 	}
-	if err := <-done; err != nil {
+	var stream []byte
+	for i := 0; i < 16 && srv.Stats().Reactor.PauseEvents == 0; i++ { // 64 MiB at most
+		b := chunk(i)
+		if _, err := c.conn.Write(b); err != nil {
+			t.Fatalf("writing: %v", err)
+		}
+		stream = append(stream, b...)
+	}
+	last := c.frame(0x03, playPacket(1<<20, 5))
+	stream = append(stream, last...)
+	want.Store(int64(len(stream)))
+	if _, err := c.conn.Write(last); err != nil {
 		t.Fatalf("writing: %v", err)
 	}
-	if !bytes.Equal(got, stream) {
-		t.Fatal("echo differs")
+	e := <-read
+	if e.err != nil {
+		t.Fatalf("reading the echo after %d of %d bytes: %v", len(e.got), len(stream), e.err)
+	}
+	if !bytes.Equal(e.got, stream) {
+		t.Fatalf("echo differs: %d bytes read, %d written", len(e.got), len(stream))
 	}
 	st := srv.Stats()
 	if st.EchoBytes != int64(len(stream)) {
 		t.Fatalf("echo bytes %d, want %d", st.EchoBytes, len(stream))
 	}
 	if st.Reactor.PauseEvents == 0 {
-		t.Fatalf("%d bytes held at once and the client was never paused", len(stream))
+		t.Fatalf("%d bytes written, held for %v, and the client was never paused", len(stream), delay)
 	}
 }

@@ -23,6 +23,11 @@ type Server struct {
 	pubCnt   []counters // per publish loop
 	subLoops []*subLoop // per subscribe loop
 
+	// afterBatchWrite, when set (by a test, before Start), runs on a
+	// subscriber loop after each batch is written and before its outcome
+	// is counted: a seam where a reader of Stats can look mid-flush.
+	afterBatchWrite func()
+
 	_      [64]byte     // keep queued off the cache lines of the fields above
 	queued atomic.Int64 // output gnet holds for all subscribers, as last looked at
 }

@@ -2,6 +2,7 @@ package pushserver
 
 import (
 	"math/bits"
+	"runtime"
 	"sync/atomic"
 
 	"github.com/tidegate/tidegate/protocol/push"
@@ -42,18 +43,91 @@ type counters struct {
 	rejects                                        [numRejects]atomic.Int64
 
 	refusals                                [numRefusals]atomic.Int64
-	processed, successful, failed, dropped  atomic.Int64
-	budgetDropped                           atomic.Int64
-	batches, batchEvents                    atomic.Int64
-	batchSizes                              [BatchBuckets]atomic.Int64
 	heartbeats, readIdleCloses, stuckCloses atomic.Int64
+
+	writes writeCounters
+}
+
+// writeCounters count the outcomes of subscriber flushes. A flush adds its
+// counts in one write section (count) and Stats reads them as one snapshot
+// (load), so that a reader (Stats, /metrics) never sees an event processed
+// without its outcome, or the other way round: processed is always
+// successful + failed + dropped, and budgetDropped at most dropped.
+//
+// It is a sequence lock with a single writer, the loop: seq is odd while
+// a flush's counts are being added, and a reader that saw it odd, or saw
+// it change while it read, reads again. The section is a dozen atomic
+// adds and no call, so a reader rarely retries and never waits long.
+type writeCounters struct {
+	seq                                    atomic.Uint64
+	processed, successful, failed, dropped atomic.Int64
+	budgetDropped                          atomic.Int64
+	batches, batchEvents                   atomic.Int64
+	batchSizes                             [BatchBuckets]atomic.Int64
+}
+
+// writeTotals is a consistent snapshot of writeCounters.
+type writeTotals struct {
+	processed, successful, failed, dropped, budgetDropped int64
+	batches, batchEvents                                  int64
+	batchSizes                                            [BatchBuckets]int64
+}
+
+// count adds one flush of processed events: dropped of them were dropped
+// (budgetDropped of those by the buffer budget), and the others, if any,
+// went as one batch, whose write failed if failed.
+func (w *writeCounters) count(processed, dropped, budgetDropped int, failed bool) {
+	w.seq.Add(1)
+	w.processed.Add(int64(processed))
+	if dropped > 0 {
+		w.dropped.Add(int64(dropped))
+		w.budgetDropped.Add(int64(budgetDropped))
+	}
+	if written := processed - dropped; written > 0 {
+		if failed {
+			w.failed.Add(int64(written))
+		} else {
+			w.successful.Add(int64(written))
+			w.batches.Add(1)
+			w.batchEvents.Add(int64(written))
+			w.batchSizes[batchBucket(written)].Add(1)
+		}
+	}
+	w.seq.Add(1)
+}
+
+// load returns the counts of the flushes finished so far.
+func (w *writeCounters) load() writeTotals {
+	for {
+		seq := w.seq.Load()
+		if seq&1 != 0 {
+			runtime.Gosched() // a flush is counting: let the loop finish
+			continue
+		}
+		t := writeTotals{
+			processed:     w.processed.Load(),
+			successful:    w.successful.Load(),
+			failed:        w.failed.Load(),
+			dropped:       w.dropped.Load(),
+			budgetDropped: w.budgetDropped.Load(),
+			batches:       w.batches.Load(),
+			batchEvents:   w.batchEvents.Load(),
+		}
+		for i := range w.batchSizes {
+			t.batchSizes[i] = w.batchSizes[i].Load()
+		}
+		if w.seq.Load() == seq {
+			return t
+		}
+	}
 }
 
 // Stats is a snapshot of the push server's counters. Write counters count
 // events, as Mantis' numProcessedWrites / numSuccessfulWrites /
 // numFailedWrites do: every event a subscriber was due is processed, then
 // either dropped (no room under the high watermark or the buffer budget),
-// written, or failed.
+// written, or failed. The write counters are read as one snapshot:
+// ProcessedWrites is always SuccessfulWrites + FailedWrites + Dropped.
 type Stats struct {
 	Publishers     int64 // publisher connections open now
 	TCPSubscribers int64 // TCP subscribers open now
@@ -115,15 +189,16 @@ func (s *Stats) add(c *counters) {
 			s.Refusals[refusalNames[i]] += v
 		}
 	}
-	s.ProcessedWrites += c.processed.Load()
-	s.SuccessfulWrites += c.successful.Load()
-	s.FailedWrites += c.failed.Load()
-	s.Dropped += c.dropped.Load()
-	s.BudgetDropped += c.budgetDropped.Load()
-	s.Batches += c.batches.Load()
-	s.BatchEvents += c.batchEvents.Load()
-	for i := range c.batchSizes {
-		s.BatchSizes[i] += c.batchSizes[i].Load()
+	w := c.writes.load()
+	s.ProcessedWrites += w.processed
+	s.SuccessfulWrites += w.successful
+	s.FailedWrites += w.failed
+	s.Dropped += w.dropped
+	s.BudgetDropped += w.budgetDropped
+	s.Batches += w.batches
+	s.BatchEvents += w.batchEvents
+	for i := range w.batchSizes {
+		s.BatchSizes[i] += w.batchSizes[i]
 	}
 	s.Heartbeats += c.heartbeats.Load()
 	s.ReadIdleCloses += c.readIdleCloses.Load()

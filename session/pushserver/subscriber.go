@@ -254,8 +254,6 @@ func (s *subscriber) flush() {
 	if n == 0 {
 		return
 	}
-	cnt := &s.sl.counters
-	cnt.processed.Add(int64(n))
 	now := s.c.Loop().Now()
 	q := s.c.OutboundBuffered()
 	s.account(q)
@@ -267,6 +265,7 @@ func (s *subscriber) flush() {
 	over := batchOverhead(sse, topic, s.undisclosed)
 	own, global := s.room(q)
 	events, eventBytes := n, s.pendingBytes
+	budgetDropped := 0
 	if over+eventBytes > min(own, global) {
 		events, eventBytes = fitEvents(s.pending, sse, min(own, global)-over)
 		if global < own { // count what the budget, not the watermark, cut
@@ -274,16 +273,15 @@ func (s *subscriber) flush() {
 			if over+s.pendingBytes > own {
 				ownEvents, _ = fitEvents(s.pending, sse, own-over)
 			}
-			cnt.budgetDropped.Add(int64(ownEvents - events))
+			budgetDropped = ownEvents - events
 		}
-		dropped := int64(n - events)
-		cnt.dropped.Add(dropped)
-		s.undisclosed += dropped
+		s.undisclosed += int64(n - events)
 		if q > 0 {
 			s.markNotWritable(now)
 		}
 	}
 	if events == 0 {
+		s.sl.writes.count(n, n, budgetDropped, false)
 		s.dropPending()
 		return
 	}
@@ -301,13 +299,13 @@ func (s *subscriber) flush() {
 	} else {
 		err = s.c.WriteBatch(b)
 	}
-	if err != nil {
-		cnt.failed.Add(int64(events))
-	} else {
-		cnt.successful.Add(int64(events))
-		cnt.batches.Add(1)
-		cnt.batchEvents.Add(int64(events))
-		cnt.batchSizes[batchBucket(events)].Add(1)
+	if s.srv.afterBatchWrite != nil {
+		s.srv.afterBatchWrite()
+	}
+	// The counts go after the write, all at once: a reader sees the flush
+	// whole or not at all.
+	s.sl.writes.count(n, n-events, budgetDropped, err != nil)
+	if err == nil {
 		s.undisclosed -= reported
 		s.lastWrite = now
 		if events == n {
