@@ -11,7 +11,8 @@
 // drainwatch (the drain watcher's poll set and goroutine), chunkqueue (the
 // half-close queue's pooled chunks), fdbudget (the process's descriptor
 // budget), workerpool (the dial goroutines), ipshare (the shared copies of
-// the connections' IPs) and metrics (the Prometheus collector).
+// the connections' IPs), metrics (the Prometheus collector) and handoverwire
+// (a live upgrade's messages and descriptors over a Unix socket).
 //
 // gnet offers no way to stop reading a connection and no callback when a
 // connection's output has drained. This package adds both, with what it
