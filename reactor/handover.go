@@ -21,31 +21,6 @@ import (
 // Detach gave to another process.
 var ErrHandedOver = errors.New("reactor: connection handed over to another process")
 
-// ListenerFiles returns a duplicate of each listening socket, by listener
-// index (see Conn.Listener), for another process to listen on
-// (Config.Listeners). The caller closes them.
-func (s *Server) ListenerFiles() (map[int]*os.File, error) {
-	files := map[int]*os.File{}
-	fail := func(err error) (map[int]*os.File, error) {
-		for _, f := range files {
-			_ = f.Close()
-		}
-		return nil, err
-	}
-	for _, l := range s.lnList() {
-		fl, ok := l.ln.(interface{ File() (*os.File, error) })
-		if !ok {
-			return fail(fmt.Errorf("reactor: listener %s cannot give its descriptor", l.addr))
-		}
-		f, err := fl.File()
-		if err != nil {
-			return fail(fmt.Errorf("reactor: duplicating listener %s: %w", l.addr, err))
-		}
-		files[l.index] = f
-	}
-	return files, nil
-}
-
 // Detached is a connection Detach took away from this server, for another
 // process to adopt.
 type Detached struct {

@@ -125,7 +125,7 @@ func TestSendingAListenerKeepsItNonBlocking(t *testing.T) {
 	if err := send.Send([]byte("listeners"), files[0]); err != nil {
 		t.Fatal(err)
 	}
-	rc, err := s.lnList()[0].ln.(*net.TCPListener).SyscallConn()
+	rc, err := s.accept.List()[0].Net().(*net.TCPListener).SyscallConn()
 	if err != nil {
 		t.Fatal(err)
 	}

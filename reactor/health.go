@@ -1,5 +1,7 @@
 package reactor
 
+import "github.com/tidegate/tidegate/reactor/acceptor"
+
 // Health is a snapshot of whether a server is serving, for liveness and
 // readiness endpoints. It is read from the server's real state: the event
 // loops and each listener's accept goroutine.
@@ -49,7 +51,7 @@ func (h Health) OK() bool {
 // is alive but leaves new connections in the kernel's backlog: at MaxConns,
 // at the descriptor budget, and backing off after an accept error.
 func ListenerPauses() []string {
-	return []string{acceptAtMaxConns.String(), acceptAtFDBudget.String(), acceptBackoff.String()}
+	return []string{acceptor.AtMaxConns.String(), acceptor.AtFDBudget.String(), acceptor.Backoff.String()}
 }
 
 // AcceptedOpen returns the accepted connections open now (OnOpen ran,
@@ -58,7 +60,7 @@ func (s *Server) AcceptedOpen() int64 { return s.acceptedOpen.Load() }
 
 // Health returns the server's health now.
 func (s *Server) Health() Health {
-	lns := s.lnList()
+	lns := s.accept.List()
 	h := Health{Running: !s.stopping.Load(), Draining: s.draining.Load(), Listeners: make([]ListenerHealth, len(lns))}
 	select {
 	case <-s.done:
@@ -74,11 +76,7 @@ func (s *Server) Health() Health {
 		h.Running = false // not started
 	}
 	for i, l := range lns {
-		lh := ListenerHealth{Addr: l.ln.Addr().String(), Alive: l.alive.Load(), State: acceptState(l.state.Load()).String()}
-		if e := l.err.Load(); e != nil {
-			lh.Err = *e
-		}
-		h.Listeners[i] = lh
+		h.Listeners[i] = ListenerHealth{Addr: l.Net().Addr().String(), Alive: l.Alive(), State: l.State().String(), Err: l.Err()}
 	}
 	return h
 }
