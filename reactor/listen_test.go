@@ -127,7 +127,11 @@ func TestMaxConnsThatCannotFitIsRefused(t *testing.T) {
 		!strings.Contains(err.Error(), fmt.Sprint(rl.Max)) {
 		t.Fatalf("error %q / %+v does not name the numbers", err, fe)
 	}
-	if _, err := net.DialTimeout("tcp", s.accept.List()[0].Net().Addr().String(), time.Second); err == nil {
+	bound, err := s.Addr(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := net.DialTimeout("tcp", bound.String(), time.Second); err == nil {
 		t.Fatal("the listener stayed open after a refused start")
 	}
 }

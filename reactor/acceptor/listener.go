@@ -62,27 +62,11 @@ func (s *Set) newListener(index int, ln net.Listener) *Listener {
 	return &Listener{set: s, index: index, addr: ln.Addr().String(), ln: ln, wake: make(chan struct{}, 1), done: make(chan struct{})}
 }
 
-// Index returns the listener's index: its place in Config.Addrs, or the
-// order Set.Open added it in.
-func (l *Listener) Index() int { return l.index }
-
 // Net returns the listening socket.
 func (l *Listener) Net() net.Listener { return l.ln }
 
-// Alive reports whether the accept goroutine runs. A paused listener is
-// alive: connections wait in the backlog.
-func (l *Listener) Alive() bool { return l.alive.Load() }
-
-// State returns why the listener is or is not accepting now.
-func (l *Listener) State() State { return State(l.state.Load()) }
-
-// Err returns the error that stopped the listener for good, or "".
-func (l *Listener) Err() string {
-	if e := l.err.Load(); e != nil {
-		return *e
-	}
-	return ""
-}
+// current returns why the listener is or is not accepting now.
+func (l *Listener) current() State { return State(l.state.Load()) }
 
 // start runs l's accept goroutine; Set.mu is held.
 func (l *Listener) start() {
@@ -251,6 +235,40 @@ func (l *Listener) setState(st State) {
 	case st == Running && (old == AtMaxConns || old == AtFDBudget):
 		s.limited.Info().Str("listen", l.addr).Int64("open", s.srv.Open()).Msg("accepting resumed")
 	}
+}
+
+// Health is the state of one listening socket, as the server's Health
+// reports it.
+type Health struct {
+	// Addr is the bound address.
+	Addr string `json:"addr"`
+	// Alive is true while its accept goroutine runs.
+	Alive bool `json:"alive"`
+	// State is accepting, paused_max_conns, paused_fd_budget, backoff,
+	// stopped or held (State.String). A paused listener is alive: connections wait in the backlog.
+	State string `json:"state"`
+	// Err says why it stopped accepting, when it failed.
+	Err string `json:"error,omitempty"`
+}
+
+// Health returns the state of each listener, in the order they were opened.
+func (s *Set) Health() []Health {
+	lns := s.List()
+	hs := make([]Health, len(lns))
+	for i, l := range lns {
+		hs[i] = Health{Addr: l.ln.Addr().String(), Alive: l.alive.Load(), State: l.current().String()}
+		if e := l.err.Load(); e != nil {
+			hs[i].Err = *e
+		}
+	}
+	return hs
+}
+
+// PauseStates returns the Health.State values of a listener that is alive
+// but leaves new connections in the kernel's backlog: at MaxConns, at the
+// descriptor budget, and backing off after an accept error.
+func PauseStates() []string {
+	return []string{AtMaxConns.String(), AtFDBudget.String(), Backoff.String()}
 }
 
 // isTemporaryAcceptError reports whether an accept error is a shortage that

@@ -274,7 +274,7 @@ func (s *Set) Remove(i int) error {
 // Wake tells paused listeners to look at the limits again.
 func (s *Set) Wake() {
 	for _, l := range s.List() {
-		if l.State() != Running {
+		if l.current() != Running {
 			l.poke()
 		}
 	}
@@ -362,7 +362,7 @@ func (s *Set) Hold() {
 	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 		parked := true
 		for _, l := range lns {
-			if l.alive.Load() && l.State() != Held {
+			if l.alive.Load() && l.current() != Held {
 				parked = false
 			}
 		}
