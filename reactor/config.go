@@ -8,6 +8,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/tidegate/tidegate/reactor/acceptor"
 	"github.com/tidegate/tidegate/reactor/flowcontrol"
 )
 
@@ -154,7 +155,7 @@ func (c *Config) Normalize() error {
 		c.FDReserve = DefaultFDReserve
 	}
 	for _, a := range c.Addrs {
-		if network, _ := splitAddr(a); network != "tcp" && network != "tcp4" && network != "tcp6" && network != "unix" {
+		if network, _ := acceptor.SplitAddr(a); network != "tcp" && network != "tcp4" && network != "tcp6" && network != "unix" {
 			return fmt.Errorf("reactor: listen address %q: network %q is not tcp, tcp4, tcp6 or unix", a, network)
 		}
 	}

@@ -11,7 +11,11 @@
 // drainwatch (the drain watcher's poll set and goroutine), chunkqueue (the
 // half-close queue's pooled chunks), fdbudget (the process's descriptor
 // budget), workerpool (the dial goroutines), ipshare (the shared copies of
-// the connections' IPs) and metrics (the Prometheus collector).
+// the connections' IPs), metrics (the Prometheus collector), acceptor (the
+// listening sockets and their accept goroutines, which ask the server only
+// whether one more connection may be accepted and hand it each one to
+// register on a loop: listen.go) and handoverwire (a live upgrade's messages
+// and descriptors over a Unix socket).
 //
 // gnet offers no way to stop reading a connection and no callback when a
 // connection's output has drained. This package adds both, with what it
@@ -47,8 +51,9 @@
 // directory that is removed once the engine has booted, so nothing can reach
 // gnet's accept path.
 //
-// One accept goroutine per listener (not per connection) admits connections
-// while the server is under MaxConns and the process-wide descriptor budget
+// One accept goroutine per listener (not per connection; package acceptor)
+// admits connections while the server is under MaxConns and the
+// process-wide descriptor budget
 // (the soft RLIMIT_NOFILE, raised to the hard limit at start, less the
 // descriptors open at start, less FDsPerConn for every accepted connection,
 // less FDReserve). At a limit it stops calling accept, so new connections

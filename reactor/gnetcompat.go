@@ -64,7 +64,7 @@ var gnetReliances = []gnetReliance{{
 	guard: "Config.Normalize refuses EdgeTriggered (errEdgeTriggered); TestEdgeTriggeredIsRefused",
 }, {
 	what: "accept0 ends the engine on any accept error but EAGAIN, EINTR, ECONNRESET and ECONNABORTED (EMFILE included), and " +
-		"accepts until EAGAIN before any OnOpen; so the reactor accepts on listeners of its own (listen.go) and gives gnet a " +
+		"accepts until EAGAIN before any OnOpen; so the reactor accepts on listeners of its own (package acceptor) and gives gnet a " +
 		"placeholder Unix socket that nothing can reach (gnetPlaceholder)",
 	where: "acceptor_unix.go (accept0), pkg/netpoll/poller_epoll_default.go (Polling: ErrAcceptSocket is fatal)",
 	guard: "TestAcceptSurvivesEMFILE; OnOpen closes a connection whose context is not the reactor's",
@@ -72,7 +72,7 @@ var gnetReliances = []gnetReliance{{
 	what: "Engine.Register and EventLoop.Enroll take only a *net.TCPConn, *net.UnixConn or *net.UDPConn (any other type fails, " +
 		"after a dup it does not close), duplicate the descriptor on a worker, close the original and run OnOpen on the loop " +
 		"with the context given; the reactor hands them only connections from net.Listen, net.Dial and net.FileConn, and " +
-		"counts the duplicate while it enrolls (Server.admission, holdFDs)",
+		"counts the duplicate while it enrolls (acceptHooks.Admit, holdFDs)",
 	where: "eventloop_unix.go (enroll, register0), gnet.go (Register)",
 	guard: "TestMaxConnsLeavesConnectionsInBacklog, TestDialPoolIsBoundedAndReportsFailures, TestDetachAndAdoptMoveAConnection",
 }, {

@@ -4,11 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
-	"runtime"
-	"time"
 
 	"github.com/panjf2000/gnet/v2"
 	"golang.org/x/sys/unix"
@@ -16,44 +13,13 @@ import (
 
 // Handing connections over to another process (a live upgrade): the old
 // process duplicates each socket and passes the duplicate over a Unix socket
-// (see HandoverConn); its own connection then closes without touching the
+// (see package handoverwire); its own connection then closes without touching the
 // socket, since the duplicate keeps it open, so the peer sees nothing. The
 // new process registers the socket on one of its loops with Adopt.
 
 // ErrHandedOver is the error a handler's OnClose gets for a connection that
 // Detach gave to another process.
 var ErrHandedOver = errors.New("reactor: connection handed over to another process")
-
-// ListenerFiles returns a duplicate of each listening socket, by listener
-// index (see Conn.Listener), for another process to listen on
-// (Config.Listeners). The caller closes them.
-func (s *Server) ListenerFiles() (map[int]*os.File, error) {
-	files := map[int]*os.File{}
-	fail := func(err error) (map[int]*os.File, error) {
-		for _, f := range files {
-			_ = f.Close()
-		}
-		return nil, err
-	}
-	for _, l := range s.lnList() {
-		fl, ok := l.ln.(interface{ File() (*os.File, error) })
-		if !ok {
-			return fail(fmt.Errorf("reactor: listener %s cannot give its descriptor", l.addr))
-		}
-		f, err := fl.File()
-		if err != nil {
-			return fail(fmt.Errorf("reactor: duplicating listener %s: %w", l.addr, err))
-		}
-		files[l.index] = f
-	}
-	return files, nil
-}
-
-func closeFiles(fs []*os.File) {
-	for _, f := range fs {
-		_ = f.Close()
-	}
-}
 
 // Detached is a connection Detach took away from this server, for another
 // process to adopt.
@@ -327,173 +293,4 @@ func (l *Loop) EachConn(f func(*Conn)) {
 		}
 	}
 	clear(l.connScratch)
-}
-
-// maxHandoverPayload bounds one handover message; maxHandoverFiles the
-// descriptors it carries.
-const (
-	maxHandoverPayload = 64 << 20
-	maxHandoverFiles   = 64
-)
-
-// HandoverConn carries handover messages between two processes over a Unix
-// stream socket: each is a 4-byte big-endian length, the payload, and the
-// descriptors passed with it (SCM_RIGHTS, attached to its first bytes).
-type HandoverConn struct {
-	c   *net.UnixConn
-	oob []byte
-}
-
-// NewHandoverConn wraps c.
-func NewHandoverConn(c *net.UnixConn) *HandoverConn {
-	return &HandoverConn{c: c, oob: make([]byte, unix.CmsgSpace(4*maxHandoverFiles))}
-}
-
-// Close closes the socket.
-func (h *HandoverConn) Close() error { return h.c.Close() }
-
-// CloseWrite ends this side's messages; the other side's Recv then reports
-// io.EOF, and it may still send.
-func (h *HandoverConn) CloseWrite() error { return h.c.CloseWrite() }
-
-// SetWriteDeadline bounds how long Send may block on a peer that stops
-// reading (as net.Conn's does); a Send past it fails with
-// os.ErrDeadlineExceeded, and a zero t removes the bound.
-func (h *HandoverConn) SetWriteDeadline(t time.Time) error { return h.c.SetWriteDeadline(t) }
-
-// Send writes one message with files; the files stay open for the caller.
-func (h *HandoverConn) Send(payload []byte, files ...*os.File) error {
-	if len(payload) > maxHandoverPayload || len(files) > maxHandoverFiles {
-		return fmt.Errorf("reactor: handover message of %d bytes and %d descriptors is over the bounds (%d, %d)",
-			len(payload), len(files), maxHandoverPayload, maxHandoverFiles)
-	}
-	msg := make([]byte, 4+len(payload))
-	msg[0], msg[1], msg[2], msg[3] = byte(len(payload)>>24), byte(len(payload)>>16), byte(len(payload)>>8), byte(len(payload))
-	copy(msg[4:], payload)
-	var oob []byte
-	if len(files) > 0 {
-		fds := make([]int, len(files))
-		for i, f := range files {
-			// Not f.Fd(): it puts the descriptor in blocking mode, and the
-			// flag belongs to the open file, shared with the socket this
-			// process and the other one still use (a listener left blocking
-			// hangs its accept, and a close that waits for it).
-			fd, err := rawFD(f)
-			if err != nil {
-				return fmt.Errorf("reactor: sending a handover message: %w", err)
-			}
-			fds[i] = fd
-		}
-		oob = unix.UnixRights(fds...)
-	}
-	n, _, err := h.c.WriteMsgUnix(msg, oob, nil)
-	runtime.KeepAlive(files) // the descriptors stay open until they are sent
-	if err != nil {
-		return fmt.Errorf("reactor: sending a handover message: %w", err)
-	}
-	if n < len(msg) { // the descriptors went with the first part
-		if _, err := h.c.Write(msg[n:]); err != nil {
-			return fmt.Errorf("reactor: sending a handover message: %w", err)
-		}
-	}
-	return nil
-}
-
-// Recv reads one message and the files that came with it.
-func (h *HandoverConn) Recv() ([]byte, []*os.File, error) {
-	var hdr [4]byte
-	n, oobn, _, _, err := h.c.ReadMsgUnix(hdr[:], h.oob)
-	if err != nil {
-		return nil, nil, err
-	}
-	files, ferr := parseRights(h.oob[:oobn])
-	if ferr != nil {
-		return nil, nil, ferr
-	}
-	fail := func(err error) ([]byte, []*os.File, error) {
-		closeFiles(files)
-		return nil, nil, err
-	}
-	if _, err := io.ReadFull(h.c, hdr[n:]); err != nil {
-		return fail(fmt.Errorf("reactor: reading a handover message header: %w", err))
-	}
-	size := int(hdr[0])<<24 | int(hdr[1])<<16 | int(hdr[2])<<8 | int(hdr[3])
-	if size > maxHandoverPayload {
-		return fail(fmt.Errorf("reactor: handover message of %d bytes is over the bound of %d", size, maxHandoverPayload))
-	}
-	payload := make([]byte, size)
-	if _, err := io.ReadFull(h.c, payload); err != nil {
-		return fail(fmt.Errorf("reactor: reading a handover message of %d bytes: %w", size, err))
-	}
-	return payload, files, nil
-}
-
-// rawFD returns f's descriptor without changing its blocking mode.
-func rawFD(f *os.File) (int, error) {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return -1, fmt.Errorf("descriptor of %s: %w", f.Name(), err)
-	}
-	fd := -1
-	if err := rc.Control(func(d uintptr) { fd = int(d) }); err != nil {
-		return -1, fmt.Errorf("descriptor of %s: %w", f.Name(), err)
-	}
-	return fd, nil
-}
-
-func parseRights(oob []byte) ([]*os.File, error) {
-	if len(oob) == 0 {
-		return nil, nil
-	}
-	msgs, err := unix.ParseSocketControlMessage(oob)
-	if err != nil {
-		return nil, fmt.Errorf("reactor: handover control message: %w", err)
-	}
-	var files []*os.File
-	for _, m := range msgs {
-		fds, err := unix.ParseUnixRights(&m)
-		if err != nil {
-			continue
-		}
-		for _, fd := range fds {
-			unix.CloseOnExec(fd)
-			files = append(files, os.NewFile(uintptr(fd), "handover"))
-		}
-	}
-	return files, nil
-}
-
-// NewHandoverPair returns a connected pair of Unix stream sockets: the
-// HandoverConn for this process and the other end as a file, for a child
-// process (exec.Cmd.ExtraFiles) to open with HandoverFromFile.
-func NewHandoverPair() (*HandoverConn, *os.File, error) {
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
-	if err != nil {
-		return nil, nil, fmt.Errorf("reactor: socketpair for a handover: %w", err)
-	}
-	unix.CloseOnExec(fds[0])
-	unix.CloseOnExec(fds[1])
-	mine := os.NewFile(uintptr(fds[0]), "handover")
-	h, err := HandoverFromFile(mine)
-	mine.Close()
-	if err != nil {
-		unix.Close(fds[1])
-		return nil, nil, err
-	}
-	return h, os.NewFile(uintptr(fds[1]), "handover"), nil
-}
-
-// HandoverFromFile returns the HandoverConn of a Unix socket given as a
-// file, such as the end NewHandoverPair gave a child. f may be closed after.
-func HandoverFromFile(f *os.File) (*HandoverConn, error) {
-	c, err := net.FileConn(f)
-	if err != nil {
-		return nil, fmt.Errorf("reactor: handover socket %s: %w", f.Name(), err)
-	}
-	uc, ok := c.(*net.UnixConn)
-	if !ok {
-		c.Close()
-		return nil, fmt.Errorf("reactor: handover socket %s is a %T, not a Unix socket", f.Name(), c)
-	}
-	return NewHandoverConn(uc), nil
 }

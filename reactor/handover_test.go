@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tidegate/tidegate/internal/testkit/waitfor"
+	"github.com/tidegate/tidegate/reactor/handoverwire"
 )
 
 // recordingEcho is echoHandler that records the error each close reports.
@@ -27,7 +28,7 @@ func (h *recordingEcho) OnClose(c *Conn, err error) {
 }
 
 // TestDetachAndAdoptMoveAConnection: a connection detached from one server,
-// passed over a Unix socket with HandoverConn and adopted by another, goes
+// passed over a Unix socket with handoverwire and adopted by another, goes
 // on there: the client sees no end, bytes it sent while nobody read it
 // arrive, and the first server's handler hears ErrHandedOver.
 func TestDetachAndAdoptMoveAConnection(t *testing.T) {
@@ -116,13 +117,15 @@ func TestSendingAListenerKeepsItNonBlocking(t *testing.T) {
 	send, recv := handoverPair(t)
 	go func() {
 		if _, fs, err := recv.Recv(); err == nil {
-			closeFiles(fs)
+			for _, f := range fs {
+				f.Close()
+			}
 		}
 	}()
 	if err := send.Send([]byte("listeners"), files[0]); err != nil {
 		t.Fatal(err)
 	}
-	rc, err := s.lnList()[0].ln.(*net.TCPListener).SyscallConn()
+	rc, err := s.accept.List()[0].Net().(*net.TCPListener).SyscallConn()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,13 +184,13 @@ func TestHoldAccepting(t *testing.T) {
 
 // handoverPair returns the two ends of a hand-over socket, closed when the
 // test ends.
-func handoverPair(t *testing.T) (send, recv *HandoverConn) {
+func handoverPair(t *testing.T) (send, recv *handoverwire.Conn) {
 	t.Helper()
-	send, other, err := NewHandoverPair()
+	send, other, err := handoverwire.NewPair()
 	if err != nil {
 		t.Fatal(err)
 	}
-	recv, err = HandoverFromFile(other)
+	recv, err = handoverwire.FromFile(other)
 	other.Close()
 	if err != nil {
 		send.Close()

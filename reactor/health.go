@@ -1,5 +1,7 @@
 package reactor
 
+import "github.com/tidegate/tidegate/reactor/acceptor"
+
 // Health is a snapshot of whether a server is serving, for liveness and
 // readiness endpoints. It is read from the server's real state: the event
 // loops and each listener's accept goroutine.
@@ -12,20 +14,7 @@ type Health struct {
 	// shutdown: its listeners are closed on purpose.
 	Draining bool `json:"draining,omitempty"`
 	// Listeners are the server's listening sockets, in Config.Addrs order.
-	Listeners []ListenerHealth `json:"listeners"`
-}
-
-// ListenerHealth is the state of one listening socket.
-type ListenerHealth struct {
-	// Addr is the bound address.
-	Addr string `json:"addr"`
-	// Alive is true while its accept goroutine runs.
-	Alive bool `json:"alive"`
-	// State is accepting, paused_max_conns, paused_fd_budget, backoff or
-	// stopped. A paused listener is alive: connections wait in the backlog.
-	State string `json:"state"`
-	// Err says why it stopped accepting, when it failed.
-	Err string `json:"error,omitempty"`
+	Listeners []acceptor.Health `json:"listeners"`
 }
 
 // OK reports whether the loops run and every listener is alive (or, while
@@ -45,21 +34,13 @@ func (h Health) OK() bool {
 	return true
 }
 
-// ListenerPauses returns the ListenerHealth.State values of a listener that
-// is alive but leaves new connections in the kernel's backlog: at MaxConns,
-// at the descriptor budget, and backing off after an accept error.
-func ListenerPauses() []string {
-	return []string{acceptAtMaxConns.String(), acceptAtFDBudget.String(), acceptBackoff.String()}
-}
-
 // AcceptedOpen returns the accepted connections open now (OnOpen ran,
 // OnClose not yet), as MaxConns counts them.
 func (s *Server) AcceptedOpen() int64 { return s.acceptedOpen.Load() }
 
 // Health returns the server's health now.
 func (s *Server) Health() Health {
-	lns := s.lnList()
-	h := Health{Running: !s.stopping.Load(), Draining: s.draining.Load(), Listeners: make([]ListenerHealth, len(lns))}
+	h := Health{Running: !s.stopping.Load(), Draining: s.draining.Load(), Listeners: s.accept.Health()}
 	select {
 	case <-s.done:
 		h.Running = false
@@ -72,13 +53,6 @@ func (s *Server) Health() Health {
 	case <-s.booted:
 	default:
 		h.Running = false // not started
-	}
-	for i, l := range lns {
-		lh := ListenerHealth{Addr: l.ln.Addr().String(), Alive: l.alive.Load(), State: acceptState(l.state.Load()).String()}
-		if e := l.err.Load(); e != nil {
-			lh.Err = *e
-		}
-		h.Listeners[i] = lh
 	}
 	return h
 }

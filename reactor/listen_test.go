@@ -19,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tidegate/tidegate/internal/testkit/waitfor"
+	"github.com/tidegate/tidegate/reactor/acceptor"
 	"github.com/tidegate/tidegate/reactor/fdbudget"
 )
 
@@ -80,7 +81,7 @@ func TestMaxConnsLeavesConnectionsInBacklog(t *testing.T) {
 		t.Fatalf("connection past MaxConns was served (%v); it should wait in the backlog", err)
 	}
 	waitfor.For(t, "the listener to stop accepting at MaxConns", func() bool {
-		return s.Health().Listeners[0].State == acceptAtMaxConns.String()
+		return s.Health().Listeners[0].State == acceptor.AtMaxConns.String()
 	})
 	if h := s.Health(); !h.OK() {
 		t.Fatalf("a paused listener must count as alive: %+v", h)
@@ -126,7 +127,11 @@ func TestMaxConnsThatCannotFitIsRefused(t *testing.T) {
 		!strings.Contains(err.Error(), fmt.Sprint(rl.Max)) {
 		t.Fatalf("error %q / %+v does not name the numbers", err, fe)
 	}
-	if _, err := net.DialTimeout("tcp", s.listeners[0].ln.Addr().String(), time.Second); err == nil {
+	bound, err := s.Addr(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := net.DialTimeout("tcp", bound.String(), time.Second); err == nil {
 		t.Fatal("the listener stayed open after a refused start")
 	}
 }
@@ -244,7 +249,7 @@ func TestAcceptSurvivesEMFILE(t *testing.T) {
 	}
 	waitfor.For(t, "an EMFILE accept error", func() bool { return stats().Stats.AcceptErrors["EMFILE"] > 0 })
 	r := stats()
-	if !r.Health.OK() || r.Health.Listeners[0].State != acceptBackoff.String() {
+	if !r.Health.OK() || r.Health.Listeners[0].State != acceptor.Backoff.String() {
 		t.Fatalf("after EMFILE the server must run and back off: %+v", r.Health)
 	}
 	if _, err := io.WriteString(stdin, "release\n"); err != nil {

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/tidegate/tidegate/reactor/acceptor"
 	"github.com/tidegate/tidegate/reactor/fdbudget"
 	"github.com/tidegate/tidegate/reactor/workerpool"
 
@@ -32,21 +32,11 @@ type Server struct {
 	loopsMu sync.Mutex
 	loops   atomic.Pointer[[]*Loop]
 
-	listeners      []*listener // as opened by Start; see lnList for the current set
-	lns            atomic.Pointer[[]*listener]
-	lnMu           sync.Mutex    // serializes AddListener, RemoveListener and the end of accepting
-	nextListener   int           // index of the next listener added
-	stopAccept     chan struct{} // closed when accepting ends for good
-	held           atomic.Bool   // HoldAccepting: another process accepts on the listeners
-	stopAcceptOnce sync.Once
+	accept         *acceptor.Set
 	pendingEnrolls chan *enrollment
-	acceptWG       sync.WaitGroup // accept goroutines
 	settleWG       sync.WaitGroup // the goroutine settling enrolls
 	acceptedOpen   atomic.Int64   // accepted connections open (OnOpen ran, OnClose not yet)
 	enrolling      atomic.Int64   // accepted, not yet settled
-	acceptPauses   atomic.Int64
-	acceptErrors   errnoCounter
-	acceptLog      rateLimitedLog
 
 	booted   chan struct{}
 	done     chan struct{}
@@ -71,14 +61,14 @@ func NewServer(cfg Config, h Handler) (*Server, error) {
 		cfg:            cfg,
 		handler:        h,
 		log:            cfg.Logger,
-		stopAccept:     make(chan struct{}),
 		pendingEnrolls: make(chan *enrollment, 1024),
 		booted:         make(chan struct{}),
 		done:           make(chan struct{}),
 		stopTick:       make(chan struct{}),
 		dialer:         newDialPool(),
 	}
-	s.acceptLog.log = cfg.Logger
+	s.accept = acceptor.NewSet((*acceptHooks)(s), acceptor.Config{Addrs: cfg.Addrs, Listeners: cfg.Listeners,
+		ReusePort: cfg.ReusePort, MaxConns: cfg.MaxConns, Logger: cfg.Logger, Hold: cfg.holdAccept})
 	s.loops.Store(&[]*Loop{})
 	return s, nil
 }
@@ -96,13 +86,13 @@ func (s *Server) Start() error {
 		return err
 	}
 	fdbudget.SetLimit(limit)
-	if err := s.openListeners(); err != nil {
+	if err := s.accept.Listen(); err != nil {
 		return err
 	}
 	// gnet needs a listener of its own: one nothing can reach (gnetcompat.go).
 	placeholder, removePlaceholder, err := gnetPlaceholder()
 	if err != nil {
-		s.closeListeners()
+		s.accept.Stop()
 		return err
 	}
 	defer removePlaceholder()
@@ -131,13 +121,13 @@ func (s *Server) Start() error {
 		s.runErr = err
 		if !s.stopping.Load() {
 			s.log.Error().Err(err).Msg("event loops ended: closing the listeners")
-			s.stopAccepting()
+			s.accept.Stop()
 		}
 	}()
 	select {
 	case <-s.booted:
 	case <-s.done:
-		s.closeListeners()
+		s.accept.Stop()
 		return fmt.Errorf("reactor: start event loops: %w", s.runErr)
 	}
 	// Without the pollers' descriptors no connection could be paused: refuse
@@ -158,16 +148,7 @@ func (s *Server) Start() error {
 	}
 	s.settleWG.Add(1)
 	go s.settleEnrolls()
-	s.lnMu.Lock()
-	s.lns.Store(&s.listeners)
-	s.nextListener = len(s.listeners)
-	for _, l := range s.listeners {
-		l.started = true
-		l.alive.Store(true)
-		s.acceptWG.Add(1)
-		go l.accept()
-	}
-	s.lnMu.Unlock()
+	s.accept.Start()
 	go s.tick()
 	return nil
 }
@@ -175,7 +156,7 @@ func (s *Server) Start() error {
 // abortStart undoes a Start that failed after the engine booted.
 func (s *Server) abortStart() {
 	s.stopping.Store(true)
-	s.stopAccepting()
+	s.accept.Stop()
 	close(s.stopTick)
 	expired, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -183,70 +164,17 @@ func (s *Server) abortStart() {
 	<-s.done
 }
 
-// stopAccepting closes the listeners and ends the accept goroutines.
-func (s *Server) stopAccepting() {
-	s.stopAcceptOnce.Do(func() {
-		s.lnMu.Lock()
-		defer s.lnMu.Unlock()
-		close(s.stopAccept)
-		s.closeListeners()
-	})
-}
-
-// closeStopAccept ends accepting for good under lnMu, so that AddListener
-// either ran before, and its listener is among those the caller then stops
-// and closes, or runs after and refuses: a listener added as the server
-// stops would otherwise start an accept goroutine after acceptWG.Wait began
-// (which never returns then) or after pendingEnrolls closed (a send on a
-// closed channel), or stay open. before runs under the lock first.
-func (s *Server) closeStopAccept(before func(lns []*listener)) {
-	s.lnMu.Lock()
-	defer s.lnMu.Unlock()
-	if before != nil {
-		before(s.lnList())
-	}
-	close(s.stopAccept)
-}
-
-// stopAcceptingAfterBacklog is stopAccepting for a drain: each accept
-// goroutine first takes the connections the kernel has already completed in
-// its listener's backlog (while the limits allow), since closing a listener
-// resets those, although their clients may already be sending. It returns
-// once every listener is closed.
-func (s *Server) stopAcceptingAfterBacklog() {
-	s.stopAcceptOnce.Do(func() {
-		s.closeStopAccept(func(lns []*listener) {
-			for _, l := range lns {
-				l.stopAfterBacklog()
-			}
-		})
-		s.acceptWG.Wait()
-		s.closeListeners()
-	})
-}
-
-// Addr returns the bound address of the i-th listen address, which tells the
-// port chosen for ":0".
-func (s *Server) Addr(i int) (net.Addr, error) {
-	for _, l := range s.lnList() {
-		if l.index == i {
-			return l.ln.Addr(), nil
-		}
-	}
-	return nil, fmt.Errorf("reactor: no listener %d", i)
-}
-
 // Stop closes the listeners and every connection, and waits for the loops
 // to exit or ctx to end.
 func (s *Server) Stop(ctx context.Context) error {
 	s.stopOnce.Do(func() {
 		s.stopping.Store(true)
-		s.stopAccepting()
+		s.accept.Stop()
 		close(s.stopTick)
 		go func() {
 			// Connections accepted before the listeners closed are handed
 			// over first, so that none is left half-registered.
-			s.acceptWG.Wait()
+			s.accept.Wait()
 			close(s.pendingEnrolls)
 			s.settleWG.Wait()
 			// gnet closes the connections it has; half-closed ones are ours.
@@ -285,7 +213,7 @@ func (s *Server) Done() <-chan struct{} { return s.done }
 
 // Stats sums the counters of all loops.
 func (s *Server) Stats() Stats {
-	st := Stats{AcceptPauses: s.acceptPauses.Load(), AcceptErrors: s.acceptErrors.snapshot(), QueuedBytes: QueuedBytes()}
+	st := Stats{AcceptPauses: s.accept.Pauses(), AcceptErrors: s.accept.Errors(), QueuedBytes: QueuedBytes()}
 	for _, l := range *s.loops.Load() {
 		st.add(&l.stats)
 	}
@@ -393,7 +321,7 @@ func (e *engineHandler) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 		case *enrollment:
 			v.opened.Store(true) // and its descriptors given back here
 			holdFDs(-e.s.cfg.FDsPerConn)
-			e.s.wakeAcceptors()
+			e.s.accept.Wake()
 		case *Conn:
 			addr := ""
 			if ra := gc.RemoteAddr(); ra != nil {
@@ -421,7 +349,7 @@ func (e *engineHandler) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 	case *enrollment:
 		v.opened.Store(true)
 		c = newConn(l, e.s.handler)
-		c.listener = int32(v.l.index)
+		c.listener = int32(v.listener)
 		e.s.acceptedOpen.Add(1)
 		l.stats.Accepted.Add(1)
 	case *adoption: // Server.Adopt, which did the accounting
@@ -521,7 +449,7 @@ func (l *Loop) finishClose(c *Conn, err error) {
 	if c.listener >= 0 {
 		s.acceptedOpen.Add(-1)
 		holdFDs(-s.cfg.FDsPerConn)
-		s.wakeAcceptors()
+		s.accept.Wake()
 	}
 	if c.pause.flowControl() {
 		l.stats.Paused.Add(-1)

@@ -44,11 +44,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 // StopAccepting closes the listeners once they have handed over the
-// connections already in their backlog (see stopAcceptingAfterBacklog):
+// connections already in their backlog (see acceptor.Set.StopAfterBacklog):
 // connections that are open go on, and when it returns no new one is taken.
 // Health then reports the server as draining.
 func (s *Server) StopAccepting() {
-	s.stopAcceptingAfterBacklog()
+	s.accept.StopAfterBacklog()
 	s.draining.Store(true)
 }
 
@@ -59,41 +59,12 @@ func (s *Server) StopAccepting() {
 // way took meanwhile is served here, one that arrives after is not.
 // ResumeAccepting undoes it, should that process go away; ReleaseListeners
 // makes it final.
-func (s *Server) HoldAccepting() {
-	s.held.Store(true)
-	lns := s.lnList()
-	for _, l := range lns {
-		l.setDeadline(time.Now()) // ends a blocked Accept
-	}
-	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		parked := true
-		for _, l := range lns {
-			if l.alive.Load() && acceptState(l.state.Load()) != acceptHeld {
-				parked = false
-			}
-		}
-		if parked {
-			return
-		}
-	}
-}
+func (s *Server) HoldAccepting() { s.accept.Hold() }
 
 // ResumeAccepting undoes HoldAccepting. The deadline that ended the held
 // Accepts goes first: an accept goroutine that saw the hold end with the
 // deadline still set would take its timeout for an accept error.
-func (s *Server) ResumeAccepting() {
-	lns := s.lnList()
-	for _, l := range lns {
-		l.setDeadline(time.Time{})
-	}
-	if testHookResumeAccepting != nil {
-		testHookResumeAccepting()
-	}
-	s.held.Store(false)
-	for _, l := range lns {
-		l.setDeadline(time.Time{}) // wakes them now that the hold is off
-	}
-}
+func (s *Server) ResumeAccepting() { s.accept.Resume(testHookResumeAccepting) }
 
 // testHookResumeAccepting, when a test sets it, runs in ResumeAccepting
 // between its two steps.
@@ -104,12 +75,7 @@ var testHookResumeAccepting func()
 // same sockets serves: unlike StopAccepting, no connection is taken on the
 // way out. Health then reports the server as draining.
 func (s *Server) ReleaseListeners() {
-	s.HoldAccepting()
-	s.stopAcceptOnce.Do(func() {
-		s.closeStopAccept(nil)
-		s.acceptWG.Wait()
-		s.closeListeners()
-	})
+	s.accept.Release()
 	s.draining.Store(true)
 }
 

@@ -43,7 +43,7 @@ func TestAddListenerRacingStop(t *testing.T) {
 				// Unfixed, the stop closes stopAccept meanwhile and goes on;
 				// fixed, it waits for AddListener, and this wait runs out.
 				select {
-				case <-s.stopAccept:
+				case <-s.accept.Stopped():
 				case <-time.After(300 * time.Millisecond):
 				}
 			})
@@ -149,7 +149,7 @@ func TestEnrollGnetDidNotOpenGivesBackItsDescriptors(t *testing.T) {
 		// What listener.enroll does before it hands the result over.
 		s.enrolling.Add(1)
 		holdFDs(s.cfg.FDsPerConn + 1)
-		s.pendingEnrolls <- &enrollment{l: s.lnList()[0], res: res}
+		s.pendingEnrolls <- &enrollment{listener: 0, res: res}
 		waitfor.For(t, "the enroll to be settled", func() bool { return s.enrolling.Load() == 0 })
 		if h := fdbudget.Held(); h != held {
 			t.Fatalf("after an enroll gnet did not open (closed empty: %v): %d descriptors held, want %d", closeEmpty, h, held)
@@ -164,15 +164,16 @@ func TestResumeAcceptingLogsNoAcceptError(t *testing.T) {
 	s, addr := startServer(t, Config{Addrs: []string{"tcp://127.0.0.1:0"}, Loops: 1}, &echoHandler{})
 	s.HoldAccepting()
 	seam.Set(t, &testHookResumeAccepting, func() {
-		// Give the accept goroutine a few rounds (admissionRecheck) here,
-		// and stop as soon as it counts an error.
-		deadline := time.Now().Add(10 * admissionRecheck)
-		for len(s.acceptErrors.snapshot()) == 0 && time.Now().Before(deadline) {
+		// Give the accept goroutine a few rounds here (ten of the
+		// acceptor's 50 ms admission rechecks), and stop as soon as it
+		// counts an error.
+		deadline := time.Now().Add(500 * time.Millisecond)
+		for len(s.accept.Errors()) == 0 && time.Now().Before(deadline) {
 			time.Sleep(time.Millisecond)
 		}
 	})
 	s.ResumeAccepting()
-	if errs := s.acceptErrors.snapshot(); len(errs) > 0 {
+	if errs := s.accept.Errors(); len(errs) > 0 {
 		t.Fatalf("resuming counted accept errors: %v", errs)
 	}
 	if err := echoOnce(dial(t, addr), 5*time.Second); err != nil {

@@ -25,7 +25,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tidegate/tidegate/internal/testkit/leaktest"
-	"github.com/tidegate/tidegate/reactor"
+	"github.com/tidegate/tidegate/reactor/handoverwire"
 	"github.com/tidegate/tidegate/session/proxy/config"
 )
 
@@ -98,11 +98,11 @@ func fakeProxy(args []string) int {
 	}
 	f := &fake{backend: cfg.Groups["main"].Backends[0].Addr}
 	var ln, mln net.Listener
-	var hc *reactor.HandoverConn
+	var hc *handoverwire.Conn
 	if os.Getenv(fakeFDEnv) != "" {
 		_ = os.Unsetenv(fakeFDEnv)
 		file := func(fd uintptr) *os.File { return os.NewFile(fd, "inherited-"+strconv.Itoa(int(fd))) }
-		if hc, err = reactor.HandoverFromFile(file(3)); err == nil {
+		if hc, err = handoverwire.FromFile(file(3)); err == nil {
 			if ln, err = net.FileListener(file(4)); err == nil {
 				mln, err = net.FileListener(file(5))
 			}
@@ -201,7 +201,7 @@ func (f *fake) upgrade(ln net.Listener, hs *http.Server) error {
 	if os.Getenv(fakeRefuseEnv) != "" {
 		return errors.New("the new process exited before it was ready (a test)")
 	}
-	hc, child, err := reactor.NewHandoverPair()
+	hc, child, err := handoverwire.NewPair()
 	if err != nil {
 		return err
 	}
@@ -283,7 +283,7 @@ func (f *fake) upgrade(ln net.Listener, hs *http.Server) error {
 	return nil
 }
 
-func (f *fake) takeOver(hc *reactor.HandoverConn) {
+func (f *fake) takeOver(hc *handoverwire.Conn) {
 	start := time.Now()
 	n := 0
 	for {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/tidegate/tidegate/reactor"
+	"github.com/tidegate/tidegate/reactor/handoverwire"
 	"github.com/tidegate/tidegate/session/proxy"
 )
 
@@ -53,7 +53,7 @@ const metricsListenerName = "metrics"
 // Inheritance is what a process started by a live upgrade got from the old
 // one: the hand-over socket, and the listening sockets by name.
 type Inheritance struct {
-	hc        *reactor.HandoverConn
+	hc        *handoverwire.Conn
 	listeners map[string]net.Listener
 }
 
@@ -71,7 +71,7 @@ func TakeInheritance() (*Inheritance, error) {
 		return nil, fmt.Errorf("%s=%q: want a descriptor number of 3 or more", UpgradeFDEnv, v)
 	}
 	f := os.NewFile(uintptr(fd), "upgrade")
-	hc, err := reactor.HandoverFromFile(f)
+	hc, err := handoverwire.FromFile(f)
 	f.Close()
 	if err != nil {
 		return nil, err

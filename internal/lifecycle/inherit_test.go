@@ -10,15 +10,15 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/tidegate/tidegate/reactor"
+	"github.com/tidegate/tidegate/reactor/handoverwire"
 )
 
 // handOverTo gives this process the new process's end of a hand-over
 // socket, as a live upgrade's exec does: $TIDEGATE_UPGRADE_FD names a
 // descriptor of its own. It returns the old process's end.
-func handOverTo(t *testing.T) *reactor.HandoverConn {
+func handOverTo(t *testing.T) *handoverwire.Conn {
 	t.Helper()
-	hc, childEnd, err := reactor.NewHandoverPair()
+	hc, childEnd, err := handoverwire.NewPair()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/tidegate/tidegate/reactor"
+	"github.com/tidegate/tidegate/reactor/handoverwire"
 	"github.com/tidegate/tidegate/session/proxy"
 )
 
@@ -42,7 +42,7 @@ func (u *Upgrader) Upgrade() (bool, error) {
 	if u.Process.exeErr != nil {
 		return false, fmt.Errorf("upgrade: the path of this binary is unknown: %w", u.Process.exeErr)
 	}
-	hc, childEnd, err := reactor.NewHandoverPair()
+	hc, childEnd, err := handoverwire.NewPair()
 	if err != nil {
 		return false, err
 	}
@@ -92,7 +92,7 @@ func (u *Upgrader) Upgrade() (bool, error) {
 
 // sendListeners sends the proxy's listening sockets and the metrics one,
 // with their names, as the first message.
-func (u *Upgrader) sendListeners(hc *reactor.HandoverConn) error {
+func (u *Upgrader) sendListeners(hc *handoverwire.Conn) error {
 	byIndex, err := u.Proxy.Reactor().ListenerFiles()
 	if err != nil {
 		return err
@@ -118,7 +118,7 @@ func (u *Upgrader) sendListeners(hc *reactor.HandoverConn) error {
 
 // handOver hands the sessions over to the new process pid, which serves,
 // and reports whether it took over; exited gets its end.
-func (u *Upgrader) handOver(hc *reactor.HandoverConn, pid int, exited <-chan error, acked bool) (bool, error) {
+func (u *Upgrader) handOver(hc *handoverwire.Conn, pid int, exited <-chan error, acked bool) (bool, error) {
 	p, notify := u.Proxy, u.Process.notify
 	u.Log.Info().Int("new_pid", pid).Msg("upgrade: the new process serves; handing over the sessions")
 	notify.State(u.Log, fmt.Sprintf("MAINPID=%d\nSTATUS=upgraded: pid %d took over", pid, pid))

@@ -5,6 +5,7 @@ package metrics
 
 import (
 	"github.com/tidegate/tidegate/reactor"
+	"github.com/tidegate/tidegate/reactor/acceptor"
 	"github.com/tidegate/tidegate/reactor/fdbudget"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -77,7 +78,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		return 0
 	}
-	pauses := reactor.ListenerPauses()
+	pauses := acceptor.PauseStates()
 	for i, s := range c.servers {
 		name := c.names[i]
 		h := s.Health()

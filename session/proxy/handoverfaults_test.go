@@ -13,6 +13,7 @@ import (
 	"github.com/tidegate/tidegate/internal/testkit/testserver"
 	"github.com/tidegate/tidegate/internal/testkit/waitfor"
 	"github.com/tidegate/tidegate/reactor"
+	"github.com/tidegate/tidegate/reactor/handoverwire"
 )
 
 // A live upgrade's faults, step by step, in one process: the old proxy
@@ -30,7 +31,7 @@ type newSide func(t *testing.T, end *os.File, newP *Proxy)
 
 // takeOver is the well-behaved new process.
 func takeOver(t *testing.T, end *os.File, newP *Proxy) {
-	recv, err := reactor.HandoverFromFile(end)
+	recv, err := handoverwire.FromFile(end)
 	if err != nil {
 		t.Error(err)
 		return
@@ -45,7 +46,7 @@ func takeOver(t *testing.T, end *os.File, newP *Proxy) {
 // new process killed part way.
 func dies(first int) newSide {
 	return func(t *testing.T, end *os.File, _ *Proxy) {
-		recv, err := reactor.HandoverFromFile(end)
+		recv, err := handoverwire.FromFile(end)
 		if err != nil {
 			t.Error(err)
 			return
@@ -131,7 +132,7 @@ func TestHandOverFaults(t *testing.T) {
 				}
 				tc.setup(t, conns, bs)
 			}
-			send, end, err := reactor.NewHandoverPair()
+			send, end, err := handoverwire.NewPair()
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/tidegate/tidegate/reactor"
+	"github.com/tidegate/tidegate/reactor/handoverwire"
 	"github.com/tidegate/tidegate/session/cluster"
 )
 
@@ -23,7 +24,7 @@ import (
 // runs HandOver) and relays them, until that process ends its side of hc;
 // it acknowledges each session it handled. It returns how many sessions it
 // took.
-func (p *Proxy) TakeOver(hc *reactor.HandoverConn) (int, error) {
+func (p *Proxy) TakeOver(hc *handoverwire.Conn) (int, error) {
 	// Each adoption waits for a loop to register both sockets, and the loops
 	// are busy relaying the sessions already here: a few run at once.
 	type msg struct {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tidegate/tidegate/reactor"
+	"github.com/tidegate/tidegate/reactor/handoverwire"
 	"github.com/tidegate/tidegate/session/cluster"
 )
 
@@ -128,7 +129,7 @@ type handed struct {
 // handed over once it relays: one still logging in goes when it gets there;
 // a half-closed one finishes here. The proxy should have stopped accepting
 // (the new process has the listeners). It returns how many sessions went.
-func (p *Proxy) HandOver(ctx context.Context, hc *reactor.HandoverConn, opt HandOverOptions) (int, error) {
+func (p *Proxy) HandOver(ctx context.Context, hc *handoverwire.Conn, opt HandOverOptions) (int, error) {
 	stall := opt.Stall
 	if stall <= 0 {
 		stall = 30 * time.Second
@@ -300,7 +301,7 @@ func loopQuota(room, loops, i int) int {
 
 // readAcks records the other process's acknowledgements in acked, waking
 // ackc at each, until hc ends.
-func readAcks(hc *reactor.HandoverConn, acked *atomic.Int64, ackc chan<- struct{}, done chan<- error) {
+func readAcks(hc *handoverwire.Conn, acked *atomic.Int64, ackc chan<- struct{}, done chan<- error) {
 	for {
 		data, files, err := hc.Recv()
 		for _, f := range files {

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/tidegate/tidegate/internal/testkit/testserver"
-	"github.com/tidegate/tidegate/reactor"
+	"github.com/tidegate/tidegate/reactor/handoverwire"
 	"github.com/tidegate/tidegate/session/mcbackend"
 )
 
@@ -278,13 +278,13 @@ func stalledStreams(t *testing.T, n, size int, seed uint64) (*Proxy, []net.Conn,
 }
 
 // handoverPair returns the two ends of a hand-over socket.
-func handoverPair(t *testing.T) (send, recv *reactor.HandoverConn) {
+func handoverPair(t *testing.T) (send, recv *handoverwire.Conn) {
 	t.Helper()
-	send, other, err := reactor.NewHandoverPair()
+	send, other, err := handoverwire.NewPair()
 	if err != nil {
 		t.Fatal(err)
 	}
-	recv, err = reactor.HandoverFromFile(other)
+	recv, err = handoverwire.FromFile(other)
 	other.Close()
 	if err != nil {
 		send.Close()
@@ -295,7 +295,7 @@ func handoverPair(t *testing.T) (send, recv *reactor.HandoverConn) {
 
 // dieAfterOne is a new process that receives one session, drops it and
 // dies without acknowledging it.
-func dieAfterOne(recv *reactor.HandoverConn) {
+func dieAfterOne(recv *handoverwire.Conn) {
 	if _, files, err := recv.Recv(); err == nil {
 		for _, f := range files {
 			f.Close()

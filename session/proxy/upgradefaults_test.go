@@ -21,6 +21,7 @@ import (
 	"github.com/tidegate/tidegate/internal/testkit/sockpair"
 	"github.com/tidegate/tidegate/internal/testkit/waitfor"
 	"github.com/tidegate/tidegate/reactor"
+	"github.com/tidegate/tidegate/reactor/handoverwire"
 )
 
 // socketFile returns a duplicate of c's socket as a file, as a hand-over
@@ -84,7 +85,7 @@ func TestLoopQuotasFitTheRoom(t *testing.T) {
 
 // tightHandoverPair is handoverPair with the smallest socket buffers the
 // kernel allows, so that a few sessions' states fill them.
-func tightHandoverPair(t *testing.T) (send, recv *reactor.HandoverConn) {
+func tightHandoverPair(t *testing.T) (send, recv *handoverwire.Conn) {
 	t.Helper()
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
 	if err != nil {
@@ -94,10 +95,10 @@ func tightHandoverPair(t *testing.T) (send, recv *reactor.HandoverConn) {
 		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, 1)
 		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 1)
 	}
-	conn := func(fd int) *reactor.HandoverConn {
+	conn := func(fd int) *handoverwire.Conn {
 		f := os.NewFile(uintptr(fd), "handover")
 		defer f.Close()
-		hc, err := reactor.HandoverFromFile(f)
+		hc, err := handoverwire.FromFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package reactor
+package acceptor
 
 import "golang.org/x/sys/unix"
 

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package reactor
+package acceptor
 
 import "errors"
 
