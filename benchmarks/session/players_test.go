@@ -43,10 +43,25 @@ func TestPlayersCountsEveryReply(t *testing.T) {
 			t.Errorf("%s: %d round trips, %d chunk replies; want %d and some", ph.Kind, ph.Roundtrips, pl.ChunkReplies, frames)
 		}
 		// The counters are read at moments near the interval's edges, not
-		// on the schedule: within a few percent of it.
-		for what, n := range map[string]int64{"sent": pl.SentFrames, "received": pl.ReceivedFrames} {
-			if n < frames*9/10 || n > frames*11/10 {
-				t.Errorf("%s: %d frames %s in the interval, want about %d (interval %.3fs, send late max %.1fms p99 %.1fms, p999 %.1fms)", ph.Kind, n, what, frames, ph.Seconds, pl.SendLateMaxMs, pl.SendLateP99Ms, ph.P999Ms)
+		// on the schedule. What is sent follows the schedule, within a few
+		// percent of it unless a send went out late (then the late ones
+		// fall on either side of an edge). What is received in the interval
+		// also holds replies to frames sent before it whenever the readers
+		// were held up at its start (seen under make stress: 1,300 of a
+		// scheduled 1,000, with nothing late in the figures), so it is only
+		// bounded by half and twice the schedule; the exact count of round
+		// trips above is what checks that every reply came.
+		lo, hi := frames*9/10, frames*11/10
+		if pl.SendLateMaxMs > 100 {
+			lo, hi = frames/2, frames*2
+		}
+		for _, c := range []struct {
+			what   string
+			n      int64
+			lo, hi int64
+		}{{"sent", pl.SentFrames, lo, hi}, {"received", pl.ReceivedFrames, frames / 2, frames * 2}} {
+			if c.n < c.lo || c.n > c.hi {
+				t.Errorf("%s: %d frames %s in the interval, want %d to %d (schedule %d, interval %.3fs, send late max %.1fms p99 %.1fms, p999 %.1fms)", ph.Kind, c.n, c.what, c.lo, c.hi, frames, ph.Seconds, pl.SendLateMaxMs, pl.SendLateP99Ms, ph.P999Ms)
 			}
 		}
 		if pl.RelayedFrames != pl.SentFrames+pl.ReceivedFrames || ph.P50Ms <= 0 || ph.P50Ms > ph.P99Ms || ph.P99Ms > ph.P999Ms ||
