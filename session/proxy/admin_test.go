@@ -18,6 +18,7 @@ import (
 	"github.com/tidegate/tidegate/session/mcbackend"
 	"github.com/tidegate/tidegate/session/proxy/admin"
 	"github.com/tidegate/tidegate/session/proxy/config"
+	"github.com/tidegate/tidegate/session/proxy/proxymetrics"
 )
 
 // serveAdmin serves p's admin handler on a real listener at addr (an
@@ -88,7 +89,7 @@ func TestAdminSessionsFilters(t *testing.T) {
 		login17(t, dial(t, addr), s.host, s.user)
 	}
 	joinGoMCBot(t, addr, "ProxyBot") // host 127.0.0.1
-	waitStats(t, p, "5 routed sessions", func(st Stats) bool { return st.Routed == 5 })
+	waitStats(t, p, "5 routed sessions", func(st proxymetrics.Stats) bool { return st.Routed == 5 })
 
 	for _, tc := range []struct {
 		name, query string
@@ -192,7 +193,7 @@ limits: {max_sessions_per_ip: 1}
 		t.Fatal("a second session from 127.0.0.1 was not refused")
 	}
 	_ = held.Close()
-	waitStats(t, p, "every session to end", func(st Stats) bool { return st.Active == 0 })
+	waitStats(t, p, "every session to end", func(st proxymetrics.Stats) bool { return st.Active == 0 })
 	c := dial(t, addr)
 	if _, err := c.Write(append(handshake(764, "Unknown.Example", mc.NextStateLogin), loginStart("Eve")...)); err != nil {
 		t.Fatal(err)
@@ -200,7 +201,7 @@ limits: {max_sessions_per_ip: 1}
 	if id, _ := readPacket(t, c); id != mc.PacketLoginDisconnect {
 		t.Fatalf("unknown host: packet %#x, want a disconnect", id)
 	}
-	waitStats(t, p, "the unknown_host refusal", func(st Stats) bool { return st.Rejected["unknown_host"] == 1 })
+	waitStats(t, p, "the unknown_host refusal", func(st proxymetrics.Stats) bool { return st.Rejected["unknown_host"] == 1 })
 
 	var v admin.RejectionsView
 	if code, body := adminGet(t, base+"/api/v1/rejections", &v); code != http.StatusOK {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tidegate/tidegate/session/mcbackend"
 	"github.com/tidegate/tidegate/session/proxy/config"
+	"github.com/tidegate/tidegate/session/proxy/proxymetrics"
 )
 
 // testGroup is a group of backends a, b, c, ... with the given weights, all
@@ -217,7 +218,7 @@ groups:
 				login17(t, c, "localhost", fmt.Sprintf("p%d", i))
 				conns = append(conns, c)
 			}
-			waitStats(t, p, "8 routed sessions", func(st Stats) bool { return st.Routed == 8 })
+			waitStats(t, p, "8 routed sessions", func(st proxymetrics.Stats) bool { return st.Routed == 8 })
 			for i, want := range []int64{2, 4, 2} {
 				if got := health(t, p, addrs[i]).Sessions; got != want {
 					t.Errorf("backend %d (weight %d) has %d sessions of 8, want %d", i, want/2, got, want)
@@ -231,7 +232,7 @@ groups:
 			for _, c := range conns {
 				c.Close()
 			}
-			waitStats(t, p, "every session to end", func(st Stats) bool { return st.Active == 0 })
+			waitStats(t, p, "every session to end", func(st proxymetrics.Stats) bool { return st.Active == 0 })
 		})
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/tidegate/tidegate/session/mcbackend"
 	"github.com/tidegate/tidegate/session/proxy/admin"
 	"github.com/tidegate/tidegate/session/proxy/config"
+	"github.com/tidegate/tidegate/session/proxy/proxymetrics"
 	"github.com/tidegate/tidegate/session/proxy/status"
 )
 
@@ -354,7 +355,7 @@ tidegate_proxy_backend_up{addr=%[1]q,group="main"} 0
 func compareMetrics(t *testing.T, p *Proxy, want string, names ...string) {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
-	if err := reg.Register(NewCollector(p)); err != nil {
+	if err := reg.Register(proxymetrics.NewCollector(p)); err != nil {
 		t.Fatal(err)
 	}
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), names...); err != nil {
@@ -674,7 +675,7 @@ tidegate_proxy_backend_up{addr=%[1]q,group="main"} 1
 `, live, dead), "tidegate_proxy_backend_connect_failures_total", "tidegate_proxy_backend_sessions", "tidegate_proxy_backend_up")
 
 	reg := prometheus.NewPedanticRegistry()
-	if err := reg.Register(NewCollector(p)); err != nil {
+	if err := reg.Register(proxymetrics.NewCollector(p)); err != nil {
 		t.Fatal(err)
 	}
 	mfs, err := reg.Gather()

@@ -15,6 +15,7 @@ import (
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/cluster"
 	"github.com/tidegate/tidegate/session/proxy/config"
+	"github.com/tidegate/tidegate/session/proxy/proxymetrics"
 	"github.com/tidegate/tidegate/session/proxy/ratelimit"
 	"github.com/tidegate/tidegate/session/proxy/status"
 
@@ -175,9 +176,9 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 }
 
 // Stats sums the counters of all loops.
-func (p *Proxy) Stats() Stats {
+func (p *Proxy) Stats() proxymetrics.Stats {
 	refreshed, refreshFailed := p.refresher.Counts()
-	st := Stats{Reactor: p.rs.Stats(), Rejected: map[string]int64{}, Ended: map[string]int64{},
+	st := proxymetrics.Stats{Reactor: p.rs.Stats(), Rejected: map[string]int64{}, Ended: map[string]int64{},
 		StatusRefreshes: refreshed, StatusRefreshFailures: refreshFailed,
 		HandedOver: p.handedOver.Load(), HandedOverQueued: p.handedOverQueued.Load()}
 	for i := range p.loops {

@@ -16,6 +16,7 @@ import (
 	"github.com/tidegate/tidegate/protocol/proxyproto"
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/proxy/config"
+	"github.com/tidegate/tidegate/session/proxy/proxymetrics"
 )
 
 // signature returns the v2 signature as a new slice.
@@ -110,7 +111,7 @@ func TestProxyHeaderBecomesClientAddress(t *testing.T) {
 				t.Fatal(err)
 			}
 			expectRecorded(t, got, want)
-			waitStats(t, p, "both frames counted", func(st Stats) bool { return st.FramesC2S == 2 })
+			waitStats(t, p, "both frames counted", func(st proxymetrics.Stats) bool { return st.FramesC2S == 2 })
 			if st := p.Stats(); st.BytesC2S != int64(len(mc.AppendHandshake(nil, hs))+len(ls)) || len(st.Rejected) != 0 {
 				t.Fatalf("counted %d bytes up (want the handshake and login start only) and rejections %v", st.BytesC2S, st.Rejected)
 			}
@@ -198,7 +199,7 @@ func TestProxyHeaderRefusals(t *testing.T) {
 			}
 			expectClosed(t, c, tc.reason == "bad_proxy_protocol")
 			waited := time.Since(start)
-			waitStats(t, p, fmt.Sprintf("the %s refusal", tc.reason), func(st Stats) bool { return st.Rejected[tc.reason] == 1 })
+			waitStats(t, p, fmt.Sprintf("the %s refusal", tc.reason), func(st proxymetrics.Stats) bool { return st.Rejected[tc.reason] == 1 })
 			switch {
 			case tc.waits && waited < timeout*2/3:
 				t.Fatalf("closed after %v, before the handshake timeout %v", waited, timeout)
@@ -207,7 +208,7 @@ func TestProxyHeaderRefusals(t *testing.T) {
 			case waited > timeout+5*time.Second:
 				t.Fatalf("closed only after %v (handshake timeout %v)", waited, timeout)
 			}
-			waitStats(t, p, "the refused session to end", func(st Stats) bool { return st.Active == 0 })
+			waitStats(t, p, "the refused session to end", func(st proxymetrics.Stats) bool { return st.Active == 0 })
 		})
 	}
 }
@@ -230,9 +231,9 @@ func TestProxyHeaderPerIPLimits(t *testing.T) {
 	echoOnce(t, b, "b")
 	dup := open("203.0.113.1:1001")
 	expectClosed(t, dup, false)
-	waitStats(t, p, "the max_sessions_per_ip refusal", func(st Stats) bool { return st.Rejected["max_sessions_per_ip"] == 1 })
+	waitStats(t, p, "the max_sessions_per_ip refusal", func(st proxymetrics.Stats) bool { return st.Rejected["max_sessions_per_ip"] == 1 })
 	a.Close()
-	waitStats(t, p, "the closed session to end", func(st Stats) bool { return st.Active == 1 })
+	waitStats(t, p, "the closed session to end", func(st proxymetrics.Stats) bool { return st.Active == 1 })
 	again := open("203.0.113.1:1002")
 	echoOnce(t, again, "again")
 	p.ipMu.Lock()
@@ -377,5 +378,5 @@ func TestHandOverKeepsProxiedAddress(t *testing.T) {
 		t.Fatal(err)
 	}
 	expectClosed(t, dup, false)
-	waitStats(t, newP, "the max_sessions_per_ip refusal", func(st Stats) bool { return st.Rejected["max_sessions_per_ip"] == 1 })
+	waitStats(t, newP, "the max_sessions_per_ip refusal", func(st proxymetrics.Stats) bool { return st.Rejected["max_sessions_per_ip"] == 1 })
 }
