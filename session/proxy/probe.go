@@ -2,16 +2,11 @@ package proxy
 
 import (
 	"context"
-	"fmt"
-	"net"
-	"strings"
-	"sync"
 	"time"
 
-	"github.com/tidegate/tidegate/protocol/proxyproto"
 	"github.com/tidegate/tidegate/session/proxy/admin"
 	"github.com/tidegate/tidegate/session/proxy/config"
-	"github.com/tidegate/tidegate/session/proxy/status"
+	"github.com/tidegate/tidegate/session/proxy/probe"
 )
 
 // Backend health (the health: section) is a circuit breaker per backend,
@@ -164,12 +159,6 @@ func (g *group) anyUp() bool {
 	return false
 }
 
-// activeProbes are the probers, one goroutine per backend.
-type activeProbes struct {
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-}
-
 // startProbes starts the probers of the current configuration
 // when its health.interval is set.
 func (p *Proxy) startProbes() {
@@ -183,18 +172,11 @@ func (p *Proxy) startProbesLocked() {
 	if gen.cfg.Probes.Interval <= 0 || p.probesEnded {
 		return
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	hc := &activeProbes{cancel: cancel}
+	var all []*backend
 	for _, g := range gen.router.ordered {
-		for _, b := range g.backends {
-			hc.wg.Add(1)
-			go func() {
-				defer hc.wg.Done()
-				p.probeLoop(ctx, gen, b)
-			}()
-		}
+		all = append(all, g.backends...)
 	}
-	p.probes = hc
+	p.probes = probe.Start(gen.cfg.Probes.Interval, all, func(ctx context.Context, b *backend) { p.probeOnce(ctx, gen, b) })
 }
 
 // stopProbes stops the probers for good and waits for them until
@@ -207,48 +189,25 @@ func (p *Proxy) stopProbes(ctx context.Context) error {
 }
 
 func (p *Proxy) stopProbesLocked(ctx context.Context) error {
-	hc := p.probes
-	if hc == nil {
+	if p.probes == nil {
 		return nil
 	}
-	hc.cancel()
-	done := make(chan struct{})
-	go func() {
-		hc.wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-		p.probes = nil
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("proxy: health checkers did not stop: %w", ctx.Err())
+	if err := p.probes.Stop(ctx); err != nil {
+		return err
 	}
-}
-
-// probeLoop probes b at once and then every health.interval until ctx ends.
-func (p *Proxy) probeLoop(ctx context.Context, gen *generation, b *backend) {
-	t := time.NewTicker(gen.cfg.Probes.Interval)
-	defer t.Stop()
-	for {
-		p.probeOnce(ctx, gen, b)
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	p.probes = nil
+	return nil
 }
 
 // probeOnce runs one active probe of b and records its result. When b's
 // cooldown has ended it is the probe that decides whether b is back.
 func (p *Proxy) probeOnce(ctx context.Context, gen *generation, b *backend) {
 	r, h := gen.router, gen.cfg.Probes
-	probe := b.claimProbe(b.state.Load(), r.now(), r.lease)
-	d, err := probeBackend(ctx, b.addr, b.group.probeKind, h.Timeout, b.group.sendPP)
+	decides := b.claimProbe(b.state.Load(), r.now(), r.lease)
+	d, err := probe.Check(ctx, b.addr, b.group.probeKind, h.Timeout, b.group.sendPP)
 	now := r.now()
 	if ctx.Err() != nil { // stopping: says nothing about the backend
-		if probe {
+		if decides {
 			b.dropProbe(now)
 		}
 		return
@@ -257,7 +216,7 @@ func (p *Proxy) probeOnce(ctx context.Context, gen *generation, b *backend) {
 	if err != nil {
 		b.probesFailed.Add(1)
 		b.setError(now, err)
-		if b.markFailed(h, now, probe) {
+		if b.markFailed(h, now, decides) {
 			log.Warn().Err(err).Int32("failures", b.failures.Load()).Dur("cooldown", h.Cooldown).Msg("backend marked down")
 		} else {
 			log.Debug().Err(err).Msg("backend check failed")
@@ -269,37 +228,4 @@ func (p *Proxy) probeOnce(ctx context.Context, gen *generation, b *backend) {
 	if b.markUp() {
 		log.Info().Dur("latency", d).Msg("backend up")
 	}
-}
-
-// probeBackend connects to addr within timeout, writes the PROXY header of
-// version pp first if pp is set, and, for CheckStatus, does a Minecraft
-// status exchange. It returns how long that took.
-func probeBackend(ctx context.Context, addr string, kind config.ProbeKind, timeout time.Duration, pp proxyproto.Versions) (time.Duration, error) {
-	start := time.Now()
-	dctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var d net.Dialer
-	conn, err := d.DialContext(dctx, "tcp", addr)
-	if err != nil {
-		if strings.Contains(err.Error(), addr) { // "dial tcp ADDR: ..." names it
-			return 0, fmt.Errorf("%s check: %w", kind, err)
-		}
-		return 0, fmt.Errorf("%s check of %s: %w", kind, addr, err)
-	}
-	defer conn.Close()
-	if hdr := probeProxyHeader(pp, conn); hdr != nil {
-		_ = conn.SetWriteDeadline(start.Add(timeout))
-		if _, err := conn.Write(hdr); err != nil {
-			return 0, fmt.Errorf("%s check of %s: sending the PROXY header: %w", kind, addr, err)
-		}
-	}
-	if kind == config.ProbeStatus {
-		stop := context.AfterFunc(ctx, func() { _ = conn.Close() }) // Proxy.Stop need not wait for the timeout
-		defer stop()
-		_ = conn.SetDeadline(start.Add(timeout))
-		if _, err := status.Exchange(conn, addr); err != nil {
-			return 0, fmt.Errorf("%s check of %s: %w", kind, addr, err)
-		}
-	}
-	return max(time.Since(start), 1), nil
 }

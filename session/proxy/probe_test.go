@@ -762,19 +762,6 @@ groups: {g: {backends: [{addr: "127.0.0.1:1"}]}}
 	}
 }
 
-// TestCheckErrorNamesTheAddressOnce: a failed connect is reported with
-// net's error, which names the address, and nothing before it that does again.
-func TestCheckErrorNamesTheAddressOnce(t *testing.T) {
-	addr := refusedAddr(t)
-	_, err := probeBackend(t.Context(), addr, config.ProbeTCP, time.Second, 0)
-	if err == nil {
-		t.Fatalf("a check of %s, where nothing listens, passed", addr)
-	}
-	if n := strings.Count(err.Error(), addr); n != 1 || !strings.HasPrefix(err.Error(), "tcp check: ") {
-		t.Fatalf("%q names %s %d times; want once, after \"tcp check: \"", err, addr, n)
-	}
-}
-
 // TestStatusFetchErrorNamesTheAddressOnce: the status cache's refresh
 // reports a failed connect with net's error alone, which names the address.
 func TestStatusFetchErrorNamesTheAddressOnce(t *testing.T) {

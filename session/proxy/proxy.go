@@ -15,6 +15,7 @@ import (
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/cluster"
 	"github.com/tidegate/tidegate/session/proxy/config"
+	"github.com/tidegate/tidegate/session/proxy/probe"
 	"github.com/tidegate/tidegate/session/proxy/proxymetrics"
 	"github.com/tidegate/tidegate/session/proxy/ratelimit"
 	"github.com/tidegate/tidegate/session/proxy/status"
@@ -44,7 +45,7 @@ type Proxy struct {
 
 	backendSide backendHandler
 	probesMu    sync.Mutex
-	probes      *activeProbes // active probes, when health.interval is set
+	probes      *probe.Runner // active probes, when health.interval is set
 	probesEnded bool          // Stop or Shutdown stopped them for good
 
 	refresher status.Refresher // status cache refreshes (status.go)

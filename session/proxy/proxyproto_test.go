@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -15,7 +14,6 @@ import (
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/protocol/proxyproto"
 	"github.com/tidegate/tidegate/reactor"
-	"github.com/tidegate/tidegate/session/proxy/config"
 	"github.com/tidegate/tidegate/session/proxy/proxymetrics"
 )
 
@@ -296,41 +294,6 @@ func TestSendProxyProtocol(t *testing.T) {
 				t.Fatalf("backend got %q, %v\nwant        %q", got, err, want)
 			}
 		})
-	}
-}
-
-// TestHealthCheckSendsProxyHeader: an active check of a group that sends
-// PROXY headers starts with v2's LOCAL command, or a v1 line with the
-// check's own endpoints.
-func TestHealthCheckSendsProxyHeader(t *testing.T) {
-	for _, v := range []proxyproto.Versions{proxyproto.V1, proxyproto.V2} {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := make(chan []byte, 1)
-		go func() {
-			c, err := ln.Accept()
-			if err != nil {
-				got <- nil
-				return
-			}
-			defer c.Close()
-			b, _ := io.ReadAll(c)
-			got <- b
-		}()
-		if _, err := probeBackend(context.Background(), ln.Addr().String(), config.ProbeTCP, 2*time.Second, v); err != nil {
-			t.Fatal(err)
-		}
-		b := <-got
-		ln.Close()
-		h, n, err := proxyproto.Parse(b, proxyproto.Options{Versions: v})
-		if err != nil || n != len(b) {
-			t.Fatalf("%s: check sent %q: %v", v, b, err)
-		}
-		if v == proxyproto.V2 && h.Command != proxyproto.Local || v == proxyproto.V1 && h.Destination.String() != ln.Addr().String() {
-			t.Fatalf("%s: check sent %q = %+v", v, b, h)
-		}
 	}
 }
 
