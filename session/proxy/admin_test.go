@@ -207,7 +207,7 @@ limits: {max_sessions_per_ip: 1}
 	if code, body := adminGet(t, base+"/api/v1/rejections", &v); code != http.StatusOK {
 		t.Fatalf("%d %s", code, body)
 	}
-	if len(v.Recent) != 2 || v.KeptPerLoop != recentPerLoop || v.LoopsUnanswered != 0 ||
+	if len(v.Recent) != 2 || v.KeptPerLoop != admin.RecentPerLoop || v.LoopsUnanswered != 0 ||
 		v.Totals["unknown_host"] != 1 || v.Totals["max_sessions_per_ip"] != 1 {
 		t.Fatalf("rejections %+v", v)
 	}
@@ -232,24 +232,24 @@ limits: {max_sessions_per_ip: 1}
 }
 
 // TestRejectionRingKeepsTheLast: a loop's ring keeps its last
-// recentPerLoop refusals, oldest first, and no legacy pings.
+// admin.RecentPerLoop refusals, oldest first, and no legacy pings.
 func TestRejectionRingKeepsTheLast(t *testing.T) {
 	var ls loopState
 	ap := netip.MustParseAddrPort("192.0.2.7:4000")
-	for i := range recentPerLoop + 10 {
+	for i := range admin.RecentPerLoop + 10 {
 		ls.refused(reasonUnknownHost, ap, fmt.Sprint(i), "", "")
 		ls.refused(reasonLegacyPing, ap, "legacy", "", "")
 	}
-	got := ls.recent.appendTo(nil)
-	if len(got) != recentPerLoop || got[0].host != "10" || got[len(got)-1].host != fmt.Sprint(recentPerLoop+9) {
-		t.Fatalf("kept %d, from %q to %q; want %d from 10 to %d", len(got), got[0].host, got[len(got)-1].host, recentPerLoop, recentPerLoop+9)
+	got := ls.recent.AppendTo(nil)
+	if len(got) != admin.RecentPerLoop || got[0].Host != "10" || got[len(got)-1].Host != fmt.Sprint(admin.RecentPerLoop+9) {
+		t.Fatalf("kept %d, from %q to %q; want %d from 10 to %d", len(got), got[0].Host, got[len(got)-1].Host, admin.RecentPerLoop, admin.RecentPerLoop+9)
 	}
-	if n := ls.counters.rejected[reasonLegacyPing].Load(); n != recentPerLoop+10 {
+	if n := ls.counters.rejected[reasonLegacyPing].Load(); n != admin.RecentPerLoop+10 {
 		t.Fatalf("legacy pings counted %d", n)
 	}
-	var few rejectionRing
-	few.add(rejection{host: "a"})
-	if got := few.appendTo(nil); len(got) != 1 || got[0].host != "a" {
+	var few admin.RefusalRing
+	few.Add(admin.Refusal{Host: "a"})
+	if got := few.AppendTo(nil); len(got) != 1 || got[0].Host != "a" {
 		t.Fatalf("one refusal: %+v", got)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/cluster"
+	"github.com/tidegate/tidegate/session/proxy/admin"
 	"github.com/tidegate/tidegate/session/proxy/config"
 	"github.com/tidegate/tidegate/session/proxy/probe"
 	"github.com/tidegate/tidegate/session/proxy/proxymetrics"
@@ -65,7 +66,7 @@ type loopState struct {
 	counters       loopCounters
 	rnd            uint64
 	addrBuf, hsBuf []byte
-	recent         rejectionRing
+	recent         admin.RefusalRing
 }
 
 // New builds a proxy from a validated configuration; log receives its logs.
