@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tidegate/tidegate/session/mcbackend"
+	"github.com/tidegate/tidegate/session/proxy/balance"
 	"github.com/tidegate/tidegate/session/proxy/config"
 	"github.com/tidegate/tidegate/session/proxy/proxymetrics"
 )
@@ -20,10 +21,7 @@ func testGroup(s config.Strategy, loops int, weights ...int) *group {
 		g.backends = append(g.backends, &backend{addr: string(rune('a' + i)), weight: w, group: g, backendHealth: &backendHealth{}})
 	}
 	if s == config.StrategyRoundRobin {
-		g.rr = make([]rrState, loops)
-		for i := range g.rr {
-			g.rr[i].cur = make([]int, len(g.backends))
-		}
+		g.rr = balance.NewRoundRobin(loops, len(g.backends))
 	}
 	return g
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/protocol/proxyproto"
+	"github.com/tidegate/tidegate/session/proxy/balance"
 	"github.com/tidegate/tidegate/session/proxy/config"
 	"github.com/tidegate/tidegate/session/proxy/status"
 )
@@ -43,7 +44,7 @@ type group struct {
 	name     string
 	backends []*backend
 	strategy config.Strategy
-	rr       []rrState // round-robin: one position per event loop
+	rr       balance.RoundRobin // round-robin: one position per event loop
 
 	routed    bool             // some listener can send sessions here
 	probeKind config.ProbeKind // active probe kind, config.ProbeTCP or config.ProbeStatus
@@ -116,10 +117,7 @@ func newRouter(cfg *config.Config, prev *router, loops int) *router {
 			}
 		}
 		if g.strategy == config.StrategyRoundRobin {
-			g.rr = make([]rrState, max(loops, 1))
-			for i := range g.rr {
-				g.rr[i].cur = make([]int, len(g.backends))
-			}
+			g.rr = balance.NewRoundRobin(loops, len(g.backends))
 		}
 		r.groups[name] = g
 		r.ordered = append(r.ordered, g)
@@ -240,22 +238,13 @@ func (g *group) pick(rnd *uint64, loop int, now, lease int64) (b *backend, probe
 	}
 	switch g.strategy {
 	case config.StrategyRoundRobin:
-		return g.pickRoundRobin(loop, total), false
+		return balance.PickRoundRobin(g.rr, loop, g.backends, total), false
 	case config.StrategyLeastConnections:
-		return g.pickLeastConnections(rnd), false
+		return balance.PickLeastConnections(g.backends, rnd), false
 	case config.StrategyLowestLatency:
-		return g.pickLowestLatency(rnd, total), false
+		return balance.PickLowestLatency(g.backends, rnd, total), false
 	}
-	return g.pickWeighted(rnd, total, 0), false
-}
-
-func xorshift(s *uint64) uint64 {
-	x := *s
-	x ^= x << 13
-	x ^= x >> 7
-	x ^= x << 17
-	*s = x
-	return x
+	return balance.PickWeighted(g.backends, rnd, total), false
 }
 
 func nowUnix() int64 { return time.Now().UnixNano() }
