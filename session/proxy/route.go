@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"sort"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/tidegate/tidegate/session/proxy/balance"
 	"github.com/tidegate/tidegate/session/proxy/config"
 	"github.com/tidegate/tidegate/session/proxy/status"
+	"github.com/tidegate/tidegate/session/proxy/vhost"
 )
 
 // backend is one backend server of a group in one configuration, and its
@@ -67,15 +67,11 @@ type route struct {
 
 // router maps virtual hosts to groups.
 type router struct {
-	hosts map[string]*route // exact hosts
-	wild  map[string]*route // *.example.com as example.com
-	// wildMin and wildMax are the shortest and longest keys of wild: only
-	// suffixes of a host between them can match.
-	wildMin, wildMax int
-	def              *route // default_group, or nil
-	groups           map[string]*group
-	ordered          []*group // groups by name
-	health           config.ProbeConfig
+	hosts   vhost.Table[*route]
+	def     *route // default_group, or nil
+	groups  map[string]*group
+	ordered []*group // groups by name
+	health  config.ProbeConfig
 	// now is the clock of the health state, unix nanoseconds. Tests may
 	// replace it before the proxy starts.
 	now func() int64
@@ -89,7 +85,7 @@ type router struct {
 func newRouter(cfg *config.Config, prev *router, loops int) *router {
 	h := cfg.Probes
 	r := &router{
-		hosts: map[string]*route{}, wild: map[string]*route{}, groups: map[string]*group{}, health: h, now: nowUnix,
+		groups: map[string]*group{}, health: h, now: nowUnix,
 		lease: int64(max(cfg.Limits.ConnectTimeout, h.Timeout) + 5*time.Second),
 	}
 	names := make([]string, 0, len(cfg.Groups))
@@ -129,16 +125,7 @@ func newRouter(cfg *config.Config, prev *router, loops int) *router {
 			rt.rewriteHost, rt.rewritePort = []byte(host), port
 		}
 		for _, h := range rc.Hosts {
-			if n := config.NormalizeHost(h); strings.HasPrefix(n, "*.") {
-				suffix := n[2:]
-				r.wild[suffix] = rt
-				if len(r.wild) == 1 || len(suffix) < r.wildMin {
-					r.wildMin = len(suffix)
-				}
-				r.wildMax = max(r.wildMax, len(suffix))
-			} else {
-				r.hosts[n] = rt
-			}
+			r.hosts.Add(config.NormalizeHost(h), rt)
 		}
 	}
 	if cfg.DefaultGroup != "" {
@@ -188,32 +175,11 @@ func (r *router) healthOf(name, addr string) *backendHealth {
 	return &backendHealth{}
 }
 
-// route returns the route of a normalized host: the route naming it, else
-// the wildcard route with the longest suffix of it (*.b.example.com before
-// *.example.com; a wildcard matches names under its suffix at any depth,
-// never the suffix itself), else the default group's, else nil. It does
-// not allocate: the map lookups convert the byte slices in place.
+// route returns the route of a normalized host (see vhost.Table.Lookup),
+// else the default group's, else nil. It does not allocate.
 func (r *router) route(host []byte) *route {
-	if rt, ok := r.hosts[string(host)]; ok {
+	if rt, ok := r.hosts.Lookup(host); ok {
 		return rt
-	}
-	if len(r.wild) > 0 {
-		// Label suffixes from the longest: a.b.example.com tries
-		// b.example.com, then example.com, then com.
-		for i, c := range host {
-			if c != '.' {
-				continue
-			}
-			switch rest := len(host) - i - 1; {
-			case rest > r.wildMax:
-				continue
-			case rest < r.wildMin:
-				return r.def
-			}
-			if rt, ok := r.wild[string(host[i+1:])]; ok {
-				return rt
-			}
-		}
 	}
 	return r.def
 }
