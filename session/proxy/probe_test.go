@@ -409,7 +409,7 @@ func TestPickHandsOutOneProbe(t *testing.T) {
 	h := config.ProbeConfig{Failures: 1, Cooldown: time.Second}
 	const lease = int64(time.Minute)
 	now := nowUnix()
-	if !b.markFailed(h, now, false) {
+	if !b.MarkFailed(h, now, false) {
 		t.Fatal("not marked down")
 	}
 	var probes, picks atomic.Int32
@@ -440,15 +440,15 @@ func TestPickHandsOutOneProbe(t *testing.T) {
 	if _, probe := g.pick(&rnd, 0, later, lease); !probe {
 		t.Fatal("an undecided probe was not taken over after its lease")
 	}
-	b.dropProbe(later)
+	b.DropProbe(later)
 	if _, probe := g.pick(&rnd, 0, later, lease); !probe {
 		t.Fatal("a dropped probe was not handed out again")
 	}
-	if !b.markFailed(h, later, true) || b.state.Load() != later+int64(time.Second) {
-		t.Fatalf("a failed probe did not start another cooldown: state %d", b.state.Load())
+	if !b.MarkFailed(h, later, true) || !b.Status("g", "a").DownUntil.Equal(time.Unix(0, later+int64(time.Second))) {
+		t.Fatalf("a failed probe did not start another cooldown: %+v", b.Status("g", "a"))
 	}
-	if !b.markUp() || b.markUp() {
-		t.Fatal("markUp must report the change to up once")
+	if !b.MarkUp() || b.MarkUp() {
+		t.Fatal("MarkUp must report the change to up once")
 	}
 	if got, probe := g.pick(&rnd, 0, later, lease); got != b || probe {
 		t.Fatal("an up backend is not picked normally")

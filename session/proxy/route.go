@@ -2,19 +2,19 @@ package proxy
 
 import (
 	"sort"
-	"sync/atomic"
 	"time"
 
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/protocol/proxyproto"
 	"github.com/tidegate/tidegate/session/proxy/balance"
 	"github.com/tidegate/tidegate/session/proxy/config"
+	"github.com/tidegate/tidegate/session/proxy/probe"
 	"github.com/tidegate/tidegate/session/proxy/status"
 	"github.com/tidegate/tidegate/session/proxy/vhost"
 )
 
 // backend is one backend server of a group in one configuration, and its
-// health (see health.go), which a reload keeps when the backend stays.
+// health (see probe.go), which a reload keeps when the backend stays.
 type backend struct {
 	addr   string
 	weight int
@@ -23,21 +23,7 @@ type backend struct {
 }
 
 // backendHealth is the state of a backend that outlives a reload.
-type backendHealth struct {
-	state    atomic.Int64 // the circuit breaker's state word, see stateUp
-	failures atomic.Int32 // consecutive failed connects and probes
-	active   atomic.Int64 // sessions relayed to it now
-	// connecting counts sessions whose connect to it is in flight, so
-	// that least-connections sees a burst of sessions it sent there.
-	connecting atomic.Int64
-
-	connectFailures atomic.Int64 // session connects that failed or timed out
-	probesOK        atomic.Int64 // active probes that passed
-	probesFailed    atomic.Int64 // active probes that failed
-	lastLatency     atomic.Int64 // ns, last successful active probe; 0 before the first
-	avgLatency      atomic.Int64 // ns, EWMA of successful active probes; 0 before the first
-	lastErr         atomic.Pointer[lastFailure]
-}
+type backendHealth = probe.Health
 
 // group is a set of interchangeable backends chosen by weight.
 type group struct {
@@ -192,10 +178,10 @@ func (r *router) route(host []byte) *route {
 func (g *group) pick(rnd *uint64, loop int, now, lease int64) (b *backend, probe bool) {
 	total := 0
 	for _, b := range g.backends {
-		switch s := b.state.Load(); {
-		case s == stateUp:
+		switch up, probe := b.Available(now, lease); {
+		case up:
 			total += b.weight
-		case b.claimProbe(s, now, lease):
+		case probe:
 			return b, true
 		}
 	}

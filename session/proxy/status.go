@@ -80,7 +80,7 @@ func (p *Proxy) refresh(ctx context.Context, gen *generation, g *group) status.E
 	start := time.Now()
 	var up []status.Backend
 	for _, b := range g.backends {
-		if b.state.Load() == stateUp {
+		if b.Up() {
 			up = append(up, status.Backend{Addr: b.addr, Weight: b.weight})
 		}
 	}
