@@ -20,8 +20,8 @@ import (
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/reactor/metrics"
 	"github.com/tidegate/tidegate/session/proxy"
-	"github.com/tidegate/tidegate/session/proxy/proxymetrics"
 	"github.com/tidegate/tidegate/session/proxy/config"
+	"github.com/tidegate/tidegate/session/proxy/proxymetrics"
 	"github.com/tidegate/tidegate/session/pushserver"
 	"github.com/tidegate/tidegate/session/tlvserver"
 )

@@ -13,8 +13,8 @@ import (
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/mcbackend"
 	"github.com/tidegate/tidegate/session/proxy"
-	"github.com/tidegate/tidegate/session/proxy/proxymetrics"
 	"github.com/tidegate/tidegate/session/proxy/config"
+	"github.com/tidegate/tidegate/session/proxy/proxymetrics"
 
 	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
