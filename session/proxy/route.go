@@ -79,17 +79,20 @@ func newRouter(cfg *config.Config, prev *router, loops int) *router {
 		names = append(names, name)
 	}
 	sort.Strings(names)
+	routed := cfg.RoutedGroups()
 	for _, name := range names {
 		gc := cfg.Groups[name]
-		msg := gc.OfflineMessage
-		if msg == "" {
-			msg = h.OfflineMessage
-		}
 		g := &group{
 			name:              name,
-			probeKind:         config.ProbeTCP,
-			offlineDisconnect: mc.AppendLoginDisconnect(nil, status.ChatJSON(msg)),
+			offlineDisconnect: mc.AppendLoginDisconnect(nil, status.ChatJSON(cfg.OfflineMessage(gc))),
 			strategy:          gc.Strategy,
+		}
+		g.probeKind, g.routed = routed[name]
+		switch {
+		case h.Kind != config.ProbeAuto:
+			g.probeKind = h.Kind
+		case !g.routed:
+			g.probeKind = config.ProbeTCP
 		}
 		g.status = newGroupStatus(cfg, gc)
 		g.sendPP = gc.SendVersions()
@@ -116,32 +119,6 @@ func newRouter(cfg *config.Config, prev *router, loops int) *router {
 	}
 	if cfg.DefaultGroup != "" {
 		r.def = &route{group: r.groups[cfg.DefaultGroup]}
-	}
-	// Which groups carry traffic, and of which kind.
-	var minecraft, raw []*group
-	for _, l := range cfg.Listeners {
-		if l.Mode == config.ModeRaw {
-			raw = append(raw, r.groups[l.Group])
-			continue
-		}
-		if r.def != nil {
-			minecraft = append(minecraft, r.def.group)
-		}
-		for _, rt := range cfg.Routes {
-			minecraft = append(minecraft, r.groups[rt.Group])
-		}
-	}
-	for _, g := range raw {
-		g.routed = true
-	}
-	for _, g := range minecraft {
-		g.routed = true
-		g.probeKind = config.ProbeStatus
-	}
-	if h.Kind != config.ProbeAuto {
-		for _, g := range r.ordered {
-			g.probeKind = h.Kind
-		}
 	}
 	return r
 }

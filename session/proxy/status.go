@@ -45,18 +45,10 @@ type groupStatus struct {
 	cache   status.Cache[*session]
 }
 
-// newGroupStatus builds the status state of a group configured as gc.
-// Its offline description is the group's offline_message, else
-// status.offline.motd, else health.offline_message.
+// newGroupStatus builds the status state of a group configured as gc,
+// whose offline description is config.OfflineMOTD's.
 func newGroupStatus(cfg *config.Config, gc config.GroupConfig) *groupStatus {
-	text := gc.OfflineMessage
-	if text == "" {
-		text = cfg.Status.Offline.MOTD
-	}
-	if text == "" {
-		text = cfg.Probes.OfflineMessage
-	}
-	return &groupStatus{offline: status.Offline(cfg.Status.Offline, text)}
+	return &groupStatus{offline: status.Offline(cfg.Status.Offline, cfg.OfflineMOTD(gc))}
 }
 
 // unknownHostText is the description of the proxy's answer for a host
