@@ -35,9 +35,8 @@ type Proxy struct {
 
 	loops []loopState // indexed by reactor.Loop.Index
 
-	ipMu  sync.Mutex
-	perIP map[string]int
-	src   *ratelimit.Limiter // per-address rates and subnet caps, kept across reloads
+	perIP ratelimit.SessionsPerIP // max_sessions_per_ip
+	src   *ratelimit.Limiter      // per-address rates and subnet caps, kept across reloads
 
 	// Refusal logs of the flood-prone reasons (ratelimit.go): when the
 	// next warning may be written, and how many were left out since the
@@ -82,9 +81,8 @@ func NewWithListeners(cfg *config.Config, log zerolog.Logger, listeners []net.Li
 		return nil, err
 	}
 	p := &Proxy{
-		log:   log,
-		perIP: map[string]int{},
-		src:   ratelimit.New(),
+		log: log,
+		src: ratelimit.New(),
 	}
 	p.backendSide.p = p
 	var err error
@@ -227,17 +225,9 @@ func (p *Proxy) admit(gen *generation, ip string) (reason, bool) {
 	if r, ok := p.admitSource(gen, ip); !ok {
 		return r, false
 	}
-	lim := gen.cfg.Limits
-	if lim.MaxSessionsPerIP > 0 {
-		p.ipMu.Lock()
-		n := p.perIP[ip]
-		if n >= lim.MaxSessionsPerIP {
-			p.ipMu.Unlock()
-			p.releaseSource(gen, ip)
-			return reasonMaxSessionsPerIP, false
-		}
-		p.perIP[ip] = n + 1
-		p.ipMu.Unlock()
+	if most := gen.cfg.Limits.MaxSessionsPerIP; most > 0 && !p.perIP.Enter(ip, most) {
+		p.releaseSource(gen, ip)
+		return reasonMaxSessionsPerIP, false
 	}
 	return 0, true
 }
@@ -247,9 +237,7 @@ func (p *Proxy) admit(gen *generation, ip string) (reason, bool) {
 func (p *Proxy) admitAdopted(gen *generation, ip string) {
 	p.adoptSource(gen, ip)
 	if gen.cfg.Limits.MaxSessionsPerIP > 0 {
-		p.ipMu.Lock()
-		p.perIP[ip]++
-		p.ipMu.Unlock()
+		p.perIP.Add(ip)
 	}
 }
 
@@ -257,13 +245,7 @@ func (p *Proxy) admitAdopted(gen *generation, ip string) {
 func (p *Proxy) release(gen *generation, ip string) {
 	p.releaseSource(gen, ip)
 	if gen.cfg.Limits.MaxSessionsPerIP > 0 {
-		p.ipMu.Lock()
-		if n := p.perIP[ip] - 1; n > 0 {
-			p.perIP[ip] = n
-		} else {
-			delete(p.perIP, ip)
-		}
-		p.ipMu.Unlock()
+		p.perIP.Leave(ip)
 	}
 }
 

@@ -234,9 +234,7 @@ func TestProxyHeaderPerIPLimits(t *testing.T) {
 	waitStats(t, p, "the closed session to end", func(st proxymetrics.Stats) bool { return st.Active == 1 })
 	again := open("203.0.113.1:1002")
 	echoOnce(t, again, "again")
-	p.ipMu.Lock()
-	counts := fmt.Sprint(p.perIP)
-	p.ipMu.Unlock()
+	counts := fmt.Sprint(p.perIP.Counts())
 	if counts != "map[203.0.113.1:1 203.0.113.2:1]" {
 		t.Fatalf("per-IP counts %s, want the header's addresses", counts)
 	}
@@ -314,9 +312,7 @@ func TestHandOverKeepsProxiedAddress(t *testing.T) {
 		t.Fatalf("handed over %d sessions, want 1", n)
 	}
 	echoOnce(t, c, "after")
-	newP.ipMu.Lock()
-	n := newP.perIP[ppClient.Addr().String()]
-	newP.ipMu.Unlock()
+	n := newP.perIP.Counts()[ppClient.Addr().String()]
 	if n != 1 {
 		t.Fatalf("new proxy counts %d sessions for %s, want 1", n, ppClient.Addr())
 	}
