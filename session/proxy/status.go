@@ -26,7 +26,7 @@ import (
 //   - A refresh that fails is cached for the TTL too, as the offline answer
 //     (so a ping storm at a broken backend costs one fetch per TTL); it
 //     changes no backend's health, which connects and active checks decide.
-//   - When the group has no backend up (health.go), pings get the offline
+//   - When the group has no backend up (probe.go), pings get the offline
 //     answer (status.offline) at once.
 //
 // The Ping that follows is answered with its own payload by the proxy. A
