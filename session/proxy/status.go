@@ -308,47 +308,17 @@ func (s *session) serveLocalStatus() {
 		return
 	}
 	buf, _ := c.Peek(-1)
-	consumed := 0
-	var out []byte
-frames:
-	for {
-		n, hl, err := mc.SplitFrame(buf[consumed:], 256)
-		if err != nil {
-			s.reject(reasonBadFrame, err)
-			return
-		}
-		if n == 0 {
-			break
-		}
-		id, _, err := mc.ParsePacketID(buf[consumed+hl : consumed+n])
-		if err != nil {
-			s.reject(reasonBadFrame, err)
-			return
-		}
-		body := buf[consumed+hl : consumed+n]
-		switch id {
-		case mc.PacketStatusRequest:
-			if s.pre.reply == nil {
-				break frames // answered when the refresh is done
-			}
-			out = s.pre.reply.AppendResponse(out, s.protocol)
-		case mc.PacketPing:
-			v, err := mc.ParsePing(body)
-			if err != nil {
-				s.reject(reasonBadFrame, err)
-				return
-			}
-			out = mc.AppendPong(out, v)
-			_ = c.Write(out)
-			c.Discard(-1)
-			s.state = stDone
-			c.Close()
-			return
-		default:
-			s.reject(reasonBadFrame, errors.New("unexpected packet in status state"))
-			return
-		}
-		consumed += n
+	out, consumed, pinged, err := status.Answer(nil, buf, s.pre.reply, s.protocol)
+	switch {
+	case err != nil:
+		s.reject(reasonBadFrame, err)
+		return
+	case pinged:
+		_ = c.Write(out)
+		c.Discard(-1)
+		s.state = stDone
+		c.Close()
+		return
 	}
 	if len(out) > 0 {
 		_ = c.Write(out)
