@@ -22,7 +22,8 @@ type backend struct {
 	*backendHealth
 }
 
-// backendHealth is the state of a backend that outlives a reload.
+// backendHealth is the state of a backend that outlives a reload. It is
+// an alias, so that a backend embeds it under this name.
 type backendHealth = probe.Health
 
 // group is a set of interchangeable backends chosen by weight.
