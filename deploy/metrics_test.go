@@ -21,6 +21,7 @@ import (
 	"github.com/tidegate/tidegate/reactor/metrics"
 	"github.com/tidegate/tidegate/session/proxy"
 	"github.com/tidegate/tidegate/session/proxy/config"
+	"github.com/tidegate/tidegate/session/proxy/proxymetrics"
 	"github.com/tidegate/tidegate/session/pushserver"
 	"github.com/tidegate/tidegate/session/tlvserver"
 )
@@ -134,7 +135,7 @@ func scrapeExported() (*metricSet, error) {
 	pub, sub := ps.Reactors()
 	collectors := []prometheus.Collector{
 		metrics.NewCollector(map[string]*reactor.Server{"proxy": p.Reactor(), "tlv": ts.Reactor(), "publish": pub, "subscribe": sub}),
-		proxy.NewCollector(p), tlvserver.NewCollector(ts), pushserver.NewCollector(ps),
+		proxymetrics.NewCollector(p), tlvserver.NewCollector(ts), pushserver.NewCollector(ps),
 	}
 	reg := prometheus.NewPedanticRegistry()
 	for _, c := range collectors {

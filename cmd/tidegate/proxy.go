@@ -14,6 +14,7 @@ import (
 	"github.com/tidegate/tidegate/session/mcbackend"
 	"github.com/tidegate/tidegate/session/proxy"
 	"github.com/tidegate/tidegate/session/proxy/config"
+	"github.com/tidegate/tidegate/session/proxy/proxymetrics"
 
 	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
@@ -147,7 +148,7 @@ func runProxy(c *cli.Context, proc *lifecycle.Process, cfg *config.Config, log z
 	status = append([]string{"proxy on " + strings.Join(listening, ", ")}, status...)
 	stops = append([]func(context.Context) error{p.Stop}, stops...)
 	h.AddProxy(p)
-	metricsAddr, metrics, err := startMetrics(c, log, h, inh.MetricsListener(), p.AdminHandler(), proxy.NewCollector(p))
+	metricsAddr, metrics, err := startMetrics(c, log, h, inh.MetricsListener(), p.AdminHandler(), proxymetrics.NewCollector(p))
 	if err != nil {
 		return fail(err)
 	}

@@ -15,7 +15,7 @@ import (
 // read from the running configuration on each request.
 func (p *Proxy) AdminHandler() http.Handler {
 	return admin.Handler(adminSource{p}, admin.Options{
-		Reasons: reasonLabels[:], KeptPerLoop: recentPerLoop, Loops: len(p.loops),
+		Reasons: reasonLabels[:], KeptPerLoop: admin.RecentPerLoop, Loops: len(p.loops),
 	})
 }
 

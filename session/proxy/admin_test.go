@@ -18,6 +18,7 @@ import (
 	"github.com/tidegate/tidegate/session/mcbackend"
 	"github.com/tidegate/tidegate/session/proxy/admin"
 	"github.com/tidegate/tidegate/session/proxy/config"
+	"github.com/tidegate/tidegate/session/proxy/proxymetrics"
 )
 
 // serveAdmin serves p's admin handler on a real listener at addr (an
@@ -88,7 +89,7 @@ func TestAdminSessionsFilters(t *testing.T) {
 		login17(t, dial(t, addr), s.host, s.user)
 	}
 	joinGoMCBot(t, addr, "ProxyBot") // host 127.0.0.1
-	waitStats(t, p, "5 routed sessions", func(st Stats) bool { return st.Routed == 5 })
+	waitStats(t, p, "5 routed sessions", func(st proxymetrics.Stats) bool { return st.Routed == 5 })
 
 	for _, tc := range []struct {
 		name, query string
@@ -192,7 +193,7 @@ limits: {max_sessions_per_ip: 1}
 		t.Fatal("a second session from 127.0.0.1 was not refused")
 	}
 	_ = held.Close()
-	waitStats(t, p, "every session to end", func(st Stats) bool { return st.Active == 0 })
+	waitStats(t, p, "every session to end", func(st proxymetrics.Stats) bool { return st.Active == 0 })
 	c := dial(t, addr)
 	if _, err := c.Write(append(handshake(764, "Unknown.Example", mc.NextStateLogin), loginStart("Eve")...)); err != nil {
 		t.Fatal(err)
@@ -200,13 +201,13 @@ limits: {max_sessions_per_ip: 1}
 	if id, _ := readPacket(t, c); id != mc.PacketLoginDisconnect {
 		t.Fatalf("unknown host: packet %#x, want a disconnect", id)
 	}
-	waitStats(t, p, "the unknown_host refusal", func(st Stats) bool { return st.Rejected["unknown_host"] == 1 })
+	waitStats(t, p, "the unknown_host refusal", func(st proxymetrics.Stats) bool { return st.Rejected["unknown_host"] == 1 })
 
 	var v admin.RejectionsView
 	if code, body := adminGet(t, base+"/api/v1/rejections", &v); code != http.StatusOK {
 		t.Fatalf("%d %s", code, body)
 	}
-	if len(v.Recent) != 2 || v.KeptPerLoop != recentPerLoop || v.LoopsUnanswered != 0 ||
+	if len(v.Recent) != 2 || v.KeptPerLoop != admin.RecentPerLoop || v.LoopsUnanswered != 0 ||
 		v.Totals["unknown_host"] != 1 || v.Totals["max_sessions_per_ip"] != 1 {
 		t.Fatalf("rejections %+v", v)
 	}
@@ -231,24 +232,24 @@ limits: {max_sessions_per_ip: 1}
 }
 
 // TestRejectionRingKeepsTheLast: a loop's ring keeps its last
-// recentPerLoop refusals, oldest first, and no legacy pings.
+// admin.RecentPerLoop refusals, oldest first, and no legacy pings.
 func TestRejectionRingKeepsTheLast(t *testing.T) {
 	var ls loopState
 	ap := netip.MustParseAddrPort("192.0.2.7:4000")
-	for i := range recentPerLoop + 10 {
+	for i := range admin.RecentPerLoop + 10 {
 		ls.refused(reasonUnknownHost, ap, fmt.Sprint(i), "", "")
 		ls.refused(reasonLegacyPing, ap, "legacy", "", "")
 	}
-	got := ls.recent.appendTo(nil)
-	if len(got) != recentPerLoop || got[0].host != "10" || got[len(got)-1].host != fmt.Sprint(recentPerLoop+9) {
-		t.Fatalf("kept %d, from %q to %q; want %d from 10 to %d", len(got), got[0].host, got[len(got)-1].host, recentPerLoop, recentPerLoop+9)
+	got := ls.recent.AppendTo(nil)
+	if len(got) != admin.RecentPerLoop || got[0].Host != "10" || got[len(got)-1].Host != fmt.Sprint(admin.RecentPerLoop+9) {
+		t.Fatalf("kept %d, from %q to %q; want %d from 10 to %d", len(got), got[0].Host, got[len(got)-1].Host, admin.RecentPerLoop, admin.RecentPerLoop+9)
 	}
-	if n := ls.counters.rejected[reasonLegacyPing].Load(); n != recentPerLoop+10 {
+	if n := ls.counters.rejected[reasonLegacyPing].Load(); n != admin.RecentPerLoop+10 {
 		t.Fatalf("legacy pings counted %d", n)
 	}
-	var few rejectionRing
-	few.add(rejection{host: "a"})
-	if got := few.appendTo(nil); len(got) != 1 || got[0].host != "a" {
+	var few admin.RefusalRing
+	few.Add(admin.Refusal{Host: "a"})
+	if got := few.AppendTo(nil); len(got) != 1 || got[0].Host != "a" {
 		t.Fatalf("one refusal: %+v", got)
 	}
 }

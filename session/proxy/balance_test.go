@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/tidegate/tidegate/session/mcbackend"
+	"github.com/tidegate/tidegate/session/proxy/balance"
 	"github.com/tidegate/tidegate/session/proxy/config"
+	"github.com/tidegate/tidegate/session/proxy/proxymetrics"
 )
 
 // testGroup is a group of backends a, b, c, ... with the given weights, all
@@ -19,12 +21,22 @@ func testGroup(s config.Strategy, loops int, weights ...int) *group {
 		g.backends = append(g.backends, &backend{addr: string(rune('a' + i)), weight: w, group: g, backendHealth: &backendHealth{}})
 	}
 	if s == config.StrategyRoundRobin {
-		g.rr = make([]rrState, loops)
-		for i := range g.rr {
-			g.rr[i].cur = make([]int, len(g.backends))
-		}
+		g.rr = balance.NewRoundRobin(loops, len(g.backends))
 	}
 	return g
+}
+
+// downUntil marks b down until the router time until (its cooldown is
+// over from then on), as a failed probe at until with no cooldown does.
+func downUntil(b *backend, until int64) {
+	b.MarkFailed(config.ProbeConfig{Failures: 1}, until, true)
+}
+
+// measured gives b a fresh health whose latency EWMA is d, as after its
+// first passed check.
+func measured(b *backend, d time.Duration) {
+	b.backendHealth = &backendHealth{}
+	b.CheckPassed(d)
 }
 
 // picks counts n picks by backend address, each on loop i%loops.
@@ -73,7 +85,7 @@ func TestRoundRobinDistribution(t *testing.T) {
 	if got := picks(t, g, 600, 2, &rnd); got["a"] != 100 || got["b"] != 200 || got["c"] != 300 {
 		t.Fatalf("600 picks on two loops: %v, want exactly 100, 200, 300", got)
 	}
-	g.backends[2].state.Store(nowUnix() + int64(time.Hour)) // c down
+	downUntil(g.backends[2], nowUnix()+int64(time.Hour)) // c down
 	if got := picks(t, g, 300, 2, &rnd); got["a"] != 100 || got["b"] != 200 || got["c"] != 0 {
 		t.Fatalf("300 picks with c down: %v, want exactly 100, 200, 0", got)
 	}
@@ -87,24 +99,24 @@ func TestLeastConnectionsDistribution(t *testing.T) {
 	rnd := uint64(3)
 	for i := range 60 {
 		b, _ := g.pick(&rnd, 0, 0, 1)
-		b.connecting.Add(1) // what connect does
+		b.Connecting.Add(1) // what connect does
 		if i%2 == 0 {       // half of them are connected by now
-			b.connecting.Add(-1)
-			b.active.Add(1)
+			b.Connecting.Add(-1)
+			b.Active.Add(1)
 		}
 	}
 	for i, want := range []int64{10, 20, 30} {
 		b := g.backends[i]
-		if got := b.active.Load() + b.connecting.Load(); got != want {
+		if got := b.Active.Load() + b.Connecting.Load(); got != want {
 			t.Errorf("%s has %d sessions after 60 picks, want %d", b.addr, got, want)
 		}
 	}
-	g.backends[1].active.Add(-5) // b: 15 for weight 2, the least loaded
+	g.backends[1].Active.Add(-5) // b: 15 for weight 2, the least loaded
 	for range 4 {
 		if b, _ := g.pick(&rnd, 0, 0, 1); b.addr != "b" {
 			t.Fatalf("picked %s, want b with the fewest sessions per weight", b.addr)
 		} else {
-			b.active.Add(1)
+			b.Active.Add(1)
 		}
 	}
 	// Ties go at random among the tied, not always to the first.
@@ -124,22 +136,22 @@ func TestLowestLatencyDistribution(t *testing.T) {
 	if got := picks(t, g, 6000, 1, &rnd); got["b"] < 2700 || got["b"] > 3300 {
 		t.Fatalf("no measurements: %v, want weighted random (b about 3000)", got)
 	}
-	g.backends[0].avgLatency.Store(int64(10 * time.Millisecond))
-	g.backends[1].avgLatency.Store(int64(11 * time.Millisecond)) // within 20%
-	g.backends[2].avgLatency.Store(int64(30 * time.Millisecond)) // slow
+	measured(g.backends[0], 10*time.Millisecond)
+	measured(g.backends[1], 11*time.Millisecond) // within 20%
+	measured(g.backends[2], 30*time.Millisecond) // slow
 	// d is unmeasured.
 	got := picks(t, g, 8000, 1, &rnd)
 	if got["c"] != 0 || got["d"] != 0 || got["a"] < 1800 || got["a"] > 2200 || got["b"] < 5800 || got["b"] > 6200 {
 		t.Fatalf("a 10ms (weight 1), b 11ms (weight 3), c 30ms, d unmeasured: %v; want a:b about 1:3, none to c or d", got)
 	}
 	// Small latencies: the band is at least 1 ms.
-	g.backends[0].avgLatency.Store(int64(100 * time.Microsecond))
-	g.backends[1].avgLatency.Store(int64(900 * time.Microsecond))
+	measured(g.backends[0], 100*time.Microsecond)
+	measured(g.backends[1], 900*time.Microsecond)
 	if got := picks(t, g, 400, 1, &rnd); got["a"] == 0 || got["b"] == 0 || got["c"] != 0 {
 		t.Fatalf("100µs and 900µs should share: %v", got)
 	}
-	g.backends[0].state.Store(nowUnix() + int64(time.Hour))
-	g.backends[1].state.Store(nowUnix() + int64(time.Hour))
+	downUntil(g.backends[0], nowUnix()+int64(time.Hour))
+	downUntil(g.backends[1], nowUnix()+int64(time.Hour))
 	if got := picks(t, g, 100, 1, &rnd); got["c"] != 100 {
 		t.Fatalf("with the fast ones down: %v, want all to c, the fastest up", got)
 	}
@@ -153,8 +165,8 @@ func TestStrategiesProbeFirst(t *testing.T) {
 		t.Run(string(s), func(t *testing.T) {
 			g := testGroup(s, 1, 1, 1, 1)
 			now := nowUnix()
-			g.backends[0].state.Store(now - 1)                // cooldown over
-			g.backends[1].state.Store(now + int64(time.Hour)) // down
+			downUntil(g.backends[0], now-1)                // cooldown over
+			downUntil(g.backends[1], now+int64(time.Hour)) // down
 			rnd := uint64(9)
 			if b, probe := g.pick(&rnd, 0, now, int64(time.Minute)); b != g.backends[0] || !probe {
 				t.Fatalf("first pick %v probe %v, want a as the probe", b, probe)
@@ -164,7 +176,7 @@ func TestStrategiesProbeFirst(t *testing.T) {
 					t.Fatalf("pick during the probe: %v probe %v, want c", b, probe)
 				}
 			}
-			g.backends[2].state.Store(now + int64(time.Hour))
+			downUntil(g.backends[2], now+int64(time.Hour))
 			if b, _ := g.pick(&rnd, 0, now, int64(time.Minute)); b != nil {
 				t.Fatalf("with none up and the probe out, picked %s", b.addr)
 			}
@@ -178,7 +190,7 @@ func BenchmarkPick(b *testing.B) {
 		b.Run(string(s), func(b *testing.B) {
 			g := testGroup(s, 1, 1, 2, 3, 4)
 			for i, be := range g.backends {
-				be.avgLatency.Store(int64(i+1) * int64(time.Millisecond))
+				measured(be, time.Duration(i+1)*time.Millisecond)
 			}
 			rnd := uint64(1)
 			b.ReportAllocs()
@@ -217,21 +229,21 @@ groups:
 				login17(t, c, "localhost", fmt.Sprintf("p%d", i))
 				conns = append(conns, c)
 			}
-			waitStats(t, p, "8 routed sessions", func(st Stats) bool { return st.Routed == 8 })
+			waitStats(t, p, "8 routed sessions", func(st proxymetrics.Stats) bool { return st.Routed == 8 })
 			for i, want := range []int64{2, 4, 2} {
 				if got := health(t, p, addrs[i]).Sessions; got != want {
 					t.Errorf("backend %d (weight %d) has %d sessions of 8, want %d", i, want/2, got, want)
 				}
 			}
 			for _, b := range p.cur().router.groups["main"].backends {
-				if n := b.connecting.Load(); n != 0 {
+				if n := b.Connecting.Load(); n != 0 {
 					t.Errorf("%s: %d connects still counted in flight", b.addr, n)
 				}
 			}
 			for _, c := range conns {
 				c.Close()
 			}
-			waitStats(t, p, "every session to end", func(st Stats) bool { return st.Active == 0 })
+			waitStats(t, p, "every session to end", func(st proxymetrics.Stats) bool { return st.Active == 0 })
 		})
 	}
 }

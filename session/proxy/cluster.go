@@ -2,15 +2,13 @@ package proxy
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/netip"
 	"time"
 
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/session/cluster"
 	"github.com/tidegate/tidegate/session/proxy/config"
-	"github.com/tidegate/tidegate/session/proxy/ratelimit"
+	"github.com/tidegate/tidegate/session/proxy/network"
 	"github.com/tidegate/tidegate/session/proxy/status"
 )
 
@@ -29,23 +27,10 @@ import (
 
 // newClusterClient builds the cluster client of cfg, or nil when it is off.
 func (p *Proxy) newClusterClient(cfg *config.Config) (*cluster.Client, error) {
-	cc := cfg.Cluster
-	if cc.Redis == "" {
+	if cfg.Cluster.Redis == "" {
 		return nil, nil
 	}
-	id := cc.ID
-	if id == "" {
-		id = cluster.HostID()
-	}
-	mode := cluster.Refuse
-	if cc.DuplicateLogin == config.DuplicateKickOld {
-		mode = cluster.KickOld
-	}
-	c, err := cluster.New(cluster.Config{
-		URL: cc.Redis, ID: id, Heartbeat: cc.Heartbeat, Timeout: cc.Timeout, LoginWait: cc.LoginWait, Mode: mode,
-		Sample: cc.StatusSample, Workers: cc.Workers, Queue: cc.Queue, Failures: cc.Failures, Retry: cc.Retry,
-		Log: p.log, OnKick: p.onKick,
-	})
+	c, err := cluster.New(network.ClientConfig(cfg.Cluster, p.log, p.onKick))
 	if err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}
@@ -86,7 +71,7 @@ func (s *session) clusterLogin(body []byte) {
 	}
 	var lim cluster.Limits
 	if cc.NetworkLimits {
-		lim, sess.Subnet = networkLimits(&s.gen.cfg.Limits, s.ip)
+		lim, sess.Subnet = network.Limits(&s.gen.cfg.Limits, s.ip)
 	}
 	c := s.client
 	l := c.Loop()
@@ -184,34 +169,6 @@ func (s *session) kicked() {
 	}
 }
 
-// networkLimits returns the network-wide limits of a login from ip under
-// lim, and the subnet it is counted in ("" when the cap is off).
-func networkLimits(lim *config.Limits, ip string) (cluster.Limits, string) {
-	var out cluster.Limits
-	a, ok := ratelimit.SourceAddr(ip)
-	if !ok {
-		return out, ""
-	}
-	if lim.LoginRate > 0 {
-		iv := ratelimit.Interval(lim.LoginRate)
-		out.RateKey = netip.AddrFrom16(ratelimit.RateKey(a)).Unmap().String()
-		out.RateInterval = time.Duration(iv)
-		out.RateTolerance = time.Duration(int64(lim.LoginBurst-1) * iv)
-	}
-	subnet := ""
-	if lim.MaxSessionsPerSubnet > 0 {
-		bits := lim.SubnetPrefixIPv6
-		if a.Is4() {
-			bits = lim.SubnetPrefixIPv4
-		}
-		if pfx, err := a.Prefix(bits); err == nil {
-			subnet = pfx.String()
-			out.SubnetCap = lim.MaxSessionsPerSubnet
-		}
-	}
-	return out, subnet
-}
-
 // networkPlayers returns the network's players for status answers under
 // gen, when cluster.status_online or status_sample ask for them and Redis
 // answers; nil otherwise (the backend's players then stand).
@@ -224,24 +181,5 @@ func (p *Proxy) networkPlayers(gen *generation) *status.Players {
 	if !ok {
 		return nil
 	}
-	sp := &status.Players{Online: -1}
-	if cc.StatusOnline {
-		sp.Online = int64(n.Online)
-	}
-	if cc.StatusSample > 0 {
-		type entry struct {
-			Name string `json:"name"`
-			ID   string `json:"id"`
-		}
-		sample := make([]entry, 0, len(n.Sample))
-		for _, s := range n.Sample[:min(len(n.Sample), cc.StatusSample)] {
-			u, ok := mc.ParseUUID([]byte(s.UUID))
-			if !ok {
-				u = mc.OfflineUUID([]byte(s.Name))
-			}
-			sample = append(sample, entry{Name: s.Name, ID: string(mc.AppendUUID(nil, u, true))})
-		}
-		sp.Sample, _ = json.Marshal(sample) // strings always marshal
-	}
-	return sp
+	return network.Players(cc, n)
 }

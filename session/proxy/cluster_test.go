@@ -19,6 +19,7 @@ import (
 	"github.com/tidegate/tidegate/internal/testkit/waitfor"
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/session/mcbackend"
+	"github.com/tidegate/tidegate/session/proxy/proxymetrics"
 )
 
 // clusterYAML is a proxy of the network on the Redis at url, named id, with
@@ -209,7 +210,7 @@ func TestClusterKickOld(t *testing.T) {
 	if _, err := io.Copy(io.Discard, old); err != nil {
 		t.Fatalf("the older session was not closed: %v", err)
 	}
-	waitStats(t, ps[0], "the older session's end (logged_in_elsewhere)", func(st Stats) bool { return st.Ended["logged_in_elsewhere"] == 1 })
+	waitStats(t, ps[0], "the older session's end (logged_in_elsewhere)", func(st proxymetrics.Stats) bool { return st.Ended["logged_in_elsewhere"] == 1 })
 	if k := ps[0].Cluster().Kicks(); k != 1 {
 		t.Fatalf("kicks %d", k)
 	}

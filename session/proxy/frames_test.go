@@ -91,8 +91,8 @@ func TestPickWeightsAndHealth(t *testing.T) {
 	}
 	h := config.ProbeConfig{Failures: 2, Cooldown: time.Second}
 	now := nowUnix()
-	g.backends[1].markFailed(h, now, false)
-	if !g.backends[1].markFailed(h, now, false) {
+	g.backends[1].MarkFailed(h, now, false)
+	if !g.backends[1].MarkFailed(h, now, false) {
 		t.Fatal("second failure did not mark the backend down")
 	}
 	for i := 0; i < 100; i++ {
@@ -100,8 +100,8 @@ func TestPickWeightsAndHealth(t *testing.T) {
 			t.Fatalf("picked %s while it is down", b.addr)
 		}
 	}
-	g.backends[0].markFailed(h, now, false)
-	g.backends[0].markFailed(h, now, false)
+	g.backends[0].MarkFailed(h, now, false)
+	g.backends[0].MarkFailed(h, now, false)
 	if b, _ := g.pick(&rnd, 0, now+int64(time.Second)-1, 1); b != nil {
 		t.Fatalf("with every backend in its cooldown, pick chose %s", b.addr)
 	}

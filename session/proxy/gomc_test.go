@@ -10,6 +10,7 @@ import (
 
 	"github.com/tidegate/tidegate/internal/testkit/gomcbot"
 	"github.com/tidegate/tidegate/session/mcbackend"
+	"github.com/tidegate/tidegate/session/proxy/proxymetrics"
 )
 
 // TestGoMCBotJoinsThroughProxy: go-mc v1.20.2's bot, a third-party client
@@ -24,7 +25,7 @@ func TestGoMCBotJoinsThroughProxy(t *testing.T) {
 			b := gomcbot.Join(t, addr, "ProxyBot", 10*time.Second)
 			b.Echo(t, bytes.Repeat([]byte("through the proxy "), 20))
 			// Counters are added after the write, so the client can be first.
-			waitStats(t, p, "the routed session's frames", func(st Stats) bool { return st.Routed == 1 && st.FramesS2C >= 4 })
+			waitStats(t, p, "the routed session's frames", func(st proxymetrics.Stats) bool { return st.Routed == 1 && st.FramesS2C >= 4 })
 		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tidegate/tidegate/internal/testkit/waitfor"
 	"github.com/tidegate/tidegate/protocol/mc"
+	"github.com/tidegate/tidegate/session/proxy/proxymetrics"
 )
 
 // payload returns n deterministic bytes and their hash.
@@ -234,7 +235,7 @@ limits: {fin_timeout: 200ms}
 	if n, _, err := readAllSum(c, 20*time.Second); err != nil || n != 0 {
 		t.Fatalf("read %d bytes, %v; want the proxy to close after fin_timeout", n, err)
 	}
-	waitStats(t, p, "the fin_timeout end", func(st Stats) bool { return st.Ended["fin_timeout"] == 1 })
+	waitStats(t, p, "the fin_timeout end", func(st proxymetrics.Stats) bool { return st.Ended["fin_timeout"] == 1 })
 }
 
 // TestHalfCloseMinecraft: the same relay in minecraft mode. After the
@@ -292,7 +293,7 @@ func TestStopClosesHalfClosedSessions(t *testing.T) {
 	if err := c.CloseWrite(); err != nil {
 		t.Fatal(err)
 	}
-	waitStats(t, p, "the half-closed session", func(st Stats) bool { return st.Reactor.HalfClosed == 1 })
+	waitStats(t, p, "the half-closed session", func(st proxymetrics.Stats) bool { return st.Reactor.HalfClosed == 1 })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := p.Stop(ctx); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/tidegate/tidegate/internal/testkit/waitfor"
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/reactor/handoverwire"
+	"github.com/tidegate/tidegate/session/proxy/proxymetrics"
 )
 
 // A live upgrade's faults, step by step, in one process: the old proxy
@@ -166,7 +167,7 @@ func TestHandOverFaults(t *testing.T) {
 			}
 			// Every session relays on one proxy only, and what is gone is
 			// gone from both.
-			waitStats(t, oldP, "the old proxy to keep only the sessions that relay", func(st Stats) bool {
+			waitStats(t, oldP, "the old proxy to keep only the sessions that relay", func(st proxymetrics.Stats) bool {
 				return st.Active+newP.Stats().Active == int64(kept)
 			})
 			waitfor.Value(t, "the descriptors held to be the sessions' own", reactor.HeldFDs,

@@ -14,6 +14,7 @@ import (
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/mcbackend"
+	"github.com/tidegate/tidegate/session/proxy/proxymetrics"
 )
 
 // TestRestartBindsSameAddressAtOnce stops a proxy holding logged-in
@@ -150,7 +151,7 @@ func TestShutdownDeadlineDisconnectsLogins(t *testing.T) {
 	if _, err := c.Write(handshake(mc.Protocol1_7_10, "localhost", mc.NextStateLogin)); err != nil {
 		t.Fatal(err)
 	}
-	waitStats(t, p, "the session logging in", func(st Stats) bool { return st.Active == 1 })
+	waitStats(t, p, "the session logging in", func(st proxymetrics.Stats) bool { return st.Active == 1 })
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	if err := p.Shutdown(ctx); !errors.Is(err, reactor.ErrDrainDeadline) {

@@ -23,6 +23,7 @@ import (
 	"github.com/tidegate/tidegate/session/mcbackend"
 	"github.com/tidegate/tidegate/session/proxy/admin"
 	"github.com/tidegate/tidegate/session/proxy/config"
+	"github.com/tidegate/tidegate/session/proxy/proxymetrics"
 	"github.com/tidegate/tidegate/session/proxy/status"
 )
 
@@ -354,7 +355,7 @@ tidegate_proxy_backend_up{addr=%[1]q,group="main"} 0
 func compareMetrics(t *testing.T, p *Proxy, want string, names ...string) {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
-	if err := reg.Register(NewCollector(p)); err != nil {
+	if err := reg.Register(proxymetrics.NewCollector(p)); err != nil {
 		t.Fatal(err)
 	}
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), names...); err != nil {
@@ -408,7 +409,7 @@ func TestPickHandsOutOneProbe(t *testing.T) {
 	h := config.ProbeConfig{Failures: 1, Cooldown: time.Second}
 	const lease = int64(time.Minute)
 	now := nowUnix()
-	if !b.markFailed(h, now, false) {
+	if !b.MarkFailed(h, now, false) {
 		t.Fatal("not marked down")
 	}
 	var probes, picks atomic.Int32
@@ -439,15 +440,15 @@ func TestPickHandsOutOneProbe(t *testing.T) {
 	if _, probe := g.pick(&rnd, 0, later, lease); !probe {
 		t.Fatal("an undecided probe was not taken over after its lease")
 	}
-	b.dropProbe(later)
+	b.DropProbe(later)
 	if _, probe := g.pick(&rnd, 0, later, lease); !probe {
 		t.Fatal("a dropped probe was not handed out again")
 	}
-	if !b.markFailed(h, later, true) || b.state.Load() != later+int64(time.Second) {
-		t.Fatalf("a failed probe did not start another cooldown: state %d", b.state.Load())
+	if !b.MarkFailed(h, later, true) || !b.Status("g", "a").DownUntil.Equal(time.Unix(0, later+int64(time.Second))) {
+		t.Fatalf("a failed probe did not start another cooldown: %+v", b.Status("g", "a"))
 	}
-	if !b.markUp() || b.markUp() {
-		t.Fatal("markUp must report the change to up once")
+	if !b.MarkUp() || b.MarkUp() {
+		t.Fatal("MarkUp must report the change to up once")
 	}
 	if got, probe := g.pick(&rnd, 0, later, lease); got != b || probe {
 		t.Fatal("an up backend is not picked normally")
@@ -674,7 +675,7 @@ tidegate_proxy_backend_up{addr=%[1]q,group="main"} 1
 `, live, dead), "tidegate_proxy_backend_connect_failures_total", "tidegate_proxy_backend_sessions", "tidegate_proxy_backend_up")
 
 	reg := prometheus.NewPedanticRegistry()
-	if err := reg.Register(NewCollector(p)); err != nil {
+	if err := reg.Register(proxymetrics.NewCollector(p)); err != nil {
 		t.Fatal(err)
 	}
 	mfs, err := reg.Gather()
@@ -758,19 +759,6 @@ groups: {g: {backends: [{addr: "127.0.0.1:1"}]}}
 	}
 	if h := cfg.Probes; h.Interval != 0 || h.Timeout != 2*time.Second || h.Kind != config.ProbeAuto || h.OfflineMessage != config.DefaultOfflineMessage {
 		t.Fatalf("health defaults %+v", h)
-	}
-}
-
-// TestCheckErrorNamesTheAddressOnce: a failed connect is reported with
-// net's error, which names the address, and nothing before it that does again.
-func TestCheckErrorNamesTheAddressOnce(t *testing.T) {
-	addr := refusedAddr(t)
-	_, err := probeBackend(t.Context(), addr, config.ProbeTCP, time.Second, 0)
-	if err == nil {
-		t.Fatalf("a check of %s, where nothing listens, passed", addr)
-	}
-	if n := strings.Count(err.Error(), addr); n != 1 || !strings.HasPrefix(err.Error(), "tcp check: ") {
-		t.Fatalf("%q names %s %d times; want once, after \"tcp check: \"", err, addr, n)
 	}
 }
 

@@ -14,7 +14,10 @@ import (
 
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/cluster"
+	"github.com/tidegate/tidegate/session/proxy/admin"
 	"github.com/tidegate/tidegate/session/proxy/config"
+	"github.com/tidegate/tidegate/session/proxy/probe"
+	"github.com/tidegate/tidegate/session/proxy/proxymetrics"
 	"github.com/tidegate/tidegate/session/proxy/ratelimit"
 	"github.com/tidegate/tidegate/session/proxy/status"
 
@@ -32,9 +35,8 @@ type Proxy struct {
 
 	loops []loopState // indexed by reactor.Loop.Index
 
-	ipMu  sync.Mutex
-	perIP map[string]int
-	src   *ratelimit.Limiter // per-address rates and subnet caps, kept across reloads
+	perIP ratelimit.SessionsPerIP // max_sessions_per_ip
+	src   *ratelimit.Limiter      // per-address rates and subnet caps, kept across reloads
 
 	// Refusal logs of the flood-prone reasons (ratelimit.go): when the
 	// next warning may be written, and how many were left out since the
@@ -43,7 +45,7 @@ type Proxy struct {
 
 	backendSide backendHandler
 	probesMu    sync.Mutex
-	probes      *activeProbes // active probes, when health.interval is set
+	probes      *probe.Runner // active probes, when health.interval is set
 	probesEnded bool          // Stop or Shutdown stopped them for good
 
 	refresher status.Refresher // status cache refreshes (status.go)
@@ -63,7 +65,7 @@ type loopState struct {
 	counters       loopCounters
 	rnd            uint64
 	addrBuf, hsBuf []byte
-	recent         rejectionRing
+	recent         admin.RefusalRing
 }
 
 // New builds a proxy from a validated configuration; log receives its logs.
@@ -79,9 +81,8 @@ func NewWithListeners(cfg *config.Config, log zerolog.Logger, listeners []net.Li
 		return nil, err
 	}
 	p := &Proxy{
-		log:   log,
-		perIP: map[string]int{},
-		src:   ratelimit.New(),
+		log: log,
+		src: ratelimit.New(),
 	}
 	p.backendSide.p = p
 	var err error
@@ -175,9 +176,9 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 }
 
 // Stats sums the counters of all loops.
-func (p *Proxy) Stats() Stats {
+func (p *Proxy) Stats() proxymetrics.Stats {
 	refreshed, refreshFailed := p.refresher.Counts()
-	st := Stats{Reactor: p.rs.Stats(), Rejected: map[string]int64{}, Ended: map[string]int64{},
+	st := proxymetrics.Stats{Reactor: p.rs.Stats(), Rejected: map[string]int64{}, Ended: map[string]int64{},
 		StatusRefreshes: refreshed, StatusRefreshFailures: refreshFailed,
 		HandedOver: p.handedOver.Load(), HandedOverQueued: p.handedOverQueued.Load()}
 	for i := range p.loops {
@@ -224,17 +225,9 @@ func (p *Proxy) admit(gen *generation, ip string) (reason, bool) {
 	if r, ok := p.admitSource(gen, ip); !ok {
 		return r, false
 	}
-	lim := gen.cfg.Limits
-	if lim.MaxSessionsPerIP > 0 {
-		p.ipMu.Lock()
-		n := p.perIP[ip]
-		if n >= lim.MaxSessionsPerIP {
-			p.ipMu.Unlock()
-			p.releaseSource(gen, ip)
-			return reasonMaxSessionsPerIP, false
-		}
-		p.perIP[ip] = n + 1
-		p.ipMu.Unlock()
+	if most := gen.cfg.Limits.MaxSessionsPerIP; most > 0 && !p.perIP.Enter(ip, most) {
+		p.releaseSource(gen, ip)
+		return reasonMaxSessionsPerIP, false
 	}
 	return 0, true
 }
@@ -244,9 +237,7 @@ func (p *Proxy) admit(gen *generation, ip string) (reason, bool) {
 func (p *Proxy) admitAdopted(gen *generation, ip string) {
 	p.adoptSource(gen, ip)
 	if gen.cfg.Limits.MaxSessionsPerIP > 0 {
-		p.ipMu.Lock()
-		p.perIP[ip]++
-		p.ipMu.Unlock()
+		p.perIP.Add(ip)
 	}
 }
 
@@ -254,13 +245,7 @@ func (p *Proxy) admitAdopted(gen *generation, ip string) {
 func (p *Proxy) release(gen *generation, ip string) {
 	p.releaseSource(gen, ip)
 	if gen.cfg.Limits.MaxSessionsPerIP > 0 {
-		p.ipMu.Lock()
-		if n := p.perIP[ip] - 1; n > 0 {
-			p.perIP[ip] = n
-		} else {
-			delete(p.perIP, ip)
-		}
-		p.ipMu.Unlock()
+		p.perIP.Leave(ip)
 	}
 }
 

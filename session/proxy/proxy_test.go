@@ -19,6 +19,7 @@ import (
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/session/mcbackend"
 	"github.com/tidegate/tidegate/session/proxy/config"
+	"github.com/tidegate/tidegate/session/proxy/proxymetrics"
 	"gopkg.in/yaml.v3"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -304,7 +305,7 @@ func TestLoginAndEchoManyFrames(t *testing.T) {
 		}
 		echo(t, c, payload)
 	}
-	waitStats(t, p, "every frame counted", func(st Stats) bool { return st.FramesC2S >= 52 && st.FramesS2C >= 51 })
+	waitStats(t, p, "every frame counted", func(st proxymetrics.Stats) bool { return st.FramesC2S >= 52 && st.FramesS2C >= 51 })
 	st := p.Stats()
 	if st.Routed != 1 || st.Accepted != 1 {
 		t.Fatalf("stats: %+v", st)
@@ -313,7 +314,7 @@ func TestLoginAndEchoManyFrames(t *testing.T) {
 
 // waitStats waits until the proxy's stats satisfy cond; a failure shows the
 // last stats seen.
-func waitStats(t testing.TB, p *Proxy, what string, cond func(Stats) bool) {
+func waitStats(t testing.TB, p *Proxy, what string, cond func(proxymetrics.Stats) bool) {
 	t.Helper()
 	waitfor.Value(t, what, p.Stats, cond)
 }
@@ -392,7 +393,7 @@ func TestBadInputIsCountedAndClosedCleanly(t *testing.T) {
 			if tc.message == "" && len(got) != 0 {
 				t.Fatalf("want a plain close, got %q", got)
 			}
-			waitStats(t, p, fmt.Sprintf("the %s refusal", tc.reason), func(st Stats) bool { return st.Rejected[tc.reason] == 1 })
+			waitStats(t, p, fmt.Sprintf("the %s refusal", tc.reason), func(st proxymetrics.Stats) bool { return st.Rejected[tc.reason] == 1 })
 			if good != nil {
 				echo(t, good, []byte("still fine"))
 			}
@@ -503,7 +504,7 @@ func TestFloodTowardStalledBackendStaysBounded(t *testing.T) {
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
 	go func() { _, _ = c.Write(data) }()
-	waitStats(t, p, "the flooding session to pause", func(st Stats) bool { return st.Reactor.Paused > 0 })
+	waitStats(t, p, "the flooding session to pause", func(st proxymetrics.Stats) bool { return st.Reactor.Paused > 0 })
 	// A check that nothing happens: load can only hide a proxy that keeps
 	// relaying (by running it less), not make a correct one fail.
 	time.Sleep(300 * time.Millisecond)
@@ -561,7 +562,7 @@ func TestManySessionsNoGoroutineGrowth(t *testing.T) {
 			}
 		}
 	}
-	waitStats(t, p, fmt.Sprintf("%d routed sessions", n), func(st Stats) bool { return st.Routed == n })
+	waitStats(t, p, fmt.Sprintf("%d routed sessions", n), func(st proxymetrics.Stats) bool { return st.Routed == n })
 	// Dial goroutines end once their connects are handed over (idle pool
 	// workers are not counted); wait for that rather than a fixed time.
 	waitfor.Check(t, "the dial goroutines to end", func() error {
@@ -620,7 +621,7 @@ func TestPrometheusCollector(t *testing.T) {
 	c := dial(t, addr)
 	login17(t, c, "localhost", "Metrics")
 	reg := prometheus.NewPedanticRegistry()
-	if err := reg.Register(NewCollector(p)); err != nil {
+	if err := reg.Register(proxymetrics.NewCollector(p)); err != nil {
 		t.Fatal(err)
 	}
 	n, err := testutil.GatherAndCount(reg)
@@ -707,7 +708,7 @@ func TestBungeeCordForwardingRewritesHandshake(t *testing.T) {
 		t.Fatal(err)
 	}
 	expectRecorded(t, got, want)
-	waitStats(t, p, "both frames counted", func(st Stats) bool { return st.FramesC2S == 2 })
+	waitStats(t, p, "both frames counted", func(st proxymetrics.Stats) bool { return st.FramesC2S == 2 })
 }
 
 // TestIdleTimeoutIsAnEnd: a logged-in session that goes quiet for
@@ -724,12 +725,12 @@ func TestIdleTimeoutIsAnEnd(t *testing.T) {
 	if got, err := io.ReadAll(c); err != nil || len(got) != 0 {
 		t.Fatalf("read %q, %v; want the proxy to close the idle session", got, err)
 	}
-	waitStats(t, p, "the idle_timeout end", func(st Stats) bool { return st.Ended["idle_timeout"] == 1 })
+	waitStats(t, p, "the idle_timeout end", func(st proxymetrics.Stats) bool { return st.Ended["idle_timeout"] == 1 })
 	if st := p.Stats(); len(st.Rejected) != 0 {
 		t.Fatalf("an idle end was counted as a refusal: rejected %v", st.Rejected)
 	}
 	reg := prometheus.NewPedanticRegistry()
-	if err := reg.Register(NewCollector(p)); err != nil {
+	if err := reg.Register(proxymetrics.NewCollector(p)); err != nil {
 		t.Fatal(err)
 	}
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(`

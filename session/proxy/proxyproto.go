@@ -184,17 +184,3 @@ func (s *session) appendProxyHeader(b []byte, v proxyproto.Versions) []byte {
 	}
 	return proxyproto.Append(b, v, src, dst)
 }
-
-// probeProxyHeader is what an active probe of a group that sends
-// PROXY headers writes first on its connection conn: v2's LOCAL command,
-// or (v1 has none) a line with the probe's own endpoints; nil when the
-// group sends none.
-func probeProxyHeader(v proxyproto.Versions, conn net.Conn) []byte {
-	switch v {
-	case proxyproto.V1:
-		return proxyproto.AppendV1(nil, addrPortOf(conn.LocalAddr()), addrPortOf(conn.RemoteAddr()))
-	case proxyproto.V2:
-		return proxyproto.AppendV2Local(nil)
-	}
-	return nil
-}

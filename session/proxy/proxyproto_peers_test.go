@@ -202,9 +202,7 @@ func TestProxyProtocolFromRealPeers(t *testing.T) {
 				t.Fatal(err)
 			}
 			expectRecorded(t, got, want)
-			p.ipMu.Lock()
-			counts := fmt.Sprint(p.perIP)
-			p.ipMu.Unlock()
+			counts := fmt.Sprint(p.perIP.Counts())
 			if counts != "map["+clientIP+":1]" {
 				t.Fatalf("per-IP counts %s, want the client's address only", counts)
 			}

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -15,7 +14,7 @@ import (
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/protocol/proxyproto"
 	"github.com/tidegate/tidegate/reactor"
-	"github.com/tidegate/tidegate/session/proxy/config"
+	"github.com/tidegate/tidegate/session/proxy/proxymetrics"
 )
 
 // signature returns the v2 signature as a new slice.
@@ -110,7 +109,7 @@ func TestProxyHeaderBecomesClientAddress(t *testing.T) {
 				t.Fatal(err)
 			}
 			expectRecorded(t, got, want)
-			waitStats(t, p, "both frames counted", func(st Stats) bool { return st.FramesC2S == 2 })
+			waitStats(t, p, "both frames counted", func(st proxymetrics.Stats) bool { return st.FramesC2S == 2 })
 			if st := p.Stats(); st.BytesC2S != int64(len(mc.AppendHandshake(nil, hs))+len(ls)) || len(st.Rejected) != 0 {
 				t.Fatalf("counted %d bytes up (want the handshake and login start only) and rejections %v", st.BytesC2S, st.Rejected)
 			}
@@ -198,7 +197,7 @@ func TestProxyHeaderRefusals(t *testing.T) {
 			}
 			expectClosed(t, c, tc.reason == "bad_proxy_protocol")
 			waited := time.Since(start)
-			waitStats(t, p, fmt.Sprintf("the %s refusal", tc.reason), func(st Stats) bool { return st.Rejected[tc.reason] == 1 })
+			waitStats(t, p, fmt.Sprintf("the %s refusal", tc.reason), func(st proxymetrics.Stats) bool { return st.Rejected[tc.reason] == 1 })
 			switch {
 			case tc.waits && waited < timeout*2/3:
 				t.Fatalf("closed after %v, before the handshake timeout %v", waited, timeout)
@@ -207,7 +206,7 @@ func TestProxyHeaderRefusals(t *testing.T) {
 			case waited > timeout+5*time.Second:
 				t.Fatalf("closed only after %v (handshake timeout %v)", waited, timeout)
 			}
-			waitStats(t, p, "the refused session to end", func(st Stats) bool { return st.Active == 0 })
+			waitStats(t, p, "the refused session to end", func(st proxymetrics.Stats) bool { return st.Active == 0 })
 		})
 	}
 }
@@ -230,14 +229,12 @@ func TestProxyHeaderPerIPLimits(t *testing.T) {
 	echoOnce(t, b, "b")
 	dup := open("203.0.113.1:1001")
 	expectClosed(t, dup, false)
-	waitStats(t, p, "the max_sessions_per_ip refusal", func(st Stats) bool { return st.Rejected["max_sessions_per_ip"] == 1 })
+	waitStats(t, p, "the max_sessions_per_ip refusal", func(st proxymetrics.Stats) bool { return st.Rejected["max_sessions_per_ip"] == 1 })
 	a.Close()
-	waitStats(t, p, "the closed session to end", func(st Stats) bool { return st.Active == 1 })
+	waitStats(t, p, "the closed session to end", func(st proxymetrics.Stats) bool { return st.Active == 1 })
 	again := open("203.0.113.1:1002")
 	echoOnce(t, again, "again")
-	p.ipMu.Lock()
-	counts := fmt.Sprint(p.perIP)
-	p.ipMu.Unlock()
+	counts := fmt.Sprint(p.perIP.Counts())
 	if counts != "map[203.0.113.1:1 203.0.113.2:1]" {
 		t.Fatalf("per-IP counts %s, want the header's addresses", counts)
 	}
@@ -298,41 +295,6 @@ func TestSendProxyProtocol(t *testing.T) {
 	}
 }
 
-// TestHealthCheckSendsProxyHeader: an active check of a group that sends
-// PROXY headers starts with v2's LOCAL command, or a v1 line with the
-// check's own endpoints.
-func TestHealthCheckSendsProxyHeader(t *testing.T) {
-	for _, v := range []proxyproto.Versions{proxyproto.V1, proxyproto.V2} {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := make(chan []byte, 1)
-		go func() {
-			c, err := ln.Accept()
-			if err != nil {
-				got <- nil
-				return
-			}
-			defer c.Close()
-			b, _ := io.ReadAll(c)
-			got <- b
-		}()
-		if _, err := probeBackend(context.Background(), ln.Addr().String(), config.ProbeTCP, 2*time.Second, v); err != nil {
-			t.Fatal(err)
-		}
-		b := <-got
-		ln.Close()
-		h, n, err := proxyproto.Parse(b, proxyproto.Options{Versions: v})
-		if err != nil || n != len(b) {
-			t.Fatalf("%s: check sent %q: %v", v, b, err)
-		}
-		if v == proxyproto.V2 && h.Command != proxyproto.Local || v == proxyproto.V1 && h.Destination.String() != ln.Addr().String() {
-			t.Fatalf("%s: check sent %q = %+v", v, b, h)
-		}
-	}
-}
-
 // TestHandOverKeepsProxiedAddress: a session admitted under its header's
 // address is counted under that address on the process that takes it
 // over, which then refuses a second session from it.
@@ -350,9 +312,7 @@ func TestHandOverKeepsProxiedAddress(t *testing.T) {
 		t.Fatalf("handed over %d sessions, want 1", n)
 	}
 	echoOnce(t, c, "after")
-	newP.ipMu.Lock()
-	n := newP.perIP[ppClient.Addr().String()]
-	newP.ipMu.Unlock()
+	n := newP.perIP.Counts()[ppClient.Addr().String()]
 	if n != 1 {
 		t.Fatalf("new proxy counts %d sessions for %s, want 1", n, ppClient.Addr())
 	}
@@ -377,5 +337,5 @@ func TestHandOverKeepsProxiedAddress(t *testing.T) {
 		t.Fatal(err)
 	}
 	expectClosed(t, dup, false)
-	waitStats(t, newP, "the max_sessions_per_ip refusal", func(st Stats) bool { return st.Rejected["max_sessions_per_ip"] == 1 })
+	waitStats(t, newP, "the max_sessions_per_ip refusal", func(st proxymetrics.Stats) bool { return st.Rejected["max_sessions_per_ip"] == 1 })
 }

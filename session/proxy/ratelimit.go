@@ -10,6 +10,13 @@ import (
 // The limits per client address (package ratelimit) as sessions are
 // admitted, and the sampling of the refusals' logs.
 
+// RateLimitAddresses returns how many client addresses have connection or
+// login buckets now (limits.rate_limit_addresses bounds them), and how many
+// buckets not yet refilled were dropped to keep within that bound.
+func (p *Proxy) RateLimitAddresses() (tracked, evicted int64) {
+	return p.src.Tracked(), p.src.Evicted()
+}
+
 // admitSource applies the per-address limits of gen to a new connection
 // from ip: the connection rate, then the subnet's session cap. When it
 // admits, the session is counted in its subnet until releaseSource.

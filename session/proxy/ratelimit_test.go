@@ -14,6 +14,7 @@ import (
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/session/mcbackend"
 	"github.com/tidegate/tidegate/session/proxy/config"
+	"github.com/tidegate/tidegate/session/proxy/proxymetrics"
 	"github.com/tidegate/tidegate/session/proxy/ratelimit"
 
 	"github.com/rs/zerolog"
@@ -71,7 +72,7 @@ func countRefused(t *testing.T, p *Proxy, addr string, n int) int {
 	for i := range conns {
 		conns[i] = dial(t, addr)
 	}
-	waitStats(t, p, fmt.Sprintf("%d new connections handled", n), func(st Stats) bool { return st.Accepted >= before+int64(n) })
+	waitStats(t, p, fmt.Sprintf("%d new connections handled", n), func(st proxymetrics.Stats) bool { return st.Accepted >= before+int64(n) })
 	refused := 0
 	for _, c := range conns {
 		// The reset follows the count within the same callback; a read past its
@@ -105,11 +106,11 @@ func TestConnectionRateRefusesAtAccept(t *testing.T) {
 	if n := countRefused(t, p, addr, 2); n != 0 {
 		t.Fatalf("%d connections of the burst of 3 refused", n)
 	}
-	waitStats(t, p, "3 accepted connections", func(st Stats) bool { return st.Accepted == 3 })
+	waitStats(t, p, "3 accepted connections", func(st proxymetrics.Stats) bool { return st.Accepted == 3 })
 	if !refusedAtAccept(t, p, addr) {
 		t.Fatal("the 4th connection within the burst was not refused")
 	}
-	waitStats(t, p, "the connection_rate refusal", func(st Stats) bool { return st.Rejected["connection_rate"] == 1 })
+	waitStats(t, p, "the connection_rate refusal", func(st proxymetrics.Stats) bool { return st.Rejected["connection_rate"] == 1 })
 	echo(t, held, []byte("still relaying"))
 
 	cfg, err := testParseConfig(t, text)
@@ -158,7 +159,7 @@ func TestLoginRateDisconnects(t *testing.T) {
 	if err != nil || !bytes.Contains(got, []byte("Too many logins")) {
 		t.Fatalf("third login: %q, %v; want a disconnect saying Too many logins", got, err)
 	}
-	waitStats(t, p, "the login_rate refusal", func(st Stats) bool { return st.Rejected["login_rate"] == 1 })
+	waitStats(t, p, "the login_rate refusal", func(st proxymetrics.Stats) bool { return st.Rejected["login_rate"] == 1 })
 	clk.advance(2 * time.Second)
 	login17(t, dial(t, addr), "localhost", "Four")
 }
@@ -176,9 +177,9 @@ func TestSubnetCapRefusesAtAccept(t *testing.T) {
 	if !refusedAtAccept(t, p, addr) {
 		t.Fatal("a third session of 127.0.0.0/24 was admitted past the cap of 2")
 	}
-	waitStats(t, p, "the max_sessions_per_subnet refusal", func(st Stats) bool { return st.Rejected["max_sessions_per_subnet"] == 1 })
+	waitStats(t, p, "the max_sessions_per_subnet refusal", func(st proxymetrics.Stats) bool { return st.Rejected["max_sessions_per_subnet"] == 1 })
 	b.Close()
-	waitStats(t, p, "one session left", func(st Stats) bool { return st.Active == 1 })
+	waitStats(t, p, "one session left", func(st proxymetrics.Stats) bool { return st.Active == 1 })
 	login17(t, dial(t, addr), "localhost", "C")
 	echo(t, a, []byte("first session still fine"))
 }

@@ -145,7 +145,7 @@ func TestReloadKeepsBackendHealth(t *testing.T) {
 	a, b := namedBackend(t, "a"), namedBackend(t, "b")
 	p, _ := startProxy(t, rawConfig(a))
 	ba := p.cur().router.groups["main"].backends[0]
-	ba.failures.Store(7)
+	ba.Failures.Store(7)
 	text := fmt.Sprintf(`
 listeners: [{listen: "127.0.0.1:0", mode: raw, group: main}]
 groups: {main: {backends: [{addr: %q}, {addr: %q, weight: 3}]}}
@@ -160,11 +160,11 @@ limits: {high_watermark: 262144, low_watermark: 131072}
 		t.Fatal(err)
 	}
 	bs := p.cur().router.groups["main"].backends
-	if len(bs) != 2 || bs[0].backendHealth != ba.backendHealth || bs[0].failures.Load() != 7 {
+	if len(bs) != 2 || bs[0].backendHealth != ba.backendHealth || bs[0].Failures.Load() != 7 {
 		t.Fatal("the backend kept across the reload lost its health state")
 	}
-	if bs[1].failures.Load() != 0 || bs[1].weight != 3 {
-		t.Fatalf("new backend: failures %d weight %d", bs[1].failures.Load(), bs[1].weight)
+	if bs[1].Failures.Load() != 0 || bs[1].weight != 3 {
+		t.Fatalf("new backend: failures %d weight %d", bs[1].Failures.Load(), bs[1].weight)
 	}
 }
 

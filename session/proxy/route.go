@@ -2,18 +2,19 @@ package proxy
 
 import (
 	"sort"
-	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/protocol/proxyproto"
+	"github.com/tidegate/tidegate/session/proxy/balance"
 	"github.com/tidegate/tidegate/session/proxy/config"
+	"github.com/tidegate/tidegate/session/proxy/probe"
 	"github.com/tidegate/tidegate/session/proxy/status"
+	"github.com/tidegate/tidegate/session/proxy/vhost"
 )
 
 // backend is one backend server of a group in one configuration, and its
-// health (see health.go), which a reload keeps when the backend stays.
+// health (see probe.go), which a reload keeps when the backend stays.
 type backend struct {
 	addr   string
 	weight int
@@ -21,29 +22,16 @@ type backend struct {
 	*backendHealth
 }
 
-// backendHealth is the state of a backend that outlives a reload.
-type backendHealth struct {
-	state    atomic.Int64 // the circuit breaker's state word, see stateUp
-	failures atomic.Int32 // consecutive failed connects and probes
-	active   atomic.Int64 // sessions relayed to it now
-	// connecting counts sessions whose connect to it is in flight, so
-	// that least-connections sees a burst of sessions it sent there.
-	connecting atomic.Int64
-
-	connectFailures atomic.Int64 // session connects that failed or timed out
-	probesOK        atomic.Int64 // active probes that passed
-	probesFailed    atomic.Int64 // active probes that failed
-	lastLatency     atomic.Int64 // ns, last successful active probe; 0 before the first
-	avgLatency      atomic.Int64 // ns, EWMA of successful active probes; 0 before the first
-	lastErr         atomic.Pointer[lastFailure]
-}
+// backendHealth is the state of a backend that outlives a reload. It is
+// an alias, so that a backend embeds it under this name.
+type backendHealth = probe.Health
 
 // group is a set of interchangeable backends chosen by weight.
 type group struct {
 	name     string
 	backends []*backend
 	strategy config.Strategy
-	rr       []rrState // round-robin: one position per event loop
+	rr       balance.RoundRobin // round-robin: one position per event loop
 
 	routed    bool             // some listener can send sessions here
 	probeKind config.ProbeKind // active probe kind, config.ProbeTCP or config.ProbeStatus
@@ -66,15 +54,11 @@ type route struct {
 
 // router maps virtual hosts to groups.
 type router struct {
-	hosts map[string]*route // exact hosts
-	wild  map[string]*route // *.example.com as example.com
-	// wildMin and wildMax are the shortest and longest keys of wild: only
-	// suffixes of a host between them can match.
-	wildMin, wildMax int
-	def              *route // default_group, or nil
-	groups           map[string]*group
-	ordered          []*group // groups by name
-	health           config.ProbeConfig
+	hosts   vhost.Table[*route]
+	def     *route // default_group, or nil
+	groups  map[string]*group
+	ordered []*group // groups by name
+	health  config.ProbeConfig
 	// now is the clock of the health state, unix nanoseconds. Tests may
 	// replace it before the proxy starts.
 	now func() int64
@@ -88,7 +72,7 @@ type router struct {
 func newRouter(cfg *config.Config, prev *router, loops int) *router {
 	h := cfg.Probes
 	r := &router{
-		hosts: map[string]*route{}, wild: map[string]*route{}, groups: map[string]*group{}, health: h, now: nowUnix,
+		groups: map[string]*group{}, health: h, now: nowUnix,
 		lease: int64(max(cfg.Limits.ConnectTimeout, h.Timeout) + 5*time.Second),
 	}
 	names := make([]string, 0, len(cfg.Groups))
@@ -96,17 +80,20 @@ func newRouter(cfg *config.Config, prev *router, loops int) *router {
 		names = append(names, name)
 	}
 	sort.Strings(names)
+	routed := cfg.RoutedGroups()
 	for _, name := range names {
 		gc := cfg.Groups[name]
-		msg := gc.OfflineMessage
-		if msg == "" {
-			msg = h.OfflineMessage
-		}
 		g := &group{
 			name:              name,
-			probeKind:         config.ProbeTCP,
-			offlineDisconnect: mc.AppendLoginDisconnect(nil, status.ChatJSON(msg)),
+			offlineDisconnect: mc.AppendLoginDisconnect(nil, status.ChatJSON(cfg.OfflineMessage(gc))),
 			strategy:          gc.Strategy,
+		}
+		g.probeKind, g.routed = routed[name]
+		switch {
+		case h.Kind != config.ProbeAuto:
+			g.probeKind = h.Kind
+		case !g.routed:
+			g.probeKind = config.ProbeTCP
 		}
 		g.status = newGroupStatus(cfg, gc)
 		g.sendPP = gc.SendVersions()
@@ -116,10 +103,7 @@ func newRouter(cfg *config.Config, prev *router, loops int) *router {
 			}
 		}
 		if g.strategy == config.StrategyRoundRobin {
-			g.rr = make([]rrState, max(loops, 1))
-			for i := range g.rr {
-				g.rr[i].cur = make([]int, len(g.backends))
-			}
+			g.rr = balance.NewRoundRobin(loops, len(g.backends))
 		}
 		r.groups[name] = g
 		r.ordered = append(r.ordered, g)
@@ -131,46 +115,11 @@ func newRouter(cfg *config.Config, prev *router, loops int) *router {
 			rt.rewriteHost, rt.rewritePort = []byte(host), port
 		}
 		for _, h := range rc.Hosts {
-			if n := config.NormalizeHost(h); strings.HasPrefix(n, "*.") {
-				suffix := n[2:]
-				r.wild[suffix] = rt
-				if len(r.wild) == 1 || len(suffix) < r.wildMin {
-					r.wildMin = len(suffix)
-				}
-				r.wildMax = max(r.wildMax, len(suffix))
-			} else {
-				r.hosts[n] = rt
-			}
+			r.hosts.Add(config.NormalizeHost(h), rt)
 		}
 	}
 	if cfg.DefaultGroup != "" {
 		r.def = &route{group: r.groups[cfg.DefaultGroup]}
-	}
-	// Which groups carry traffic, and of which kind.
-	var minecraft, raw []*group
-	for _, l := range cfg.Listeners {
-		if l.Mode == config.ModeRaw {
-			raw = append(raw, r.groups[l.Group])
-			continue
-		}
-		if r.def != nil {
-			minecraft = append(minecraft, r.def.group)
-		}
-		for _, rt := range cfg.Routes {
-			minecraft = append(minecraft, r.groups[rt.Group])
-		}
-	}
-	for _, g := range raw {
-		g.routed = true
-	}
-	for _, g := range minecraft {
-		g.routed = true
-		g.probeKind = config.ProbeStatus
-	}
-	if h.Kind != config.ProbeAuto {
-		for _, g := range r.ordered {
-			g.probeKind = h.Kind
-		}
 	}
 	return r
 }
@@ -190,32 +139,11 @@ func (r *router) healthOf(name, addr string) *backendHealth {
 	return &backendHealth{}
 }
 
-// route returns the route of a normalized host: the route naming it, else
-// the wildcard route with the longest suffix of it (*.b.example.com before
-// *.example.com; a wildcard matches names under its suffix at any depth,
-// never the suffix itself), else the default group's, else nil. It does
-// not allocate: the map lookups convert the byte slices in place.
+// route returns the route of a normalized host (see vhost.Table.Lookup),
+// else the default group's, else nil. It does not allocate.
 func (r *router) route(host []byte) *route {
-	if rt, ok := r.hosts[string(host)]; ok {
+	if rt, ok := r.hosts.Lookup(host); ok {
 		return rt
-	}
-	if len(r.wild) > 0 {
-		// Label suffixes from the longest: a.b.example.com tries
-		// b.example.com, then example.com, then com.
-		for i, c := range host {
-			if c != '.' {
-				continue
-			}
-			switch rest := len(host) - i - 1; {
-			case rest > r.wildMax:
-				continue
-			case rest < r.wildMin:
-				return r.def
-			}
-			if rt, ok := r.wild[string(host[i+1:])]; ok {
-				return rt
-			}
-		}
 	}
 	return r.def
 }
@@ -228,10 +156,10 @@ func (r *router) route(host []byte) *route {
 func (g *group) pick(rnd *uint64, loop int, now, lease int64) (b *backend, probe bool) {
 	total := 0
 	for _, b := range g.backends {
-		switch s := b.state.Load(); {
-		case s == stateUp:
+		switch up, probe := b.Available(now, lease); {
+		case up:
 			total += b.weight
-		case b.claimProbe(s, now, lease):
+		case probe:
 			return b, true
 		}
 	}
@@ -240,22 +168,13 @@ func (g *group) pick(rnd *uint64, loop int, now, lease int64) (b *backend, probe
 	}
 	switch g.strategy {
 	case config.StrategyRoundRobin:
-		return g.pickRoundRobin(loop, total), false
+		return balance.PickRoundRobin(g.rr, loop, g.backends, total), false
 	case config.StrategyLeastConnections:
-		return g.pickLeastConnections(rnd), false
+		return balance.PickLeastConnections(g.backends, rnd), false
 	case config.StrategyLowestLatency:
-		return g.pickLowestLatency(rnd, total), false
+		return balance.PickLowestLatency(g.backends, rnd, total), false
 	}
-	return g.pickWeighted(rnd, total, 0), false
-}
-
-func xorshift(s *uint64) uint64 {
-	x := *s
-	x ^= x << 13
-	x ^= x >> 7
-	x ^= x << 17
-	*s = x
-	return x
+	return balance.PickWeighted(g.backends, rnd, total), false
 }
 
 func nowUnix() int64 { return time.Now().UnixNano() }

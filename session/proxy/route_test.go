@@ -11,6 +11,7 @@ import (
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/session/mcbackend"
 	"github.com/tidegate/tidegate/session/proxy/config"
+	"github.com/tidegate/tidegate/session/proxy/proxymetrics"
 )
 
 // routingConfig has exact, wildcard and nested wildcard routes and a
@@ -195,7 +196,7 @@ groups: {main: {backends: [{addr: %q}]}}
 			echo(t, c, []byte("after the rewrite"))
 		})
 	}
-	waitStats(t, p, "every frame counted", func(st Stats) bool { return st.FramesC2S >= 4*3 })
+	waitStats(t, p, "every frame counted", func(st proxymetrics.Stats) bool { return st.FramesC2S >= 4*3 })
 
 	// BungeeCord forwarding carries the rewritten host.
 	be2, got2 := recordingLoginBackend(t)

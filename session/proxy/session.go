@@ -232,10 +232,10 @@ func (h *backendHandler) OnOpen(bc *reactor.Conn) {
 	p := s.p
 	s.probe = false
 	s.endDial()
-	if s.target.markUp() {
+	if s.target.MarkUp() {
 		p.log.Info().Str("group", s.group.name).Str("backend", s.target.addr).Msg("backend up: a session connected")
 	}
-	s.target.active.Add(1)
+	s.target.Active.Add(1)
 	s.onBackend = true
 	ls := p.loopOf(bc)
 	ls.counters.routed.Add(1)
@@ -306,18 +306,18 @@ func (h *backendHandler) OnClose(bc *reactor.Conn, err error) {
 	if errors.As(err, &de) {
 		p.loopOf(bc).counters.connectFailed.Add(1)
 		b, now := s.target, s.gen.router.now()
-		b.connectFailures.Add(1)
-		b.setError(now, err)
+		b.ConnectFailures.Add(1)
+		b.SetError(now, err)
 		down := false
 		if de.Local {
 			// This process ran short (descriptors, the dial queue): that says
 			// nothing about the backend, so it is not held against it.
 			s.dropProbe()
 		} else {
-			down = b.markFailed(s.gen.cfg.Probes, now, s.probe)
+			down = b.MarkFailed(s.gen.cfg.Probes, now, s.probe)
 		}
 		p.log.Warn().Str("group", s.group.name).Str("backend", b.addr).Str("host", s.host).Str("user", s.username).Err(err).
-			Bool("local", de.Local).Bool("probe", s.probe).Bool("marked_down", down).Int32("failures", b.failures.Load()).Msg("backend connect failed")
+			Bool("local", de.Local).Bool("probe", s.probe).Bool("marked_down", down).Int32("failures", b.Failures.Load()).Msg("backend connect failed")
 		s.probe = false
 		switch {
 		case c.Closing():
@@ -348,7 +348,7 @@ func (h *backendHandler) OnClose(bc *reactor.Conn, err error) {
 func (s *session) leaveBackend() {
 	if s.onBackend {
 		s.onBackend = false
-		s.target.active.Add(-1)
+		s.target.Active.Add(-1)
 	}
 }
 
@@ -575,7 +575,7 @@ func (s *session) connect() {
 	}
 	s.target, s.probe = b, probe
 	s.dialing = true
-	b.connecting.Add(1)
+	b.Connecting.Add(1)
 	s.state = stConnecting
 	s.backend = l.Dial(b.addr, s.gen.cfg.Limits.ConnectTimeout, &s.p.backendSide, s)
 }
@@ -585,6 +585,6 @@ func (s *session) connect() {
 func (s *session) dropProbe() {
 	if s.probe {
 		s.probe = false
-		s.target.dropProbe(s.gen.router.now())
+		s.target.DropProbe(s.gen.router.now())
 	}
 }

@@ -1,10 +1,6 @@
 package proxy
 
-import (
-	"sync/atomic"
-
-	"github.com/tidegate/tidegate/reactor"
-)
+import "sync/atomic"
 
 // reason is why a session was refused or ended early.
 type reason uint8
@@ -69,6 +65,21 @@ var endReasons = []reason{reasonIdleTimeout, reasonFinTimeout, reasonShutdown, r
 // onlyEnds reports whether r never refuses a session, only ends one.
 func (r reason) onlyEnds() bool { return r == reasonIdleTimeout || r == reasonFinTimeout }
 
+// Reasons returns the labels of the reasons a session may be refused for
+// (every reason but the end-only ones) and of those a relaying session may
+// be ended for, the keys Stats' Rejected and Ended may have.
+func (p *Proxy) Reasons() (refusals, ends []string) {
+	for r := reason(0); r < numReasons; r++ {
+		if !r.onlyEnds() {
+			refusals = append(refusals, r.String())
+		}
+	}
+	for _, r := range endReasons {
+		ends = append(ends, r.String())
+	}
+	return refusals, ends
+}
+
 // loopCounters are one loop's counters: written only on that loop, read
 // atomically by Stats. Padded so loops do not share cache lines.
 type loopCounters struct {
@@ -86,35 +97,4 @@ type loopCounters struct {
 	rejected      [numReasons]atomic.Int64 // sessions refused before they relayed
 	ended         [numReasons]atomic.Int64 // relaying sessions the proxy ended
 	_             [64]byte
-}
-
-// Stats are the proxy's counters, summed over loops.
-type Stats struct {
-	Reactor       reactor.Stats
-	Accepted      int64            // client connections accepted
-	Active        int64            // sessions open now
-	Routed        int64            // sessions whose backend connected
-	ConnectFailed int64            // backend connects that failed or timed out
-	BytesC2S      int64            // bytes relayed client to backend
-	BytesS2C      int64            // bytes relayed backend to client
-	FramesC2S     int64            // Minecraft frames relayed client to backend
-	FramesS2C     int64            // Minecraft frames relayed backend to client
-	Unframed      int64            // streams whose framing could not be followed (encryption)
-	Rejected      map[string]int64 // sessions refused before they relayed, by reason
-	Ended         map[string]int64 // relaying sessions the proxy ended (idle_timeout, fin_timeout, shutdown)
-
-	// StatusCached and StatusWaited count the status pings (modern and
-	// legacy) answered from a group's cache, at once or after waiting for
-	// a refresh; StatusRefreshes and StatusRefreshFailures count the
-	// refreshes that fetched a status and those that failed.
-	StatusCached          int64
-	StatusWaited          int64
-	StatusRefreshes       int64
-	StatusRefreshFailures int64
-
-	// HandedOver counts the sessions this process gave to another (a live
-	// upgrade), and HandedOverQueued the bytes it had relayed for them but
-	// not yet sent, which went with them.
-	HandedOver       int64
-	HandedOverQueued int64
 }

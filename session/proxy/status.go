@@ -26,7 +26,7 @@ import (
 //   - A refresh that fails is cached for the TTL too, as the offline answer
 //     (so a ping storm at a broken backend costs one fetch per TTL); it
 //     changes no backend's health, which connects and active checks decide.
-//   - When the group has no backend up (health.go), pings get the offline
+//   - When the group has no backend up (probe.go), pings get the offline
 //     answer (status.offline) at once.
 //
 // The Ping that follows is answered with its own payload by the proxy. A
@@ -47,18 +47,10 @@ type groupStatus struct {
 	cache   status.Cache[*session]
 }
 
-// newGroupStatus builds the status state of a group configured as gc.
-// Its offline description is the group's offline_message, else
-// status.offline.motd, else health.offline_message.
+// newGroupStatus builds the status state of a group configured as gc,
+// whose offline description is config.OfflineMOTD's.
 func newGroupStatus(cfg *config.Config, gc config.GroupConfig) *groupStatus {
-	text := gc.OfflineMessage
-	if text == "" {
-		text = cfg.Status.Offline.MOTD
-	}
-	if text == "" {
-		text = cfg.Probes.OfflineMessage
-	}
-	return &groupStatus{offline: status.Offline(cfg.Status.Offline, text)}
+	return &groupStatus{offline: status.Offline(cfg.Status.Offline, cfg.OfflineMOTD(gc))}
 }
 
 // unknownHostText is the description of the proxy's answer for a host
@@ -82,7 +74,7 @@ func (p *Proxy) refresh(ctx context.Context, gen *generation, g *group) status.E
 	start := time.Now()
 	var up []status.Backend
 	for _, b := range g.backends {
-		if b.state.Load() == stateUp {
+		if b.Up() {
 			up = append(up, status.Backend{Addr: b.addr, Weight: b.weight})
 		}
 	}
@@ -318,47 +310,17 @@ func (s *session) serveLocalStatus() {
 		return
 	}
 	buf, _ := c.Peek(-1)
-	consumed := 0
-	var out []byte
-frames:
-	for {
-		n, hl, err := mc.SplitFrame(buf[consumed:], 256)
-		if err != nil {
-			s.reject(reasonBadFrame, err)
-			return
-		}
-		if n == 0 {
-			break
-		}
-		id, _, err := mc.ParsePacketID(buf[consumed+hl : consumed+n])
-		if err != nil {
-			s.reject(reasonBadFrame, err)
-			return
-		}
-		body := buf[consumed+hl : consumed+n]
-		switch id {
-		case mc.PacketStatusRequest:
-			if s.pre.reply == nil {
-				break frames // answered when the refresh is done
-			}
-			out = s.pre.reply.AppendResponse(out, s.protocol)
-		case mc.PacketPing:
-			v, err := mc.ParsePing(body)
-			if err != nil {
-				s.reject(reasonBadFrame, err)
-				return
-			}
-			out = mc.AppendPong(out, v)
-			_ = c.Write(out)
-			c.Discard(-1)
-			s.state = stDone
-			c.Close()
-			return
-		default:
-			s.reject(reasonBadFrame, errors.New("unexpected packet in status state"))
-			return
-		}
-		consumed += n
+	out, consumed, pinged, err := status.Answer(nil, buf, s.pre.reply, s.protocol)
+	switch {
+	case err != nil:
+		s.reject(reasonBadFrame, err)
+		return
+	case pinged:
+		_ = c.Write(out)
+		c.Discard(-1)
+		s.state = stDone
+		c.Close()
+		return
 	}
 	if len(out) > 0 {
 		_ = c.Write(out)

@@ -23,6 +23,7 @@ import (
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/session/mcbackend"
 	"github.com/tidegate/tidegate/session/proxy/config"
+	"github.com/tidegate/tidegate/session/proxy/proxymetrics"
 )
 
 // startBackendServer is startBackend returning the server too, for its counters.
@@ -536,7 +537,7 @@ func TestLegacyPingArrivingInPieces(t *testing.T) {
 	if got, err := io.ReadAll(c); err != nil || len(got) != 0 {
 		t.Fatalf("FE 00 frame: %q, %v", got, err)
 	}
-	waitStats(t, p, "the bad_handshake refusal", func(st Stats) bool { return st.Rejected["bad_handshake"] == 1 })
+	waitStats(t, p, "the bad_handshake refusal", func(st proxymetrics.Stats) bool { return st.Rejected["bad_handshake"] == 1 })
 	if n := p.Stats().Rejected["legacy_ping"]; n != 3 {
 		t.Fatalf("legacy_ping counted %d times, want 3", n)
 	}

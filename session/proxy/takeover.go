@@ -216,7 +216,7 @@ func (s *session) flushAdopted(to *reactor.Conn, side int) {
 // left it, once both of its sockets are open here.
 func (s *session) resumeAdopted() {
 	c, bc := s.client, s.backend
-	s.target.active.Add(1)
+	s.target.Active.Add(1)
 	s.onBackend = true
 	s.state = stRelay
 	c.SetSink(bc)

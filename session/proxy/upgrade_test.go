@@ -16,6 +16,7 @@ import (
 	"github.com/tidegate/tidegate/internal/testkit/testserver"
 	"github.com/tidegate/tidegate/reactor/handoverwire"
 	"github.com/tidegate/tidegate/session/mcbackend"
+	"github.com/tidegate/tidegate/session/proxy/proxymetrics"
 )
 
 // handOver moves every session of from to to over a fresh socket pair and
@@ -106,7 +107,7 @@ func TestHandOverKeepsStreamsWhole(t *testing.T) {
 	for i := 0; i < sessions; i++ {
 		<-quarter
 	}
-	waitStats(t, oldP, fmt.Sprintf("%d sessions", sessions), func(st Stats) bool { return st.Active == sessions })
+	waitStats(t, oldP, fmt.Sprintf("%d sessions", sessions), func(st proxymetrics.Stats) bool { return st.Active == sessions })
 	n := handOver(t, oldP, newP)
 	openGate()
 	wg.Wait()
@@ -142,7 +143,7 @@ func TestHandOverMinecraftPlay(t *testing.T) {
 		echo(t, c, []byte(fmt.Sprintf("after %d", i)))
 	}
 	// The loop counts a frame after writing it: the echo can arrive first.
-	waitStats(t, newP, "the handed-over sessions' frames", func(st Stats) bool { return st.FramesC2S >= 10 && st.FramesS2C >= 10 })
+	waitStats(t, newP, "the handed-over sessions' frames", func(st proxymetrics.Stats) bool { return st.FramesC2S >= 10 && st.FramesS2C >= 10 })
 	st := newP.Stats()
 	if st.FramesC2S != 10 || st.FramesS2C != 10 || st.Unframed != 0 {
 		t.Fatalf("new proxy counted %d frames up, %d down, %d unframed; want 10, 10, 0", st.FramesC2S, st.FramesS2C, st.Unframed)
@@ -229,7 +230,7 @@ func TestHandOverTakesBackWhatItCannotSend(t *testing.T) {
 	if err == nil {
 		t.Fatalf("HandOver to a receiver that died: no error (%d sessions)", n)
 	}
-	waitStats(t, oldP, fmt.Sprintf("%d sessions left", sessions-1), func(st Stats) bool { return st.Active == sessions-1 })
+	waitStats(t, oldP, fmt.Sprintf("%d sessions left", sessions-1), func(st proxymetrics.Stats) bool { return st.Active == sessions-1 })
 	whole, cut := 0, 0
 	for _, c := range conns {
 		_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
@@ -273,7 +274,7 @@ func stalledStreams(t *testing.T, n, size int, seed uint64) (*Proxy, []net.Conn,
 		t.Cleanup(func() { c.Close() })
 		conns[i] = c
 	}
-	waitStats(t, p, fmt.Sprintf("%d paused sessions", n), func(st Stats) bool { return st.Reactor.Paused >= int64(n) })
+	waitStats(t, p, fmt.Sprintf("%d paused sessions", n), func(st proxymetrics.Stats) bool { return st.Reactor.Paused >= int64(n) })
 	return p, conns, data
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/tidegate/tidegate/internal/testkit/waitfor"
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/reactor/handoverwire"
+	"github.com/tidegate/tidegate/session/proxy/proxymetrics"
 )
 
 // socketFile returns a duplicate of c's socket as a file, as a hand-over
@@ -59,7 +60,7 @@ func TestAdoptingASessionWhoseClientReset(t *testing.T) {
 		t.Fatal("adopting a session whose client had reset reported success")
 	}
 	sockpair.ExpectEnded(t, backendPeer, "the backend socket of the session that was lost")
-	waitStats(t, p, "only the first session open", func(st Stats) bool { return st.Active == 1 && st.Reactor.Active == 2 })
+	waitStats(t, p, "only the first session open", func(st proxymetrics.Stats) bool { return st.Active == 1 && st.Reactor.Active == 2 })
 	echo(t, first, []byte("still relaying"))
 	waitfor.Value(t, "the descriptors held to be the first session's", reactor.HeldFDs,
 		func(h int64) bool { return h == held+fdsPerHandedSession })

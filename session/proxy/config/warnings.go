@@ -12,27 +12,15 @@ func (c *Config) warnings() []Problem {
 	warn := func(path, format string, args ...any) {
 		ws = append(ws, Problem{Path: path, Msg: fmt.Sprintf(format, args...)})
 	}
-	reached := map[string]bool{}
-	minecraft := false
 	for i, l := range c.Listeners {
-		if l.Mode == ModeRaw {
-			reached[l.Group] = true
-			continue
-		}
-		minecraft = true
-		if c.DefaultGroup == "" && len(c.Routes) == 0 {
+		if l.Mode != ModeRaw && c.DefaultGroup == "" && len(c.Routes) == 0 {
 			warn(fmt.Sprintf("listeners[%d]", i), "no routes and no default_group: every login is refused with %q; set default_group to the group hosts should go to",
 				UnknownHostDisconnect)
 		}
 	}
-	if minecraft {
-		reached[c.DefaultGroup] = true
-		for _, r := range c.Routes {
-			reached[r.Group] = true
-		}
-	}
+	reached := c.RoutedGroups()
 	for _, name := range slices.Sorted(maps.Keys(c.Groups)) {
-		if !reached[name] {
+		if _, ok := reached[name]; !ok {
 			warn("groups."+name, "no listener sends sessions here: it is not default_group, a route's group or a raw listener's group")
 			continue
 		}

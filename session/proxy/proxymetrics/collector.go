@@ -1,16 +1,41 @@
-package proxy
+package proxymetrics
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tidegate/tidegate/session/cluster"
+	"github.com/tidegate/tidegate/session/proxy/admin"
 )
+
+// Source is the running proxy, as the collector reads it on each scrape.
+// Each method may be called from any goroutine.
+type Source interface {
+	// Stats returns the proxy's counters.
+	Stats() Stats
+	// Reasons returns the labels of the reasons a session may be refused
+	// for and of those a relaying session may be ended for; NewCollector
+	// reads them once.
+	Reasons() (refusals, ends []string)
+	// BackendHealth returns the health of every backend.
+	BackendHealth() []admin.BackendStatus
+	// Reloads counts the configuration reloads that took effect and those
+	// that failed.
+	Reloads() (ok, failed int64)
+	// ConfigHash returns the hash of the configuration new sessions use.
+	ConfigHash() string
+	// RateLimitAddresses returns how many client addresses have rate
+	// buckets now, and how many buckets were dropped to bound them.
+	RateLimitAddresses() (tracked, evicted int64)
+	// Cluster returns the cluster client, nil when clustering is off.
+	Cluster() *cluster.Client
+}
 
 // Collector exports the proxy's counters to Prometheus. It reads Stats and
 // BackendHealth on each scrape, so the data path keeps its lock-free
 // per-loop and per-backend counters.
 type Collector struct {
-	p *Proxy
+	src                  Source
+	refusals, endReasons []string // Source.Reasons, which do not change
 
 	accepted, active, routed, connectFailed *prometheus.Desc
 	bytes, frames, unframed, rejected, ends *prometheus.Desc
@@ -28,13 +53,16 @@ type Collector struct {
 	clusterKicks                                                    *prometheus.Desc
 }
 
-// NewCollector returns a Prometheus collector for p.
-func NewCollector(p *Proxy) *Collector {
+// NewCollector returns a Prometheus collector for the proxy src.
+func NewCollector(src Source) *Collector {
 	d := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc("tidegate_proxy_"+name, help, labels, nil)
 	}
+	refusals, ends := src.Reasons()
 	return &Collector{
-		p:             p,
+		src:           src,
+		refusals:      refusals,
+		endReasons:    ends,
 		accepted:      d("accepted_total", "Client connections accepted."),
 		active:        d("sessions_active", "Sessions open now."),
 		routed:        d("routed_total", "Sessions whose backend connected."),
@@ -92,7 +120,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
-	st := c.p.Stats()
+	st := c.src.Stats()
 	counter := func(d *prometheus.Desc, v int64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
 	}
@@ -107,13 +135,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.frames, st.FramesC2S, "client_to_backend")
 	counter(c.frames, st.FramesS2C, "backend_to_client")
 	counter(c.unframed, st.Unframed)
-	for r := reason(0); r < numReasons; r++ {
-		if !r.onlyEnds() {
-			counter(c.rejected, st.Rejected[r.String()], r.String())
-		}
+	for _, r := range c.refusals {
+		counter(c.rejected, st.Rejected[r], r)
 	}
-	for _, r := range endReasons {
-		counter(c.ends, st.Ended[r.String()], r.String())
+	for _, r := range c.endReasons {
+		counter(c.ends, st.Ended[r], r)
 	}
 	gauge(c.paused, st.Reactor.Paused)
 	counter(c.pauseEvents, st.Reactor.PauseEvents)
@@ -122,13 +148,14 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.statusAnswers, st.StatusWaited, "after_refresh")
 	counter(c.statusRefreshes, st.StatusRefreshes, "ok")
 	counter(c.statusRefreshes, st.StatusRefreshFailures, "failed")
-	ok, failed := c.p.Reloads()
+	ok, failed := c.src.Reloads()
 	counter(c.reloads, ok, "ok")
 	counter(c.reloads, failed, "failed")
-	gauge(c.configInfo, 1, c.p.ConfigHash())
-	gauge(c.rateAddresses, c.p.src.Tracked())
-	counter(c.rateEvictions, c.p.src.Evicted())
-	if cl := c.p.cluster; cl != nil {
+	gauge(c.configInfo, 1, c.src.ConfigHash())
+	tracked, evicted := c.src.RateLimitAddresses()
+	gauge(c.rateAddresses, tracked)
+	counter(c.rateEvictions, evicted)
+	if cl := c.src.Cluster(); cl != nil {
 		up := int64(0)
 		if cl.Up() {
 			up = 1
@@ -147,7 +174,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			gauge(c.clusterNetProxies, int64(n.Proxies))
 		}
 	}
-	for _, b := range c.p.BackendHealth() {
+	for _, b := range c.src.BackendHealth() {
 		up := int64(0)
 		if b.Up {
 			up = 1
