@@ -28,10 +28,9 @@ const (
 	// metrics listener's requests has a body worth more.
 	metricsReadTimeout = 10 * time.Second
 	// metricsWriteTimeout bounds a response from the end of its request's
-	// header: it must outlast the longest CPU profile served, which
-	// net/http/pprof refuses beyond it ("profile duration exceeds server's
-	// WriteTimeout"), so profiles of up to 60 s (the default is 30 s) fit.
-	metricsWriteTimeout = 65 * time.Second
+	// header; a profile's or trace's own deadline is this plus the
+	// seconds it was asked for (net/http/pprof extends it).
+	metricsWriteTimeout = 30 * time.Second
 	// metricsIdleTimeout closes a keep-alive connection idle this long:
 	// Prometheus scrapes every 15 s to 1 min and reconnects at no cost.
 	metricsIdleTimeout = 30 * time.Second

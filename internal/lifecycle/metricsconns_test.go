@@ -199,3 +199,18 @@ func isTimeout(err error) bool {
 	ne := net.Error(nil)
 	return errors.As(err, &ne) && ne.Timeout()
 }
+
+// TestMetricsServesAProfileUnderItsTimeouts: a CPU profile still comes
+// whole through the listener's read and write timeouts.
+func TestMetricsServesAProfileUnderItsTimeouts(t *testing.T) {
+	m := serveCapped(t, 4, time.Minute)
+	resp, err := http.Get("http://" + m.Addr().String() + "/debug/pprof/profile?seconds=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK || len(b) == 0 {
+		t.Fatalf("/debug/pprof/profile?seconds=1: %s, %d bytes, %v", resp.Status, len(b), err)
+	}
+}
