@@ -45,8 +45,9 @@ type MetricsOptions struct {
 // optionally, an admin handler. A nil *MetricsServer is one that is off:
 // its Addr is nil and Shutdown does nothing.
 type MetricsServer struct {
-	ln  net.Listener
-	srv *http.Server
+	ln     net.Listener
+	capped *capListener // ln with its cap, as served
+	srv    *http.Server
 }
 
 // ServeMetrics starts serving h and o's handlers in the background on o's
@@ -75,7 +76,7 @@ func ServeMetrics(h *Registry, o MetricsOptions) (*MetricsServer, error) {
 		}
 	}
 	capped.Listener = ln
-	m := &MetricsServer{ln: ln, srv: newMetricsHTTPServer(newMetricsMux(h, reg, o.Admin), o.IdleTimeout)}
+	m := &MetricsServer{ln: ln, capped: capped, srv: newMetricsHTTPServer(newMetricsMux(h, reg, o.Admin), o.IdleTimeout)}
 	go func() {
 		if err := m.srv.Serve(capped); !errors.Is(err, http.ErrServerClosed) {
 			o.Log.Error().Err(err).Str("listen", ln.Addr().String()).Msg("metrics: serving ended")
@@ -155,7 +156,11 @@ func (m *MetricsServer) Shutdown(ctx context.Context) error {
 	if m == nil {
 		return nil
 	}
-	return m.srv.Shutdown(ctx)
+	err := m.srv.Shutdown(ctx)
+	// Shutdown closes only the listeners Serve has begun to track: one
+	// called right after ServeMetrics can come before Serve does.
+	_ = m.capped.Close()
+	return err
 }
 
 // listenerFile is a duplicate of the listener's socket, for a live upgrade
