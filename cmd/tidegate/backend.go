@@ -46,6 +46,7 @@ func backendCommand(proc *lifecycle.Process) *cli.Command {
 			&cli.BoolFlag{Name: "chunk-replies", Usage: "answer chunk requests (packet 0x7F \"tgck\" + uint32 size) with a frame of that size instead of the echo"},
 			&cli.BoolFlag{Name: "skip-join-game", Usage: "do not send Login (play) to 1.20.2-1.20.4 clients when play begins"},
 			metricsFlag(),
+			metricsMaxConnsFlag(),
 		}, reactorFlags()...), logFlags()...),
 		OnUsageError: usageError,
 		Action:       func(c *cli.Context) error { return runBackend(c, proc) },

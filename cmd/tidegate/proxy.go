@@ -36,6 +36,7 @@ func proxyCommand(proc *lifecycle.Process) *cli.Command {
 			&cli.BoolFlag{Name: "demo", Usage: "also start a fake Minecraft backend in-process on the first backend address"},
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a Go CPU profile to `FILE` until the proxy stops"},
 			metricsFlag(),
+			metricsMaxConnsFlag(),
 		}, logFlags()...),
 		OnUsageError: usageError,
 		Action: func(c *cli.Context) error {

@@ -50,6 +50,7 @@ func pushCommand(proc *lifecycle.Process) *cli.Command {
 			&cli.IntFlag{Name: "max-batch-events", Value: def.MaxBatchEvents, Usage: "write a subscriber's batch early once it holds this many events"},
 			&cli.IntFlag{Name: "max-batch-bytes", Value: def.MaxBatchBytes, Usage: "write a subscriber's batch early once it holds this many bytes"},
 			metricsFlag(),
+			metricsMaxConnsFlag(),
 			&cli.DurationFlag{Name: "stats-interval", Value: 10 * time.Second, Usage: "how often counters are logged; 0 disables"},
 		}, logFlags()...),
 		OnUsageError: usageError,

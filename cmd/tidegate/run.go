@@ -51,6 +51,12 @@ func metricsFlag() cli.Flag {
 	return &cli.StringFlag{Name: "metrics-listen", Usage: "serve Prometheus /metrics, /healthz, /readyz and /debug/pprof/ (and for the proxy its admin API and status page) on this `ADDR` (off when empty; keep it private)"}
 }
 
+// metricsMaxConnsFlag is --metrics-max-conns, which startMetrics reads.
+func metricsMaxConnsFlag() cli.Flag {
+	return &cli.IntFlag{Name: "metrics-max-conns", Value: lifecycle.DefaultMetricsMaxConns,
+		Usage: "hold at most `N` connections to --metrics-listen at once (more wait in the backlog); each takes a descriptor, never of the proxy's reserve"}
+}
+
 // startMetrics serves metrics and h's health endpoints on --metrics-listen,
 // when it is set, on inherited when that is not nil (a live upgrade's), and
 // admin (nil for none) at /api/ and / beside them. It returns the bound
@@ -63,7 +69,8 @@ func startMetrics(c *cli.Context, log zerolog.Logger, h *lifecycle.Registry, inh
 		}
 		return "", nil, nil
 	}
-	m, err := lifecycle.ServeMetrics(h, lifecycle.MetricsOptions{Addr: addr, Listener: inherited, Admin: admin, Collectors: cs, Log: log})
+	m, err := lifecycle.ServeMetrics(h, lifecycle.MetricsOptions{Addr: addr, Listener: inherited, Admin: admin, Collectors: cs, Log: log,
+		MaxConns: c.Int("metrics-max-conns")})
 	if err != nil {
 		return "", nil, err
 	}

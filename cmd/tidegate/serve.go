@@ -28,6 +28,7 @@ func serveCommand(proc *lifecycle.Process) *cli.Command {
 			&cli.DurationFlag{Name: "idle-timeout", Value: 5 * time.Minute, Usage: "close connections idle this long (0: never)"},
 			&cli.DurationFlag{Name: "drain-timeout", Value: 30 * time.Second, Usage: "on SIGTERM or SIGINT, stop accepting and let open connections go on this long before closing them (a second signal ends it)"},
 			metricsFlag(),
+			metricsMaxConnsFlag(),
 		}, reactorFlags()...), logFlags()...),
 		OnUsageError: usageError,
 		Action:       func(c *cli.Context) error { return runServe(c, proc) },

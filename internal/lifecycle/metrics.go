@@ -33,6 +33,11 @@ type MetricsOptions struct {
 	// Log gets the error that ends serving, should one other than a
 	// shutdown end it.
 	Log zerolog.Logger
+	// MaxConns is how many connections the listener holds at once (0:
+	// DefaultMetricsMaxConns); further ones wait in the backlog.
+	MaxConns int
+	// IdleTimeout closes a keep-alive connection idle this long (0: 30 s).
+	IdleTimeout time.Duration
 }
 
 // MetricsServer serves, on one listener, Prometheus /metrics, a registry's
@@ -40,8 +45,9 @@ type MetricsOptions struct {
 // optionally, an admin handler. A nil *MetricsServer is one that is off:
 // its Addr is nil and Shutdown does nothing.
 type MetricsServer struct {
-	ln  net.Listener
-	srv *http.Server
+	ln     net.Listener
+	capped *capListener // ln with its cap, as served
+	srv    *http.Server
 }
 
 // ServeMetrics starts serving h and o's handlers in the background on o's
@@ -54,6 +60,14 @@ func ServeMetrics(h *Registry, o MetricsOptions) (*MetricsServer, error) {
 			return nil, fmt.Errorf("metrics: %w", err)
 		}
 	}
+	maxConns := o.MaxConns
+	if maxConns <= 0 {
+		maxConns = DefaultMetricsMaxConns
+	}
+	capped := newCapListener(maxConns, metricsReserve)
+	if err := reg.Register(capped.collector()); err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
 	ln := o.Listener
 	if ln == nil {
 		var err error
@@ -61,9 +75,10 @@ func ServeMetrics(h *Registry, o MetricsOptions) (*MetricsServer, error) {
 			return nil, listenError(o.Addr, err)
 		}
 	}
-	m := &MetricsServer{ln: ln, srv: newMetricsHTTPServer(newMetricsMux(h, reg, o.Admin))}
+	capped.Listener = ln
+	m := &MetricsServer{ln: ln, capped: capped, srv: newMetricsHTTPServer(newMetricsMux(h, reg, o.Admin), o.IdleTimeout)}
 	go func() {
-		if err := m.srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		if err := m.srv.Serve(capped); !errors.Is(err, http.ErrServerClosed) {
 			o.Log.Error().Err(err).Str("listen", ln.Addr().String()).Msg("metrics: serving ended")
 		}
 	}()
@@ -100,9 +115,20 @@ func newMetricsMux(h *Registry, reg *prometheus.Registry, admin http.Handler) *h
 }
 
 // newMetricsHTTPServer is the one place that builds the metrics listener's
-// http.Server: its limits go here.
-func newMetricsHTTPServer(handler http.Handler) *http.Server {
-	return &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second}
+// http.Server: its limits go here (metricsconns.go says why each is what it
+// is). idle is the keep-alive idle timeout, 0 for metricsIdleTimeout.
+func newMetricsHTTPServer(handler http.Handler, idle time.Duration) *http.Server {
+	if idle <= 0 {
+		idle = metricsIdleTimeout
+	}
+	return &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: metricsReadHeaderTimeout,
+		ReadTimeout:       metricsReadTimeout,
+		WriteTimeout:      metricsWriteTimeout,
+		IdleTimeout:       idle,
+		MaxHeaderBytes:    metricsMaxHeaderBytes,
+	}
 }
 
 // MetricsPaths names what the metrics listener serves, for the line that
@@ -130,7 +156,11 @@ func (m *MetricsServer) Shutdown(ctx context.Context) error {
 	if m == nil {
 		return nil
 	}
-	return m.srv.Shutdown(ctx)
+	err := m.srv.Shutdown(ctx)
+	// Shutdown closes only the listeners Serve has begun to track: one
+	// called right after ServeMetrics can come before Serve does.
+	_ = m.capped.Close()
+	return err
 }
 
 // listenerFile is a duplicate of the listener's socket, for a live upgrade
