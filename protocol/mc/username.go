@@ -34,6 +34,10 @@ func NewUsernamePolicy(pattern string) (*UsernamePolicy, error) {
 	if len(pattern) > maxUsernamePatternLen {
 		return nil, fmt.Errorf("mc: username pattern of %d bytes is longer than %d", len(pattern), maxUsernamePatternLen)
 	}
+	// Compiled alone first so that an error quotes the operator's text.
+	if _, err := regexp.Compile(pattern); err != nil {
+		return nil, fmt.Errorf("mc: username pattern %q: %w", pattern, err)
+	}
 	// Anchored around the whole, so that an unanchored pattern cannot let
 	// through any name that merely contains a match.
 	re, err := regexp.Compile(`^(?:` + pattern + `)$`)
