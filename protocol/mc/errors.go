@@ -23,6 +23,7 @@ const (
 	ReasonBadLegacyPing     = "bad_legacy_ping"     // a 1.6 legacy ping (or a legacy kick) was malformed
 	ReasonBadStatusJSON     = "bad_status_json"     // a status response's JSON was malformed
 	ReasonBadChat           = "bad_chat"            // a chat component was malformed
+	ReasonBadUsername       = "bad_username"        // a login start name a UsernamePolicy refuses
 )
 
 // ProtocolError describes malformed protocol data. Reason is a stable label
@@ -140,6 +141,7 @@ var (
 	ErrBadLegacyPing     = sentinel(ReasonBadLegacyPing, "bad legacy ping")
 	ErrBadStatusJSON     = sentinel(ReasonBadStatusJSON, "bad status JSON")
 	ErrBadChat           = sentinel(ReasonBadChat, "bad chat component")
+	ErrBadUsername       = sentinel(ReasonBadUsername, "bad username")
 )
 
 func sentinel(reason, text string) *ProtocolError {

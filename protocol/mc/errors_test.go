@@ -35,7 +35,7 @@ func TestSentinels(t *testing.T) {
 	sentinels := []*ProtocolError{
 		ErrVarIntTooLong, ErrFrameTooLarge, ErrTruncated, ErrStringTooLong, ErrNegativeLength,
 		ErrBadHandshake, ErrBadNextState, ErrBadLoginStart, ErrBadPing, ErrBadSetCompression, ErrBadCompression,
-		ErrNotLegacyPing, ErrBadLegacyPing, ErrBadStatusJSON, ErrBadChat,
+		ErrNotLegacyPing, ErrBadLegacyPing, ErrBadStatusJSON, ErrBadChat, ErrBadUsername,
 	}
 	seen := map[string]bool{}
 	for _, s := range sentinels {

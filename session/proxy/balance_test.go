@@ -226,7 +226,7 @@ groups:
 			var conns []net.Conn
 			for i := range 8 {
 				c := dial(t, addr)
-				login17(t, c, "localhost", fmt.Sprintf("p%d", i))
+				login17(t, c, "localhost", fmt.Sprintf("player%d", i))
 				conns = append(conns, c)
 			}
 			waitStats(t, p, "8 routed sessions", func(st proxymetrics.Stats) bool { return st.Routed == 8 })

@@ -290,7 +290,7 @@ cluster: {redis: %q, id: proxy-%d, heartbeat: 200ms, timeout: 3s, login_wait: 10
 	}
 	waitfor.For(t, "both proxies in the network", func() bool { n, ok := ps[0].Cluster().Network(); return ok && n.Proxies == 2 })
 	for i, want := range []bool{true, true, false} {
-		_, ok, text := rawLogin(t, addrs[i%2], fmt.Sprintf("p%d", i))
+		_, ok, text := rawLogin(t, addrs[i%2], fmt.Sprintf("player%d", i))
 		if ok != want {
 			t.Fatalf("login %d at proxy-%d: ok %v (%s), want %v", i, i%2, ok, text, want)
 		}

@@ -307,11 +307,11 @@ func TestBreakerRefusesDuringCooldownThenProbesOnce(t *testing.T) {
 	p, addr := startProxy(t, mcConfig(dead, "health: {failures: 2, cooldown: 10s}"), installFakeClock(&clock))
 	offline := config.DefaultOfflineMessage
 
-	loginsRefused(t, addr, "localhost", offline, "f1")
+	loginsRefused(t, addr, "localhost", offline, "user_f1")
 	if b := health(t, p, dead); !b.Up || b.ConnectFailures != 1 || b.Failures != 1 {
 		t.Fatalf("after one failure: %+v", b)
 	}
-	loginsRefused(t, addr, "localhost", offline, "f2")
+	loginsRefused(t, addr, "localhost", offline, "user_f2")
 	b := health(t, p, dead)
 	if b.Up || b.ConnectFailures != 2 || !b.DownUntil.Equal(time.Unix(0, clock.ns.Load()).Add(10*time.Second)) ||
 		!strings.Contains(b.LastError, dead) {
@@ -321,7 +321,7 @@ func TestBreakerRefusesDuringCooldownThenProbesOnce(t *testing.T) {
 		t.Fatalf("GroupsDown = %q", got)
 	}
 
-	loginsRefused(t, addr, "localhost", offline, "c1", "c2", "c3", "c4", "c5")
+	loginsRefused(t, addr, "localhost", offline, "user_c1", "user_c2", "user_c3", "user_c4", "user_c5")
 	checkOffline(t, statusPing(t, addr, "localhost", 763), 763, offline)
 	if b := health(t, p, dead); b.ConnectFailures != 2 {
 		t.Fatalf("dialled during the cooldown: %+v", b)
@@ -331,7 +331,7 @@ func TestBreakerRefusesDuringCooldownThenProbesOnce(t *testing.T) {
 	}
 
 	clock.advance(10 * time.Second)
-	loginsRefused(t, addr, "localhost", offline, "p1", "p2", "p3", "p4", "p5", "p6", "p7", "p8")
+	loginsRefused(t, addr, "localhost", offline, "user_p1", "user_p2", "user_p3", "user_p4", "user_p5", "user_p6", "user_p7", "user_p8")
 	b = health(t, p, dead)
 	if b.ConnectFailures != 3 || b.Up || b.Probing || !b.DownUntil.Equal(time.Unix(0, clock.ns.Load()).Add(10*time.Second)) {
 		t.Fatalf("after the cooldown, want one failed probe and another cooldown: %+v", b)
@@ -381,7 +381,7 @@ func TestBreakerProbeSuccessBringsBackendBack(t *testing.T) {
 		t.Fatalf("not marked down after a refused connect: %+v", b)
 	}
 	f.up()
-	loginsRefused(t, addr, "localhost", config.DefaultOfflineMessage, "c1", "c2", "c3")
+	loginsRefused(t, addr, "localhost", config.DefaultOfflineMessage, "user_c1", "user_c2", "user_c3")
 	if n := f.accepts(); n != 1 {
 		t.Fatalf("backend accepted %d connections, want only the one before it went down", n)
 	}
@@ -390,7 +390,7 @@ func TestBreakerProbeSuccessBringsBackendBack(t *testing.T) {
 	if n, b := f.accepts(), health(t, p, f.addr); n != 2 || !b.Up || b.Failures != 0 {
 		t.Fatalf("after the probe: %d accepts, %+v", n, b)
 	}
-	for _, name := range []string{"a1", "a2", "a3"} {
+	for _, name := range []string{"user_a1", "user_a2", "user_a3"} {
 		login17(t, dial(t, addr), "localhost", name)
 	}
 	if n := f.accepts(); n != 5 {

@@ -550,7 +550,7 @@ func TestManySessionsNoGoroutineGrowth(t *testing.T) {
 		_ = c.SetDeadline(time.Now().Add(60 * time.Second))
 		conns[i] = c
 		defer c.Close()
-		if _, err := c.Write(append(handshake(mc.Protocol1_7_10, "localhost", mc.NextStateLogin), loginStart(fmt.Sprintf("p%d", i))...)); err != nil {
+		if _, err := c.Write(append(handshake(mc.Protocol1_7_10, "localhost", mc.NextStateLogin), loginStart(fmt.Sprintf("player%d", i))...)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -682,7 +682,7 @@ loops: 1
 	}
 	for i := 0; i < 40; i++ {
 		c := dial(t, addr)
-		login17(t, c, "localhost", fmt.Sprintf("r%d", i))
+		login17(t, c, "localhost", fmt.Sprintf("reuse%d", i))
 		c.Close()
 	}
 	for i, p := range ps {

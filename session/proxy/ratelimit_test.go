@@ -171,16 +171,16 @@ func TestSubnetCapRefusesAtAccept(t *testing.T) {
 	be := startBackend(t, mcbackend.Config{})
 	p, addr := startProxy(t, mcConfig(be, "limits: {max_sessions_per_subnet: 2}"))
 	a := dial(t, addr)
-	login17(t, a, "localhost", "A")
+	login17(t, a, "localhost", "PlayerA")
 	b := dial(t, addr)
-	login17(t, b, "localhost", "B")
+	login17(t, b, "localhost", "PlayerB")
 	if !refusedAtAccept(t, p, addr) {
 		t.Fatal("a third session of 127.0.0.0/24 was admitted past the cap of 2")
 	}
 	waitStats(t, p, "the max_sessions_per_subnet refusal", func(st proxymetrics.Stats) bool { return st.Rejected["max_sessions_per_subnet"] == 1 })
 	b.Close()
 	waitStats(t, p, "one session left", func(st proxymetrics.Stats) bool { return st.Active == 1 })
-	login17(t, dial(t, addr), "localhost", "C")
+	login17(t, dial(t, addr), "localhost", "PlayerC")
 	echo(t, a, []byte("first session still fine"))
 }
 

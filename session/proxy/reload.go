@@ -27,6 +27,7 @@ type generation struct {
 	shutdownDisconnect []byte                            // the login disconnect at a drain deadline
 	unknownHost        *status.Reply                     // the status answer for a host without a route
 	hash               string                            // of the configuration, for logs and metrics
+	usernames          *mc.UsernamePolicy                // limits.username_pattern, compiled once
 
 	proxyIn map[*config.ListenerConfig]*proxyAccept // listeners that take a PROXY header (proxyproto.go)
 }
@@ -47,6 +48,7 @@ func newGeneration(cfg *config.Config, old *generation, live []int, loops int) *
 		shutdownDisconnect: mc.AppendLoginDisconnect(nil, status.ChatJSON(cfg.Shutdown.Message)),
 		unknownHost:        status.Offline(cfg.Status.Offline, unknownHostText),
 		hash:               cfg.Hash(),
+		usernames:          usernamePolicy(cfg.Limits.UsernamePattern),
 		byIndex:            map[int]*config.ListenerConfig{},
 		live:               live,
 	}
@@ -75,6 +77,15 @@ func newGeneration(cfg *config.Config, old *generation, live []int, loops int) *
 		}
 	}
 	return g
+}
+
+// usernamePolicy compiles pattern, which the configuration check has
+// accepted; were it not, the vanilla policy, the strictest, stands in.
+func usernamePolicy(pattern string) *mc.UsernamePolicy {
+	if p, err := mc.NewUsernamePolicy(pattern); err == nil {
+		return p
+	}
+	return mc.DefaultUsernamePolicy()
 }
 
 // indices returns 0..n-1, the reactor indices of the listeners a proxy starts with.

@@ -551,6 +551,12 @@ func (s *session) readLoginStart() {
 		s.reject(reasonBadLoginStart, err)
 		return
 	}
+	// Before the name is kept: a refused one must reach no backend, cluster
+	// or log line but the refusal's, which quotes it (err).
+	if err := s.gen.usernames.Check(name); err != nil {
+		s.reject(reasonBadUsername, err)
+		return
+	}
 	s.username = string(name)
 	if r, ok := s.p.admitLogin(s.gen, s.ip); !ok {
 		s.reject(r, nil)

@@ -96,6 +96,8 @@ func disconnectText(r reason) string {
 		return "Timed out while logging in"
 	case reasonPrerouteCap, reasonBadFrame, reasonBadLoginStart:
 		return "Protocol error"
+	case reasonBadUsername:
+		return "Invalid username"
 	case reasonLoginRate:
 		return "Too many logins from your address, wait a moment and try again"
 	case reasonMaxSessionsPerSubnet:

@@ -30,6 +30,7 @@ const (
 	reasonMaxSessionsPerSubnet
 	reasonDuplicateLogin
 	reasonLoggedInElsewhere
+	reasonBadUsername
 	numReasons
 )
 
@@ -55,6 +56,7 @@ var reasonLabels = [numReasons]string{
 	reasonMaxSessionsPerSubnet:   "max_sessions_per_subnet",
 	reasonDuplicateLogin:         "duplicate_login",
 	reasonLoggedInElsewhere:      "logged_in_elsewhere",
+	reasonBadUsername:            "bad_username",
 }
 
 func (r reason) String() string { return reasonLabels[r] }

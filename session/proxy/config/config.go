@@ -135,6 +135,10 @@ type Limits struct {
 	SubnetPrefixIPv4     int     `yaml:"subnet_prefix_ipv4"`
 	SubnetPrefixIPv6     int     `yaml:"subnet_prefix_ipv6"`
 	RateLimitAddresses   int     `yaml:"rate_limit_addresses"`
+	// UsernamePattern is the regular expression a Login Start name must
+	// match as a whole (mc.UsernamePolicy); other names are refused
+	// before they reach a backend, a log line or the cluster.
+	UsernamePattern string `yaml:"username_pattern"`
 }
 
 // ShutdownConfig is how the proxy drains on SIGTERM or SIGINT.

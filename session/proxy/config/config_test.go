@@ -235,6 +235,11 @@ groups:
 			`proxy.yaml:9:25: limits.rate_limit_addresses: 10: want 1024 to 16777216`,
 			`proxy.yaml:13:20: groups.main.strategy: "fastest": want weighted-random, round-robin, least-connections or lowest-latency`,
 		}},
+		{"username pattern", `limits:
+  username_pattern: "[A-Za-z"
+` + validTail, []string{
+			"proxy.yaml:2:21: limits.username_pattern: mc: username pattern \"[A-Za-z\": error parsing regexp: missing closing ]: `[A-Za-z`",
+		}},
 		{"rates: numbers and bursts", `limits:
   connection_rate: ten
   connection_burst: 0

@@ -2,6 +2,8 @@ package config
 
 import (
 	"math"
+
+	"github.com/tidegate/tidegate/protocol/mc"
 )
 
 // Bounds of the per-address limits.
@@ -45,6 +47,9 @@ func checkSourceLimits(bad func(path, format string, args ...any), l Limits) {
 	}
 	if l.SubnetPrefixIPv6 < 1 || l.SubnetPrefixIPv6 > 128 {
 		bad("limits.subnet_prefix_ipv6", "%d: want a prefix length of 1 to 128", l.SubnetPrefixIPv6)
+	}
+	if _, err := mc.NewUsernamePolicy(l.UsernamePattern); err != nil {
+		bad("limits.username_pattern", "%v", err)
 	}
 	if l.RateLimitAddresses < minLimitAddresses || l.RateLimitAddresses > maxLimitAddresses {
 		bad("limits.rate_limit_addresses", "%d: want %d to %d", l.RateLimitAddresses, minLimitAddresses, maxLimitAddresses)

@@ -13,6 +13,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/reactor/flowcontrol"
 )
 
@@ -129,6 +130,7 @@ func defaultConfig() Config {
 			SubnetPrefixIPv4:     24,
 			SubnetPrefixIPv6:     48,
 			RateLimitAddresses:   65536,
+			UsernamePattern:      mc.DefaultUsernamePattern,
 		},
 		Probes: ProbeConfig{
 			Failures:       3,
