@@ -45,14 +45,6 @@ type Config struct {
 	ReadBufferCap int
 	// WriteBufferCap is the static part of gnet's outbound buffer per connection.
 	WriteBufferCap int
-	// EdgeTriggered selects edge-triggered polling. It is refused by
-	// Normalize: in gnet (as of gnetVersion, gnetcompat.go) an
-	// edge-triggered read that fills the buffer queues the next read
-	// itself, past the poller, so a paused connection
-	// would still be read and flow control could not bound memory
-	// (TestEdgeTriggeredIsRefused). The field stays so that the refusal is
-	// explicit and the option can return with a gnet that allows it.
-	EdgeTriggered bool
 	// HighWatermark is the output a connection may have queued before the
 	// connections producing into it stop being read.
 	HighWatermark int
@@ -115,9 +107,6 @@ func (c *Config) Normalize() error {
 	}
 	if c.Loops == 0 {
 		c.Loops = runtime.NumCPU()
-	}
-	if c.EdgeTriggered {
-		return errEdgeTriggered
 	}
 	if c.ReadBufferCap == 0 {
 		c.ReadBufferCap = DefaultReadBufferCap

@@ -1,7 +1,6 @@
 package reactor
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -61,7 +60,7 @@ var gnetReliances = []gnetReliance{{
 }, {
 	what:  "with EdgeTriggeredIO a read that fills the buffer queues the next read itself (poller.Trigger), past the poller, so a pause cannot stop it",
 	where: "eventloop_unix.go (read)",
-	guard: "Config.Normalize refuses EdgeTriggered (errEdgeTriggered); TestEdgeTriggeredIsRefused",
+	guard: "the reactor polls level-triggered only: Config has no edge-triggered option and no file passes gnet.WithEdgeTriggeredIO (TestLevelTriggeredOnly)",
 }, {
 	what: "accept0 ends the engine on any accept error but EAGAIN, EINTR, ECONNRESET and ECONNABORTED (EMFILE included), and " +
 		"accepts until EAGAIN before any OnOpen; so the reactor accepts on listeners of its own (package acceptor) and gives gnet a " +
@@ -117,10 +116,6 @@ func gnetPlaceholder() (addr string, remove func(), err error) {
 	}
 	return "unix://" + filepath.Join(dir, "gnet.sock"), func() { _ = os.RemoveAll(dir) }, nil
 }
-
-// errEdgeTriggered is why Config.Normalize refuses EdgeTriggered.
-var errEdgeTriggered = errors.New("reactor: edge-triggered polling is not supported: gnet " + gnetVersion + " re-queues full reads " +
-	"itself, so paused connections would still be read and memory would not stay bounded")
 
 // pollerFD returns the epoll or kqueue descriptor of a gnet event loop. gnet
 // does not export it; in gnetVersion it is the field fd of eventloop.poller

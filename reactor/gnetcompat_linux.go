@@ -42,21 +42,11 @@ func (l *Loop) setReadInterest(c *Conn, on bool) {
 		return
 	}
 	var ev uint32
-	if l.srv.cfg.EdgeTriggered {
-		// gnet registers edge-triggered sockets for both directions once and
-		// never changes the mask. EPOLLRDHUP is left out while paused: gnet
-		// closes on RDHUP without EPOLLIN, which would drop unread input.
-		ev = unix.EPOLLOUT | unix.EPOLLET
-		if on {
-			ev |= unix.EPOLLIN | unix.EPOLLPRI | unix.EPOLLRDHUP
-		}
-	} else {
-		if on {
-			ev = unix.EPOLLIN | unix.EPOLLPRI
-		}
-		if c.gc.OutboundBuffered() > 0 {
-			ev |= unix.EPOLLOUT
-		}
+	if on {
+		ev = unix.EPOLLIN | unix.EPOLLPRI
+	}
+	if c.gc.OutboundBuffered() > 0 {
+		ev |= unix.EPOLLOUT
 	}
 	fd := c.gc.Fd()
 	if err := unix.EpollCtl(l.pollFD, unix.EPOLL_CTL_MOD, fd, &unix.EpollEvent{Fd: int32(fd), Events: ev}); err != nil {

@@ -23,7 +23,6 @@ func reactorFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.IntFlag{Name: "loops", Value: runtime.NumCPU(), DefaultText: "one per core", Usage: "number of event loops"},
 		&cli.BoolFlag{Name: "reuseport", Usage: "set SO_REUSEPORT so several processes can share the port (Linux)"},
-		&cli.BoolFlag{Name: "edge-triggered", Usage: "use edge-triggered polling (refused: the linked gnet would read paused connections; see docs/reactor.md)"},
 		&cli.IntFlag{Name: "read-buffer", Value: reactor.DefaultReadBufferCap, Usage: "bytes one read takes from a socket"},
 		&cli.IntFlag{Name: "high-watermark", Value: reactor.DefaultHighWatermark, Usage: "queued output bytes at which the producing connection stops being read"},
 		&cli.IntFlag{Name: "low-watermark", Value: reactor.DefaultLowWatermark, Usage: "queued output bytes under which it is read again"},
@@ -41,7 +40,6 @@ func reactorConfig(c *cli.Context, listen string) reactor.Config {
 		Addrs:         strings.Split(listen, ","),
 		Loops:         c.Int("loops"),
 		ReusePort:     c.Bool("reuseport"),
-		EdgeTriggered: c.Bool("edge-triggered"),
 		ReadBufferCap: c.Int("read-buffer"),
 		HighWatermark: c.Int("high-watermark"),
 		LowWatermark:  c.Int("low-watermark"),
