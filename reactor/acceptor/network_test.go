@@ -33,7 +33,8 @@ func TestBindNetwork(t *testing.T) {
 }
 
 // listenOne binds a Set on the configured address a and returns its
-// listener and the port it got.
+// listener and the port it got, checking that the Set's Health reports
+// the listener's own address.
 func listenOne(t *testing.T, a string) (net.Listener, string) {
 	t.Helper()
 	g := &gate{enrolled: make(chan net.Conn, 4)}
@@ -52,6 +53,9 @@ func listenOne(t *testing.T, a string) (net.Listener, string) {
 		}
 	})
 	ln := s.List()[0].ln
+	if h := s.Health(); len(h) != 1 || h[0].Addr != ln.Addr().String() {
+		t.Errorf("%s: Health %+v, want one listener at %s", a, h, ln.Addr())
+	}
 	_, port, err := net.SplitHostPort(ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
