@@ -126,8 +126,12 @@ func runProxy(c *cli.Context, proc *lifecycle.Process, cfg *config.Config, log z
 		if err := be.Start(); err != nil {
 			return startError(fmt.Errorf("demo backend: %w (is something else listening there?)", err))
 		}
-		log.Info().Str("listen", addr).Msg("demo backend listening: offline login, echoes play packets")
-		status = append(status, "demo backend on "+addr)
+		bound := addr
+		if b := boundAddrs(be.Reactor()); len(b) == 1 {
+			bound = b[0]
+		}
+		log.Info().Str("listen", bound).Msg("demo backend listening: offline login, echoes play packets")
+		status = append(status, "demo backend on "+bound)
 		stops = append(stops, be.Stop)
 		h.AddServer("demo-backend", be.Reactor())
 	}

@@ -15,6 +15,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
+
+	"github.com/tidegate/tidegate/reactor/acceptor"
 )
 
 // MetricsOptions is what the metrics listener serves, and where.
@@ -71,7 +73,7 @@ func ServeMetrics(h *Registry, o MetricsOptions) (*MetricsServer, error) {
 	ln := o.Listener
 	if ln == nil {
 		var err error
-		if ln, err = net.Listen("tcp", o.Addr); err != nil {
+		if ln, err = net.Listen(acceptor.BindNetwork("tcp", o.Addr), o.Addr); err != nil {
 			return nil, listenError(o.Addr, err)
 		}
 	}
@@ -87,7 +89,7 @@ func ServeMetrics(h *Registry, o MetricsOptions) (*MetricsServer, error) {
 
 // listenError says that listening on addr failed, naming addr once: the
 // error of net.Listen names the address it tried when it got as far as
-// binding ("listen tcp ADDR: bind: ...") and not when the address did not
+// binding ("listen tcp4 ADDR: bind: ...") and not when the address did not
 // resolve.
 func listenError(addr string, err error) error {
 	if oe := (*net.OpError)(nil); errors.As(err, &oe) && oe.Addr != nil && oe.Addr.String() == addr {

@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -130,7 +131,7 @@ func TestMetricsListenErrorNamesTheAddressOnce(t *testing.T) {
 	defer busy.Close()
 	addr := busy.Addr().String()
 	_, err = ServeMetrics(NewRegistry(), MetricsOptions{Addr: addr})
-	if err == nil || !strings.HasPrefix(err.Error(), "metrics: listen tcp "+addr+": ") || strings.Count(err.Error(), addr) != 1 {
+	if err == nil || !strings.HasPrefix(err.Error(), "metrics: listen tcp4 "+addr+": ") || strings.Count(err.Error(), addr) != 1 {
 		t.Fatalf("busy address: %v; want metrics: and net.Listen's error naming %s once", err, addr)
 	}
 	_, err = ServeMetrics(NewRegistry(), MetricsOptions{Addr: "127.0.0.1:http-alt-nonesuch"})
@@ -140,5 +141,22 @@ func TestMetricsListenErrorNamesTheAddressOnce(t *testing.T) {
 	var oe *net.OpError
 	if !errors.As(err, &oe) {
 		t.Fatalf("unknown port: %v does not wrap net.Listen's error", err)
+	}
+}
+
+// TestMetricsIPv4WildcardBindsIPv4: the metrics listener on 0.0.0.0 binds
+// IPv4 only, as the proxy's listeners do, and reports 0.0.0.0, not [::].
+func TestMetricsIPv4WildcardBindsIPv4(t *testing.T) {
+	m, err := ServeMetrics(NewRegistry(), MetricsOptions{Addr: "0.0.0.0:0", Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Shutdown(context.Background())
+	a, ok := m.Addr().(*net.TCPAddr)
+	if !ok || a.IP.To4() == nil || !a.IP.IsUnspecified() {
+		t.Fatalf("metrics listener on 0.0.0.0:0 reports %v, want 0.0.0.0:PORT", m.Addr())
+	}
+	if got := m.Addr().String(); got != fmt.Sprintf("0.0.0.0:%d", a.Port) {
+		t.Errorf("metrics listener reports %s, want 0.0.0.0:%d", got, a.Port)
 	}
 }

@@ -93,6 +93,7 @@ func (s *Set) Listen() error {
 // listen binds the configured address a as listener index.
 func (s *Set) listen(index int, a string) (*Listener, error) {
 	network, addr := SplitAddr(a)
+	network = BindNetwork(network, addr)
 	// KeepAlive -1: Go would otherwise set four TCP keep-alive options on
 	// every accepted socket (gnet's own accept set none), four system calls
 	// per connection (benchmarks/results/2026-12-01-accept-cost.md).
@@ -114,7 +115,7 @@ func SplitAddr(a string) (network, addr string) {
 
 // listenError reports that listening on the configured address configured
 // (addr without its scheme) failed with err. net's error names the address
-// already ("listen tcp 127.0.0.1:7300: bind: address already in use"); it is
+// already ("listen tcp4 127.0.0.1:7300: bind: address already in use"); it is
 // named again only when err does not.
 func listenError(configured, addr string, err error) error {
 	if strings.Contains(err.Error(), addr) {

@@ -80,11 +80,21 @@ func (s *Server) Start() error {
 		_ = s.sub.Stop(context.Background())
 		return fmt.Errorf("push: start publish listener: %w", err)
 	}
-	s.log.Info().Str("publish", s.cfg.PublishAddr).Str("subscribe", s.cfg.SubscribeAddr).
+	s.log.Info().Str("publish", boundAddr(s.pub, s.cfg.PublishAddr)).Str("subscribe", boundAddr(s.sub, s.cfg.SubscribeAddr)).
 		Dur("window", s.cfg.Window).Dur("heartbeat", s.cfg.Heartbeat).Dur("read_idle", s.cfg.ReadIdle).
 		Int("high_watermark", s.cfg.HighWatermark).Dur("not_writable_timeout", s.cfg.NotWritableTimeout).
 		Int("buffer_budget", s.cfg.BufferBudget).Int("loops", s.cfg.Loops).Msg("push server listening")
 	return nil
+}
+
+// boundAddr returns the address srv's listener is bound to, which names the
+// port chosen for ":0" and the family bound ("0.0.0.0:7400", not
+// "[::]:7400"), or the configured one if it has none.
+func boundAddr(srv *reactor.Server, configured string) string {
+	if a, err := srv.Addr(0); err == nil {
+		return a.String()
+	}
+	return configured
 }
 
 // PublishAddr returns the bound publish address.
