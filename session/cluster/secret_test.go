@@ -14,10 +14,10 @@ import (
 	"github.com/tidegate/tidegate/internal/testkit/waitfor"
 )
 
-// TestRedisCredentialsStayOutOfErrorsAndLogs: the password of the Redis
+// TestRedisSecretStaysOutOfErrorsAndLogs: the password of the Redis
 // URL is not in New's error for a bad URL, nor in what the client logs and
 // answers when Redis cannot be reached.
-func TestRedisCredentialsStayOutOfErrorsAndLogs(t *testing.T) {
+func TestRedisSecretStaysOutOfErrorsAndLogs(t *testing.T) {
 	const secret = "hunter2-s3cret"
 	cfg := Config{ID: "p1", Heartbeat: 50 * time.Millisecond, Timeout: 200 * time.Millisecond, LoginWait: 200 * time.Millisecond,
 		Mode: Refuse, Workers: 1, Queue: 16, Failures: 1, Retry: 50 * time.Millisecond, OnKick: func(any) {}}
