@@ -107,7 +107,7 @@ func TestComposeExample(t *testing.T) {
 		if err != nil {
 			t.Fatalf("proxy.yaml with TIDEGATE_ID=%s: %v", id, err)
 		}
-		if cfg.Cluster.ID != id || !strings.HasPrefix(cfg.Cluster.Redis, "redis://redis:") {
+		if cfg.Cluster.ID != id || !strings.HasPrefix(cfg.Cluster.Redis.Reveal(), "redis://redis:") {
 			t.Errorf("proxy.yaml: cluster %+v: want the id %s and the compose redis", cfg.Cluster, id)
 		}
 		l := cfg.Listeners[0]

@@ -26,7 +26,7 @@ cluster:
 	}
 	msg := err.Error()
 	for _, want := range []string{
-		path + `:5:10: cluster.redis: "http://user:xxxxx@127.0.0.1:6379/0": `,
+		path + `:5:10: cluster.redis: "http://user:REDACTED@127.0.0.1:6379/0": `,
 		path + `:6:7: cluster.id: "proxy a": want 1 to 64 letters`,
 		path + `:7:14: cluster.heartbeat: 0s must be positive`,
 		path + `:8:20: cluster.duplicate_login: "kick_new": want refuse or kick_old`,

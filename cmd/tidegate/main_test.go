@@ -62,6 +62,13 @@ func runCommand(t *testing.T, args ...string) string {
 // runCommandMetrics is runCommand with --metrics-listen at metrics.
 func runCommandMetrics(t *testing.T, metrics string, args ...string) string {
 	t.Helper()
+	addr, _ := runCommandLogs(t, metrics, args...)
+	return addr
+}
+
+// runCommandLogs is runCommandMetrics that also returns the command's log.
+func runCommandLogs(t *testing.T, metrics string, args ...string) (string, *syncBuffer) {
+	t.Helper()
 	logs := &syncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -95,7 +102,7 @@ func runCommandMetrics(t *testing.T, metrics string, args ...string) string {
 		}
 		return fmt.Errorf("not in its log yet:\n%s", logs)
 	})
-	return addr
+	return addr, logs
 }
 
 // get fetches path from addr without keeping the connection.

@@ -5,9 +5,11 @@
 package clusterconf
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -23,14 +25,44 @@ func CheckID(id string) string {
 }
 
 // CheckURL returns what is wrong with a Redis URL, or "". The URL is shown
-// with its password redacted.
+// as RedactURL gives it, and the parser's message without the URL it
+// quotes, so that the text holds no credentials.
 func CheckURL(raw string) string {
-	shown := raw
-	if u, err := url.Parse(raw); err == nil {
-		shown = u.Redacted()
+	_, err := redis.ParseURL(raw)
+	if err == nil {
+		return ""
 	}
-	if _, err := redis.ParseURL(raw); err != nil {
-		return fmt.Sprintf("%q: %v (want redis://host:port/db, rediss:// or unix://)", shown, err)
+	// url.Parse's errors quote the whole URL, credentials included; what
+	// it found wrong is in Err.
+	if ue := (*url.Error)(nil); errors.As(err, &ue) {
+		err = ue.Err
 	}
-	return ""
+	return fmt.Sprintf("%q: %v (want redis://host:port/db, rediss:// or unix://)", RedactURL(raw), err)
+}
+
+// Redacted is what a URL's credentials show in place of their value.
+const Redacted = "REDACTED"
+
+// RedactURL returns raw with the credentials of its userinfo replaced by
+// Redacted: the password, or the user name when it comes alone (a token, in
+// some schemes). A raw that does not parse as a URL, or that has opaque
+// text where the host goes, gives Redacted, since where its secret is
+// cannot be told; "" stays "".
+func RedactURL(raw string) string {
+	if raw == "" {
+		return ""
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Opaque != "" || (u.Scheme == "" && strings.Contains(raw, "@")) {
+		return Redacted
+	}
+	if u.User == nil {
+		return raw
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), Redacted)
+	} else {
+		u.User = url.User(Redacted)
+	}
+	return u.String()
 }

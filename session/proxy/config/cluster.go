@@ -19,8 +19,9 @@ const (
 // ClusterConfig joins the proxy to a network of proxies that share player
 // state through Redis; off while Redis is "".
 type ClusterConfig struct {
-	// Redis is the server's URL, redis://[user:password@]host:port/db.
-	Redis string `yaml:"redis"`
+	// Redis is the server's URL, redis://[user:password@]host:port/db;
+	// wherever it is shown, its credentials are redacted (SecretURL).
+	Redis SecretURL `yaml:"redis"`
 	// ID names this proxy in the network (letters, digits, . _ -); ""
 	// means the host name. Proxies need distinct IDs; a live upgrade keeps
 	// the ID and the sessions published under it.
@@ -69,7 +70,7 @@ func defaultClusterConfig() ClusterConfig {
 func (c *Config) checkCluster(bad func(path, format string, args ...any)) {
 	cc := c.Cluster
 	if cc.Redis != "" {
-		if msg := clusterconf.CheckURL(cc.Redis); msg != "" {
+		if msg := clusterconf.CheckURL(cc.Redis.Reveal()); msg != "" {
 			bad("cluster.redis", "%s", msg)
 		}
 	}

@@ -12,35 +12,28 @@ import (
 	"time"
 )
 
-// A configuration field tagged secret:"true" (a password, a forwarding
-// secret, a URL with credentials) is left out wherever the configuration
-// is shown: the admin API's /api/v1/config lists only its path, and only
-// when it is set. TestSecretLookingKeysAreMarked fails for a key whose
-// name suggests a secret and that lacks the tag.
-
-// secretTag is the struct tag that marks a configuration field as secret.
-const secretTag = "secret"
-
 // View is a configuration as the admin API shows it.
 type View struct {
 	// Config has the YAML file's keys and structure; durations are
-	// written as Go durations ("5s", "10m0s") and secret fields are left
-	// out.
+	// written as Go durations ("5s", "10m0s") and secrets (Secret and
+	// SecretURL fields) in their redacted form.
 	Config json.RawMessage `json:"config"`
-	// Redacted lists the paths of the secret fields that are set (as
-	// groups.main.password), whose values are left out.
+	// Redacted lists the paths of the secret fields whose value was
+	// redacted (as cluster.redis), in order.
 	Redacted []string `json:"redacted"`
 }
 
-// View returns c as the admin API shows it, secrets left out.
+// View returns c as the admin API shows it, secrets redacted.
 func (c *Config) View() (View, error) {
 	return configView(reflect.ValueOf(*c))
 }
 
-// configView encodes v (a struct) by its yaml keys, leaving out secrets.
+// configView encodes v (a struct) by its yaml keys, secrets redacted.
 func configView(v reflect.Value) (View, error) {
 	redacted := []string{}
-	data, err := json.Marshal(jsonOf(v, "", &redacted))
+	data, err := json.Marshal(jsonOf(v, "", func(path string, _ redactable) {
+		redacted = append(redacted, path)
+	}))
 	if err != nil {
 		return View{}, fmt.Errorf("config: encoding the configuration: %w", err)
 	}
@@ -81,11 +74,22 @@ func (o jsonObject) MarshalJSON() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+var redactableType = reflect.TypeFor[redactable]()
+
 // jsonOf turns v, found at path, into what encoding/json writes as the
-// admin API shows it; the paths of set secret fields go to redacted.
-func jsonOf(v reflect.Value, path string, redacted *[]string) any {
+// admin API shows it; each secret whose shown form differs from its value
+// goes to redacted with its path.
+func jsonOf(v reflect.Value, path string, redacted func(path string, s redactable)) any {
 	if v.Type() == durationType {
 		return time.Duration(v.Int()).String()
+	}
+	if v.Type().Implements(redactableType) {
+		s := v.Interface().(redactable)
+		shown := s.String()
+		if shown != s.Reveal() {
+			redacted(path, s)
+		}
+		return shown
 	}
 	switch v.Kind() {
 	case reflect.Struct:
@@ -97,14 +101,7 @@ func jsonOf(v reflect.Value, path string, redacted *[]string) any {
 			if name == "" || name == "-" || !f.IsExported() {
 				continue
 			}
-			p := joinPath(path, name)
-			if f.Tag.Get(secretTag) == "true" {
-				if !v.Field(i).IsZero() {
-					*redacted = append(*redacted, p)
-				}
-				continue
-			}
-			obj = append(obj, jsonField{name, jsonOf(v.Field(i), p, redacted)})
+			obj = append(obj, jsonField{name, jsonOf(v.Field(i), joinPath(path, name), redacted)})
 		}
 		return obj
 	case reflect.Map:
@@ -131,8 +128,14 @@ func jsonOf(v reflect.Value, path string, redacted *[]string) any {
 }
 
 // Hash returns a short digest of the configuration as the proxy uses it
-// (after defaults), which logs and metrics show to tell configurations apart.
+// (after defaults), which logs and metrics show to tell configurations
+// apart. %#v writes secrets redacted, so their values are added by path:
+// a configuration that changes only a password gets another hash.
 func (c *Config) Hash() string {
-	sum := sha256.Sum256(fmt.Appendf(nil, "%#v", *c))
-	return hex.EncodeToString(sum[:6])
+	h := sha256.New()
+	fmt.Fprintf(h, "%#v", *c)
+	jsonOf(reflect.ValueOf(*c), "", func(path string, s redactable) {
+		fmt.Fprintf(h, "\x00%s=%s", path, s.Reveal())
+	})
+	return hex.EncodeToString(h.Sum(nil)[:6])
 }
