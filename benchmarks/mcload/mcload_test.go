@@ -12,10 +12,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tidegate/tidegate/benchmarks/peers"
+	"github.com/tidegate/tidegate/internal/testkit/testserver"
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/mcbackend"
-	"github.com/tidegate/tidegate/session/proxy"
-	"github.com/tidegate/tidegate/session/proxy/config"
 )
 
 func startProxyAndBackend(t *testing.T, maxSessions int) string {
@@ -30,25 +29,12 @@ func startProxyAndBackend(t *testing.T, maxSessions int) string {
 	ba, _ := be.Addr(0)
 	yaml := peers.TidegateConfig(peers.RelayConfig{Listen: "127.0.0.1:0", Backend: ba.String(), Cores: 1, Sessions: 1}, false)
 	yaml = strings.Replace(yaml, "max_sessions: 257", "max_sessions: "+itoa(maxSessions), 1)
-	cfg, _, err := config.Parse("", []byte(yaml))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := proxy.New(cfg, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		p.Stop(ctx)
 		be.Stop(ctx)
 	})
-	pa, _ := p.Addr(0)
-	return pa.String()
+	return testserver.Proxy(t, yaml)
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }

@@ -17,8 +17,6 @@ import (
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/mcbackend"
-	"github.com/tidegate/tidegate/session/proxy"
-	"github.com/tidegate/tidegate/session/proxy/config"
 )
 
 // TestMain fails the run when the tests leave goroutines running or
@@ -41,28 +39,8 @@ func startChunkBackend(t *testing.T) string {
 // startProxy runs the tidegate proxy in-process in front of backend.
 func startProxy(t *testing.T, backend string) string {
 	t.Helper()
-	cfg, _, err := config.Parse("", []byte(peers.TidegateConfig(peers.RelayConfig{
-		Listen: "127.0.0.1:0", Backend: backend, Cores: 1, Sessions: 16}, false)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := proxy.New(cfg, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		p.Stop(ctx)
-	})
-	a, err := p.Addr(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a.String()
+	return testserver.Proxy(t, peers.TidegateConfig(peers.RelayConfig{
+		Listen: "127.0.0.1:0", Backend: backend, Cores: 1, Sessions: 16}, false))
 }
 
 // scheduled returns how many frames p schedules in the measured interval,

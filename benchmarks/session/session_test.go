@@ -17,10 +17,9 @@ import (
 	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/mcclient"
 	"github.com/tidegate/tidegate/benchmarks/peers"
+	"github.com/tidegate/tidegate/internal/testkit/testserver"
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/mcbackend"
-	"github.com/tidegate/tidegate/session/proxy"
-	"github.com/tidegate/tidegate/session/proxy/config"
 )
 
 // startBackend runs the fake Minecraft backend in-process.
@@ -70,28 +69,8 @@ func startBackendWith(t *testing.T, cfg mcbackend.Config) string {
 // benchmark writes for its own process.
 func startProxy(t *testing.T, backend string, raw bool) string {
 	t.Helper()
-	cfg, _, err := config.Parse("", []byte(peers.TidegateConfig(peers.RelayConfig{
-		Listen: "127.0.0.1:0", Backend: backend, Cores: 1, Sessions: 16}, raw)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := proxy.New(cfg, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		p.Stop(ctx)
-	})
-	a, err := p.Addr(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a.String()
+	return testserver.Proxy(t, peers.TidegateConfig(peers.RelayConfig{
+		Listen: "127.0.0.1:0", Backend: backend, Cores: 1, Sessions: 16}, raw))
 }
 
 // flipRelay relays to backend and flips one byte of the backend's output at
