@@ -12,7 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tidegate/tidegate/benchmarks/peers"
-	"github.com/tidegate/tidegate/internal/testkit/testserver"
+	"github.com/tidegate/tidegate/internal/testkit/testproxy"
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/mcbackend"
 )
@@ -34,7 +34,7 @@ func startProxyAndBackend(t *testing.T, maxSessions int) string {
 		defer cancel()
 		be.Stop(ctx)
 	})
-	return testserver.Proxy(t, yaml)
+	return testproxy.Start(t, yaml)
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }

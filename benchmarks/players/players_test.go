@@ -13,6 +13,7 @@ import (
 	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/peers"
 	"github.com/tidegate/tidegate/internal/testkit/leaktest"
+	"github.com/tidegate/tidegate/internal/testkit/testproxy"
 	"github.com/tidegate/tidegate/internal/testkit/testserver"
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/reactor"
@@ -39,7 +40,7 @@ func startChunkBackend(t *testing.T) string {
 // startProxy runs the tidegate proxy in-process in front of backend.
 func startProxy(t *testing.T, backend string) string {
 	t.Helper()
-	return testserver.Proxy(t, peers.TidegateConfig(peers.RelayConfig{
+	return testproxy.Start(t, peers.TidegateConfig(peers.RelayConfig{
 		Listen: "127.0.0.1:0", Backend: backend, Cores: 1, Sessions: 16}, false))
 }
 

@@ -17,7 +17,7 @@ import (
 	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/mcclient"
 	"github.com/tidegate/tidegate/benchmarks/peers"
-	"github.com/tidegate/tidegate/internal/testkit/testserver"
+	"github.com/tidegate/tidegate/internal/testkit/testproxy"
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/mcbackend"
 )
@@ -69,7 +69,7 @@ func startBackendWith(t *testing.T, cfg mcbackend.Config) string {
 // benchmark writes for its own process.
 func startProxy(t *testing.T, backend string, raw bool) string {
 	t.Helper()
-	return testserver.Proxy(t, peers.TidegateConfig(peers.RelayConfig{
+	return testproxy.Start(t, peers.TidegateConfig(peers.RelayConfig{
 		Listen: "127.0.0.1:0", Backend: backend, Cores: 1, Sessions: 16}, raw))
 }
 

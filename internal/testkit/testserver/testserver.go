@@ -10,11 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/mcbackend"
-	"github.com/tidegate/tidegate/session/proxy"
-	"github.com/tidegate/tidegate/session/proxy/config"
 	"github.com/tidegate/tidegate/session/pushserver"
 	"github.com/tidegate/tidegate/session/tlvserver"
 )
@@ -139,25 +136,4 @@ func MCBackend(t testing.TB, cfg mcbackend.Config) (*mcbackend.Server, string) {
 		t.Fatal(err)
 	}
 	return b, a.String()
-}
-
-// Proxy starts the tidegate proxy in process with the configuration in
-// yamlText (as `tidegate proxy --config` reads it), stops it when the test
-// ends, and returns the address of its first listener.
-func Proxy(t testing.TB, yamlText string) string {
-	t.Helper()
-	cfg, _, err := config.Parse("", []byte(yamlText))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := proxy.New(cfg, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	start(t, p.Start, p.Stop, 5*time.Second, nil)
-	a, err := p.Addr(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a.String()
 }
