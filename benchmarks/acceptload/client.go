@@ -2,6 +2,7 @@ package acceptload
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -72,21 +73,11 @@ func (r Result) Failed() bool { return r.Errors > 0 || r.Conns == 0 || r.OK != r
 
 // withDefaults fills the zero fields and checks the rest.
 func (c LoadConfig) withDefaults() (LoadConfig, error) {
-	if c.Conns == 0 {
-		c.Conns = DefaultConns
-	}
-	if c.Parallel == 0 {
-		c.Parallel = DefaultParallel
-	}
-	if c.Body == 0 {
-		c.Body = DefaultBody
-	}
-	if c.Timeout == 0 {
-		c.Timeout = DefaultTimeout
-	}
-	if c.Format == (tlv.Format{}) {
-		c.Format = tlv.DefaultFormat
-	}
+	c.Conns = cmp.Or(c.Conns, DefaultConns)
+	c.Parallel = cmp.Or(c.Parallel, DefaultParallel)
+	c.Body = cmp.Or(c.Body, DefaultBody)
+	c.Timeout = cmp.Or(c.Timeout, DefaultTimeout)
+	c.Format = cmp.Or(c.Format, tlv.DefaultFormat)
 	switch {
 	case c.Addr == "":
 		return c, errors.New("acceptload: no server address")

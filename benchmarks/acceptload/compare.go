@@ -1,6 +1,7 @@
 package acceptload
 
 import (
+	"cmp"
 	"context"
 	"debug/buildinfo"
 	"errors"
@@ -184,18 +185,12 @@ func Compare(ctx context.Context, cfg CompareConfig) (*Comparison, error) {
 	if len(cfg.Servers) == 0 {
 		return nil, errors.New("acceptload: no server to measure")
 	}
-	if cfg.Repeats == 0 {
-		cfg.Repeats = DefaultRepeats
-	}
+	cfg.Repeats = cmp.Or(cfg.Repeats, DefaultRepeats)
 	if cfg.Repeats < 1 {
 		return nil, fmt.Errorf("acceptload: repeats %d: want at least 1", cfg.Repeats)
 	}
-	if cfg.Warmup == 0 {
-		cfg.Warmup = DefaultWarmup
-	}
-	if cfg.Loops == 0 {
-		cfg.Loops = DefaultLoops
-	}
+	cfg.Warmup = cmp.Or(cfg.Warmup, DefaultWarmup)
+	cfg.Loops = cmp.Or(cfg.Loops, DefaultLoops)
 	probe := cfg.Load
 	probe.Addr = "probe"
 	if _, err := probe.withDefaults(); err != nil {

@@ -1,6 +1,7 @@
 package budgetload
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -76,30 +77,15 @@ type Config struct {
 }
 
 func (c *Config) defaults() error {
-	set := func(d *time.Duration, v time.Duration) {
-		if *d == 0 {
-			*d = v
-		}
-	}
-	set(&c.Sample, DefaultSample)
-	set(&c.StableFor, DefaultStableFor)
-	set(&c.FloodTimeout, DefaultFloodTimeout)
-	set(&c.DrainTimeout, DefaultDrainTimeout)
-	if c.Sessions == 0 {
-		c.Sessions = DefaultSessions
-	}
-	if c.Bytes == 0 {
-		c.Bytes = DefaultBytes
-	}
-	if c.RcvBuf == 0 {
-		c.RcvBuf = DefaultRcvBuf
-	}
-	if c.Connect == 0 {
-		c.Connect = DefaultConnect
-	}
-	if c.Loops == 0 {
-		c.Loops = runtime.NumCPU()
-	}
+	c.Sample = cmp.Or(c.Sample, DefaultSample)
+	c.StableFor = cmp.Or(c.StableFor, DefaultStableFor)
+	c.FloodTimeout = cmp.Or(c.FloodTimeout, DefaultFloodTimeout)
+	c.DrainTimeout = cmp.Or(c.DrainTimeout, DefaultDrainTimeout)
+	c.Sessions = cmp.Or(c.Sessions, DefaultSessions)
+	c.Bytes = cmp.Or(c.Bytes, DefaultBytes)
+	c.RcvBuf = cmp.Or(c.RcvBuf, DefaultRcvBuf)
+	c.Connect = cmp.Or(c.Connect, DefaultConnect)
+	c.Loops = cmp.Or(c.Loops, runtime.NumCPU())
 	switch {
 	case c.Budget < 1<<20:
 		return fmt.Errorf("budget %d bytes: the proxy wants at least 1 MiB (1048576)", c.Budget)
@@ -352,9 +338,7 @@ drain:
 			}
 		}
 	}
-	if t.Drain == 0 {
-		t.Drain = time.Since(release)
-	}
+	t.Drain = cmp.Or(t.Drain, time.Since(release))
 	close(drainDeadline)
 	clients.Wait()
 	t.Verified = verify(sentStreams, be, errs)

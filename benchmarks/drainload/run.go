@@ -273,8 +273,8 @@ func runTrial(ctx context.Context, cfg Config, srv Server) (t Trial) {
 		}
 		_ = f.c.Close()
 		t.Resumed++
-		resume = append(resume, ms(s.Resume))
-		after = append(after, ms(s.AfterDrain))
+		resume = append(resume, harness.Ms(s.Resume))
+		after = append(after, harness.Ms(s.AfterDrain))
 		backlog = append(backlog, s.Backlog)
 	}
 	if t.ResumeOther, err = phase.others(pids); err != nil {
@@ -544,6 +544,3 @@ func sampleCPU(ctx context.Context, pids []int, d time.Duration) (cpuSample, err
 	return cpuSample{pct: srv / el * 100, runs: float64(b.Slices-a.Slices) / el,
 		other: max(0, float64(mb.Processes-ma.Processes)/1e9-srv) / el * 100}, nil
 }
-
-// ms converts a duration to milliseconds.
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

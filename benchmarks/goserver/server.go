@@ -14,6 +14,7 @@ package goserver
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -74,15 +75,11 @@ type Server struct {
 
 // New validates cfg and returns a server that is not yet listening.
 func New(cfg Config) (*Server, error) {
-	if cfg.Format == (tlv.Format{}) {
-		cfg.Format = tlv.DefaultFormat
-	}
+	cfg.Format = cmp.Or(cfg.Format, tlv.DefaultFormat)
 	if err := cfg.Format.Validate(); err != nil {
 		return nil, fmt.Errorf("goroutine TLV server: %w", err)
 	}
-	if cfg.BufferSize == 0 {
-		cfg.BufferSize = DefaultBufferSize
-	}
+	cfg.BufferSize = cmp.Or(cfg.BufferSize, DefaultBufferSize)
 	if cfg.BufferSize < 16 {
 		return nil, fmt.Errorf("goroutine TLV server: buffer size %d is below 16 bytes", cfg.BufferSize)
 	}

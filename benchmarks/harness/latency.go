@@ -2,6 +2,7 @@ package harness
 
 import (
 	"errors"
+	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 )
@@ -37,3 +38,6 @@ type PhaseHooks struct {
 // ErrStalled fails a load phase that made no progress for its stall
 // timeout.
 var ErrStalled = errors.New("no echo for the stall timeout")
+
+// Ms converts d to milliseconds, the unit of the reports' durations.
+func Ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

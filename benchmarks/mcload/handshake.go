@@ -1,6 +1,7 @@
 package mcload
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -48,9 +49,7 @@ func Handshake(ctx context.Context, cfg HandshakeConfig) (*HandshakeResult, erro
 	if cfg.Count < 1 || cfg.Parallel < 1 {
 		return nil, fmt.Errorf("handshake: count %d and parallel %d must be at least 1", cfg.Count, cfg.Parallel)
 	}
-	if cfg.Timeout == 0 {
-		cfg.Timeout = 10 * time.Second
-	}
+	cfg.Timeout = cmp.Or(cfg.Timeout, 10*time.Second)
 	host, port, err := mcclient.SplitHostPort(cfg.Addr)
 	if err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package mcload
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -72,9 +73,7 @@ func echoOnce(c net.Conn, seq int, timeout time.Duration) error {
 // "check" echoes once more on every session and reports "checked"; the end
 // of in closes the sessions and returns.
 func RunWorker(ctx context.Context, cfg WorkerConfig, in io.Reader, out io.Writer) error {
-	if cfg.Timeout == 0 {
-		cfg.Timeout = 10 * time.Second
-	}
+	cfg.Timeout = cmp.Or(cfg.Timeout, 10*time.Second)
 	host, port, err := mcclient.SplitHostPort(cfg.Addr)
 	if err != nil {
 		return err

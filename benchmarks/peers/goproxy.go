@@ -1,6 +1,7 @@
 package peers
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -70,9 +71,7 @@ func (r *GoRelay) Serve() error {
 		return errors.New("goproxy: Serve before Listen")
 	}
 	timeout := r.DialTimeout
-	if timeout == 0 {
-		timeout = DefaultGoRelayDialTimeout
-	}
+	timeout = cmp.Or(timeout, DefaultGoRelayDialTimeout)
 	var delay time.Duration
 	for {
 		c, err := r.ln.Accept()

@@ -1,6 +1,7 @@
 package peers
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -139,9 +140,7 @@ func Start(s Spec) (*Process, error) {
 			return nil, err
 		}
 		procs := s.GoMaxProcs
-		if procs == 0 {
-			procs = r.Cores
-		}
+		procs = cmp.Or(procs, r.Cores)
 		argv = []string{exe, "peer", "goproxy", "--listen", r.Listen, "--backend", r.Backend, "--log-level", "warn"}
 		env = []string{"GOMAXPROCS=" + strconv.Itoa(procs)}
 	case KindHAProxy, KindHAProxySplice:

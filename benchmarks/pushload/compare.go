@@ -222,16 +222,14 @@ func Summarize(ts []Trial, counts []int, servers []Server) []Summary {
 			s.DeliveriesPerCPUSec = harness.SpreadOf(ok, func(t Trial) float64 { return t.DeliveriesPerCPUSec })
 			s.KiBPerSubIdle = harness.SpreadOf(ok, func(t Trial) float64 { return t.KiBPerSubIdle })
 			s.KiBPerSubActive = harness.SpreadOf(ok, func(t Trial) float64 { return t.KiBPerSubActive })
-			s.P50Ms = harness.SpreadOf(ok, func(t Trial) float64 { return ms(t.Result.P50) })
-			s.P99Ms = harness.SpreadOf(ok, func(t Trial) float64 { return ms(t.Result.P99) })
-			s.MaxMs = harness.SpreadOf(ok, func(t Trial) float64 { return ms(t.Result.MaxLatency) })
+			s.P50Ms = harness.SpreadOf(ok, func(t Trial) float64 { return harness.Ms(t.Result.P50) })
+			s.P99Ms = harness.SpreadOf(ok, func(t Trial) float64 { return harness.Ms(t.Result.P99) })
+			s.MaxMs = harness.SpreadOf(ok, func(t Trial) float64 { return harness.Ms(t.Result.MaxLatency) })
 			out = append(out, s)
 		}
 	}
 	return out
 }
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // WriteTrials writes every trial as a Markdown table.
 func WriteTrials(w io.Writer, ts []Trial) error {
@@ -242,7 +240,7 @@ func WriteTrials(w io.Writer, ts []Trial) error {
 			strconv.Itoa(t.Subscribers), strconv.Itoa(t.Repeat), strconv.Itoa(t.Position), string(t.Server),
 			harness.Fixed(r.DeliveredPerSec, 0), strconv.FormatInt(r.CPUPerEvent.Nanoseconds(), 10), harness.Fixed(t.DeliveriesPerCPUSec, 0),
 			harness.Fixed(t.KiBPerSubIdle, 1), harness.Fixed(t.KiBPerSubActive, 1),
-			harness.Fixed(ms(r.P50), 1), harness.Fixed(ms(r.P99), 1), harness.Fixed(ms(r.MaxLatency), 1), harness.Fixed(r.ClientCPU.Seconds(), 1),
+			harness.Fixed(harness.Ms(r.P50), 1), harness.Fixed(harness.Ms(r.P99), 1), harness.Fixed(harness.Ms(r.MaxLatency), 1), harness.Fixed(r.ClientCPU.Seconds(), 1),
 			strconv.FormatInt(r.TotalDelivered, 10), strconv.FormatInt(r.Dropped, 10), strconv.FormatInt(r.Closed, 10),
 			strconv.FormatInt(r.TotalExpected-r.TotalDelivered-r.Dropped, 10), strconv.FormatInt(r.OutOfOrder, 10),
 			harness.OrDash(strings.ReplaceAll(t.Failure, "|", "/")),

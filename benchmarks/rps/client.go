@@ -1,6 +1,7 @@
 package rps
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -84,36 +85,24 @@ func (c *Config) normalize() error {
 	if c.Warmups < 0 {
 		return fmt.Errorf("rps: warmups %d is negative", c.Warmups)
 	}
-	if c.Format == (tlv.Format{}) {
-		c.Format = tlv.DefaultFormat
-	}
+	c.Format = cmp.Or(c.Format, tlv.DefaultFormat)
 	if err := c.Format.Validate(); err != nil {
 		return fmt.Errorf("rps: %w", err)
 	}
-	if c.PayloadSize == 0 {
-		c.PayloadSize = DefaultPayloadSize
-	}
+	c.PayloadSize = cmp.Or(c.PayloadSize, DefaultPayloadSize)
 	if c.PayloadSize < 0 || c.PayloadSize > c.Format.MaxBody {
 		return fmt.Errorf("rps: payload size %d: want 0..%d (the format's max body)", c.PayloadSize, c.Format.MaxBody)
 	}
-	if c.Pipeline == 0 {
-		c.Pipeline = DefaultPipeline
-	}
+	c.Pipeline = cmp.Or(c.Pipeline, DefaultPipeline)
 	if c.Pipeline < 1 {
 		return fmt.Errorf("rps: pipeline %d: want at least 1 request in flight", c.Pipeline)
 	}
-	if c.Timeout == 0 {
-		c.Timeout = DefaultTimeout
-	}
+	c.Timeout = cmp.Or(c.Timeout, DefaultTimeout)
 	if c.Timeout < 0 {
 		return fmt.Errorf("rps: timeout %v is negative", c.Timeout)
 	}
-	if c.DialTimeout == 0 {
-		c.DialTimeout = DefaultDialTimeout
-	}
-	if c.Loops == 0 {
-		c.Loops = runtime.NumCPU()
-	}
+	c.DialTimeout = cmp.Or(c.DialTimeout, DefaultDialTimeout)
+	c.Loops = cmp.Or(c.Loops, runtime.NumCPU())
 	if c.Loops < 1 {
 		return fmt.Errorf("rps: loops %d: want at least 1", c.Loops)
 	}

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -126,9 +127,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	total := len(steps) + passes*n
 	segPID := cfg.SegmentsPID
-	if segPID == 0 {
-		segPID = os.Getpid()
-	}
+	segPID = cmp.Or(segPID, os.Getpid())
 	// A proxy runs for the whole benchmark and keeps memory from phase to
 	// phase: RSS per session is counted from its RSS before its first
 	// phase's sessions connected, not from each phase's start.

@@ -29,6 +29,7 @@ package ssepeer
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -115,9 +116,7 @@ type Server struct {
 
 // New listens on both addresses; Serve is started by Start.
 func New(cfg Config) (*Server, error) {
-	if cfg.Buffer == 0 {
-		cfg.Buffer = DefaultBuffer
-	}
+	cfg.Buffer = cmp.Or(cfg.Buffer, DefaultBuffer)
 	if cfg.Buffer < 1 || cfg.Heartbeat < 0 {
 		return nil, fmt.Errorf("ssepeer: buffer %d, heartbeat %v: want a positive buffer and a heartbeat >= 0", cfg.Buffer, cfg.Heartbeat)
 	}

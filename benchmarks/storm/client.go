@@ -301,9 +301,9 @@ func Storm(ctx context.Context, cfg StormConfig) (*StormRun, error) {
 	}
 	slices.Sort(accept)
 	slices.Sort(connect)
-	res.AcceptP50Ms, res.AcceptP99Ms = ms(harness.Percentile(accept, 50)), ms(harness.Percentile(accept, 99))
-	res.AcceptMaxMs = ms(harness.Percentile(accept, 100))
-	res.ConnectP50Ms, res.ConnectP99Ms = ms(harness.Percentile(connect, 50)), ms(harness.Percentile(connect, 99))
+	res.AcceptP50Ms, res.AcceptP99Ms = harness.Ms(harness.Percentile(accept, 50)), harness.Ms(harness.Percentile(accept, 99))
+	res.AcceptMaxMs = harness.Ms(harness.Percentile(accept, 100))
+	res.ConnectP50Ms, res.ConnectP99Ms = harness.Ms(harness.Percentile(connect, 50)), harness.Ms(harness.Percentile(connect, 99))
 	if err := ctx.Err(); err != nil {
 		run.Close()
 		return nil, fmt.Errorf("storm on %s interrupted: %w", cfg.Addr, err)

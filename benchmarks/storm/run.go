@@ -1,6 +1,7 @@
 package storm
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -103,20 +104,14 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("duration %v is negative", *d))
 		}
 	}
-	setDur(&c.StormTimeout, DefaultStormTimeout)
-	setDur(&c.HeldInterval, DefaultHeldInterval)
-	setDur(&c.EchoTimeout, DefaultEchoTimeout)
-	setDur(&c.AfterTimeout, DefaultAfterTimeout)
+	c.StormTimeout = cmp.Or(c.StormTimeout, DefaultStormTimeout)
+	c.HeldInterval = cmp.Or(c.HeldInterval, DefaultHeldInterval)
+	c.EchoTimeout = cmp.Or(c.EchoTimeout, DefaultEchoTimeout)
+	c.AfterTimeout = cmp.Or(c.AfterTimeout, DefaultAfterTimeout)
 	if c.HeldParallel <= 0 {
 		c.HeldParallel = DefaultHeldParallel
 	}
 	return errors.Join(errs...)
-}
-
-func setDur(d *time.Duration, v time.Duration) {
-	if *d == 0 {
-		*d = v
-	}
 }
 
 // Trial is one storm against one fresh proxy.

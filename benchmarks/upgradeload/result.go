@@ -31,9 +31,9 @@ type Params struct {
 }
 
 func paramsOf(c Config) Params {
-	return Params{Executable: c.Executable, Sessions: c.Sessions, IntervalMs: ms(c.Interval), Repeats: c.Repeats,
+	return Params{Executable: c.Executable, Sessions: c.Sessions, IntervalMs: harness.Ms(c.Interval), Repeats: c.Repeats,
 		WarmupS: c.Warmup.Seconds(), BaselineS: c.Baseline.Seconds(), SettleS: c.Settle.Seconds(), Loops: c.Loops,
-		Writers: c.Writers, ConnectParallel: c.ConnectParallel, QuietWaitS: c.QuietWait.Seconds(), QuietCPU: c.QuietCPU, NoisyRetries: c.NoisyRetries, HealthPollDuringMs: ms(c.HealthPollDuring), DrainTimeoutS: DrainTimeout.Seconds()}
+		Writers: c.Writers, ConnectParallel: c.ConnectParallel, QuietWaitS: c.QuietWait.Seconds(), QuietCPU: c.QuietCPU, NoisyRetries: c.NoisyRetries, HealthPollDuringMs: harness.Ms(c.HealthPollDuring), DrainTimeoutS: DrainTimeout.Seconds()}
 }
 
 // Meta says where and how a run was made; the command fills it in.

@@ -1,6 +1,7 @@
 package upgradeload
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -90,30 +91,18 @@ type Config struct {
 }
 
 func (c *Config) defaults() error {
-	setD := func(d *time.Duration, v time.Duration) {
-		if *d == 0 {
-			*d = v
-		}
-	}
-	setI := func(i *int, v int) {
-		if *i == 0 {
-			*i = v
-		}
-	}
-	setI(&c.Sessions, DefaultSessions)
-	setI(&c.Repeats, DefaultRepeats)
-	setI(&c.Loops, DefaultLoops)
-	setI(&c.ConnectParallel, DefaultConnectParallel)
-	setI(&c.Writers, DefaultWriters)
-	setD(&c.Interval, DefaultInterval)
-	setD(&c.Warmup, DefaultWarmup)
-	setD(&c.Baseline, DefaultBaseline)
-	setD(&c.UpgradeTimeout, DefaultUpgradeTimeout)
-	setD(&c.EchoTimeout, DefaultEchoTimeout)
-	setD(&c.Settle, max(time.Second, 5*c.Interval))
-	if c.QuietCPU == 0 {
-		c.QuietCPU = DefaultQuietCPU
-	}
+	c.Sessions = cmp.Or(c.Sessions, DefaultSessions)
+	c.Repeats = cmp.Or(c.Repeats, DefaultRepeats)
+	c.Loops = cmp.Or(c.Loops, DefaultLoops)
+	c.ConnectParallel = cmp.Or(c.ConnectParallel, DefaultConnectParallel)
+	c.Writers = cmp.Or(c.Writers, DefaultWriters)
+	c.Interval = cmp.Or(c.Interval, DefaultInterval)
+	c.Warmup = cmp.Or(c.Warmup, DefaultWarmup)
+	c.Baseline = cmp.Or(c.Baseline, DefaultBaseline)
+	c.UpgradeTimeout = cmp.Or(c.UpgradeTimeout, DefaultUpgradeTimeout)
+	c.EchoTimeout = cmp.Or(c.EchoTimeout, DefaultEchoTimeout)
+	c.Settle = cmp.Or(c.Settle, max(time.Second, 5*c.Interval))
+	c.QuietCPU = cmp.Or(c.QuietCPU, DefaultQuietCPU)
 	if c.NoisyRetries < 0 {
 		return fmt.Errorf("noisy retries %d: want 0 or more", c.NoisyRetries)
 	}
@@ -419,7 +408,7 @@ func runTrial(ctx context.Context, cfg Config, repeat, attempt int) (t Trial) {
 		readLog(&t, fails, false)
 		return t
 	}
-	t.HandoverMs = ms(exitAt.Sub(sig))
+	t.HandoverMs = harness.Ms(exitAt.Sub(sig))
 	t.OldExit = "exit status 0"
 	if err := proc.ExitError(); err != nil {
 		t.OldExit = err.Error()
@@ -433,7 +422,7 @@ func runTrial(ctx context.Context, cfg Config, repeat, attempt int) (t Trial) {
 	if t.NewPID != 0 {
 		t.UpgradeCPU = cpuBetween(u2, readUsage(t.NewPID))
 		if cfg.HealthPollDuring > 0 {
-			t.NewHealthMs = ms(time.Duration(watch.at.Load()))
+			t.NewHealthMs = harness.Ms(time.Duration(watch.at.Load()))
 		}
 	} else {
 		fails.trial("no new process answered http://%s/healthz within 10s of the old one's exit", metrics)
@@ -481,9 +470,6 @@ func runTrial(ctx context.Context, cfg Config, repeat, attempt int) (t Trial) {
 	}
 	return t
 }
-
-// ms is d in milliseconds.
-func ms(d time.Duration) float64 { return float64(d) / 1e6 }
 
 // stopProcess sends SIGTERM to the new proxy and waits for it to be gone:
 // the drain ends at once, its sessions having been closed, but may take

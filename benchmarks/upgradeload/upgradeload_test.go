@@ -24,6 +24,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/internal/testkit/leaktest"
 	"github.com/tidegate/tidegate/reactor/handoverwire"
 	"github.com/tidegate/tidegate/session/proxy/config"
@@ -309,7 +310,7 @@ func (f *fake) takeOver(hc *handoverwire.Conn) {
 		n++
 	}
 	hc.Close()
-	fakeLog("info", msgTookOver, fmt.Sprintf(`"sessions":%d,"took":%f`, n, ms(time.Since(start))))
+	fakeLog("info", msgTookOver, fmt.Sprintf(`"sessions":%d,"took":%f`, n, harness.Ms(time.Since(start))))
 }
 
 // testConfig is a small, fast run against the fake proxy; a failed test

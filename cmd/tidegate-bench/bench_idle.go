@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"sort"
@@ -201,9 +202,7 @@ func idleFailures(res *mcload.IdleResult, minAlive int, maxRSS float64, launched
 	}
 	if heap && !res.HeapMeasured {
 		why := res.HeapMeasurementGap
-		if why == "" {
-			why = "no session logged in"
-		}
+		why = cmp.Or(why, "no session logged in")
 		fails = append(fails, "--heap set but the proxy's Go heap was not measured: "+why)
 	}
 	return fails

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"strconv"
@@ -239,9 +240,7 @@ func runBenchSession(c *cli.Context) error {
 	if appRTT > 0 {
 		setup.AppRTT = appRTT.String()
 	}
-	if setup.GoMaxProcs == 0 {
-		setup.GoMaxProcs = opts.ProxyCores
-	}
+	setup.GoMaxProcs = cmp.Or(setup.GoMaxProcs, opts.ProxyCores)
 	if inner != "" {
 		l := session.Layout(inner)
 		opts.Netns = &l
