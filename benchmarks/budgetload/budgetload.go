@@ -21,6 +21,7 @@ import (
 
 	"github.com/tidegate/tidegate/benchmarks/gometrics"
 	"github.com/tidegate/tidegate/benchmarks/harness"
+	"github.com/tidegate/tidegate/benchmarks/parallel"
 	"github.com/tidegate/tidegate/benchmarks/peers"
 	"github.com/tidegate/tidegate/benchmarks/procstat"
 )
@@ -348,40 +349,23 @@ drain:
 	return t
 }
 
-// connectAll dials conns through the proxy, parallel at a time, each
-// sending its header.
-func connectAll(ctx context.Context, addr string, conns []*net.TCPConn, parallel int) error {
-	sem := make(chan struct{}, parallel)
-	var wg sync.WaitGroup
-	errs := make(chan error, 1)
+// connectAll dials conns through the proxy, limit at a time, each
+// sending its header; it stops at the first failure (parallel.Each).
+func connectAll(ctx context.Context, addr string, conns []*net.TCPConn, limit int) error {
 	d := net.Dialer{Timeout: 10 * time.Second}
-	for i := range conns {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			c, err := d.DialContext(ctx, "tcp", addr)
-			if err == nil {
-				conns[i] = c.(*net.TCPConn)
-				var hdr [headerLen]byte
-				binary.BigEndian.PutUint64(hdr[:], uint64(i))
-				_, err = c.Write(hdr[:])
-			}
-			if err != nil {
-				select {
-				case errs <- fmt.Errorf("session %d: connecting to the proxy at %s: %w", i, addr, err):
-				default:
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	select {
-	case err := <-errs:
-		return err
-	default:
+	return parallel.Each(ctx, len(conns), limit, func(i int) error {
+		c, err := d.DialContext(ctx, "tcp", addr)
+		if err == nil {
+			conns[i] = c.(*net.TCPConn)
+			var hdr [headerLen]byte
+			binary.BigEndian.PutUint64(hdr[:], uint64(i))
+			_, err = c.Write(hdr[:])
+		}
+		if err != nil {
+			return fmt.Errorf("session %d: connecting to the proxy at %s: %w", i, addr, err)
+		}
 		return nil
-	}
+	})
 }
 
 // startProxy writes a raw-mode configuration relaying to backend with the

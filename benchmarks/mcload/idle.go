@@ -19,6 +19,7 @@ import (
 
 	"github.com/tidegate/tidegate/benchmarks/gometrics"
 	"github.com/tidegate/tidegate/benchmarks/mcclient"
+	"github.com/tidegate/tidegate/benchmarks/parallel"
 	"github.com/tidegate/tidegate/benchmarks/procstat"
 )
 
@@ -165,24 +166,10 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, in io.Reader, out io.Write
 	return nil
 }
 
-// forEach runs f(0..n-1) on parallel goroutines.
-func forEach(n, parallel int, f func(i int)) {
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for w := 0; w < min(parallel, n); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				f(i)
-			}
-		}()
-	}
-	for i := 0; i < n; i++ {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+// forEach runs f(0..n-1), limit calls at a time (parallel.Each); it does
+// not stop early: a failed login or echo is f's to count.
+func forEach(n, limit int, f func(i int)) {
+	_ = parallel.Each(context.Background(), n, limit, func(i int) error { f(i); return nil })
 }
 
 // IdleConfig is an idle-sessions probe.

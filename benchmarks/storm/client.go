@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tidegate/tidegate/benchmarks/harness"
+	"github.com/tidegate/tidegate/benchmarks/parallel"
 )
 
 // heldMessage and stormMessage are the sizes of the checked messages a held
@@ -363,36 +364,25 @@ func OpenHeld(ctx context.Context, cfg HeldConfig) (*Held, error) {
 	h := &Held{cfg: cfg, stop: make(chan struct{})}
 	h.sessions = make([]*heldSession, cfg.Count)
 	errs := make([]error, cfg.Count)
-	next := make(chan int, cfg.Count)
-	for i := range cfg.Count {
-		next <- i
-	}
-	close(next)
-	var wg sync.WaitGroup
-	for range min(max(cfg.Parallel, 1), cfg.Count) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				deadline := time.Now().Add(cfg.Timeout)
-				dctx, cancel := context.WithDeadline(ctx, deadline)
-				c, err := dialer(cfg.Sources, i).DialContext(dctx, "tcp", cfg.Addr)
-				cancel()
-				if err != nil {
-					errs[i] = fmt.Errorf("held session %d: connect to %s: %w", i, cfg.Addr, err)
-					continue
-				}
-				if _, err := echo(c, message('H', i, 0, heldMessage), deadline); err != nil {
-					c.Close()
-					errs[i] = fmt.Errorf("held session %d: first echo through %s: %w", i, cfg.Addr, err)
-					continue
-				}
-				h.sessions[i] = &heldSession{id: i, c: c, echoes: 1}
-			}
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	// Every session is tried, so that the error names each one that failed.
+	stopped := parallel.Each(ctx, cfg.Count, cfg.Parallel, func(i int) error {
+		deadline := time.Now().Add(cfg.Timeout)
+		dctx, cancel := context.WithDeadline(ctx, deadline)
+		c, err := dialer(cfg.Sources, i).DialContext(dctx, "tcp", cfg.Addr)
+		cancel()
+		if err != nil {
+			errs[i] = fmt.Errorf("held session %d: connect to %s: %w", i, cfg.Addr, err)
+			return nil
+		}
+		if _, err := echo(c, message('H', i, 0, heldMessage), deadline); err != nil {
+			c.Close()
+			errs[i] = fmt.Errorf("held session %d: first echo through %s: %w", i, cfg.Addr, err)
+			return nil
+		}
+		h.sessions[i] = &heldSession{id: i, c: c, echoes: 1}
+		return nil
+	})
+	if err := errors.Join(stopped, errors.Join(errs...)); err != nil {
 		h.closeAll()
 		return nil, err
 	}
