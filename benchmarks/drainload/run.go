@@ -277,10 +277,12 @@ func runTrial(ctx context.Context, cfg Config, srv Server) (t Trial) {
 		after = append(after, harness.Ms(s.AfterDrain))
 		backlog = append(backlog, s.Backlog)
 	}
-	if t.ResumeOther, err = phase.others(pids); err != nil {
+	resumed, err := phase.end(pids, true)
+	if err != nil {
 		t.Error = err.Error()
 		return t
 	}
+	t.ResumeOther = resumed.other
 	slices.Sort(resume)
 	slices.Sort(after)
 	t.ResumeP50, t.ResumeP99 = harness.Percentile(resume, 50), harness.Percentile(resume, 99)
@@ -474,13 +476,13 @@ type cpuSample struct {
 	other float64 // the rest of the machine's busy time, percent of one core
 }
 
-// phase measures what the rest of the machine did during a phase in which
-// this process works too (the resumptions): the machine's busy time less
-// the server's and this process's.
+// phase is the CPU of the server, of the machine and of this process at
+// its start, for the figures of what followed.
 type phase struct {
-	start     time.Time
-	srv, mach int64
-	self      time.Duration
+	start time.Time
+	srv   procstat.Sample
+	mach  int64
+	self  time.Duration
 }
 
 func startPhase(pids []int) (phase, error) {
@@ -496,51 +498,42 @@ func startPhase(pids []int) (phase, error) {
 	if err != nil {
 		return phase{}, err
 	}
-	return phase{start: time.Now(), srv: a.CPUNs, mach: m.Processes, self: self}, nil
+	return phase{start: time.Now(), srv: a, mach: m.Processes, self: self}, nil
 }
 
-// others returns the rest of the machine's busy time since p started, in
-// percent of one core.
-func (p phase) others(pids []int) (float64, error) {
+// end returns the figures since p started. In a phase in which this process
+// works too (the resumptions), lessSelf takes its CPU out of the rest of
+// the machine's; in a sampling window it sleeps.
+func (p phase) end(pids []int, lessSelf bool) (cpuSample, error) {
 	b, err := procstat.Read(pids)
 	if err != nil {
-		return 0, err
+		return cpuSample{}, err
 	}
 	m, err := procstat.MachineCPU()
 	if err != nil {
-		return 0, err
+		return cpuSample{}, err
 	}
 	self, err := procstat.SelfCPU()
 	if err != nil {
-		return 0, err
+		return cpuSample{}, err
 	}
 	el := time.Since(p.start).Seconds()
-	rest := float64(m.Processes-p.mach-(b.CPUNs-p.srv)-int64(self-p.self)) / 1e9
-	return max(0, rest) / el * 100, nil
+	srv := float64(b.CPUNs-p.srv.CPUNs) / 1e9
+	s := cpuSample{pct: srv / el * 100, runs: float64(b.Slices-p.srv.Slices) / el,
+		other: max(0, float64(m.Processes-p.mach)/1e9-srv) / el * 100}
+	if lessSelf {
+		rest := float64(m.Processes-p.mach-(b.CPUNs-p.srv.CPUNs)-int64(self-p.self)) / 1e9
+		s.other = max(0, rest) / el * 100
+	}
+	return s, nil
 }
 
 // sampleCPU samples pids and the machine over d.
 func sampleCPU(ctx context.Context, pids []int, d time.Duration) (cpuSample, error) {
-	a, err := procstat.Read(pids)
+	p, err := startPhase(pids)
 	if err != nil {
 		return cpuSample{}, err
 	}
-	ma, err := procstat.MachineCPU()
-	if err != nil {
-		return cpuSample{}, err
-	}
-	start := time.Now()
 	_ = harness.Sleep(ctx, d)
-	b, err := procstat.Read(pids)
-	if err != nil {
-		return cpuSample{}, err
-	}
-	mb, err := procstat.MachineCPU()
-	if err != nil {
-		return cpuSample{}, err
-	}
-	el := time.Since(start).Seconds()
-	srv := float64(b.CPUNs-a.CPUNs) / 1e9
-	return cpuSample{pct: srv / el * 100, runs: float64(b.Slices-a.Slices) / el,
-		other: max(0, float64(mb.Processes-ma.Processes)/1e9-srv) / el * 100}, nil
+	return p.end(pids, false)
 }

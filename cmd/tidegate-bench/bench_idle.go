@@ -201,8 +201,7 @@ func idleFailures(res *mcload.IdleResult, minAlive int, maxRSS float64, launched
 		fails = append(fails, "the proxy's process figures: "+res.MeasurementGap)
 	}
 	if heap && !res.HeapMeasured {
-		why := res.HeapMeasurementGap
-		why = cmp.Or(why, "no session logged in")
+		why := cmp.Or(res.HeapMeasurementGap, "no session logged in")
 		fails = append(fails, "--heap set but the proxy's Go heap was not measured: "+why)
 	}
 	return fails
