@@ -74,23 +74,34 @@ func (p Phase) errorCounts() string {
 
 // writeEchoTables prints the echo workloads' summary tables.
 func writeEchoTables(w io.Writer, r *Result) {
-	var phases, proxy [][]string
+	phases, proxy := echoRows(r, true)
+	harness.TextTable{}.Write(w, []string{"target", "phase", "roundtrips/s", "frames/s", "MiB/s", "p50 ms", "p95 ms", "p99 ms", "errors"}, phases)
+	fmt.Fprintln(w)
+	harness.TextTable{}.Write(w, []string{"target", "proxy/direct", "CPU ns/frame", "syscalls/frame", "segments/frame (proxy)",
+		"segments/frame (direct)", "RSS MiB"}, proxy)
+}
+
+// echoRows returns the rows of the echo workloads' summary tables, which
+// the terminal and the report print alike: a line per target and kind of
+// phase (with frames/s when frames is set: the report leaves it out) and a
+// line per target of the proxy's figures.
+func echoRows(r *Result, frames bool) (phases, proxy [][]string) {
 	for _, s := range r.Summary {
 		for _, row := range []struct {
 			kind string
 			ps   PhaseStats
 		}{{KindDirect, s.Direct}, {KindProxy, s.Proxy}} {
-			phases = append(phases, []string{s.Target, row.kind, row.ps.RoundtripsPerSec.Short(0), row.ps.FramesPerSec.Short(0),
-				row.ps.MiBPerSec.Short(1), row.ps.P50Ms.Short(3), row.ps.P95Ms.Short(3), row.ps.P99Ms.Short(3),
-				strconv.FormatInt(row.ps.Errors, 10)})
+			line := []string{s.Target, row.kind, row.ps.RoundtripsPerSec.Short(0)}
+			if frames {
+				line = append(line, row.ps.FramesPerSec.Short(0))
+			}
+			phases = append(phases, append(line, row.ps.MiBPerSec.Short(1), row.ps.P50Ms.Short(3), row.ps.P95Ms.Short(3),
+				row.ps.P99Ms.Short(3), strconv.FormatInt(row.ps.Errors, 10)))
 		}
 		proxy = append(proxy, []string{s.Target, s.Ratio.Short(3), s.CPUNsPerFrame.Short(0), s.SyscallsPerFrame.Short(3),
 			s.Proxy.SegmentsPerFrame.Short(3), s.Direct.SegmentsPerFrame.Short(3), s.RSSMiB.Short(1)})
 	}
-	harness.TextTable{}.Write(w, []string{"target", "phase", "roundtrips/s", "frames/s", "MiB/s", "p50 ms", "p95 ms", "p99 ms", "errors"}, phases)
-	fmt.Fprintln(w)
-	harness.TextTable{}.Write(w, []string{"target", "proxy/direct", "CPU ns/frame", "syscalls/frame", "segments/frame (proxy)",
-		"segments/frame (direct)", "RSS MiB"}, proxy)
+	return phases, proxy
 }
 
 // workloadName is the preset the run used, or "custom" for explicit flags.
@@ -199,18 +210,21 @@ func WriteReport(dir string, r *Result) error {
 	for _, n := range r.Notes {
 		fmt.Fprintf(&b, "- %s\n", n)
 	}
-	b.WriteString("\n## Phases\n\n| # | Target | Kind | Repeat | Roundtrips/s | p99 ms | CPU ns/frame | Syscalls/frame | Errors | Failure |\n|--:|---|---|--:|--:|--:|--:|--:|--:|---|\n")
-	opt := func(v *float64, verb string) string {
+	b.WriteString("\n## Phases\n\n")
+	opt := func(v *float64, decimals int) string {
 		if v == nil {
 			return "-"
 		}
-		return fmt.Sprintf(verb, *v)
+		return harness.Fixed(*v, decimals)
 	}
+	rows := make([][]string, 0, len(r.Phases))
 	for _, p := range r.Phases {
-		fmt.Fprintf(&b, "| %d | %s | %s | %d | %.0f | %.3f | %s | %s | %d | %s |\n", p.Order, p.Target, p.Kind, p.Repeat+1,
-			p.RoundtripsPerSec, p.P99Ms, opt(p.CPUNsPerFrame, "%.0f"), opt(p.SyscallsPerFrame, "%.3f"), p.Errors,
-			strings.ReplaceAll(p.Failure, "|", "/"))
+		rows = append(rows, []string{strconv.Itoa(p.Order), p.Target, p.Kind, strconv.Itoa(p.Repeat + 1), harness.Fixed(p.RoundtripsPerSec, 0),
+			harness.Fixed(p.P99Ms, 3), opt(p.CPUNsPerFrame, 0), opt(p.SyscallsPerFrame, 3), strconv.FormatInt(p.Errors, 10),
+			strings.ReplaceAll(p.Failure, "|", "/")})
 	}
+	harness.MarkdownTable(&b, []string{"#", "Target", "Kind", "Repeat", "Roundtrips/s", "p99 ms", "CPU ns/frame", "Syscalls/frame", "Errors", "Failure"},
+		"rllrrrrrrl", rows)
 	if err := os.WriteFile(filepath.Join(dir, "report.md"), []byte(b.String()), 0o644); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
@@ -219,23 +233,11 @@ func WriteReport(dir string, r *Result) error {
 
 // writeEchoMarkdown writes the echo workloads' summary tables.
 func writeEchoMarkdown(b *strings.Builder, r *Result) {
-	b.WriteString("| Target | Phase | Roundtrips/s | MiB/s | p50 ms | p95 ms | p99 ms | Errors |\n|---|---|--:|--:|--:|--:|--:|--:|\n")
-	for _, s := range r.Summary {
-		for _, row := range []struct {
-			kind string
-			ps   PhaseStats
-		}{{KindDirect, s.Direct}, {KindProxy, s.Proxy}} {
-			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %d |\n", s.Target, row.kind, row.ps.RoundtripsPerSec.Short(0),
-				row.ps.MiBPerSec.Short(1), row.ps.P50Ms.Short(3), row.ps.P95Ms.Short(3),
-				row.ps.P99Ms.Short(3), row.ps.Errors)
-		}
-	}
-	b.WriteString("\n| Target | Proxy/direct | CPU ns/frame | Syscalls/frame | Segments/frame (proxy phase) | Segments/frame (direct phase) | RSS MiB |\n|---|--:|--:|--:|--:|--:|--:|\n")
-	for _, s := range r.Summary {
-		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s |\n", s.Target, s.Ratio.Short(3), s.CPUNsPerFrame.Short(0),
-			s.SyscallsPerFrame.Short(3), s.Proxy.SegmentsPerFrame.Short(3), s.Direct.SegmentsPerFrame.Short(3),
-			s.RSSMiB.Short(1))
-	}
+	phases, proxy := echoRows(r, false)
+	harness.MarkdownTable(b, []string{"Target", "Phase", "Roundtrips/s", "MiB/s", "p50 ms", "p95 ms", "p99 ms", "Errors"}, "llrrrrrr", phases)
+	b.WriteString("\n")
+	harness.MarkdownTable(b, []string{"Target", "Proxy/direct", "CPU ns/frame", "Syscalls/frame", "Segments/frame (proxy phase)",
+		"Segments/frame (direct phase)", "RSS MiB"}, "lrrrrrr", proxy)
 	b.WriteString("\n")
 }
 
