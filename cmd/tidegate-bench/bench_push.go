@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
 
 	"github.com/tidegate/tidegate/internal/logflags"
@@ -68,11 +69,7 @@ func benchPushCommand() *cli.Command {
 			&cli.IntFlag{Name: "peer-buffer", Usage: "with --compare, the peer's --buffer (events per subscriber channel; 0: its default)"},
 			tidegateBinFlag(),
 		}, logflags.Flags()...),
-		Action: func(c *cli.Context) error {
-			log, err := logflags.New(c)
-			if err != nil {
-				return err
-			}
+		Action: withLog(func(c *cli.Context, log zerolog.Logger) error {
 			cfg := pushload.Config{
 				PublishAddr: c.String("publish"), SubscribeAddr: c.String("subscribe"),
 				Subscribers: c.Int("subscribers"), Topic: c.String("topic"), Rate: c.Int("rate"),
@@ -108,7 +105,7 @@ func benchPushCommand() *cli.Command {
 				}
 			}
 			return nil
-		},
+		}),
 	}
 }
 

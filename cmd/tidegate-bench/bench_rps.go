@@ -11,6 +11,7 @@ import (
 	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/rps"
 
+	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
 
 	"github.com/tidegate/tidegate/internal/logflags"
@@ -49,11 +50,7 @@ func benchRPSCommand() *cli.Command {
 			&cli.IntFlag{Name: "repeats", Value: 0, Usage: "measurements per spawned server, each on a fresh server", DefaultText: "3 with both, else 1"},
 			tidegateBinFlag(),
 		}, logflags.Flags()...),
-		Action: func(c *cli.Context) error {
-			log, err := logflags.New(c)
-			if err != nil {
-				return err
-			}
+		Action: withLog(func(c *cli.Context, log zerolog.Logger) error {
 			load := rps.Config{
 				Addr:        c.String("addr"),
 				Clients:     c.Int("clients"),
@@ -117,6 +114,7 @@ func benchRPSCommand() *cli.Command {
 				Logger:   log,
 			}
 			if sc.Mode == rps.Child {
+				var err error
 				if sc.ChildCommand, err = childServerCommand(c, kinds); err != nil {
 					return err
 				}
@@ -141,7 +139,7 @@ func benchRPSCommand() *cli.Command {
 				return cli.Exit(fmt.Sprintf("rps benchmark FAILED (failed runs are left out of the medians): %v", ferr), 1)
 			}
 			return nil
-		},
+		}),
 	}
 }
 

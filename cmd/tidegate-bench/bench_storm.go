@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
 
 	"github.com/tidegate/tidegate/internal/logflags"
@@ -181,22 +182,18 @@ func benchStormEchoCommand() *cli.Command {
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:0", Usage: "listen address"},
 		}, logflags.Flags()...),
-		Action: func(c *cli.Context) error {
-			log, err := logflags.New(c)
-			if err != nil {
-				return err
-			}
+		Action: withLog(func(c *cli.Context, log zerolog.Logger) error {
 			var srv echo.Server
 			if err := srv.Listen(c.String("listen")); err != nil {
 				return err
 			}
 			log.Info().Str("listen", srv.Addr().String()).Msg("storm echo backend listening")
-			err = serveListener(c, log, srv.Serve, srv.Close)
+			err := serveListener(c, log, srv.Serve, srv.Close)
 			log.Info().Int64("accepted", srv.Accepted()).Msg("storm echo backend stopped")
 			// An accept that ran out of descriptors was retried, but the
 			// storm's refusals were then the backend's, not the proxy's: the
 			// non-zero exit tells the storm (stopEchoBackend).
 			return errors.Join(err, srv.Failure())
-		},
+		}),
 	}
 }

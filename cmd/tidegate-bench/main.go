@@ -300,3 +300,14 @@ func toolRevision() string {
 	}
 	return "unknown (not built by make build: no revision stamp)"
 }
+
+// withLog is a command's Action that starts with its logger (logflags).
+func withLog(action func(c *cli.Context, log zerolog.Logger) error) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		log, err := logflags.New(c)
+		if err != nil {
+			return err
+		}
+		return action(c, log)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"github.com/tidegate/tidegate/benchmarks/goserver"
 	"github.com/tidegate/tidegate/protocol/tlv"
 
+	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
 
 	"github.com/tidegate/tidegate/internal/logflags"
@@ -39,11 +40,7 @@ func peerTLVGoroutineCommand() *cli.Command {
 			&cli.IntFlag{Name: "buffer", Value: goserver.DefaultBufferSize, Usage: "bytes of each connection's reader and writer"},
 			&cli.DurationFlag{Name: "idle-timeout", Value: 5 * time.Minute, Usage: "close connections idle this long (0: never)"},
 		}, logflags.Flags()...),
-		Action: func(c *cli.Context) error {
-			log, err := logflags.New(c)
-			if err != nil {
-				return err
-			}
+		Action: withLog(func(c *cli.Context, log zerolog.Logger) error {
 			f, err := tlv.NewFormat(c.Int("type-width"), c.Int("length-width"), c.Int("max-body"))
 			if err != nil {
 				return err
@@ -60,6 +57,6 @@ func peerTLVGoroutineCommand() *cli.Command {
 			}
 			log.Info().Str("listen", srv.Addr().String()).Msg("goroutine-per-connection TLV server listening")
 			return serveUntilSignal(c, log, nil, srv.Stop)
-		},
+		}),
 	}
 }

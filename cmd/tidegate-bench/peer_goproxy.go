@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
 
 	"github.com/tidegate/tidegate/internal/logflags"
@@ -23,20 +24,16 @@ func peerGoproxyCommand() *cli.Command {
 			&cli.StringFlag{Name: "backend", Value: "127.0.0.1:25565", Usage: "address every connection is relayed to"},
 			&cli.DurationFlag{Name: "connect-timeout", Value: peers.DefaultGoRelayDialTimeout, Usage: "backend connect timeout"},
 		}, logflags.Flags()...),
-		Action: func(c *cli.Context) error {
-			log, err := logflags.New(c)
-			if err != nil {
-				return err
-			}
+		Action: withLog(func(c *cli.Context, log zerolog.Logger) error {
 			r := &peers.GoRelay{Backend: c.String("backend"), DialTimeout: c.Duration("connect-timeout")}
 			if err := r.Listen(c.String("listen")); err != nil {
 				return err
 			}
 			log.Info().Str("listen", r.Addr().String()).Str("backend", r.Backend).Msg("goproxy relaying")
-			err = serveListener(c, log, r.Serve, r.Close)
+			err := serveListener(c, log, r.Serve, r.Close)
 			st := r.Stats()
 			log.Info().Int64("accepted", st.Accepted).Int64("connect_failed", st.ConnectFailed).Msg("goproxy stopped")
 			return err
-		},
+		}),
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
 
 	"github.com/tidegate/tidegate/internal/logflags"
@@ -29,11 +30,7 @@ func peerPushNetHTTPCommand() *cli.Command {
 			&cli.IntFlag{Name: "buffer", Value: ssepeer.DefaultBuffer, Usage: "events each subscriber's channel holds before the subscriber is disconnected"},
 			&cli.DurationFlag{Name: "heartbeat", Value: 15 * time.Second, Usage: "period of each subscriber's ping event; 0 disables"},
 		}, logflags.Flags()...),
-		Action: func(c *cli.Context) error {
-			log, err := logflags.New(c)
-			if err != nil {
-				return err
-			}
+		Action: withLog(func(c *cli.Context, log zerolog.Logger) error {
 			srv, err := ssepeer.New(ssepeer.Config{
 				PublishAddr: c.String("publish-listen"), SubscribeAddr: c.String("subscribe-listen"),
 				Buffer: c.Int("buffer"), Heartbeat: c.Duration("heartbeat"), Logger: log,
@@ -49,6 +46,6 @@ func peerPushNetHTTPCommand() *cli.Command {
 				log.Info().Int64("published", st.Published).Int64("slow_closed", st.SlowClosed).Int64("bad_frames", st.BadFrames).Msg("net/http SSE push server stopped")
 				return err
 			})
-		},
+		}),
 	}
 }
