@@ -50,7 +50,8 @@ func postReload(t *testing.T, addr, token string, headers ...string) (int, strin
 // (Origin http://evil.example, Content-Type text/plain) is refused even
 // with the token, as are Host: evil.example (on the admin API too) and a
 // wrong or missing token; the token reloads, and a reload re-reads the
-// token file. Profiles are off without --pprof; with it, seconds=3600 is
+// token file (and one that went bad is refused, the running token kept).
+// Profiles are off without --pprof; with it, seconds=3600 is
 // refused.
 func TestProxyMetricsPolicy(t *testing.T) {
 	cfg := proxyConfig(t, acceptor(t))
@@ -111,6 +112,21 @@ func TestProxyMetricsPolicy(t *testing.T) {
 	}
 	if code, body := postReload(t, addr, next); code != http.StatusOK {
 		t.Errorf("the new token after the reload: %d %s, want 200", code, body)
+	}
+
+	// A token file that went bad refuses the reload, naming it; the
+	// running token stays.
+	if err := os.Chmod(tokenFile, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := postReload(t, addr, next); code != http.StatusConflict || !strings.Contains(body, "admin.token_file") || !strings.Contains(body, "chmod 600") {
+		t.Errorf("a reload with a world-readable token file: %d %s; want 409 naming admin.token_file", code, body)
+	}
+	if err := os.Chmod(tokenFile, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := postReload(t, addr, next); code != http.StatusOK {
+		t.Errorf("the running token after a refused reload: %d %s, want 200", code, body)
 	}
 }
 

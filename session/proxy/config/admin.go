@@ -38,10 +38,10 @@ func (a AdminConfig) check(bad func(path, format string, args ...any)) {
 		switch _, _, err := net.SplitHostPort(h); {
 		case strings.TrimSpace(h) == "":
 			bad(path, "is empty: want a host name or address, as a Host header names it")
-		case err == nil:
-			bad(path, "%q has a port: want the name alone (the port is not compared)", h)
 		case strings.ContainsAny(h, " \t/@*"):
 			bad(path, "%q: want a host name or address (no scheme, path, user or wildcard)", h)
+		case err == nil:
+			bad(path, "%q has a port: want the name alone (the port is not compared)", h)
 		}
 	}
 }
