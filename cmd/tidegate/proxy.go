@@ -250,7 +250,7 @@ var proxyKnobs = adminaccess.Knobs{
 	AllowRemote:  "set admin.allow_remote: true in the proxy's configuration",
 	AllowedHosts: "list the name in admin.allowed_hosts in the proxy's configuration",
 	Token:        "set admin.token_file in the proxy's configuration to a file (mode 0600) holding a token of at least 16 characters",
-	Profiles:     lifecycle.ProfilesKnob,
+	Profiles:     profilesKnob,
 }
 
 // proxyAccess is the policy of the proxy's metrics address under cfg (its

@@ -58,6 +58,9 @@ func metricsMaxConnsFlag() cli.Flag {
 		Usage: "hold at most `N` connections to --metrics-listen at once (more wait in the backlog); each takes a descriptor, never of the proxy's reserve"}
 }
 
+// profilesKnob says, in the refusal of a profile, how to turn profiles on.
+const profilesKnob = "start the command with --pprof to serve them (to loopback only, unless remote reads are allowed)"
+
 // pprofFlag is --pprof, which startMetrics and the proxy's policy read.
 func pprofFlag() cli.Flag {
 	return &cli.BoolFlag{Name: "pprof", Usage: "serve Go profiles at /debug/pprof/ on --metrics-listen (to loopback only, unless remote reads are allowed; ?seconds= at most 60)"}
@@ -66,7 +69,7 @@ func pprofFlag() cli.Flag {
 // startMetrics serves metrics and h's health endpoints on --metrics-listen,
 // when it is set, on inherited when that is not nil (a live upgrade's), and
 // admin (nil for none) at /api/ and / beside them, every route under policy
-// (nil: lifecycle.DefaultPolicy, with profiles as --pprof says). It returns
+// (nil: reads over loopback only, no writes, profiles as --pprof says). It returns
 // the bound address ("" when off) and the server (nil when off).
 func startMetrics(c *cli.Context, log zerolog.Logger, h *lifecycle.Registry, inherited net.Listener, admin http.Handler, policy *adminaccess.Policy, cs ...prometheus.Collector) (string, *lifecycle.MetricsServer, error) {
 	addr := c.String("metrics-listen")
@@ -77,8 +80,7 @@ func startMetrics(c *cli.Context, log zerolog.Logger, h *lifecycle.Registry, inh
 		return "", nil, nil
 	}
 	if policy == nil {
-		policy = lifecycle.DefaultPolicy()
-		policy.Set(adminaccess.Rules{Profiles: c.Bool("pprof")})
+		policy = adminaccess.New(adminaccess.Rules{Profiles: c.Bool("pprof")}, adminaccess.Knobs{Profiles: profilesKnob})
 	}
 	m, err := lifecycle.ServeMetrics(h, lifecycle.MetricsOptions{Addr: addr, Listener: inherited, Admin: admin, Collectors: cs, Log: log,
 		MaxConns: c.Int("metrics-max-conns"), Policy: policy})

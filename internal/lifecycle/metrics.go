@@ -49,12 +49,8 @@ type MetricsOptions struct {
 // DefaultPolicy is the policy of a command that configures none: reads
 // over loopback only, no profiles, no writes.
 func DefaultPolicy() *adminaccess.Policy {
-	return adminaccess.New(adminaccess.Rules{}, adminaccess.Knobs{Profiles: ProfilesKnob})
+	return adminaccess.New(adminaccess.Rules{}, adminaccess.Knobs{})
 }
-
-// ProfilesKnob says how profiles are turned on: the --pprof flag, which
-// every command that serves the metrics address has.
-const ProfilesKnob = "start the command with --pprof to serve them (to loopback only, unless remote reads are allowed)"
 
 // MetricsServer serves, on one listener, Prometheus /metrics, a registry's
 // /healthz, /readyz and /-/reload, profiles under /debug/pprof/ and,

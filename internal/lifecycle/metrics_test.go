@@ -23,7 +23,7 @@ const testToken = "lifecycle-test-token-0123"
 
 // testPolicy is a policy with profiles on and testToken for writes.
 func testPolicy() *adminaccess.Policy {
-	return adminaccess.New(adminaccess.Rules{Profiles: true, Token: testToken}, adminaccess.Knobs{Profiles: ProfilesKnob})
+	return adminaccess.New(adminaccess.Rules{Profiles: true, Token: testToken}, adminaccess.Knobs{})
 }
 
 // post posts to url with testToken and returns the status and body.
@@ -220,8 +220,8 @@ func TestMetricsPolicyCoversEveryRoute(t *testing.T) {
 	}
 
 	off := "http://" + serve(t, h, MetricsOptions{Log: zerolog.Nop()})
-	if code, body := testserver.Request(t, http.MethodGet, off+"/debug/pprof/"); code != http.StatusNotFound || !strings.Contains(body, "--pprof") {
-		t.Errorf("/debug/pprof/ without a policy: %d %s, want 404 naming --pprof", code, body)
+	if code, body := testserver.Request(t, http.MethodGet, off+"/debug/pprof/"); code != http.StatusNotFound || !strings.Contains(body, "profiles are off") {
+		t.Errorf("/debug/pprof/ without a policy: %d %s, want 404 saying profiles are off", code, body)
 	}
 	if code, body := testserver.Request(t, http.MethodPost, off+"/-/reload", auth...); code != http.StatusForbidden || !strings.Contains(body, "SIGHUP") {
 		t.Errorf("POST /-/reload without a policy: %d %s, want 403 saying SIGHUP still reloads", code, body)
