@@ -407,7 +407,8 @@ func startProxy(ctx context.Context, cfg Config, backend string) (p *harness.Chi
 		if metrics, err = harness.FreeAddr("127.0.0.1"); err != nil {
 			return nil, "", err
 		}
-		argv = append(argv, "--metrics-listen", metrics)
+		// --pprof: the heap figures come from /debug/pprof/heap.
+		argv = append(argv, "--metrics-listen", metrics, "--pprof")
 	}
 	p, err = harness.Start(ctx, harness.ChildSpec{Name: "tidegate-raw", Listen: listen, Argv: argv, Dir: dir,
 		RemoveDir: cfg.Dir == "", Env: []string{"GOMAXPROCS=" + strconv.Itoa(cfg.Loops)}})

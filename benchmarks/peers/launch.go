@@ -131,7 +131,8 @@ func Start(s Spec) (*Process, error) {
 			argv = append(argv, "--cpuprofile", s.CPUProfile)
 		}
 		if s.MetricsListen != "" {
-			argv = append(argv, "--metrics-listen", s.MetricsListen)
+			// --pprof: the heap figures come from /debug/pprof/heap.
+			argv = append(argv, "--metrics-listen", s.MetricsListen, "--pprof")
 		}
 		env = append(env, s.Env...)
 	case KindGoproxy:

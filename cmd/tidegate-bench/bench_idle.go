@@ -46,7 +46,7 @@ func benchIdleCommand() *cli.Command {
 			&cli.DurationFlag{Name: "hold", Value: 10 * time.Second, Usage: "how long the sessions stay idle before the liveness check"},
 			&cli.StringFlag{Name: "target", Value: "tidegate", Usage: "proxy: tidegate, tidegate-raw, goproxy, haproxy, haproxy-splice or nginx"},
 			&cli.StringFlag{Name: "addr", Usage: "measure an already running proxy at this address instead (no process figures)"},
-			&cli.StringFlag{Name: "metrics-addr", Usage: "with --addr: the running tidegate proxy's --metrics-listen `ADDR`, for its heap and goroutines"},
+			&cli.StringFlag{Name: "metrics-addr", Usage: "with --addr: the running tidegate proxy's --metrics-listen `ADDR` (started with --pprof), for its heap and goroutines"},
 			&cli.BoolFlag{Name: "heap", Usage: "tidegate: serve the proxy's metrics and report its live heap, heap in use and goroutines per session"},
 			&cli.StringFlag{Name: "heap-profile", Usage: "tidegate: save the proxy's heap profile at the end of the hold into `FILE` (implies --heap)"},
 			tidegateEnvFlag("GODEBUG=memprofilerate=1, GOGC=50"),

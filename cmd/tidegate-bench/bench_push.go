@@ -58,7 +58,7 @@ func benchPushCommand() *cli.Command {
 			&cli.IntFlag{Name: "repeats", Value: 1, Usage: "runs, each with fresh subscribers"},
 			&cli.IntFlag{Name: "stuck", Usage: "`N` SSE subscribers that never read: measure the server's memory per stuck subscriber (needs --server-metrics)"},
 			&cli.IntFlag{Name: "stuck-rcvbuf", Value: 4096, Usage: "SO_RCVBUF `BYTES` of the stuck subscribers, so that the kernel holds little for them; 0 keeps the default"},
-			&cli.StringFlag{Name: "server-metrics", Usage: "the server's --metrics-listen `URL` (http://host:port), read for memory and counters with --stuck"},
+			&cli.StringFlag{Name: "server-metrics", Usage: "the server's --metrics-listen `URL` (http://host:port; start it with --pprof), read for memory and counters with --stuck"},
 			&cli.DurationFlag{Name: "fill-timeout", Value: time.Minute, Usage: "with --stuck, the longest wait until the stuck subscribers drop what they are sent"},
 			&cli.Int64Flag{Name: "max-bytes-per-stuck", Usage: "with --stuck, fail if live heap, RSS or peak RSS grew by more than `BYTES` per stuck subscriber (0: no gate)"},
 			&cli.BoolFlag{Name: "sse", Usage: "SSE subscribers (GET /events) instead of TCP ones; events carry their publish time and the run reports latency"},

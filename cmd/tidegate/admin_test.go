@@ -26,7 +26,7 @@ func TestProxyServesAdminBesideMetrics(t *testing.T) {
 	for path, want := range map[string]string{
 		"/api/v1/sessions":   `"open":0`,
 		"/api/v1/rejections": `"kept_per_loop":64`,
-		"/api/v1/config":     `"admin":{"enabled":true,"allow_remote":false}`,
+		"/api/v1/config":     `"admin":{"enabled":true,"allow_remote":false,"allowed_hosts":[],"token_file":""}`,
 		"/":                  "<title>tidegate proxy status</title>",
 		"/metrics":           "tidegate_proxy_accepted_total",
 	} {
@@ -80,7 +80,7 @@ func TestProxyAdminRefusedOffLoopback(t *testing.T) {
 
 // TestValidateConfigChecksAdmin: --validate-config checks the admin keys:
 // their names and kinds are problems (exit 2, with line and column), and
-// allow_remote without enabled is a warning.
+// allow_remote without enabled is a warning (it then covers less).
 func TestValidateConfigChecksAdmin(t *testing.T) {
 	base := "listeners: [{listen: 127.0.0.1:0}]\ndefault_group: main\ngroups: {main: {backends: [{addr: 127.0.0.1:1}]}}\n"
 	bad := writeConfig(t, base+"admin:\n  enabled: yes\n  allow_remot: true\n")
@@ -100,7 +100,7 @@ func TestValidateConfigChecksAdmin(t *testing.T) {
 		t.Fatal(err)
 	}
 	if want := "configuration is valid\nwarnings:\n" + warn +
-		":4:39: admin.allow_remote: has no effect while admin.enabled is false: the admin API and status page are off\n"; out.String() != want {
+		":4:39: admin.allow_remote: covers only the profiles, the checks' details and POST /-/reload while admin.enabled is false: the admin API and status page are off\n"; out.String() != want {
 		t.Fatalf("output:\n%s\nwant:\n%s", out.String(), want)
 	}
 }

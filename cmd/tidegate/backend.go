@@ -47,6 +47,7 @@ func backendCommand(proc *lifecycle.Process) *cli.Command {
 			&cli.BoolFlag{Name: "skip-join-game", Usage: "do not send Login (play) to 1.20.2-1.20.4 clients when play begins"},
 			metricsFlag(),
 			metricsMaxConnsFlag(),
+			pprofFlag(),
 		}, reactorFlags()...), logFlags()...),
 		OnUsageError: usageError,
 		Action:       func(c *cli.Context) error { return runBackend(c, proc) },
@@ -109,7 +110,7 @@ func runBackend(c *cli.Context, proc *lifecycle.Process) error {
 		Msg("fake Minecraft backend listening")
 	h := lifecycle.NewRegistry()
 	h.AddServer("backend", srv.Reactor())
-	metricsAddr, metrics, err := startMetrics(c, log, h, nil, nil)
+	metricsAddr, metrics, err := startMetrics(c, log, h, nil, nil, nil)
 	if err != nil {
 		return stopAfter(err, srv.Stop)
 	}

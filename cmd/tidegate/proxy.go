@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/tidegate/tidegate/internal/adminaccess"
 	"github.com/tidegate/tidegate/internal/lifecycle"
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/mcbackend"
@@ -37,6 +38,7 @@ func proxyCommand(proc *lifecycle.Process) *cli.Command {
 			&cli.StringFlag{Name: "cpuprofile", Usage: "write a Go CPU profile to `FILE` until the proxy stops"},
 			metricsFlag(),
 			metricsMaxConnsFlag(),
+			pprofFlag(),
 		}, logFlags()...),
 		OnUsageError: usageError,
 		Action: func(c *cli.Context) error {
@@ -153,7 +155,8 @@ func runProxy(c *cli.Context, proc *lifecycle.Process, cfg *config.Config, log z
 	status = append([]string{"proxy on " + strings.Join(listening, ", ")}, status...)
 	stops = append([]func(context.Context) error{p.Stop}, stops...)
 	h.AddProxy(p)
-	metricsAddr, metrics, err := startMetrics(c, log, h, inh.MetricsListener(), p.AdminHandler(), proxymetrics.NewCollector(p))
+	policy := adminaccess.New(proxyAccess(cfg, c.Bool("pprof")), proxyKnobs)
+	metricsAddr, metrics, err := startMetrics(c, log, h, inh.MetricsListener(), p.AdminHandler(), policy, proxymetrics.NewCollector(p))
 	if err != nil {
 		return fail(err)
 	}
@@ -163,7 +166,7 @@ func runProxy(c *cli.Context, proc *lifecycle.Process, cfg *config.Config, log z
 		Timeout:  cfg.Shutdown.DrainTimeout,
 		Shutdown: p.Shutdown,
 		Open:     func() int64 { return p.Stats().Active },
-		Reload:   func() error { return reloadProxy(log, p, path) },
+		Reload:   func() error { return reloadProxy(log, p, policy, path) },
 		Upgrade:  up.Upgrade,
 	}
 	h.SetReload(drain.Reload)
@@ -215,9 +218,10 @@ func firstBackend(cfg *config.Config) string {
 }
 
 // reloadProxy re-reads the configuration at path (the embedded default when
-// empty) and hands it to the running proxy; every problem is returned and
-// the running configuration stays.
-func reloadProxy(log zerolog.Logger, p *proxy.Proxy, path string) error {
+// empty), the admin token with it, and hands it to the running proxy and
+// its metrics address's policy; every problem is returned and the running
+// configuration (and policy) stays.
+func reloadProxy(log zerolog.Logger, p *proxy.Proxy, policy *adminaccess.Policy, path string) error {
 	from := path
 	if from == "" {
 		from = "the embedded default"
@@ -235,6 +239,27 @@ func reloadProxy(log zerolog.Logger, p *proxy.Proxy, path string) error {
 		p.CountFailedReload()
 		return fmt.Errorf("reloading %s: %w", from, err)
 	}
+	policy.Set(proxyAccess(cfg, policy.Rules().Profiles))
 	log.Info().Str("config", from).Str("config_hash", p.ConfigHash()).Msg("reloaded")
 	return nil
+}
+
+// proxyKnobs say, in the refusals of the proxy's metrics address, which
+// key allows what.
+var proxyKnobs = adminaccess.Knobs{
+	AllowRemote:  "set admin.allow_remote: true in the proxy's configuration",
+	AllowedHosts: "list the name in admin.allowed_hosts in the proxy's configuration",
+	Token:        "set admin.token_file in the proxy's configuration to a file (mode 0600) holding a token of at least 16 characters",
+	Profiles:     profilesKnob,
+}
+
+// proxyAccess is the policy of the proxy's metrics address under cfg (its
+// admin section and token), with profiles as --pprof says.
+func proxyAccess(cfg *config.Config, profiles bool) adminaccess.Rules {
+	return adminaccess.Rules{
+		AllowRemote:  cfg.Admin.AllowRemote,
+		AllowedHosts: cfg.Admin.AllowedHosts,
+		Token:        adminaccess.Token(cfg.Admin.Token().Reveal()),
+		Profiles:     profiles,
+	}
 }

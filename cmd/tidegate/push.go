@@ -51,6 +51,7 @@ func pushCommand(proc *lifecycle.Process) *cli.Command {
 			&cli.IntFlag{Name: "max-batch-bytes", Value: def.MaxBatchBytes, Usage: "write a subscriber's batch early once it holds this many bytes"},
 			metricsFlag(),
 			metricsMaxConnsFlag(),
+			pprofFlag(),
 			&cli.DurationFlag{Name: "stats-interval", Value: 10 * time.Second, Usage: "how often counters are logged; 0 disables"},
 		}, logFlags()...),
 		OnUsageError: usageError,
@@ -101,7 +102,7 @@ func runPush(c *cli.Context, proc *lifecycle.Process, cfg pushserver.Config, log
 	pub, sub := srv.Reactors()
 	h.AddServer("publish", pub)
 	h.AddServer("subscribe", sub)
-	metricsAddr, metrics, err := startMetrics(c, log, h, nil, nil, pushserver.NewCollector(srv))
+	metricsAddr, metrics, err := startMetrics(c, log, h, nil, nil, nil, pushserver.NewCollector(srv))
 	if err != nil {
 		return stopAfter(err, srv.Stop)
 	}

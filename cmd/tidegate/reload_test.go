@@ -53,8 +53,11 @@ func TestSIGHUPReloadsTheConfig(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	const token = "reload-test-token-0123456789"
+	tokenFile := writeToken(t, token)
 	conf := func(backend string) string {
-		return fmt.Sprintf("listeners: [{listen: %q, mode: raw, group: main}]\ngroups: {main: {backends: [{addr: %q}]}}\n", listen, backend)
+		return fmt.Sprintf("listeners: [{listen: %q, mode: raw, group: main}]\ngroups: {main: {backends: [{addr: %q}]}}\n", listen, backend) +
+			adminSection(tokenFile)
 	}
 	write(conf(a))
 	ch := startChild(t, 0, "proxy", "--config", path, "--metrics-listen", metrics, "--log-level", "info")
@@ -91,16 +94,11 @@ func TestSIGHUPReloadsTheConfig(t *testing.T) {
 		t.Fatalf("after a refused reload: reached %q, want b (the last good configuration)", got)
 	}
 
-	// The same through the metrics address: POST /-/reload.
+	// The same through the metrics address: POST /-/reload with the token
+	// of admin.token_file.
 	post := func() (int, string) {
 		t.Helper()
-		resp, err := http.Post("http://"+metrics+"/-/reload", "text/plain", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(body)
+		return postReload(t, metrics, token)
 	}
 	if code, body := post(); code != http.StatusConflict || !strings.Contains(body, "connect_timeout") {
 		t.Fatalf("POST /-/reload of the broken file: %d %q, want 409 naming connect_timeout", code, body)

@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
 
+	"github.com/tidegate/tidegate/internal/adminaccess"
 	"github.com/tidegate/tidegate/internal/lifecycle"
 	"github.com/tidegate/tidegate/reactor/fdbudget"
 )
@@ -48,7 +49,7 @@ func startError(err error) error {
 
 // metricsFlag is --metrics-listen, which startMetrics reads.
 func metricsFlag() cli.Flag {
-	return &cli.StringFlag{Name: "metrics-listen", Usage: "serve Prometheus /metrics, /healthz, /readyz and /debug/pprof/ (and for the proxy its admin API and status page) on this `ADDR` (off when empty; keep it private)"}
+	return &cli.StringFlag{Name: "metrics-listen", Usage: "serve Prometheus /metrics, /healthz, /readyz, with --pprof /debug/pprof/ (and for the proxy its admin API and status page) on this `ADDR` (off when empty; keep it private)"}
 }
 
 // metricsMaxConnsFlag is --metrics-max-conns, which startMetrics reads.
@@ -57,11 +58,20 @@ func metricsMaxConnsFlag() cli.Flag {
 		Usage: "hold at most `N` connections to --metrics-listen at once (more wait in the backlog); each takes a descriptor, never of the proxy's reserve"}
 }
 
+// profilesKnob says, in the refusal of a profile, how to turn profiles on.
+const profilesKnob = "start the command with --pprof to serve them (to loopback only, unless remote reads are allowed)"
+
+// pprofFlag is --pprof, which startMetrics and the proxy's policy read.
+func pprofFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "pprof", Usage: "serve Go profiles at /debug/pprof/ on --metrics-listen (to loopback only, unless remote reads are allowed; ?seconds= at most 60)"}
+}
+
 // startMetrics serves metrics and h's health endpoints on --metrics-listen,
 // when it is set, on inherited when that is not nil (a live upgrade's), and
-// admin (nil for none) at /api/ and / beside them. It returns the bound
-// address ("" when off) and the server (nil when off).
-func startMetrics(c *cli.Context, log zerolog.Logger, h *lifecycle.Registry, inherited net.Listener, admin http.Handler, cs ...prometheus.Collector) (string, *lifecycle.MetricsServer, error) {
+// admin (nil for none) at /api/ and / beside them, every route under policy
+// (nil: reads over loopback only, no writes, profiles as --pprof says). It returns
+// the bound address ("" when off) and the server (nil when off).
+func startMetrics(c *cli.Context, log zerolog.Logger, h *lifecycle.Registry, inherited net.Listener, admin http.Handler, policy *adminaccess.Policy, cs ...prometheus.Collector) (string, *lifecycle.MetricsServer, error) {
 	addr := c.String("metrics-listen")
 	if addr == "" {
 		if inherited != nil { // the old process served metrics; this one does not
@@ -69,13 +79,16 @@ func startMetrics(c *cli.Context, log zerolog.Logger, h *lifecycle.Registry, inh
 		}
 		return "", nil, nil
 	}
+	if policy == nil {
+		policy = adminaccess.New(adminaccess.Rules{Profiles: c.Bool("pprof")}, adminaccess.Knobs{Profiles: profilesKnob})
+	}
 	m, err := lifecycle.ServeMetrics(h, lifecycle.MetricsOptions{Addr: addr, Listener: inherited, Admin: admin, Collectors: cs, Log: log,
-		MaxConns: c.Int("metrics-max-conns")})
+		MaxConns: c.Int("metrics-max-conns"), Policy: policy})
 	if err != nil {
 		return "", nil, err
 	}
 	bound := m.Addr().String()
-	log.Info().Str("listen", bound).Msg("metrics listening: " + lifecycle.MetricsPaths(admin != nil))
+	log.Info().Str("listen", bound).Msg("metrics listening: " + lifecycle.MetricsPaths(admin != nil, policy.Rules().Profiles))
 	return bound, m, nil
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -26,7 +25,8 @@ func TestProxyRedactsTheRedisPassword(t *testing.T) {
 	}
 	closed := l.Addr().String() // nothing listens there once l is closed
 	l.Close()
-	base := readFile(t, proxyConfig(t, acceptor(t)))
+	const token = "secret-test-token-0123456789"
+	base := readFile(t, proxyConfig(t, acceptor(t))) + adminSection(writeToken(t, token))
 	cluster := func(redis string) string {
 		return base + "cluster: {redis: \"redis://default:${TIDEGATE_TEST_REDIS_PW}@" + redis + "\", failures: 1, retry: 50ms}\n"
 	}
@@ -50,15 +50,10 @@ func TestProxyRedactsTheRedisPassword(t *testing.T) {
 	if err := os.WriteFile(path, []byte(cluster("127.0.0.1:bad/0")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.Post("http://"+addr+"/-/reload", "text/plain", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	answer, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	written["/-/reload"] = string(answer)
-	if resp.StatusCode == http.StatusOK || !strings.Contains(string(answer), "cluster.redis") {
-		t.Errorf("reload of a bad cluster.redis: %d %s, want it refused naming cluster.redis", resp.StatusCode, answer)
+	status, answer := postReload(t, addr, token)
+	written["/-/reload"] = answer
+	if status == http.StatusOK || !strings.Contains(answer, "cluster.redis") {
+		t.Errorf("reload of a bad cluster.redis: %d %s, want it refused naming cluster.redis", status, answer)
 	}
 	err = testApp(&syncBuffer{}).Run([]string{"tidegate", "proxy", "--config", path, "--validate-config"})
 	if exitCode(err) != exitConfig {

@@ -29,6 +29,7 @@ func serveCommand(proc *lifecycle.Process) *cli.Command {
 			&cli.DurationFlag{Name: "drain-timeout", Value: 30 * time.Second, Usage: "on SIGTERM or SIGINT, stop accepting and let open connections go on this long before closing them (a second signal ends it)"},
 			metricsFlag(),
 			metricsMaxConnsFlag(),
+			pprofFlag(),
 		}, reactorFlags()...), logFlags()...),
 		OnUsageError: usageError,
 		Action:       func(c *cli.Context) error { return runServe(c, proc) },
@@ -64,7 +65,7 @@ func runServe(c *cli.Context, proc *lifecycle.Process) error {
 		Int("max_body", f.MaxBody).Msg("TLV server listening")
 	h := lifecycle.NewRegistry()
 	h.AddServer("tlv", srv.Reactor())
-	metricsAddr, metrics, err := startMetrics(c, log, h, nil, nil, tlvserver.NewCollector(srv))
+	metricsAddr, metrics, err := startMetrics(c, log, h, nil, nil, nil, tlvserver.NewCollector(srv))
 	if err != nil {
 		return stopAfter(err, srv.Stop)
 	}

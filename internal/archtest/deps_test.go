@@ -47,6 +47,9 @@ var importRules = []struct {
 	{"reactor", []string{"session", "cmd", "internal/lifecycle", "benchmarks"}},
 	{"session", []string{"cmd", "internal/lifecycle", "benchmarks"}},
 	{"internal/lifecycle", []string{"cmd", "benchmarks"}},
+	// The metrics address's access policy is plain HTTP, below everything
+	// that serves it (internal/lifecycle, cmd).
+	{"internal/adminaccess", []string{"session", "reactor", "protocol", "internal/lifecycle", "cmd", "benchmarks"}},
 	{"cmd/tidegate", []string{"benchmarks"}},
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"sync/atomic"
 
+	"github.com/tidegate/tidegate/internal/adminaccess"
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/reactor/metrics"
 	"github.com/tidegate/tidegate/session/proxy"
@@ -122,6 +123,9 @@ type Report struct {
 	// PID tells processes apart across a live upgrade.
 	PID    int           `json:"pid"`
 	Checks []CheckResult `json:"checks"`
+	// DetailsHidden, when set, says why the checks' details are left out:
+	// the request may not read them (package adminaccess).
+	DetailsHidden string `json:"details_hidden,omitempty"`
 }
 
 // CheckResult is one check in a Report.
@@ -152,10 +156,18 @@ func (h *Registry) Report(readiness bool) Report {
 }
 
 // reportHandler answers the report as JSON: 200 when every check passes,
-// 503 otherwise.
-func (h *Registry) reportHandler(readiness bool) http.HandlerFunc {
-	return func(w http.ResponseWriter, _ *http.Request) {
+// 503 otherwise. The checks' details (addresses, backends, groups) go only
+// to the requests policy lets read; others get each check's name and
+// result, and why the details are left out.
+func (h *Registry) reportHandler(readiness bool, policy *adminaccess.Policy) http.HandlerFunc {
+	return func(w http.ResponseWriter, req *http.Request) {
 		r := h.Report(readiness)
+		if f := policy.CheckRead(req); f != nil {
+			for i := range r.Checks {
+				r.Checks[i].Detail = nil
+			}
+			r.DetailsHidden = f.Why
+		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
 		if !r.OK {

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 
+	"github.com/tidegate/tidegate/internal/adminaccess"
 	"github.com/tidegate/tidegate/reactor/acceptor"
 )
 
@@ -40,6 +41,15 @@ type MetricsOptions struct {
 	MaxConns int
 	// IdleTimeout closes a keep-alive connection idle this long (0: 30 s).
 	IdleTimeout time.Duration
+	// Policy decides who may read, profile and write on every route
+	// (package adminaccess); nil is DefaultPolicy.
+	Policy *adminaccess.Policy
+}
+
+// DefaultPolicy is the policy of a command that configures none: reads
+// over loopback only, no profiles, no writes.
+func DefaultPolicy() *adminaccess.Policy {
+	return adminaccess.New(adminaccess.Rules{}, adminaccess.Knobs{})
 }
 
 // MetricsServer serves, on one listener, Prometheus /metrics, a registry's
@@ -78,7 +88,11 @@ func ServeMetrics(h *Registry, o MetricsOptions) (*MetricsServer, error) {
 		}
 	}
 	capped.Listener = ln
-	m := &MetricsServer{ln: ln, capped: capped, srv: newMetricsHTTPServer(newMetricsMux(h, reg, o.Admin), o.IdleTimeout)}
+	policy := o.Policy
+	if policy == nil {
+		policy = DefaultPolicy()
+	}
+	m := &MetricsServer{ln: ln, capped: capped, srv: newMetricsHTTPServer(newMetricsMux(h, reg, o.Admin, policy), o.IdleTimeout)}
 	go func() {
 		if err := m.srv.Serve(capped); !errors.Is(err, http.ErrServerClosed) {
 			o.Log.Error().Err(err).Str("listen", ln.Addr().String()).Msg("metrics: serving ended")
@@ -98,20 +112,31 @@ func listenError(addr string, err error) error {
 	return fmt.Errorf("metrics listen on %s: %w", addr, err)
 }
 
-// newMetricsMux routes the metrics listener's paths. It is the one place
-// that says what the listener serves.
-func newMetricsMux(h *Registry, reg *prometheus.Registry, admin http.Handler) *http.ServeMux {
+// newMetricsMux routes the metrics listener's paths, each under its class
+// of policy (package adminaccess). It is the one place that says what the
+// listener serves, and to whom.
+func newMetricsMux(h *Registry, reg *prometheus.Registry, admin http.Handler, policy *adminaccess.Policy) *http.ServeMux {
 	mux := http.NewServeMux()
+	// Public: scrapers and probes read these from anywhere; the checks'
+	// details are a read.
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/healthz", h.reportHandler(false))
-	mux.HandleFunc("/readyz", h.reportHandler(true))
-	mux.HandleFunc("/-/reload", h.reloadHandler)
-	// Profiles for operators; the metrics address is theirs to keep private.
-	mux.HandleFunc("/debug/pprof/", httppprof.Index)
-	mux.HandleFunc("/debug/pprof/profile", httppprof.Profile)
+	mux.HandleFunc("/healthz", h.reportHandler(false, policy))
+	mux.HandleFunc("/readyz", h.reportHandler(true, policy))
+	reload := policy.Write("reloading the configuration", "SIGHUP still reloads it", http.HandlerFunc(h.reloadHandler))
+	mux.HandleFunc("/-/reload", func(w http.ResponseWriter, r *http.Request) {
+		// A command with nothing to reload says so to anyone: there is no
+		// write to guard.
+		if h.reload.Load() == nil {
+			h.reloadHandler(w, r)
+			return
+		}
+		reload.ServeHTTP(w, r)
+	})
+	mux.Handle("/debug/pprof/", policy.Profiles(http.HandlerFunc(httppprof.Index)))
+	mux.Handle("/debug/pprof/profile", policy.Profiles(http.HandlerFunc(httppprof.Profile)))
 	if admin != nil {
-		mux.Handle("/api/", admin)
-		mux.Handle("/{$}", admin)
+		mux.Handle("/api/", policy.Read(admin))
+		mux.Handle("/{$}", policy.Read(admin))
 	}
 	return mux
 }
@@ -134,9 +159,13 @@ func newMetricsHTTPServer(handler http.Handler, idle time.Duration) *http.Server
 }
 
 // MetricsPaths names what the metrics listener serves, for the line that
-// says it listens.
-func MetricsPaths(admin bool) string {
-	paths := "/metrics /healthz /readyz /debug/pprof/"
+// says it listens: with the admin API when admin, with the profiles when
+// profiles.
+func MetricsPaths(admin, profiles bool) string {
+	paths := "/metrics /healthz /readyz"
+	if profiles {
+		paths += " /debug/pprof/"
+	}
 	if admin {
 		paths += " /api/v1/ /"
 	}

@@ -2,29 +2,34 @@ package lifecycle
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/rs/zerolog"
 
+	"github.com/tidegate/tidegate/internal/adminaccess"
 	"github.com/tidegate/tidegate/internal/testkit/testserver"
 )
 
-// post posts to url and returns the status and body.
+// testToken is the token the tests' policies take for writes.
+const testToken = "lifecycle-test-token-0123"
+
+// testPolicy is a policy with profiles on and testToken for writes.
+func testPolicy() *adminaccess.Policy {
+	return adminaccess.New(adminaccess.Rules{Profiles: true, Token: testToken}, adminaccess.Knobs{})
+}
+
+// post posts to url with testToken and returns the status and body.
 func post(t *testing.T, url string) (int, string) {
 	t.Helper()
-	resp, err := http.Post(url, "text/plain", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
+	return testserver.Request(t, http.MethodPost, url, "Authorization", "Bearer "+testToken)
 }
 
 // TestMetricsEndpoints: the listener serves the metrics with the Go
@@ -34,7 +39,7 @@ func post(t *testing.T, url string) (int, string) {
 func TestMetricsEndpoints(t *testing.T) {
 	h := NewRegistry()
 	admin := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "admin "+r.URL.Path) })
-	addr := serve(t, h, MetricsOptions{Admin: admin, Log: zerolog.Nop()})
+	addr := serve(t, h, MetricsOptions{Admin: admin, Log: zerolog.Nop(), Policy: testPolicy()})
 	base := "http://" + addr
 
 	code, body, _ := testserver.Get(t, base+"/metrics")
@@ -61,7 +66,7 @@ func TestMetricsEndpoints(t *testing.T) {
 	fail := errors.New("connect_timeout: want a positive duration")
 	result := fail
 	h.SetReload(func() error { return result })
-	if code, _, _ := testserver.Get(t, base+"/-/reload"); code != http.StatusMethodNotAllowed {
+	if code, _ := testserver.Request(t, http.MethodGet, base+"/-/reload", "Authorization", "Bearer "+testToken); code != http.StatusMethodNotAllowed {
 		t.Fatalf("GET /-/reload: %d, want 405", code)
 	}
 	if code, body := post(t, base+"/-/reload"); code != http.StatusConflict || !strings.Contains(body, fail.Error()) {
@@ -158,5 +163,70 @@ func TestMetricsIPv4WildcardBindsIPv4(t *testing.T) {
 	}
 	if got := m.Addr().String(); got != fmt.Sprintf("0.0.0.0:%d", a.Port) {
 		t.Errorf("metrics listener reports %s, want 0.0.0.0:%d", got, a.Port)
+	}
+}
+
+// TestMetricsPolicyCoversEveryRoute: one policy guards every route of the
+// listener. A Host that is not loopback or localhost (DNS rebinding) gets
+// 403 from the admin handler, the profiles and /-/reload, token or not;
+// /metrics, /healthz and /readyz still answer, the checks' details left
+// out with why. The curl (Origin http://evil.example, Content-Type
+// text/plain) does not reload even with the token; without a policy,
+// profiles are off and writes refused.
+func TestMetricsPolicyCoversEveryRoute(t *testing.T) {
+	h := NewRegistry()
+	var reloads atomic.Int32
+	h.SetReload(func() error { reloads.Add(1); return nil })
+	h.AddReadiness("store", func() (bool, any) { return true, map[string]string{"addr": "10.1.2.3:6379"} })
+	admin := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "admin "+r.URL.Path) })
+	base := "http://" + serve(t, h, MetricsOptions{Admin: admin, Log: zerolog.Nop(), Policy: testPolicy()})
+	auth := []string{"Authorization", "Bearer " + testToken}
+	evil := append([]string{"Host", "evil.example"}, auth...)
+	for _, path := range []string{"/", "/api/v1/config", "/debug/pprof/", "/debug/pprof/profile?seconds=1"} {
+		if code, body := testserver.Request(t, http.MethodGet, base+path, evil...); code != http.StatusForbidden || !strings.Contains(body, "DNS rebinding") {
+			t.Errorf("GET %s with Host evil.example: %d %s, want 403", path, code, body)
+		}
+	}
+	if code, body := testserver.Request(t, http.MethodPost, base+"/-/reload", evil...); code != http.StatusForbidden || !strings.Contains(body, "DNS rebinding") {
+		t.Errorf("POST /-/reload with Host evil.example and the token: %d %s, want 403", code, body)
+	}
+	if code, body := testserver.Request(t, http.MethodPost, base+"/-/reload", append([]string{"Origin", "http://evil.example", "Content-Type", "text/plain"}, auth...)...); code != http.StatusForbidden || !strings.Contains(body, "cross-site") {
+		t.Errorf("the issue's curl with the token: %d %s, want 403", code, body)
+	}
+	if code, body := testserver.Request(t, http.MethodPost, base+"/-/reload"); code != http.StatusUnauthorized {
+		t.Errorf("POST /-/reload without the token: %d %s, want 401", code, body)
+	}
+	if code, body := testserver.Request(t, http.MethodPost, base+"/-/reload", "Authorization", "Bearer wrong-token-0123456789"); code != http.StatusUnauthorized {
+		t.Errorf("POST /-/reload with a wrong token: %d %s, want 401", code, body)
+	}
+	if n := reloads.Load(); n != 0 {
+		t.Fatalf("%d reloads ran from refused requests", n)
+	}
+	if code, body := testserver.Request(t, http.MethodGet, base+"/debug/pprof/heap?seconds=3600"); code != http.StatusBadRequest {
+		t.Errorf("seconds=3600: %d %s, want 400", code, body)
+	}
+	if code, body := testserver.Request(t, http.MethodGet, base+"/metrics", "Host", "evil.example"); code != http.StatusOK || !strings.Contains(body, "process_open_fds") {
+		t.Errorf("/metrics with Host evil.example: %d, want 200", code)
+	}
+	for _, path := range []string{"/healthz", "/readyz"} {
+		code, body := testserver.Request(t, http.MethodGet, base+path, "Host", "evil.example")
+		var r Report
+		if err := json.Unmarshal([]byte(body), &r); err != nil || code != http.StatusOK || !strings.Contains(r.DetailsHidden, "DNS rebinding") || strings.Contains(body, "10.1.2.3") {
+			t.Errorf("%s with Host evil.example: %d %s (%v); want 200 without details, saying why", path, code, body, err)
+		}
+	}
+	if code, body := testserver.Request(t, http.MethodGet, base+"/readyz"); code != http.StatusOK || !strings.Contains(body, "10.1.2.3:6379") || strings.Contains(body, "details_hidden") {
+		t.Errorf("/readyz over loopback: %d %s, want the details", code, body)
+	}
+
+	off := "http://" + serve(t, h, MetricsOptions{Log: zerolog.Nop()})
+	if code, body := testserver.Request(t, http.MethodGet, off+"/debug/pprof/"); code != http.StatusNotFound || !strings.Contains(body, "profiles are off") {
+		t.Errorf("/debug/pprof/ without a policy: %d %s, want 404 saying profiles are off", code, body)
+	}
+	if code, body := testserver.Request(t, http.MethodPost, off+"/-/reload", auth...); code != http.StatusForbidden || !strings.Contains(body, "SIGHUP") {
+		t.Errorf("POST /-/reload without a policy: %d %s, want 403 saying SIGHUP still reloads", code, body)
+	}
+	if code, body := post(t, base+"/-/reload"); code != http.StatusOK || reloads.Load() != 1 {
+		t.Fatalf("POST /-/reload with the token: %d %s, %d reloads", code, body, reloads.Load())
 	}
 }

@@ -22,7 +22,8 @@ import (
 // maxConns and an idle timeout of idle, shut down when the test ends.
 func serveCapped(t *testing.T, maxConns int, idle time.Duration) *MetricsServer {
 	t.Helper()
-	m, err := ServeMetrics(NewRegistry(), MetricsOptions{Addr: "127.0.0.1:0", Log: zerolog.Nop(), MaxConns: maxConns, IdleTimeout: idle})
+	// Profiles on, for the test of a profile under the timeouts.
+	m, err := ServeMetrics(NewRegistry(), MetricsOptions{Addr: "127.0.0.1:0", Log: zerolog.Nop(), MaxConns: maxConns, IdleTimeout: idle, Policy: testPolicy()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,9 +10,9 @@ import (
 // AdminHandler returns the handler of the admin API and the status page
 // (see package admin): GET /api/v1/backends, /api/v1/sessions,
 // /api/v1/rejections, /api/v1/config (JSON) and / (HTML). It answers only
-// while admin.enabled is set (404 otherwise) and, unless admin.allow_remote
-// is set, only requests that come over loopback (403 otherwise); both are
-// read from the running configuration on each request.
+// while admin.enabled is set (404 otherwise), read from the running
+// configuration on each request; who may ask is the policy of the metrics
+// address that serves it (internal/adminaccess).
 func (p *Proxy) AdminHandler() http.Handler {
 	return admin.Handler(adminSource{p}, admin.Options{
 		Reasons: reasonLabels[:], KeptPerLoop: admin.RecentPerLoop, Loops: len(p.loops),

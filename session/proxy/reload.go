@@ -141,6 +141,8 @@ func (e *ReloadError) Error() string {
 // max_sessions, watermarks, buffer_budget, linger) must be as running, or
 // the reload is refused with a *ReloadError naming each difference. Health
 // checks restart under the new settings; backends kept keep their state.
+// A cfg with the running configuration's hash changes nothing (the groups'
+// status caches stay) and counts as a successful reload.
 func (p *Proxy) Reload(cfg *config.Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -148,6 +150,15 @@ func (p *Proxy) Reload(cfg *config.Config) error {
 	p.reloadMu.Lock()
 	defer p.reloadMu.Unlock()
 	old := p.cur()
+	// The same configuration again (a SIGHUP or POST /-/reload with the file
+	// untouched) keeps the running generation whole: a new one would give
+	// every group a new, empty status cache and restart the health checks
+	// for nothing.
+	if hash := cfg.Hash(); hash == old.hash {
+		p.reloads[0].Add(1)
+		p.log.Info().Str("config_hash", hash).Msg("configuration reloaded unchanged: the running one stays as it is")
+		return nil
+	}
 	if problems := restartOnly(old.cfg, cfg); len(problems) > 0 {
 		return &ReloadError{Problems: problems}
 	}

@@ -10,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Tnze/go-mc/bot"
+
 	"github.com/tidegate/tidegate/internal/testkit/testserver"
+	"github.com/tidegate/tidegate/session/mcbackend"
 )
 
 // namedBackend accepts connections, greets each with its name and a
@@ -235,4 +238,51 @@ func freeAddr(t *testing.T) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
+}
+
+// TestReloadUnchangedKeepsStatusCache: 20 reloads of the running
+// configuration, each followed by a status ping, reach the backend with one
+// status request, as 20 pings alone do; each counts as a reload. A reload
+// that changes the configuration gives the group a new cache, so the next
+// ping fetches again.
+func TestReloadUnchangedKeepsStatusCache(t *testing.T) {
+	be, beAddr := startBackendServer(t, mcbackend.Config{StatusProtocol: 764})
+	text := mcConfig(beAddr, "status: {cache_ttl: 1m}")
+	p, addr := startProxy(t, text)
+	hash := p.ConfigHash()
+	reload := func(text string) {
+		t.Helper()
+		cfg, err := testParseConfig(t, text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Loops = 2 // as startProxy runs it
+		if err := p.Reload(cfg); err != nil {
+			t.Fatalf("Reload: %v", err)
+		}
+	}
+	ping := func() {
+		t.Helper()
+		if _, _, err := bot.PingAndListTimeout(addr, 10*time.Second); err != nil {
+			t.Fatalf("status ping: %v", err)
+		}
+	}
+	for range 20 {
+		ping()
+	}
+	for range 20 {
+		reload(text)
+		ping()
+	}
+	if got := be.Stats().StatusRequests; got != 1 {
+		t.Fatalf("20 pings and 20 unchanged reload+ping pairs made %d backend status requests, want 1", got)
+	}
+	if ok, failed := p.Reloads(); ok != 20 || failed != 0 || p.ConfigHash() != hash {
+		t.Fatalf("reloads ok %d failed %d, hash %s (was %s); want 20, 0 and the same hash", ok, failed, p.ConfigHash(), hash)
+	}
+	reload(mcConfig(beAddr, "status: {cache_ttl: 2m}"))
+	ping()
+	if got := be.Stats().StatusRequests; got != 2 {
+		t.Fatalf("after a reload that changed the configuration: %d backend status requests, want 2", got)
+	}
 }

@@ -14,9 +14,7 @@ import (
 	"fmt"
 	"html/template"
 	"maps"
-	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
@@ -87,9 +85,9 @@ type handler struct {
 // Handler returns the handler of the admin API and the status page:
 // GET /api/v1/backends, /api/v1/sessions, /api/v1/rejections,
 // /api/v1/config (JSON) and / (HTML). It answers only while admin.enabled
-// is set (404 otherwise) and, unless admin.allow_remote is set, only
-// requests that come over loopback (403 otherwise); both are read from the
-// running configuration on each request.
+// is set (404 otherwise), read from the running configuration on each
+// request. Who may ask (admin.allow_remote, admin.allowed_hosts) is the
+// metrics address's policy (internal/adminaccess), which wraps it there.
 func Handler(src Source, opt Options) http.Handler {
 	h := &handler{src: src, opt: opt}
 	mux := http.NewServeMux()
@@ -100,49 +98,12 @@ func Handler(src Source, opt Options) http.Handler {
 	mux.HandleFunc("GET /{$}", h.serveStatusPage)
 	mux.HandleFunc("/", serveNoEndpoint)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		running, _ := src.Running()
-		cfg := running.Admin
-		if !cfg.Enabled {
+		if running, _ := src.Running(); !running.Admin.Enabled {
 			writeError(w, http.StatusNotFound, "the admin API and status page are off: admin.enabled is false in the proxy's configuration")
-			return
-		}
-		var local net.Addr
-		if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
-			local = a
-		}
-		if ok, why := adminAllowed(cfg, local, r.RemoteAddr); !ok {
-			writeError(w, http.StatusForbidden, why)
 			return
 		}
 		mux.ServeHTTP(w, r)
 	})
-}
-
-// adminAllowed decides whether a request to local (the address it
-// arrived on) from remote (its RemoteAddr, ip:port) may be answered: with
-// allow_remote every request is, otherwise only one from a loopback
-// address to a loopback address (127.0.0.0/8, ::1, and IPv4 as IPv6
-// ::ffff:127.0.0.1). An address it cannot read counts as remote. When it
-// refuses it says why and how to allow it.
-func adminAllowed(cfg config.AdminConfig, local net.Addr, remote string) (bool, string) {
-	if cfg.AllowRemote {
-		return true, ""
-	}
-	from, err := netip.ParseAddrPort(remote)
-	to := netip.AddrPort{}
-	if t, ok := local.(*net.TCPAddr); ok {
-		to = t.AddrPort()
-	}
-	if err == nil && from.Addr().Unmap().IsLoopback() && to.Addr().Unmap().IsLoopback() {
-		return true, ""
-	}
-	toText := "an unknown address"
-	if local != nil {
-		toText = local.String()
-	}
-	return false, fmt.Sprintf("the admin API and status page answer only requests over loopback, and this one came from %s to %s; "+
-		"set admin.allow_remote: true in the proxy's configuration to answer it (then whoever reaches this address "+
-		"can read the sessions and the configuration)", remote, toText)
 }
 
 // serveNoEndpoint answers what no endpoint takes: 405 for a known path

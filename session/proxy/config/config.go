@@ -152,15 +152,26 @@ type ShutdownConfig struct {
 }
 
 // AdminConfig is the admin API (/api/v1/) and the status page (/) that
-// the proxy serves on the metrics address (session/proxy/admin). Both keys are read
-// on every request, so a reload changes them at once.
+// the proxy serves on the metrics address (session/proxy/admin), and the
+// access policy of every route there (internal/adminaccess). A reload
+// changes them at once.
 type AdminConfig struct {
 	// Enabled serves them; on by default. Off, they answer 404.
 	Enabled bool `yaml:"enabled"`
-	// AllowRemote answers requests that do not come over loopback (from a
-	// loopback address to a loopback address); off by default, when such
-	// a request gets 403.
+	// AllowRemote answers reads and writes that do not come over loopback
+	// (from a loopback address to a loopback address), whatever their
+	// Host header; off by default, when such a request gets 403.
 	AllowRemote bool `yaml:"allow_remote"`
+	// AllowedHosts are the names a request's Host header may give, beside
+	// localhost and loopback addresses, while AllowRemote is off (another
+	// gets 403: DNS rebinding).
+	AllowedHosts []string `yaml:"allowed_hosts"`
+	// TokenFile names the file (relative to the configuration's directory)
+	// holding the token that writes, POST /-/reload, must send; read by
+	// Load and Parse, so on each reload. Unset, writes over HTTP are off.
+	TokenFile SecretFile `yaml:"token_file"`
+
+	token Secret // read from TokenFile
 }
 
 // DefaultShutdownMessage is the disconnect reason at a drain deadline.

@@ -65,20 +65,25 @@ func (c *Config) checkStatus(bad func(path, format string, args ...any)) {
 	}
 }
 
-// readFiles reads the file the configuration names, the favicon, relative
-// to the configuration file's directory, and returns its problems.
+// readFiles reads the files the configuration names, the admin token and
+// the favicon, relative to the configuration file's directory, and returns
+// their problems.
 func (c *Config) readFiles() []Problem {
+	var ps []Problem
+	if msg := c.Admin.readToken(c.dir); msg != "" {
+		ps = append(ps, Problem{Path: "admin.token_file", Msg: msg})
+	}
 	o := &c.Status.Offline
 	o.favicon = ""
 	if o.Favicon == "" {
-		return nil
+		return ps
 	}
 	uri, msg := loadFavicon(c.dir, o.Favicon)
 	o.favicon = uri
 	if msg != "" {
-		return []Problem{{Path: "status.offline.favicon", Msg: msg}}
+		ps = append(ps, Problem{Path: "status.offline.favicon", Msg: msg})
 	}
-	return nil
+	return ps
 }
 
 // FaviconURI returns the favicon as a data: URI, as Load or Parse read it

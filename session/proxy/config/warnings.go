@@ -37,7 +37,7 @@ func (c *Config) warnings() []Problem {
 	}
 	c.statusWarnings(warn)
 	if c.Admin.AllowRemote && !c.Admin.Enabled {
-		warn("admin.allow_remote", "has no effect while admin.enabled is false: the admin API and status page are off")
+		warn("admin.allow_remote", "covers only the profiles, the checks' details and POST /-/reload while admin.enabled is false: the admin API and status page are off")
 	}
 	c.clusterWarnings(warn)
 	return ws
