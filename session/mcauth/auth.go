@@ -109,7 +109,11 @@ func New(cfg Config) (*Authenticator, error) {
 // ctx ends. Logins queued or under way then get no verdict.
 func (a *Authenticator) Close(ctx context.Context) error {
 	a.cancel()
-	return a.pool.Close(ctx)
+	err := a.pool.Close(ctx)
+	if a.cfg.Client == nil {
+		a.client.CloseIdleConnections() // ours: nobody else will
+	}
+	return err
 }
 
 // PublicKey returns the server's public key, DER X.509, as the Encryption
