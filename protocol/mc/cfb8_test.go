@@ -6,7 +6,9 @@ import (
 	"crypto/cipher"
 	"encoding/hex"
 	"math/rand/v2"
+	"syscall"
 	"testing"
+	"time"
 
 	gomccfb8 "github.com/Tnze/go-mc/net/CFB8"
 )
@@ -27,19 +29,15 @@ func TestCFB8Vector(t *testing.T) {
 	iv := unhexString(t, "000102030405060708090a0b0c0d0e0f")
 	plain := unhexString(t, "6bc1bee22e409f96e93d7e117393172aae2d")
 	ciph := unhexString(t, "3b79424c9c0dd436bace9e0ed4586a4f32b9")
-	block, err := aes.NewCipher(key)
-	if err != nil {
-		t.Fatal(err)
-	}
 	for split := 0; split <= len(plain); split++ {
 		for _, inPlace := range []bool{false, true} {
 			for _, dec := range []bool{false, true} {
 				in, want := plain, ciph
-				x := NewCFB8Encrypter(block, iv)
 				if dec {
 					in, want = ciph, plain
-					x = NewCFB8Decrypter(block, iv)
 				}
+				kernels := split%2 == 1 // both ways, at every split parity
+				x := newTestCFB8(t, key, iv, dec, kernels)
 				out := make([]byte, len(in))
 				src := in
 				if inPlace {
@@ -49,13 +47,48 @@ func TestCFB8Vector(t *testing.T) {
 				x.XORKeyStream(out[:split], src[:split])
 				x.XORKeyStream(out[split:], src[split:])
 				if !bytes.Equal(out, want) {
-					t.Fatalf("decrypt %v, in place %v, split at %d: %x, want %x", dec, inPlace, split, out, want)
+					t.Fatalf("decrypt %v, in place %v, kernels %v, split at %d: %x, want %x", dec, inPlace, kernels, split, out, want)
 				}
 				if reg := x.Register(); !bytes.Equal(reg[:], ciph[len(ciph)-16:]) {
 					t.Fatalf("register %x, want the last ciphertext block %x", reg, ciph[len(ciph)-16:])
 				}
 			}
 		}
+	}
+}
+
+// TestCFB8Kernels checks the AES-NI kernels' round keys and keystream
+// against crypto/aes directly, and that NewConnCiphers uses them.
+func TestCFB8Kernels(t *testing.T) {
+	if !haveAESNI {
+		t.Skip("no AES-NI kernels in this build or on this CPU")
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 200 {
+		key, win := make([]byte, 16), make([]byte, 23)
+		for i := range key {
+			key[i] = byte(rng.Uint32())
+		}
+		for i := range win {
+			win[i] = byte(rng.Uint32())
+		}
+		block, keys, err := newAES(key)
+		if err != nil || keys == nil {
+			t.Fatalf("newAES: %v, %v", keys, err)
+		}
+		var got [8]byte
+		keystream8(keys, &win[0], &got)
+		for k := range got {
+			var want [16]byte
+			block.Encrypt(want[:], win[k:k+16])
+			if got[k] != want[0] {
+				t.Fatalf("key %x, block %d: keystream byte %02x, crypto/aes %02x", key, k, got[k], want[0])
+			}
+		}
+	}
+	enc, dec, err := NewConnCiphers([]byte("0123456789abcdef"))
+	if err != nil || enc.keys == nil || enc.keys != dec.keys {
+		t.Fatalf("NewConnCiphers does not share kernel round keys: %p %p %v", enc.keys, dec.keys, err)
 	}
 }
 
@@ -93,19 +126,41 @@ func TestNewConnCiphers(t *testing.T) {
 	}
 }
 
-// checkCFB8AgainstGoMC runs the same chunks through ours and go-mc's
-// net/CFB8 and fails t on any difference.
+// newTestCFB8 is a CFB8 of any key and IV, with the AES-NI kernels
+// (where they run) when kernels is set, as NewConnCiphers makes them.
+func newTestCFB8(t testing.TB, key, iv []byte, decrypt, kernels bool) *CFB8 {
+	block, keys, err := newAES(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := NewCFB8Encrypter(block, iv)
+	if decrypt {
+		x = NewCFB8Decrypter(block, iv)
+	}
+	if kernels {
+		x.keys = keys
+	}
+	return x
+}
+
+// checkCFB8AgainstGoMC runs the same chunks through ours (with and
+// without the kernels) and go-mc's net/CFB8 and fails t on any difference.
 func checkCFB8AgainstGoMC(t *testing.T, key, iv, data []byte, cuts []int, decrypt, inPlace bool) {
+	t.Helper()
+	for _, kernels := range []bool{false, true} {
+		checkCFB8Once(t, key, iv, data, cuts, decrypt, inPlace, kernels)
+	}
+}
+
+func checkCFB8Once(t *testing.T, key, iv, data []byte, cuts []int, decrypt, inPlace, kernels bool) {
 	t.Helper()
 	block, err := aes.NewCipher(key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ours, theirs cipher.Stream
+	var ours, theirs cipher.Stream = newTestCFB8(t, key, iv, decrypt, kernels), gomccfb8.NewCFB8Encrypt(block, iv)
 	if decrypt {
-		ours, theirs = NewCFB8Decrypter(block, iv), gomccfb8.NewCFB8Decrypt(block, iv)
-	} else {
-		ours, theirs = NewCFB8Encrypter(block, iv), gomccfb8.NewCFB8Encrypt(block, iv)
+		theirs = gomccfb8.NewCFB8Decrypt(block, iv)
 	}
 	got := append([]byte(nil), data...)
 	want := make([]byte, len(data))
@@ -123,7 +178,7 @@ func checkCFB8AgainstGoMC(t *testing.T, key, iv, data []byte, cuts []int, decryp
 		at = c
 	}
 	if !bytes.Equal(got, want) {
-		t.Fatalf("decrypt %v, in place %v, cuts %v: ours %x, go-mc %x", decrypt, inPlace, cuts, got, want)
+		t.Fatalf("decrypt %v, in place %v, kernels %v, cuts %v: ours %x, go-mc %x", decrypt, inPlace, kernels, cuts, got, want)
 	}
 }
 
@@ -173,10 +228,14 @@ func TestCFB8ZeroAllocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	key := []byte("0123456789abcdef")
+	plainEnc, plainDec := newTestCFB8(t, key, key, false, false), newTestCFB8(t, key, key, true, false)
 	buf := make([]byte, 1500)
 	for name, f := range map[string]func(){
-		"encrypt": func() { enc.XORKeyStream(buf, buf) },
-		"decrypt": func() { dec.XORKeyStream(buf, buf) },
+		"encrypt":          func() { enc.XORKeyStream(buf, buf) },
+		"decrypt":          func() { dec.XORKeyStream(buf, buf) },
+		"encrypt by Block": func() { plainEnc.XORKeyStream(buf, buf) },
+		"decrypt by Block": func() { plainDec.XORKeyStream(buf, buf) },
 		"decrypt bytewise": func() {
 			dec.xorBytewise(buf, buf)
 		},
@@ -188,14 +247,29 @@ func TestCFB8ZeroAllocs(t *testing.T) {
 }
 
 // benchCFB8 measures one direction in place on 1 KiB chunks (a typical
-// play packet batch); run selects the implementation.
+// play packet batch); run selects the implementation. Besides the wall
+// clock it reports the process's CPU time per operation and the MB/s it
+// makes, which other work on a shared machine inflates far less.
 func benchCFB8(b *testing.B, run func(buf []byte)) {
 	buf := make([]byte, 1024)
 	b.ReportAllocs()
 	b.SetBytes(int64(len(buf)))
+	start := processCPU(b)
 	for b.Loop() {
 		run(buf)
 	}
+	cpu := processCPU(b) - start
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(len(buf))*float64(b.N)/cpu.Seconds()/1e6, "cpu-MB/s")
+}
+
+// processCPU is the process's user and system CPU time so far.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func BenchmarkCFB8(b *testing.B) {
@@ -205,6 +279,9 @@ func BenchmarkCFB8(b *testing.B) {
 	b.Run("encrypt", func(b *testing.B) { benchCFB8(b, func(p []byte) { enc.XORKeyStream(p, p) }) })
 	b.Run("decrypt", func(b *testing.B) { benchCFB8(b, func(p []byte) { dec.XORKeyStream(p, p) }) })
 	b.Run("decrypt-bytewise", func(b *testing.B) { benchCFB8(b, func(p []byte) { dec.xorBytewise(p, p) }) })
+	kEnc, kDec, _ := NewConnCiphers(key)
+	b.Run("kernel-encrypt", func(b *testing.B) { benchCFB8(b, func(p []byte) { kEnc.XORKeyStream(p, p) }) })
+	b.Run("kernel-decrypt", func(b *testing.B) { benchCFB8(b, func(p []byte) { kDec.XORKeyStream(p, p) }) })
 	gEnc, gDec := gomccfb8.NewCFB8Encrypt(block, key), gomccfb8.NewCFB8Decrypt(block, key)
 	b.Run("gomc-encrypt", func(b *testing.B) { benchCFB8(b, func(p []byte) { gEnc.XORKeyStream(p, p) }) })
 	b.Run("gomc-decrypt", func(b *testing.B) { benchCFB8(b, func(p []byte) { gDec.XORKeyStream(p, p) }) })
