@@ -44,12 +44,13 @@
 // sent; the session server call gets what is left (ReasonTimeout past it).
 //
 // Where the RSA decryption runs: on the pool, with the session server call.
-// One PKCS #1 v1.5 decryption with the RSA-1024 key took 0.46 to 0.72 ms on
-// this project's 2-core machine under load from other work
-// (BenchmarkDecryptPKCS1v15; Verify, two of them, 1.0 to 1.6 ms), so on
-// the loop each login would stall every session of that loop for about a
-// millisecond, longer than a relayed frame's whole p99 budget, and a burst
-// of logins would stall it for their sum. On the pool it costs the hop to
+// One PKCS #1 v1.5 decryption with the RSA-1024 key takes 0.43 to 0.51 ms
+// of CPU (BenchmarkDecryptPKCS1v15, cpu-ns/op; Verify, two of them, 0.9 to
+// 1.3 ms) on this project's 2-core AMD EPYC machine, measured 2026-12-02
+// while other work loaded it (the wall clock said 1.2 to 2.1 ms). On the
+// loop each login would stall every session of that loop for about a
+// millisecond of CPU, longer than a relayed frame's whole p99 budget, and
+// a burst of logins would stall it for their sum. On the pool it costs the hop to
 // a worker and back (microseconds), and logins decrypt on as many cores as
 // the pool has workers. Verify and HasJoined are exported for callers that
 // want them alone; they block and count nothing.
