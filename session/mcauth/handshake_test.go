@@ -3,6 +3,7 @@ package mcauth
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/aes"
 	"crypto/rand"
 	"crypto/rsa"
@@ -21,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Tnze/go-mc/bot"
 	mcnet "github.com/Tnze/go-mc/net"
 	gomccfb8 "github.com/Tnze/go-mc/net/CFB8"
 	pk "github.com/Tnze/go-mc/net/packet"
@@ -219,70 +221,89 @@ func join(ss *sessionserver.Server, hash string) error {
 	return nil
 }
 
-// serveOne is the proxy side of one login.
+// proxyLogin is the proxy side of a login on c up to the verdict, with
+// the ciphers on when the client's secret is known.
+type proxyLogin struct {
+	br       *bufio.Reader
+	r        Result
+	enc, dec *mc.CFB8
+}
+
+func acceptLogin(c net.Conn, a *Authenticator, v int32) (*proxyLogin, error) {
+	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+	br := bufio.NewReader(c)
+	hs, err := readFrame(br)
+	if err != nil {
+		return nil, err
+	}
+	if h, err := mc.ParseHandshake(hs); err != nil || h.ProtocolVersion != v || h.NextState != 2 {
+		return nil, fmt.Errorf("handshake %+v, %v", h, err)
+	}
+	ls, err := readFrame(br)
+	if err != nil {
+		return nil, err
+	}
+	name, err := mc.ParseLoginStart(ls)
+	if err != nil {
+		return nil, err
+	}
+	ch := NewChallenge()
+	if _, err := c.Write(a.AppendEncryptionRequest(nil, v, &ch)); err != nil {
+		return nil, err
+	}
+	body, err := readFrame(br)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := mc.ParseEncryptionResponse(body, v)
+	if err != nil {
+		return nil, err
+	}
+	ip, _ := netip.ParseAddrPort(c.RemoteAddr().String())
+	verdict := make(chan Result, 1)
+	if f := a.Authenticate(Login{Username: string(name), Protocol: v, ClientIP: ip.Addr(), Challenge: ch, Response: resp},
+		func(r Result) { verdict <- r }); f != nil {
+		return nil, f
+	}
+	clear(body) // Authenticate copied what it needs
+	p := &proxyLogin{br: br, r: <-verdict}
+	if !p.r.HaveSecret {
+		return nil, fmt.Errorf("no secret: %v", p.r.Failure)
+	}
+	if p.enc, p.dec, err = mc.NewConnCiphers(p.r.SharedSecret[:]); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// send writes one packet, encrypted.
+func (p *proxyLogin) send(c net.Conn, id int32, data []byte) error {
+	out := mc.AppendPacket(nil, id, data)
+	p.enc.XORKeyStream(out, out)
+	_, err := c.Write(out)
+	return err
+}
+
+// serveOne is the proxy side of one login and its relay.
 func serveOne(ln net.Listener, a *Authenticator, backend string, v int32) error {
 	c, err := ln.Accept()
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
-	br := bufio.NewReader(c)
-	hs, err := readFrame(br)
+	p, err := acceptLogin(c, a, v)
 	if err != nil {
 		return err
 	}
-	if h, err := mc.ParseHandshake(hs); err != nil || h.ProtocolVersion != v || h.NextState != 2 {
-		return fmt.Errorf("handshake %+v, %v", h, err)
-	}
-	ls, err := readFrame(br)
-	if err != nil {
-		return err
-	}
-	name, err := mc.ParseLoginStart(ls)
-	if err != nil {
-		return err
-	}
-	ch := NewChallenge()
-	if _, err := c.Write(a.AppendEncryptionRequest(nil, v, &ch)); err != nil {
-		return err
-	}
-	body, err := readFrame(br)
-	if err != nil {
-		return err
-	}
-	resp, err := mc.ParseEncryptionResponse(body, v)
-	if err != nil {
-		return err
-	}
-	ip, _ := netip.ParseAddrPort(c.RemoteAddr().String())
-	verdict := make(chan Result, 1)
-	if f := a.Authenticate(Login{Username: string(name), Protocol: v, ClientIP: ip.Addr(), Challenge: ch, Response: resp},
-		func(r Result) { verdict <- r }); f != nil {
-		return f
-	}
-	clear(body) // Authenticate copied what it needs
-	r := <-verdict
-	if !r.HaveSecret {
-		return fmt.Errorf("no secret: %v", r.Failure)
-	}
-	enc, dec, err := mc.NewConnCiphers(r.SharedSecret[:])
-	if err != nil {
-		return err
-	}
+	r, br, enc, dec := p.r, p.br, p.enc, p.dec
 	if r.Failure != nil {
 		if r.Failure.Reason != ReasonRefused {
 			return r.Failure
 		}
-		out := mc.AppendLoginDisconnect(nil, r.Failure.AppendDisconnectJSON(nil))
-		enc.XORKeyStream(out, out)
-		_, err := c.Write(out)
-		return err
+		return p.send(c, mc.PacketLoginDisconnect, mc.AppendString(nil, r.Failure.AppendDisconnectJSON(nil)))
 	}
 	data := append(append([]byte(nil), r.Profile.UUID[:]...), mc.AppendString(nil, []byte(r.Profile.Name))...)
-	out := mc.AppendPacket(nil, idProfile, data)
-	enc.XORKeyStream(out, out)
-	if _, err := c.Write(out); err != nil {
+	if err := p.send(c, idProfile, data); err != nil {
 		return err
 	}
 	b, err := net.Dial("tcp", backend)
@@ -368,4 +389,75 @@ func startEcho(t *testing.T) string {
 		}
 	}()
 	return ln.Addr().String()
+}
+
+// TestGoMCBotOnlineLogin is go-mc's own bot (protocol 764) logging in
+// online through these pieces: it joins the fake session server through
+// RedirectDefaultClient, and the proxy side, once hasJoined answered,
+// disconnects it with the authenticated profile, which the bot reports.
+func TestGoMCBotOnlineLogin(t *testing.T) {
+	ss := sessionserver.Start(t)
+	ss.AddPlayer(steve)
+	ss.RedirectDefaultClient(t)
+	a := newAuth(t, Config{SessionServer: ss.URL, Timeout: 10 * time.Second})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	proxyErr := make(chan error, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			proxyErr <- err
+			return
+		}
+		defer c.Close()
+		p, err := acceptLogin(c, a, bot.ProtocolVersion)
+		if err != nil {
+			proxyErr <- err
+			return
+		}
+		if p.r.Failure != nil {
+			proxyErr <- p.r.Failure
+			return
+		}
+		msg := fmt.Sprintf(`{"text":"authenticated %s %x"}`, p.r.Profile.Name, p.r.Profile.UUID)
+		proxyErr <- p.send(c, mc.PacketLoginDisconnect, mc.AppendString(nil, []byte(msg)))
+	}()
+
+	client := bot.NewClient()
+	client.Auth = bot.Auth{Name: steve.Name, UUID: steve.UUID, AsTk: steve.AccessToken}
+	var d closingDialer
+	defer d.close()
+	err = client.JoinServerWithOptions(ln.Addr().String(), bot.JoinOptions{MCDialer: &d})
+	if perr := <-proxyErr; perr != nil {
+		t.Fatalf("proxy side: %v (bot: %v)", perr, err)
+	}
+	var de bot.DisconnectErr
+	if !errors.As(err, &de) || !strings.Contains(err.Error(), "authenticated Steve "+steveUUID) {
+		t.Fatalf("bot: %v, want the disconnect with Steve's profile", err)
+	}
+	if j := ss.Joins(); len(j) != 1 || j[0].SelectedProfile != steveUUID {
+		t.Fatalf("joins %+v, want the bot's", j)
+	}
+}
+
+// closingDialer dials for go-mc's bot with a deadline and keeps the
+// connection, which the bot leaves open when its login fails.
+type closingDialer struct{ conn *mcnet.Conn }
+
+func (d *closingDialer) DialMCContext(ctx context.Context, addr string) (*mcnet.Conn, error) {
+	conn, err := mcnet.DefaultDialer.DialMCContext(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	d.conn = conn
+	return conn, conn.Socket.SetDeadline(time.Now().Add(20 * time.Second))
+}
+
+func (d *closingDialer) close() {
+	if d.conn != nil {
+		_ = d.conn.Close()
+	}
 }
