@@ -86,6 +86,18 @@ func NewConnCiphers(sharedSecret []byte) (encrypt, decrypt *CFB8, err error) {
 	return encrypt, decrypt, nil
 }
 
+// ResumeConnCiphers returns the ciphers of an online-mode connection
+// taken over mid-stream, as a live upgrade hands it over: the shared
+// secret and each direction's Register when the old process stopped.
+func ResumeConnCiphers(sharedSecret []byte, encryptRegister, decryptRegister [aes.BlockSize]byte) (encrypt, decrypt *CFB8, err error) {
+	if encrypt, decrypt, err = NewConnCiphers(sharedSecret); err != nil {
+		return nil, nil, err
+	}
+	copy(encrypt.ring[:], encryptRegister[:])
+	copy(decrypt.ring[:], decryptRegister[:])
+	return encrypt, decrypt, nil
+}
+
 // newAES returns the AES-128 cipher of key and, where the AES-NI kernels
 // run, its round keys.
 func newAES(key []byte) (cipher.Block, *[aesRoundKeys]byte, error) {

@@ -114,7 +114,7 @@ func TestNewConnCiphers(t *testing.T) {
 	if !bytes.Equal(buf, msg) {
 		t.Fatalf("round trip: %q", buf)
 	}
-	// A stream resumed from the register goes on where the first stopped.
+	// Streams resumed from the registers go on where the first stopped.
 	block, _ := aes.NewCipher(secret)
 	reg := enc.Register()
 	resumed := NewCFB8Encrypter(block, reg[:])
@@ -123,6 +123,26 @@ func TestNewConnCiphers(t *testing.T) {
 	resumed.XORKeyStream(b, b)
 	if !bytes.Equal(a, b) {
 		t.Fatal("a stream resumed from Register differs")
+	}
+	// Both directions resumed as a live upgrade does, once dec has caught
+	// up with enc (both have seen msg twice).
+	dec.XORKeyStream(a, a)
+	enc2, dec2, err := ResumeConnCiphers(secret, enc.Register(), dec.Register())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c1, c2 := append([]byte(nil), msg...), append([]byte(nil), msg...)
+	enc.XORKeyStream(c1, c1)
+	enc2.XORKeyStream(c2, c2)
+	if !bytes.Equal(c1, c2) {
+		t.Fatal("a resumed encrypter's output differs from the original's")
+	}
+	dec2.XORKeyStream(c1, c1)
+	if !bytes.Equal(c1, msg) {
+		t.Fatalf("the resumed decrypter reads %q", c1)
+	}
+	if _, _, err := ResumeConnCiphers(secret[:8], [16]byte{}, [16]byte{}); err == nil {
+		t.Fatal("an 8-byte secret was taken")
 	}
 }
 

@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
+	"net/url"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -39,8 +41,8 @@ const (
 
 // Config configures an Authenticator.
 type Config struct {
-	// SessionServer is the session server's base URL, without a trailing
-	// slash; "" is DefaultSessionServer.
+	// SessionServer is the session server's base URL (http or https, a
+	// trailing slash dropped); "" is DefaultSessionServer.
 	SessionServer string
 	// PassClientIP adds the client's address to hasJoined (ip=), so that
 	// the session server refuses a login whose join came from another
@@ -75,6 +77,10 @@ type Authenticator struct {
 func New(cfg Config) (*Authenticator, error) {
 	if cfg.SessionServer == "" {
 		cfg.SessionServer = DefaultSessionServer
+	}
+	cfg.SessionServer = strings.TrimSuffix(cfg.SessionServer, "/")
+	if u, err := url.Parse(cfg.SessionServer); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" {
+		return nil, fmt.Errorf("mcauth: session server %q is not an http(s) base URL", cfg.SessionServer)
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout

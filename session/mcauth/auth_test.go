@@ -99,6 +99,19 @@ func TestKeyAndRequest(t *testing.T) {
 	}
 }
 
+func TestNewRefusesBadSessionServers(t *testing.T) {
+	for _, u := range []string{"sessionserver.mojang.com", "ftp://example.com", "http://", "http://h/x?y=1", "http://[::1"} {
+		if a, err := New(Config{SessionServer: u}); err == nil {
+			_ = a.Close(context.Background())
+			t.Errorf("session server %q was taken", u)
+		}
+	}
+	a := newAuth(t, Config{SessionServer: "http://127.0.0.1:8080/"})
+	if a.cfg.SessionServer != "http://127.0.0.1:8080" {
+		t.Fatalf("base URL %q kept its slash", a.cfg.SessionServer)
+	}
+}
+
 func TestVerify(t *testing.T) {
 	a := newAuth(t, Config{})
 	c := NewChallenge()
