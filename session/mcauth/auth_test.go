@@ -11,7 +11,9 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"strings"
 	"syscall"
@@ -284,6 +286,25 @@ func TestAuthenticateSessionServerFailures(t *testing.T) {
 	down := newAuth(t, Config{SessionServer: "http://127.0.0.1:1", Timeout: 5 * time.Second})
 	if r := authenticate(t, down, joinedLogin(t, down, ss, loop)); r.Failure == nil || r.Failure.Reason != ReasonError {
 		t.Fatalf("no server: %+v", r.Failure)
+	}
+}
+
+// TestHasJoinedBadAnswers is a session server that answers 200 with
+// something that is not a profile.
+func TestHasJoinedBadAnswers(t *testing.T) {
+	for name, body := range map[string]string{
+		"not JSON":     `{"id":`,
+		"bad UUID":     `{"id":"not-a-uuid","name":"Steve","properties":[]}`,
+		"no name":      `{"id":"` + steveUUID + `","name":"","properties":[]}`,
+		"far too long": `{"id":"` + steveUUID + `","name":"Steve","properties":[{"name":"x","value":"` + strings.Repeat("a", maxProfileBytes) + `"}]}`,
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, body) }))
+		a := newAuth(t, Config{SessionServer: srv.URL})
+		_, f := a.HasJoined(context.Background(), "Steve", "hash", netip.Addr{})
+		srv.Close()
+		if f == nil || f.Reason != ReasonError || f.Text() != TextAuthServersDown {
+			t.Errorf("%s: %v, want %s", name, f, ReasonError)
+		}
 	}
 }
 
