@@ -3,7 +3,6 @@ package mc
 import (
 	"crypto/aes"
 	"crypto/cipher"
-	"encoding/binary"
 	"fmt"
 )
 
@@ -184,14 +183,12 @@ func (x *CFB8) decryptBackwards(dst, src []byte) {
 		copy(next[:], head[h:h+bs])
 	}
 	i := n - 1
-	if x.keys != nil {
-		// Eight bytes at a time, each group read before it is written.
-		var ks8 [8]byte
-		for ; i-7 >= bs; i -= 8 {
-			j := i - 7
-			keystream8(x.keys, &src[j-bs], &ks8)
-			binary.LittleEndian.PutUint64(dst[j:], binary.LittleEndian.Uint64(src[j:])^binary.LittleEndian.Uint64(ks8[:]))
-		}
+	if groups := (n - bs) / 8; x.keys != nil && groups > 0 {
+		// The last groups × 8 bytes in eights, by the kernel; the rest
+		// below.
+		j := n - 8*groups
+		decryptGroups8(x.keys, &src[j-bs], &dst[j], groups)
+		i = j - 1
 	}
 	ks := x.ks[:]
 	for ; i >= bs; i-- {

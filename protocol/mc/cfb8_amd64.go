@@ -12,11 +12,12 @@ var haveAESNI = cpu.X86.HasAES && cpu.X86.HasSSE41
 //go:noescape
 func expandKey128(key *byte, rk *[aesRoundKeys]byte)
 
-// keystream8 sets out[k] to the first byte of the encryption of the 16
-// bytes at win+k, k = 0 to 7.
+// decryptGroups8 decrypts groups × 8 bytes to dst: byte k of dst is the
+// ciphertext byte at win+16+k XORed with the first byte of the encryption
+// of the 16 bytes at win+k. dst may be win+16 (in place).
 //
 //go:noescape
-func keystream8(rk *[aesRoundKeys]byte, win *byte, out *[8]byte)
+func decryptGroups8(rk *[aesRoundKeys]byte, win, dst *byte, groups int)
 
 // encryptCFB8 encrypts n bytes of src to dst with the register reg, which
 // it updates.

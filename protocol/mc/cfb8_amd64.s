@@ -49,14 +49,25 @@ TEXT ·expandKey128(SB), NOSPLIT, $0-16
 	AESENC X8, X6; \
 	AESENC X8, X7
 
-// func keystream8(rk *[176]byte, win *byte, out *[8]byte)
+// func decryptGroups8(rk *[176]byte, win, dst *byte, groups int)
 //
-// out[k] is the first byte of the AES encryption of the 16 bytes at
-// win+k, for k = 0 to 7: eight blocks in flight at once.
-TEXT ·keystream8(SB), NOSPLIT, $0-24
+// Decrypts groups × 8 bytes. Group g's output byte k (dst+8g+k) is the
+// ciphertext byte at win+8g+16+k XORed with the first byte of the
+// encryption of the 16 bytes at win+8g+k: eight blocks in flight at once.
+// Groups run from the last to the first, and each group's ciphertext is
+// read before its output is stored, so dst may be win+16 (in place).
+TEXT ·decryptGroups8(SB), NOSPLIT, $0-32
 	MOVQ  rk+0(FP), AX
 	MOVQ  win+8(FP), SI
-	MOVQ  out+16(FP), DI
+	MOVQ  dst+16(FP), DI
+	MOVQ  groups+24(FP), CX
+	TESTQ CX, CX
+	JZ    done
+	LEAQ  -8(SI)(CX*8), SI
+	LEAQ  -8(DI)(CX*8), DI
+
+loop:
+	MOVQ  16(SI), R8
 	MOVOU 0(AX), X8
 	MOVOU 0(SI), X0
 	PXOR  X8, X0
@@ -100,6 +111,13 @@ TEXT ·keystream8(SB), NOSPLIT, $0-24
 	PEXTRB     $0, X5, 5(DI)
 	PEXTRB     $0, X6, 6(DI)
 	PEXTRB     $0, X7, 7(DI)
+	XORQ       R8, 0(DI)
+	SUBQ       $8, SI
+	SUBQ       $8, DI
+	DECQ       CX
+	JNZ        loop
+
+done:
 	RET
 
 // func encryptCFB8(rk *[176]byte, reg *[16]byte, dst, src *byte, n int)

@@ -7,6 +7,6 @@ const haveAESNI = false
 
 func expandKey128(*byte, *[aesRoundKeys]byte) { panic("mc: no AES-NI kernel") }
 
-func keystream8(*[aesRoundKeys]byte, *byte, *[8]byte) { panic("mc: no AES-NI kernel") }
+func decryptGroups8(*[aesRoundKeys]byte, *byte, *byte, int) { panic("mc: no AES-NI kernel") }
 
 func encryptCFB8(*[aesRoundKeys]byte, *[16]byte, *byte, *byte, int) { panic("mc: no AES-NI kernel") }

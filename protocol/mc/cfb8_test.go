@@ -57,15 +57,16 @@ func TestCFB8Vector(t *testing.T) {
 	}
 }
 
-// TestCFB8Kernels checks the AES-NI kernels' round keys and keystream
+// TestCFB8Kernels checks the AES-NI kernels' round keys and decryption
 // against crypto/aes directly, and that NewConnCiphers uses them.
 func TestCFB8Kernels(t *testing.T) {
 	if !haveAESNI {
 		t.Skip("no AES-NI kernels in this build or on this CPU")
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
-	for range 200 {
-		key, win := make([]byte, 16), make([]byte, 23)
+	for round := range 200 {
+		groups := round % 4
+		key, win := make([]byte, 16), make([]byte, 16+8*groups)
 		for i := range key {
 			key[i] = byte(rng.Uint32())
 		}
@@ -76,14 +77,18 @@ func TestCFB8Kernels(t *testing.T) {
 		if err != nil || keys == nil {
 			t.Fatalf("newAES: %v, %v", keys, err)
 		}
-		var got [8]byte
-		keystream8(keys, &win[0], &got)
-		for k := range got {
-			var want [16]byte
-			block.Encrypt(want[:], win[k:k+16])
-			if got[k] != want[0] {
-				t.Fatalf("key %x, block %d: keystream byte %02x, crypto/aes %02x", key, k, got[k], want[0])
+		got := make([]byte, 8*groups+1)
+		got[8*groups] = 0x5a // past the end: untouched
+		decryptGroups8(keys, &win[0], &got[0], groups)
+		for k := range 8 * groups {
+			var ks [16]byte
+			block.Encrypt(ks[:], win[k:k+16])
+			if want := win[16+k] ^ ks[0]; got[k] != want {
+				t.Fatalf("key %x, %d groups, byte %d: %02x, crypto/aes gives %02x", key, groups, k, got[k], want)
 			}
+		}
+		if got[8*groups] != 0x5a {
+			t.Fatalf("%d groups: the byte after them was written", groups)
 		}
 	}
 	enc, dec, err := NewConnCiphers([]byte("0123456789abcdef"))
