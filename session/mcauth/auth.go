@@ -207,8 +207,6 @@ func verifySignature(c *Challenge, resp mc.EncryptionResponse, playerKey []byte)
 type Login struct {
 	// Username is the name of Login Start.
 	Username string
-	// Protocol is the client's protocol version.
-	Protocol int32
 	// ClientIP is the client's address, passed to the session server when
 	// Config.PassClientIP is set.
 	ClientIP netip.Addr

@@ -204,7 +204,7 @@ func joinedLogin(t *testing.T, a *Authenticator, ss *sessionserver.Server, ip ne
 	if resp.StatusCode != http.StatusNoContent {
 		t.Fatalf("join: %s", resp.Status)
 	}
-	return Login{Username: steve.Name, Protocol: 765, ClientIP: ip, Challenge: c, Response: clientResponse(t, a, &c, secret)}
+	return Login{Username: steve.Name, ClientIP: ip, Challenge: c, Response: clientResponse(t, a, &c, secret)}
 }
 
 func TestAuthenticate(t *testing.T) {

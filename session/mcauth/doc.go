@@ -12,8 +12,8 @@
 //	out = auth.AppendEncryptionRequest(out, protocol, &ch) // after Login Start
 //	// ... the client's Encryption Response arrives (frame body):
 //	resp, err := mc.ParseEncryptionResponse(body, protocol)   // err: close, counted by mc.ErrorReason
-//	f := auth.Authenticate(mcauth.Login{Username: name, Protocol: protocol,
-//		ClientIP: ip, Challenge: ch, Response: resp, PlayerKey: key},
+//	f := auth.Authenticate(mcauth.Login{Username: name, ClientIP: ip,
+//		Challenge: ch, Response: resp, PlayerKey: key},
 //		func(r mcauth.Result) { loop.Execute(func() { s.authVerdict(r) }) })
 //	// f != nil: the pool is full (nothing was decrypted): send the
 //	// plaintext disconnect f.AppendDisconnectJSON, count f.Reason.
