@@ -13,6 +13,9 @@
 // strconv convention of appending to a caller-supplied slice. Errors are
 // *ProtocolError values whose Reason is a stable label for metrics.
 //
-// Nothing here knows about connection state or encryption: after an
-// Encryption Request the stream is opaque and cannot be parsed.
+// Nothing here knows about connection state. For the online-mode login,
+// encryption.go has the Encryption Request and Response of every version
+// and the server hash, and cfb8.go the AES/CFB8 stream cipher that turns
+// on after them; without the shared secret (a transparent relay) the
+// stream after an Encryption Request is opaque and cannot be parsed.
 package mc
