@@ -139,10 +139,14 @@ func start(t testing.TB, e env, script string, args []string, onLine func(string
 		// blocks on a full pipe.
 		_, _ = io.Copy(io.Discard, out)
 	}()
+	began := time.Now()
 	t.Cleanup(func() {
 		if err := p.stop(); err != nil {
 			t.Error(err)
 		}
+		// What node costs a test, for keeping it small.
+		st := p.cmd.ProcessState
+		t.Logf("node %s ran %v, CPU %v", script, time.Since(began).Round(time.Millisecond), (st.UserTime() + st.SystemTime()).Round(time.Millisecond))
 	})
 	return p
 }
