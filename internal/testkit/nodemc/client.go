@@ -51,8 +51,8 @@ type Client struct {
 	// tidegate:hello first.
 	RawEcho bool
 	// Timeout bounds the client's run from start to the last echo; zero
-	// means 60 s (30 clients in one node process on a loaded machine take
-	// up to 25 s to be in play).
+	// means 60 s (30 clients in one node process were in play within 25 s
+	// on a machine loaded 10 times over its cores).
 	Timeout time.Duration
 }
 

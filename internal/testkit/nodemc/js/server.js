@@ -53,6 +53,9 @@ function serve (version, threshold) {
     'online-mode': !!opts.online,
     motd: opts.motd || 'tidegate nodemc server',
     hideErrors: true,
+    // Checking the plugin channels' type definitions (with ajv, for every
+    // connection) costs more CPU than the rest of a login; they are fixed.
+    validateChannelProtocol: false,
     errorHandler: (client, err) => {
       emit({ event: 'error', version, username: client.username, error: String(err && err.message ? err.message : err) })
       client.end(String(err))
