@@ -105,10 +105,11 @@ func moduleRoot() (string, error) {
 
 // process is one node process running a script.
 type process struct {
-	name   string // the script and its first arguments, for messages
+	name   string // the script, for messages
 	cmd    *exec.Cmd
 	stderr logbuf.Buffer
-	done   chan struct{} // closed when standard output is at its end
+	exited chan struct{} // closed once standard output ended and node was reaped
+	err    error         // cmd.Wait's, once exited is closed
 }
 
 // start runs node script args in the scripts' folder, calling onLine (from
@@ -116,7 +117,7 @@ type process struct {
 // kills its process group and checks that the group is gone.
 func start(t testing.TB, e env, script string, args []string, onLine func(string)) *process {
 	t.Helper()
-	p := &process{name: script, done: make(chan struct{})}
+	p := &process{name: script, exited: make(chan struct{})}
 	p.cmd = exec.Command(e.node, append([]string{script}, args...)...)
 	p.cmd.Dir = e.dir
 	p.cmd.SysProcAttr = procAttr()
@@ -128,18 +129,19 @@ func start(t testing.TB, e env, script string, args []string, onLine func(string
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("starting node %s: %v", script, err)
 	}
+	began := time.Now()
 	go func() {
-		defer close(p.done)
+		defer close(p.exited)
 		sc := bufio.NewScanner(out)
 		sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 		for sc.Scan() {
 			onLine(sc.Text())
 		}
 		// Whatever is left (a line past 1 MiB) is drained, so node never
-		// blocks on a full pipe.
+		// blocks on a full pipe; Wait must come after the last read.
 		_, _ = io.Copy(io.Discard, out)
+		p.err = p.cmd.Wait()
 	}()
-	began := time.Now()
 	t.Cleanup(func() {
 		if err := p.stop(); err != nil {
 			t.Error(err)
@@ -155,31 +157,27 @@ func start(t testing.TB, e env, script string, args []string, onLine func(string
 // its exit status; on timeout it kills the process group first.
 func (p *process) wait(timeout time.Duration) (exitCode int, timedOut bool, err error) {
 	select {
-	case <-p.done:
+	case <-p.exited:
 	case <-time.After(timeout):
 		timedOut = true
 		p.killGroup()
-		<-p.done
+		<-p.exited
 	}
-	err = p.cmd.Wait()
 	var exit *exec.ExitError
-	if err == nil || errors.As(err, &exit) {
+	if p.err == nil || errors.As(p.err, &exit) {
 		return p.cmd.ProcessState.ExitCode(), timedOut, nil
 	}
-	return -1, timedOut, fmt.Errorf("node %s: %w", p.name, err)
+	return -1, timedOut, fmt.Errorf("node %s: %w", p.name, p.err)
 }
 
 // killGroup sends SIGKILL to the process group.
 func (p *process) killGroup() { _ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL) }
 
-// stop kills the process group, reaps node and reports any process of the
-// group still there a few seconds later.
+// stop kills the process group, waits for node to be reaped and reports
+// any process of the group still there a few seconds later.
 func (p *process) stop() error {
 	p.killGroup()
-	<-p.done
-	if p.cmd.ProcessState == nil {
-		_ = p.cmd.Wait()
-	}
+	<-p.exited
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for {

@@ -134,7 +134,7 @@ func StartServers(t testing.TB, opts ServerOptions) *Servers {
 			default:
 				t.Fatalf("node server.js %s before it was ready: %+v; stderr: %s", ev.Event, ev, s.proc.Stderr())
 			}
-		case <-s.proc.done:
+		case <-s.proc.exited:
 			t.Fatalf("node server.js exited before it was ready: %s", s.proc.Stderr())
 		case <-deadline:
 			t.Fatalf("node server.js was not ready within %v: %s", timeout, s.proc.Stderr())
