@@ -158,7 +158,7 @@ func startNodeMCTargets(t *testing.T) map[string][]nodeMCTarget {
 
 // checkNodeMCResult fails the test unless client c reached play and got
 // every echo, and a node server's hello named the player with its offline
-// UUID.
+// UUID and the handshake address the client sent.
 func checkNodeMCResult(t *testing.T, c nodemc.Client, tg nodeMCTarget, r nodemc.Result, packets int) {
 	t.Helper()
 	t.Log(r)
@@ -173,7 +173,7 @@ func checkNodeMCResult(t *testing.T, c nodemc.Client, tg nodeMCTarget, r nodemc.
 		return
 	}
 	uuid := string(mc.AppendUUID(nil, mc.OfflineUUID([]byte(c.Username)), true))
-	if h := r.Hello; h == nil || h.Username != c.Username || h.UUID != uuid || h.Protocol != r.Protocol {
-		t.Errorf("%s: the server saw %+v, want %s %s at protocol %d", tg.host, r.Hello, c.Username, uuid, r.Protocol)
+	if h := r.Hello; h == nil || h.Username != c.Username || h.UUID != uuid || h.Protocol != r.Protocol || h.ServerHost != tg.host {
+		t.Errorf("%s: the server saw %+v, want %s %s at protocol %d, handshake address unchanged", tg.host, r.Hello, c.Username, uuid, r.Protocol)
 	}
 }

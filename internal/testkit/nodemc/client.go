@@ -51,7 +51,7 @@ type Client struct {
 	// tidegate:hello first.
 	RawEcho bool
 	// Timeout bounds the client's run from start to the last echo; zero
-	// means 60 s (30 clients in one node process were in play within 25 s
+	// means 90 s (30 clients in one node process were in play within 25 s
 	// on a machine loaded 10 times over its cores).
 	Timeout time.Duration
 }
@@ -61,6 +61,10 @@ type Hello struct {
 	Username string `json:"username"`
 	UUID     string `json:"uuid"`
 	Protocol int    `json:"protocol"`
+	// ServerHost is the Handshake's address as the server got it: with
+	// BungeeCord forwarding, the host, the client's address, its UUID and
+	// properties, separated by NUL bytes.
+	ServerHost string `json:"serverHost"`
 }
 
 // Result is a client's outcome, client.js's line for it.
@@ -88,7 +92,7 @@ func (r Result) Err() error {
 }
 
 // defaultTimeout is Client.Timeout's default.
-const defaultTimeout = 60 * time.Second
+const defaultTimeout = 90 * time.Second
 
 // args is c as client.js's options.
 func (c Client) args(i int) ([]string, error) {

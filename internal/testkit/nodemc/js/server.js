@@ -6,7 +6,8 @@
 // session server at --session-server (Mojang's when not given) hasJoined.
 //
 // In play each server sends the client a custom payload on tidegate:hello
-// (JSON: the username, UUID and protocol it saw) and echoes every custom
+// (JSON: the username, UUID, protocol and handshake address it saw, the
+// last with whatever a proxy's forwarding put in it) and echoes every custom
 // payload the client sends on tidegate:echo back on the same channel.
 //
 // Standard output is one JSON object a line: {"event":"listening",...,
@@ -82,7 +83,7 @@ function serve (version, threshold) {
     })
     client.write('custom_payload', {
       channel: channels.hello,
-      data: Buffer.from(JSON.stringify({ username: client.username, uuid: client.uuid, protocol: client.protocolVersion }))
+      data: Buffer.from(JSON.stringify({ username: client.username, uuid: client.uuid, protocol: client.protocolVersion, serverHost: client.serverHost }))
     })
   })
 }
