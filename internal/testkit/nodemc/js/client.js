@@ -111,8 +111,9 @@ function run (opts, index) {
     return finish(`createClient: ${err.message}`)
   }
   result.protocol = clientOpts.protocolVersion
-  const timer = setTimeout(() => finish(`timed out after ${opts['timeout-ms']} ms (joined: ${result.joinMs !== null}, echoed ${result.echoed} of ${packets})`),
-    opts['timeout-ms'] || 20000)
+  const timeoutMs = opts['timeout-ms'] || 20000
+  const timer = setTimeout(() => finish(`timed out after ${timeoutMs} ms (joined: ${result.joinMs !== null}, echoed ${result.echoed} of ${packets})`),
+    timeoutMs)
 
   client.on('error', (err) => finish(`error: ${err.message || err}`))
   client.on('end', (reason) => finish(`connection ended before the echoes (${reason})`))
@@ -171,7 +172,9 @@ function run (opts, index) {
     process.stdout.write(JSON.stringify(result) + '\n')
     if (error !== null) failed++
     if (client) client.end('done')
-    if (--running === 0) process.exit(failed > 0 ? 1 : 0)
+    // The exit waits for the results to be written: a pipe is written
+    // asynchronously on some systems (macOS).
+    if (--running === 0) process.stdout.write('', () => process.exit(failed > 0 ? 1 : 0))
   }
 }
 
