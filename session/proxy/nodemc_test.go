@@ -28,10 +28,9 @@ const nodeMCThreshold = 64
 // nodeMCTarget is one backend the clients of a version reach through the
 // proxy, by the host name they put in their handshake.
 type nodeMCTarget struct {
-	host     string
-	compress bool
-	fake     bool   // tidegate's fake backend (raw echo), else a node server
-	addr     string // the backend's address
+	host string
+	fake bool   // tidegate's fake backend (raw echo), else a node server
+	addr string // the backend's address
 }
 
 // TestNodeMCClientsThroughRelay: node-minecraft-protocol clients of every
@@ -128,11 +127,9 @@ func startNodeMCTargets(t *testing.T) map[string][]nodeMCTarget {
 		}
 	}
 	servers := nodemc.StartServers(t, nodemc.ServerOptions{Servers: specs})
-	// The fake backend's minimal Login (play) at 764 and 765 is not one
-	// node-minecraft-protocol parses.
 	fake := map[bool]string{
-		false: startBackend(t, mcbackend.Config{SkipJoinGame: true}),
-		true:  startBackend(t, mcbackend.Config{SkipJoinGame: true, Compression: true, CompressionThreshold: nodeMCThreshold}),
+		false: startBackend(t, mcbackend.Config{}),
+		true:  startBackend(t, mcbackend.Config{Compression: true, CompressionThreshold: nodeMCThreshold}),
 	}
 	targets := map[string][]nodeMCTarget{}
 	for i, s := range specs {
@@ -141,7 +138,7 @@ func startNodeMCTargets(t *testing.T) map[string][]nodeMCTarget {
 			kind := map[bool]string{false: "node", true: "fake"}[isFake]
 			level := map[bool]string{false: "plain", true: "compressed"}[compress]
 			tg := nodeMCTarget{host: fmt.Sprintf("%s.%s.%s.nodemc.test", kind, level, strings.ReplaceAll(s.Version, ".", "-")),
-				compress: compress, fake: isFake, addr: servers.Addr(i)}
+				fake: isFake, addr: servers.Addr(i)}
 			if isFake {
 				tg.addr = fake[compress]
 			}
