@@ -1,5 +1,7 @@
 # tidegate: build, run and test. Everything a fresh machine needs comes
-# through the Go toolchain and the Go module proxy.
+# through the Go toolchain and the Go module proxy, except the third-party
+# Minecraft clients and servers the tests run (node-minecraft-protocol),
+# which npm installs (see node-deps).
 
 GO          ?= go
 BIN         := bin/tidegate
@@ -25,7 +27,7 @@ MAX_BIN_MIB := 23
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.6.1
 CROSS       := darwin/amd64 darwin/arm64 freebsd/amd64 freebsd/arm64
 
-.PHONY: all build run test fmt-check vet staticcheck cross unit stress fuzz-smoke clean
+.PHONY: all build run test fmt-check vet staticcheck cross unit node-deps stress fuzz-smoke clean
 
 all: build
 
@@ -67,8 +69,27 @@ cross:
 		GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) vet ./... ; \
 	done
 
-unit:
+unit: node-deps
 	$(GO) test -race -count=1 -timeout 10m ./...
+
+# node-minecraft-protocol (npm minecraft-protocol, pinned by its lockfile)
+# for the tests that run third-party clients and servers through the
+# proxy: installed by npm ci when node_modules is missing or older than the
+# lockfile. Without npm, or when npm ci fails (no registry), those tests
+# are skipped, saying so, except under CI=true, where this fails.
+NODEMC_DIR   := internal/testkit/nodemc/js
+node-deps: $(NODEMC_DIR)/node_modules/.package-lock.json
+
+$(NODEMC_DIR)/node_modules/.package-lock.json: $(NODEMC_DIR)/package.json $(NODEMC_DIR)/package-lock.json
+	@if command -v npm >/dev/null; then \
+		echo "npm ci --prefix $(NODEMC_DIR)"; \
+		npm ci --prefix $(NODEMC_DIR) --no-audit --no-fund --loglevel=error && exit 0; \
+		echo "npm ci failed"; \
+	else \
+		echo "npm is not installed"; \
+	fi; \
+	if [ "$$CI" = true ]; then exit 1; fi; \
+	echo "the node-minecraft-protocol tests will be skipped"
 
 # The suite under the race detector STRESS_COUNT times while STRESS_LOAD busy
 # loops (one per core here) compete for the CPU: a test that only passes on

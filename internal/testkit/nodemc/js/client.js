@@ -1,0 +1,188 @@
+'use strict'
+// node-minecraft-protocol clients for tidegate's tests. Each group of
+// options (groups are separated by a lone "--") is one client; all run at
+// once in this process, since node's start-up is the slow part.
+//
+// A client logs in (offline, or online against --session-server with
+// --access-token and --profile-id, which a test's own session server
+// accepts), and in play sends --packets custom payloads on tidegate:echo,
+// every other one --payload-bytes long (the rest 12 bytes), each starting
+// with its sequence number. With --echo server (the default) it talks to
+// server.js, which echoes them and sends tidegate:hello; with --echo raw it
+// sends them framed as the server's custom payload, for a backend that
+// echoes frames unchanged (tidegate's fake backend, session/mcbackend).
+// Every echo must come back once, in order, unchanged.
+//
+// Each client prints one JSON line: {"name","version","protocol","ok",
+// "error","sent","echoed","hello","joinMs","doneMs"}. The exit status is 1
+// when any client failed, 2 on bad arguments.
+const { parseGroups } = require('./args')
+const channels = require('./channels')
+
+let groups
+try {
+  groups = parseGroups(process.argv.slice(2), {
+    name: 'string',
+    version: 'string',
+    host: 'string',
+    port: 'int',
+    'server-address': 'string',
+    username: 'string',
+    auth: 'string',
+    'session-server': 'string',
+    'access-token': 'string',
+    'profile-id': 'string',
+    packets: 'int',
+    'payload-bytes': 'int',
+    echo: 'string',
+    'timeout-ms': 'int'
+  })
+  for (const g of groups) {
+    for (const need of ['version', 'port', 'username']) {
+      if (g[need] === undefined) throw new Error(`client ${g.name || groups.indexOf(g)}: --${need} is required`)
+    }
+    if (g.auth && g.auth !== 'offline' && g.auth !== 'online') throw new Error(`--auth ${g.auth}: want offline or online`)
+    if (g.echo && g.echo !== 'server' && g.echo !== 'raw') throw new Error(`--echo ${g.echo}: want server or raw`)
+  }
+  if (groups.length === 0) throw new Error('no client given')
+} catch (err) {
+  console.error(`client.js: ${err.message}`)
+  process.exit(2)
+}
+const mc = require('minecraft-protocol')
+
+let failed = 0
+let running = groups.length
+groups.forEach((g, i) => run(g, i))
+
+function run (opts, index) {
+  const started = Date.now()
+  const version = opts.version
+  const packets = opts.packets ?? 10
+  const payloadBytes = opts['payload-bytes'] ?? 300
+  const raw = opts.echo === 'raw'
+  const result = {
+    name: opts.name || `client${index}`,
+    version,
+    protocol: null,
+    ok: false,
+    error: null,
+    sent: 0,
+    echoed: 0,
+    hello: null,
+    joinMs: null,
+    doneMs: null
+  }
+  let done = false
+  const expected = []
+
+  const clientOpts = {
+    host: opts.host || '127.0.0.1',
+    port: opts.port,
+    version,
+    username: opts.username,
+    hideErrors: true,
+    // Checking the plugin channels' type definitions (with ajv, for every
+    // client) was two thirds of this process's CPU; they are fixed here.
+    validateChannelProtocol: false
+  }
+  if (opts['server-address']) clientOpts.fakeHost = opts['server-address']
+  if (opts.auth === 'online') {
+    if (opts['session-server']) clientOpts.sessionServer = opts['session-server']
+    const profileId = (opts['profile-id'] || require('minecraft-protocol/src/datatypes/uuid').nameToMcOfflineUUID(opts.username)).replace(/-/g, '')
+    const accessToken = opts['access-token'] || 'tidegate-test-token'
+    // An auth function is how a client logs in online without Mojang's or
+    // Microsoft's authentication servers: it names the session and connects.
+    clientOpts.auth = (client, options) => {
+      client.username = opts.username
+      client.session = { accessToken, selectedProfile: { id: profileId, name: opts.username } }
+      options.accessToken = accessToken
+      options.haveCredentials = true
+      options.connect(client)
+    }
+  } else {
+    clientOpts.auth = 'offline'
+  }
+
+  let client
+  try {
+    client = mc.createClient(clientOpts)
+  } catch (err) {
+    return finish(`createClient: ${err.message}`)
+  }
+  result.protocol = clientOpts.protocolVersion
+  const timeoutMs = opts['timeout-ms'] || 20000
+  const timer = setTimeout(() => finish(`timed out after ${timeoutMs} ms (joined: ${result.joinMs !== null}, echoed ${result.echoed} of ${packets})`),
+    timeoutMs)
+
+  client.on('error', (err) => finish(`error: ${err.message || err}`))
+  client.on('end', (reason) => finish(`connection ended before the echoes (${reason})`))
+  for (const name of ['disconnect', 'kick_disconnect']) {
+    client.on(name, (packet) => finish(`${name}: ${packet.reason}`))
+  }
+  client.on('playerJoin', () => {
+    result.joinMs = Date.now() - started
+    let frame = null
+    if (raw) {
+      // The server-side serializer frames what the backend will echo as a
+      // packet this client parses.
+      frame = mc.createSerializer({ state: 'play', isServer: true, version: client.version })
+    }
+    for (let i = 0; i < packets; i++) {
+      const data = payload(i, i % 2 === 1 ? Math.max(payloadBytes, 4) : 12)
+      expected.push(data)
+      if (raw) {
+        client.writeRaw(frame.createPacketBuffer({ name: 'custom_payload', params: { channel: channels.echo, data } }))
+      } else {
+        client.write('custom_payload', { channel: channels.echo, data })
+      }
+      result.sent++
+    }
+    check()
+  })
+  client.on('custom_payload', (packet) => {
+    if (packet.channel === channels.hello) {
+      try {
+        result.hello = JSON.parse(packet.data.toString('utf8'))
+      } catch (err) {
+        return finish(`tidegate:hello is not JSON: ${err.message}`)
+      }
+    } else if (packet.channel === channels.echo) {
+      const want = expected[result.echoed]
+      if (want === undefined) return finish(`echo ${result.echoed + 1} came back, only ${result.sent} were sent`)
+      if (!want.equals(packet.data)) {
+        return finish(`echo ${result.echoed} differs: ${packet.data.length} bytes ${packet.data.subarray(0, 8).toString('hex')}..., want ${want.length} bytes ${want.subarray(0, 8).toString('hex')}...`)
+      }
+      result.echoed++
+    }
+    check()
+  })
+
+  function check () {
+    if (result.joinMs !== null && result.echoed === packets && (raw || result.hello !== null)) finish(null)
+  }
+
+  function finish (error) {
+    if (done) return
+    done = true
+    clearTimeout(timer)
+    result.ok = error === null
+    result.error = error
+    result.doneMs = Date.now() - started
+    process.stdout.write(JSON.stringify(result) + '\n')
+    if (error !== null) failed++
+    if (client) client.end('done')
+    // The exit waits for the results to be written: a pipe is written
+    // asynchronously on some systems (macOS).
+    if (--running === 0) process.stdout.write('', () => process.exit(failed > 0 ? 1 : 0))
+  }
+}
+
+// payload is packet i's data: its sequence number (big-endian uint32),
+// then filler that differs per packet.
+function payload (i, size) {
+  const b = Buffer.alloc(size)
+  b.writeUInt32BE(i, 0)
+  for (let j = 4; j < size; j++) b[j] = (i * 31 + j * 7) & 0xff
+  return b
+}

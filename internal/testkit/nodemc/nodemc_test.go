@@ -1,0 +1,114 @@
+package nodemc
+
+import (
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/tidegate/tidegate/internal/testkit/leaktest"
+)
+
+func TestMain(m *testing.M) { os.Exit(leaktest.MainFDs(m)) }
+
+// TestClientsAndServers: clients and servers of the same version talk
+// directly, compressed and not, and each client's result has every echo
+// and the server's hello naming the player; a client that cannot connect
+// is a failed result saying so, not a test failure, beside them.
+func TestClientsAndServers(t *testing.T) {
+	t.Parallel()
+	s := StartServers(t, ServerOptions{Servers: []ServerSpec{
+		{Version: "1.20.4", CompressionThreshold: NoCompression},
+		{Version: "1.20.4", CompressionThreshold: 0},
+	}})
+	if s.Protocols[0] != 765 || s.Protocols[1] != 765 {
+		t.Fatalf("1.20.4 servers speak protocols %v, want 765", s.Protocols)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	rs := RunClients(t,
+		Client{Name: "plain", Version: "1.20.4", Addr: s.Addr(0), Username: "Plain", Packets: 4},
+		Client{Name: "compressed", Version: "1.20.4", Addr: s.Addr(1), Username: "Squeezed", Packets: 4, PayloadBytes: 5000},
+		Client{Version: "1.20.4", Addr: closed, Username: "Nobody"},
+	)
+	for i, r := range rs[:2] {
+		if err := r.Err(); err != nil {
+			t.Fatalf("%v; server: %s", err, s.Log())
+		}
+		if r.Sent != 4 || r.Echoed != 4 || r.Protocol != 765 {
+			t.Errorf("result %d: %+v, want 4 sent and echoed at protocol 765", i, r)
+		}
+		if want := []string{"Plain", "Squeezed"}[i]; r.Hello == nil || r.Hello.Username != want || r.Hello.Protocol != 765 || r.Hello.UUID == "" {
+			t.Errorf("result %d: hello %+v, want %s at 765 with a UUID", i, r.Hello, want)
+		}
+	}
+	if rs[2].OK || rs[2].Name != "client2" || !strings.Contains(rs[2].Error, "ECONNREFUSED") {
+		t.Errorf("client to a closed port: %+v, want client2 failing with ECONNREFUSED", rs[2])
+	}
+}
+
+// TestOnlineModeOptions: a client logging in online, with the session
+// server and credentials a test gives, joins an online-mode server that
+// asks the same session server; a client whose join the session server
+// refuses is turned away. The session server here is the least the two
+// calls need (internal/testkit/sessionserver is the full one).
+func TestOnlineModeOptions(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	joined := map[string]string{} // username -> server hash
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /session/minecraft/join", func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			AccessToken     string `json:"accessToken"`
+			SelectedProfile string `json:"selectedProfile"`
+			ServerID        string `json:"serverId"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.AccessToken != "good-token" {
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = w.Write([]byte(`{"error":"ForbiddenOperationException","errorMessage":"Invalid token"}`))
+			return
+		}
+		mu.Lock()
+		joined[body.SelectedProfile] = body.ServerID
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("GET /session/minecraft/hasJoined", func(w http.ResponseWriter, r *http.Request) {
+		name, hash := r.URL.Query().Get("username"), r.URL.Query().Get("serverId")
+		mu.Lock()
+		ok := hash != "" && joined["0123456789abcdef0123456789abcdef"] == hash && name == "Online"
+		mu.Unlock()
+		if !ok {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		_, _ = w.Write([]byte(`{"id":"0123456789abcdef0123456789abcdef","name":"Online","properties":[]}`))
+	})
+	ss := httptest.NewServer(mux)
+	defer ss.Close()
+
+	s := StartServers(t, ServerOptions{Online: true, SessionServer: ss.URL, Servers: []ServerSpec{{Version: "1.16.5", CompressionThreshold: 256}}})
+	rs := RunClients(t,
+		Client{Name: "good", Version: "1.16.5", Addr: s.Addr(0), Username: "Online", Online: true, SessionServer: ss.URL,
+			AccessToken: "good-token", ProfileID: "01234567-89ab-cdef-0123-456789abcdef", Packets: 3},
+		Client{Name: "bad", Version: "1.16.5", Addr: s.Addr(0), Username: "Refused", Online: true, SessionServer: ss.URL,
+			AccessToken: "bad-token", Packets: 3},
+	)
+	if err := rs[0].Err(); err != nil || rs[0].Echoed != 3 {
+		t.Fatalf("online client: %+v (%v); server: %s", rs[0], err, s.Log())
+	}
+	if h := rs[0].Hello; h == nil || h.Username != "Online" || h.UUID != "01234567-89ab-cdef-0123-456789abcdef" {
+		t.Errorf("the online server saw %+v, want Online with the session server's UUID", rs[0].Hello)
+	}
+	if rs[1].OK || !strings.Contains(rs[1].Error, "Invalid token") {
+		t.Errorf("client with a refused token: %+v, want a failure naming the session server's answer", rs[1])
+	}
+}
