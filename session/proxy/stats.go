@@ -31,6 +31,8 @@ const (
 	reasonDuplicateLogin
 	reasonLoggedInElsewhere
 	reasonBadUsername
+	reasonConnectionRateSubnet
+	reasonLoginRateSubnet
 	numReasons
 )
 
@@ -57,6 +59,8 @@ var reasonLabels = [numReasons]string{
 	reasonDuplicateLogin:         "duplicate_login",
 	reasonLoggedInElsewhere:      "logged_in_elsewhere",
 	reasonBadUsername:            "bad_username",
+	reasonConnectionRateSubnet:   "connection_rate_subnet",
+	reasonLoginRateSubnet:        "login_rate_subnet",
 }
 
 func (r reason) String() string { return reasonLabels[r] }
