@@ -5,7 +5,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/tidegate/tidegate/session/proxy/config"
 	"github.com/tidegate/tidegate/session/proxy/ratelimit"
 )
 
@@ -32,8 +31,7 @@ func (p *Proxy) admitSource(gen *generation, ip string) (reason, bool) {
 	}
 	lim := &gen.cfg.Limits
 	src := ratelimit.SourceKeys(a, lim)
-	switch p.src.Take(src, false, ratelimit.Rate{PerSecond: lim.ConnectionRate, Burst: lim.ConnectionBurst},
-		ratelimit.Rate{PerSecond: lim.SubnetConnectionRate, Burst: lim.SubnetConnectionBurst}, tableBounds(lim), p.src.Now()) {
+	switch p.src.TakeConnection(src, lim) {
 	case ratelimit.AddressFull:
 		return reasonConnectionRate, false
 	case ratelimit.SubnetFull:
@@ -43,11 +41,6 @@ func (p *Proxy) admitSource(gen *generation, ip string) (reason, bool) {
 		return reasonMaxSessionsPerSubnet, false
 	}
 	return 0, true
-}
-
-// tableBounds returns the bounds of the limiter's table under lim.
-func tableBounds(lim *config.Limits) ratelimit.TableBounds {
-	return ratelimit.TableBounds{Capacity: lim.RateLimitAddresses, PerSubnet: lim.RateLimitPerSubnet}
 }
 
 // adoptSource counts a session taken over from another process in its
@@ -70,15 +63,11 @@ func (p *Proxy) releaseSource(gen *generation, ip string) {
 // subnet's) to a login from ip.
 func (p *Proxy) admitLogin(gen *generation, ip string) (reason, bool) {
 	lim := &gen.cfg.Limits
-	if lim.LoginRate <= 0 && lim.SubnetLoginRate <= 0 {
-		return 0, true
-	}
 	a, ok := ratelimit.SourceAddr(ip)
-	if !ok {
+	if !ok || (lim.LoginRate <= 0 && lim.SubnetLoginRate <= 0) {
 		return 0, true
 	}
-	switch p.src.Take(ratelimit.SourceKeys(a, lim), true, ratelimit.Rate{PerSecond: lim.LoginRate, Burst: lim.LoginBurst},
-		ratelimit.Rate{PerSecond: lim.SubnetLoginRate, Burst: lim.SubnetLoginBurst}, tableBounds(lim), p.src.Now()) {
+	switch p.src.TakeLogin(ratelimit.SourceKeys(a, lim), lim) {
 	case ratelimit.AddressFull:
 		return reasonLoginRate, false
 	case ratelimit.SubnetFull:
@@ -93,7 +82,8 @@ func (p *Proxy) admitLogin(gen *generation, ip string) (reason, bool) {
 // "suppressed") and debug events for the others.
 func (p *Proxy) refusalEvent(r reason) *zerolog.Event {
 	switch r {
-	case reasonConnectionRate, reasonLoginRate, reasonMaxSessionsPerSubnet, reasonConnectionRateSubnet, reasonLoginRateSubnet:
+	case reasonConnectionRate, reasonLoginRate, reasonMaxSessionsPerSubnet, reasonConnectionRateSubnet, reasonLoginRateSubnet,
+		reasonBufferBudget:
 	default:
 		return p.log.Warn()
 	}

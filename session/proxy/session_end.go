@@ -102,6 +102,8 @@ func disconnectText(r reason) string {
 		return "Too many logins from your address, wait a moment and try again"
 	case reasonLoginRateSubnet:
 		return "Too many logins from your network, wait a moment and try again"
+	case reasonBufferBudget:
+		return "The server is busy, try again in a moment"
 	case reasonMaxSessionsPerSubnet:
 		return "Too many players from your network, try again later"
 	case reasonDuplicateLogin:

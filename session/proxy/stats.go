@@ -33,6 +33,7 @@ const (
 	reasonBadUsername
 	reasonConnectionRateSubnet
 	reasonLoginRateSubnet
+	reasonBufferBudget
 	numReasons
 )
 
@@ -61,6 +62,7 @@ var reasonLabels = [numReasons]string{
 	reasonBadUsername:            "bad_username",
 	reasonConnectionRateSubnet:   "connection_rate_subnet",
 	reasonLoginRateSubnet:        "login_rate_subnet",
+	reasonBufferBudget:           "buffer_budget",
 }
 
 func (r reason) String() string { return reasonLabels[r] }

@@ -115,8 +115,10 @@ type Limits struct {
 	MaxSessionsPerIP int           `yaml:"max_sessions_per_ip"`
 	MaxFrame         int           `yaml:"max_frame"`
 	HighWatermark    int           `yaml:"high_watermark"`
-	// BufferBudget bounds the output queued in the whole process; past it
-	// sessions that hold output are paused (see reactor.Config.BufferBudget).
+	// BufferBudget bounds the output queued in the whole process, with the
+	// input sessions hold before they relay; past it sessions that hold
+	// output are paused (see reactor.Config.BufferBudget) and new
+	// connections are refused.
 	BufferBudget int64 `yaml:"buffer_budget"`
 	LowWatermark int   `yaml:"low_watermark"`
 	// Linger bounds how long a closing side waits for its queued output to

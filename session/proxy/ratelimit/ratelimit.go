@@ -182,6 +182,24 @@ func Interval(rate float64) int64 {
 	return max(int64(float64(time.Second)/rate), 1)
 }
 
+// TakeConnection takes a connection's tokens for src at lim's rates (the
+// address's and the subnet's), now.
+func (l *Limiter) TakeConnection(src Source, lim *config.Limits) Verdict {
+	return l.Take(src, false, Rate{lim.ConnectionRate, lim.ConnectionBurst},
+		Rate{lim.SubnetConnectionRate, lim.SubnetConnectionBurst}, boundsOf(lim), l.Now())
+}
+
+// TakeLogin takes a login's tokens for src at lim's rates, now.
+func (l *Limiter) TakeLogin(src Source, lim *config.Limits) Verdict {
+	return l.Take(src, true, Rate{lim.LoginRate, lim.LoginBurst},
+		Rate{lim.SubnetLoginRate, lim.SubnetLoginBurst}, boundsOf(lim), l.Now())
+}
+
+// boundsOf returns the bounds of the table under lim.
+func boundsOf(lim *config.Limits) TableBounds {
+	return TableBounds{Capacity: lim.RateLimitAddresses, PerSubnet: lim.RateLimitPerSubnet}
+}
+
 // Tracked returns how many buckets (addresses' and subnets') the table
 // holds now.
 func (l *Limiter) Tracked() int64 {
