@@ -54,7 +54,7 @@ func TestFrameLargerThanItsPacketIsRefusedAtOnce(t *testing.T) {
 // back when they close.
 func TestHandshakeInputIsBudgeted(t *testing.T) {
 	const budget, conns = 2 << 20, 1000
-	p, addr := startProxy(t, mcConfig(refusedAddr(t), fmt.Sprintf("loops: 1\nlimits: {handshake_timeout: 30s, buffer_budget: %d}", budget)))
+	p, addr := startProxy(t, mcConfig(refusedAddr(t), fmt.Sprintf("loops: 1\nlimits: {handshake_timeout: 2m, buffer_budget: %d}", budget)))
 	waitfor.For(t, "no input held or output queued by earlier tests", func() bool {
 		return reactor.HeldInputBytes() == 0 && reactor.QueuedBytes() == 0
 	})

@@ -226,7 +226,9 @@ func TestDefaultLimitsThrottleABurst(t *testing.T) {
 func TestRotatingAddressesAreRefusedBySubnet(t *testing.T) {
 	be := startBackend(t, mcbackend.Config{})
 	def := defaultLimits(t)
-	p, addr := startProxy(t, mcConfig(be, fmt.Sprintf("limits: {connection_rate: %v, subnet_connection_rate: %v}",
+	// A handshake timeout past the time 1,000 dials take on a loaded machine:
+	// a connection the timeout closed would pass for one refused.
+	p, addr := startProxy(t, mcConfig(be, fmt.Sprintf("limits: {handshake_timeout: 2m, connection_rate: %v, subnet_connection_rate: %v}",
 		def.ConnectionRate, def.SubnetConnectionRate)), limiterClock(&fakeClock{}))
 	var from []string
 	for host := 2; host <= 51; host++ {
@@ -243,6 +245,39 @@ func TestRotatingAddressesAreRefusedBySubnet(t *testing.T) {
 	if n := st.Rejected["connection_rate_subnet"]; n != int64(refused) || st.Rejected["connection_rate"] != 0 {
 		t.Fatalf("refusals counted %v, want %d connection_rate_subnet and no connection_rate", st.Rejected, refused)
 	}
+}
+
+// TestSubnetLoginRateDisconnects: logins from two addresses of one /24,
+// each within its own burst, stop at the subnet's burst with a disconnect
+// that names the network, counted as login_rate_subnet.
+func TestSubnetLoginRateDisconnects(t *testing.T) {
+	be := startBackend(t, mcbackend.Config{})
+	var clk fakeClock
+	p, addr := startProxy(t, mcConfig(be, "limits: {login_rate: 0.01, login_burst: 2, subnet_login_rate: 0.01, subnet_login_burst: 3}"), limiterClock(&clk))
+	from := func(src string) net.Conn {
+		d := net.Dialer{Timeout: 2 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
+		c, err := d.Dial("tcp", addr)
+		if err != nil {
+			t.Fatalf("dialing from %s: %v", src, err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+		return c
+	}
+	login17(t, from("127.0.0.2"), "localhost", "One")
+	login17(t, from("127.0.0.2"), "localhost", "Two")
+	login17(t, from("127.0.0.3"), "localhost", "Three") // the subnet's third
+	c := from("127.0.0.3")                              // within 127.0.0.3's own burst
+	if _, err := c.Write(append(handshake(mc.Protocol1_7_10, "localhost", mc.NextStateLogin), loginStart("Four")...)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(c)
+	if err != nil || !bytes.Contains(got, []byte("Too many logins from your network")) {
+		t.Fatalf("fourth login of the subnet: %q, %v; want a disconnect saying Too many logins from your network", got, err)
+	}
+	waitStats(t, p, "the login_rate_subnet refusal", func(st proxymetrics.Stats) bool {
+		return st.Rejected["login_rate_subnet"] == 1 && st.Rejected["login_rate"] == 0
+	})
 }
 
 // TestRefusalLogsAreSampled: refusals by the per-address limits log at
