@@ -76,7 +76,8 @@ type Config struct {
 	// dials in flight, metrics and logs; 0 means DefaultFDReserve.
 	FDReserve int
 	// BufferBudget bounds the output queued in the whole process (all
-	// servers, all connections): past it, a producer is paused as soon as
+	// servers, all connections), with the unread input handlers account
+	// (Loop.AccountInput): past it, a producer is paused as soon as
 	// its sink holds more than 16 KiB (one chunk), whatever the watermarks allow. 0
 	// means no budget but the watermarks. The total is the process's,
 	// shared by its servers; the smallest budget set applies.

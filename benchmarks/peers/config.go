@@ -228,6 +228,8 @@ func TidegateConfig(c RelayConfig, raw bool) string {
 	b.WriteString("  connection_rate: 0\n")
 	b.WriteString("  login_rate: 0\n")
 	b.WriteString("  max_sessions_per_subnet: 0\n")
+	b.WriteString("  subnet_connection_rate: 0\n")
+	b.WriteString("  subnet_login_rate: 0\n")
 	fmt.Fprintf(&b, "  max_sessions: %d\n", c.sessionLimit())
 	return b.String()
 }

@@ -202,6 +202,8 @@ limits:
   connection_rate: 0          # every session comes from 127.0.0.1
   login_rate: 0
   max_sessions_per_subnet: 0
+  subnet_connection_rate: 0
+  subnet_login_rate: 0
 shutdown:
   drain_timeout: %ds
 `, listen, backend, loops, int(DrainTimeout/time.Second))

@@ -31,7 +31,7 @@ func TestSIGTERMDrainsStreamingSessions(t *testing.T) {
 		"shutdown: {drain_timeout: 60s}\n"+
 		// 20 sessions and the probes from 127.0.0.1 at once: past the
 		// default connection burst.
-		"limits: {connection_rate: 0, max_sessions_per_subnet: 0}\n", listen, echoBackend(t))
+		"limits: {connection_rate: 0, subnet_connection_rate: 0, max_sessions_per_subnet: 0}\n", listen, echoBackend(t))
 	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -266,7 +266,7 @@ func TestOverloadStormKeepsHeldSessions(t *testing.T) {
 			yaml := fmt.Sprintf("listeners: [{listen: %q, mode: raw, group: main}]\ngroups: {main: {backends: [{addr: %q}]}}\n"+
 				// The storm comes from 127.0.0.1: the per-address limits
 				// would refuse it before the descriptor budget is reached.
-				"limits: {max_sessions: 0, connection_rate: 0, max_sessions_per_subnet: 0}\n", listen, echoBackend(t))
+				"limits: {max_sessions: 0, connection_rate: 0, subnet_connection_rate: 0, max_sessions_per_subnet: 0}\n", listen, echoBackend(t))
 			if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
 				t.Fatal(err)
 			}

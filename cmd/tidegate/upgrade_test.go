@@ -42,7 +42,7 @@ func TestLiveUpgradeKeepsEverySession(t *testing.T) {
 		"shutdown: {drain_timeout: 30s}\n"+
 		// 1,000 sessions from 127.0.0.1 at once: past the default
 		// connection rate and subnet cap.
-		"limits: {connection_rate: 0, max_sessions_per_subnet: 0}\n", listen, mcListen, echoBackend(t), minecraftBackend(t))
+		"limits: {connection_rate: 0, subnet_connection_rate: 0, max_sessions_per_subnet: 0}\n", listen, mcListen, echoBackend(t), minecraftBackend(t))
 	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ type Collector struct {
 	acceptErrors, acceptedOpen, fdLimit, fdAccounted *prometheus.Desc
 	resets, resetQueued, halfClosed                  *prometheus.Desc
 	queued, budget, paused, pauseEvents              *prometheus.Desc
+	heldInput                                        *prometheus.Desc
 }
 
 // NewCollector returns a collector for servers, keyed by the name each is
@@ -47,6 +48,8 @@ func NewCollector(servers map[string]*reactor.Server) *Collector {
 		// One set of names for the buffer budget in every command.
 		queued: prometheus.NewDesc("tidegate_buffer_queued_bytes",
 			"Output queued in user space in the whole process, all servers, as the buffer budget counts it.", nil, nil),
+		heldInput: prometheus.NewDesc("tidegate_buffer_held_input_bytes",
+			"Unread input held in the whole process by connections not yet relaying (a proxy's before routing), as the buffer budget counts it with the queued output.", nil, nil),
 		budget: prometheus.NewDesc("tidegate_buffer_budget_bytes",
 			"The server's buffer budget: past this much output queued in the process, its producers holding more than 16 KiB stop being read (0: none).", []string{"server"}, nil),
 		paused: prometheus.NewDesc("tidegate_paused_connections",
@@ -65,7 +68,7 @@ func NewCollector(servers map[string]*reactor.Server) *Collector {
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.engineUp, c.listenerUp, c.acceptPaused, c.acceptPauses,
 		c.acceptErrors, c.acceptedOpen, c.fdLimit, c.fdAccounted, c.resets, c.resetQueued, c.halfClosed,
-		c.queued, c.budget, c.paused, c.pauseEvents} {
+		c.queued, c.heldInput, c.budget, c.paused, c.pauseEvents} {
 		ch <- d
 	}
 }
@@ -105,6 +108,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.pauseEvents, prometheus.CounterValue, float64(st.PauseEvents), name)
 	}
 	ch <- prometheus.MustNewConstMetric(c.queued, prometheus.GaugeValue, float64(reactor.QueuedBytes()))
+	ch <- prometheus.MustNewConstMetric(c.heldInput, prometheus.GaugeValue, float64(reactor.HeldInputBytes()))
 	ch <- prometheus.MustNewConstMetric(c.fdLimit, prometheus.GaugeValue, float64(fdbudget.Limit()))
 	ch <- prometheus.MustNewConstMetric(c.fdAccounted, prometheus.GaugeValue, float64(fdbudget.Accounted()))
 }

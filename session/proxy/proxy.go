@@ -220,8 +220,12 @@ func (p *Proxy) loopOf(c *reactor.Conn) *loopState {
 	return &p.loops[c.Loop().Index()%len(p.loops)]
 }
 
-// admit applies the session limits; it returns the reason for a refusal.
+// admit applies the session limits, the process's buffer budget first
+// (inputbudget.go); it returns the reason for a refusal.
 func (p *Proxy) admit(gen *generation, ip string) (reason, bool) {
+	if reactor.OverBudget(gen.cfg.Limits.BufferBudget) {
+		return reasonBufferBudget, false
+	}
 	if r, ok := p.admitSource(gen, ip); !ok {
 		return r, false
 	}

@@ -32,8 +32,8 @@ func testLogger(t testing.TB) zerolog.Logger {
 }
 
 // testParseConfig parses a test's YAML as config.Parse does, and then turns
-// off each per-address limit (limits.connection_rate, login_rate and
-// max_sessions_per_subnet) that the YAML does not set: the tests open many
+// off each per-address limit (limits.connection_rate, login_rate, their
+// subnet_ counterparts and max_sessions_per_subnet) that the YAML does not set: the tests open many
 // connections from 127.0.0.1 in bursts, which the defaults would refuse. A
 // test of a limit sets it.
 func testParseConfig(t testing.TB, yamlText string) (*config.Config, error) {
@@ -58,6 +58,12 @@ func testParseConfig(t testing.TB, yamlText string) (*config.Config, error) {
 	}
 	if _, set := doc.Limits["max_sessions_per_subnet"]; !set {
 		cfg.Limits.MaxSessionsPerSubnet = 0
+	}
+	if _, set := doc.Limits["subnet_connection_rate"]; !set {
+		cfg.Limits.SubnetConnectionRate = 0
+	}
+	if _, set := doc.Limits["subnet_login_rate"]; !set {
+		cfg.Limits.SubnetLoginRate = 0
 	}
 	return cfg, nil
 }

@@ -4,32 +4,40 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
 	"github.com/tidegate/tidegate/session/proxy/ratelimit"
 )
 
 // The limits per client address (package ratelimit) as sessions are
 // admitted, and the sampling of the refusals' logs.
 
-// RateLimitAddresses returns how many client addresses have connection or
-// login buckets now (limits.rate_limit_addresses bounds them), and how many
-// buckets not yet refilled were dropped to keep within that bound.
-func (p *Proxy) RateLimitAddresses() (tracked, evicted int64) {
-	return p.src.Tracked(), p.src.Evicted()
+// RateLimitAddresses returns how many rate buckets (client addresses' and
+// subnets') are kept now (limits.rate_limit_addresses bounds them), how
+// many buckets not yet refilled were dropped to keep within that bound, and
+// how many takes went to a subnet's shared bucket because the subnet held
+// limits.rate_limit_per_subnet address buckets already.
+func (p *Proxy) RateLimitAddresses() (tracked, evicted, untracked int64) {
+	return p.src.Tracked(), p.src.Evicted(), p.src.Untracked()
 }
 
 // admitSource applies the per-address limits of gen to a new connection
-// from ip: the connection rate, then the subnet's session cap. When it
-// admits, the session is counted in its subnet until releaseSource.
+// from ip: the connection rates of its address and its subnet, then the
+// subnet's session cap. When it admits, the session is counted in its
+// subnet until releaseSource.
 func (p *Proxy) admitSource(gen *generation, ip string) (reason, bool) {
 	a, ok := ratelimit.SourceAddr(ip)
 	if !ok {
 		return 0, true
 	}
 	lim := &gen.cfg.Limits
-	if lim.ConnectionRate > 0 && !p.src.Take(ratelimit.RateKey(a), false, lim.ConnectionRate, lim.ConnectionBurst, lim.RateLimitAddresses, p.src.Now()) {
+	src := ratelimit.SourceKeys(a, lim)
+	switch p.src.TakeConnection(src, lim) {
+	case ratelimit.AddressFull:
 		return reasonConnectionRate, false
+	case ratelimit.SubnetFull:
+		return reasonConnectionRateSubnet, false
 	}
-	if !p.src.Enter(ratelimit.SubnetKey(a, lim), lim.MaxSessionsPerSubnet) {
+	if !p.src.Enter(src.Subnet, lim.MaxSessionsPerSubnet) {
 		return reasonMaxSessionsPerSubnet, false
 	}
 	return 0, true
@@ -51,15 +59,19 @@ func (p *Proxy) releaseSource(gen *generation, ip string) {
 	}
 }
 
-// admitLogin applies the login rate of gen to a login from ip.
+// admitLogin applies the login rates of gen (the address's and the
+// subnet's) to a login from ip.
 func (p *Proxy) admitLogin(gen *generation, ip string) (reason, bool) {
 	lim := &gen.cfg.Limits
-	if lim.LoginRate <= 0 {
+	a, ok := ratelimit.SourceAddr(ip)
+	if !ok || (lim.LoginRate <= 0 && lim.SubnetLoginRate <= 0) {
 		return 0, true
 	}
-	a, ok := ratelimit.SourceAddr(ip)
-	if ok && !p.src.Take(ratelimit.RateKey(a), true, lim.LoginRate, lim.LoginBurst, lim.RateLimitAddresses, p.src.Now()) {
+	switch p.src.TakeLogin(ratelimit.SourceKeys(a, lim), lim) {
+	case ratelimit.AddressFull:
 		return reasonLoginRate, false
+	case ratelimit.SubnetFull:
+		return reasonLoginRateSubnet, false
 	}
 	return 0, true
 }
@@ -70,7 +82,8 @@ func (p *Proxy) admitLogin(gen *generation, ip string) (reason, bool) {
 // "suppressed") and debug events for the others.
 func (p *Proxy) refusalEvent(r reason) *zerolog.Event {
 	switch r {
-	case reasonConnectionRate, reasonLoginRate, reasonMaxSessionsPerSubnet:
+	case reasonConnectionRate, reasonLoginRate, reasonMaxSessionsPerSubnet, reasonConnectionRateSubnet, reasonLoginRateSubnet,
+		reasonBufferBudget:
 	default:
 		return p.log.Warn()
 	}

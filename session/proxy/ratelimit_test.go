@@ -30,6 +30,7 @@ func TestAdmissionDoesNotAllocate(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Limits.ConnectionRate, cfg.Limits.ConnectionBurst = 1e6, 1_000_000
+	cfg.Limits.SubnetConnectionRate, cfg.Limits.SubnetConnectionBurst = 1e6, 1_000_000 // both buckets are taken from
 	p := &Proxy{src: ratelimit.New()}
 	gen := &generation{cfg: cfg}
 	for _, ip := range []string{"203.0.113.9", "2001:db8::9"} {
@@ -67,10 +68,28 @@ func refusedAtAccept(t *testing.T, p *Proxy, addr string) bool {
 // machine is not taken for an open connection.
 func countRefused(t *testing.T, p *Proxy, addr string, n int) int {
 	t.Helper()
+	return countRefusedFrom(t, p, addr, make([]string, n))
+}
+
+// countRefusedFrom is countRefused with one connection from each of the
+// source addresses from ("" for the default).
+func countRefusedFrom(t *testing.T, p *Proxy, addr string, from []string) int {
+	t.Helper()
+	n := len(from)
 	before := p.Stats().Accepted // counts the ones refused at accept too
 	conns := make([]net.Conn, n)
 	for i := range conns {
-		conns[i] = dial(t, addr)
+		if from[i] == "" {
+			conns[i] = dial(t, addr)
+			continue
+		}
+		d := net.Dialer{Timeout: 2 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(from[i])}}
+		c, err := d.Dial("tcp", addr)
+		if err != nil {
+			t.Fatalf("dialing from %s: %v", from[i], err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		conns[i] = c
 	}
 	waitStats(t, p, fmt.Sprintf("%d new connections handled", n), func(st proxymetrics.Stats) bool { return st.Accepted >= before+int64(n) })
 	refused := 0
@@ -198,6 +217,67 @@ func TestDefaultLimitsThrottleABurst(t *testing.T) {
 	if n := p.Stats().Rejected["connection_rate"]; n != 5 {
 		t.Fatalf("connection_rate counted %d", n)
 	}
+}
+
+// TestRotatingAddressesAreRefusedBySubnet: the attack of issue #26, 20
+// connections each from 127.0.0.2 to 127.0.0.51 (each address within its
+// own burst), gets the default subnet burst admitted and the rest reset at
+// accept, counted as connection_rate_subnet.
+func TestRotatingAddressesAreRefusedBySubnet(t *testing.T) {
+	be := startBackend(t, mcbackend.Config{})
+	def := defaultLimits(t)
+	// A handshake timeout past the time 1,000 dials take on a loaded machine:
+	// a connection the timeout closed would pass for one refused.
+	p, addr := startProxy(t, mcConfig(be, fmt.Sprintf("limits: {handshake_timeout: 2m, connection_rate: %v, subnet_connection_rate: %v}",
+		def.ConnectionRate, def.SubnetConnectionRate)), limiterClock(&fakeClock{}))
+	var from []string
+	for host := 2; host <= 51; host++ {
+		for range 20 {
+			from = append(from, fmt.Sprintf("127.0.0.%d", host))
+		}
+	}
+	refused := countRefusedFrom(t, p, addr, from)
+	if want := len(from) - def.SubnetConnectionBurst; refused != want {
+		t.Fatalf("%d of %d connections from 50 addresses of one /24 refused, want %d (all past the subnet burst of %d)",
+			refused, len(from), want, def.SubnetConnectionBurst)
+	}
+	st := p.Stats()
+	if n := st.Rejected["connection_rate_subnet"]; n != int64(refused) || st.Rejected["connection_rate"] != 0 {
+		t.Fatalf("refusals counted %v, want %d connection_rate_subnet and no connection_rate", st.Rejected, refused)
+	}
+}
+
+// TestSubnetLoginRateDisconnects: logins from two addresses of one /24,
+// each within its own burst, stop at the subnet's burst with a disconnect
+// that names the network, counted as login_rate_subnet.
+func TestSubnetLoginRateDisconnects(t *testing.T) {
+	be := startBackend(t, mcbackend.Config{})
+	var clk fakeClock
+	p, addr := startProxy(t, mcConfig(be, "limits: {login_rate: 0.01, login_burst: 2, subnet_login_rate: 0.01, subnet_login_burst: 3}"), limiterClock(&clk))
+	from := func(src string) net.Conn {
+		d := net.Dialer{Timeout: 2 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
+		c, err := d.Dial("tcp", addr)
+		if err != nil {
+			t.Fatalf("dialing from %s: %v", src, err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+		return c
+	}
+	login17(t, from("127.0.0.2"), "localhost", "One")
+	login17(t, from("127.0.0.2"), "localhost", "Two")
+	login17(t, from("127.0.0.3"), "localhost", "Three") // the subnet's third
+	c := from("127.0.0.3")                              // within 127.0.0.3's own burst
+	if _, err := c.Write(append(handshake(mc.Protocol1_7_10, "localhost", mc.NextStateLogin), loginStart("Four")...)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(c)
+	if err != nil || !bytes.Contains(got, []byte("Too many logins from your network")) {
+		t.Fatalf("fourth login of the subnet: %q, %v; want a disconnect saying Too many logins from your network", got, err)
+	}
+	waitStats(t, p, "the login_rate_subnet refusal", func(st proxymetrics.Stats) bool {
+		return st.Rejected["login_rate_subnet"] == 1 && st.Rejected["login_rate"] == 0
+	})
 }
 
 // TestRefusalLogsAreSampled: refusals by the per-address limits log at

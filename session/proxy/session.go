@@ -89,6 +89,7 @@ type preRelay struct {
 
 	clusterSeq uint32            // the login's verdict in flight; a later one is ignored
 	legacy     mc.LegacyPingKind // a legacy ping's form, once it is whole
+	heldInput  int               // the client's unread input, as counted in the buffer budget (inputbudget.go)
 }
 
 // listenerCfg is the configuration of the listener that accepted the client.
@@ -188,6 +189,7 @@ func (h *clientHandler) OnTraffic(c *reactor.Conn) {
 	default:
 		c.Discard(-1)
 	}
+	s.accountInput()
 }
 
 func (h *clientHandler) OnClose(c *reactor.Conn, err error) {
@@ -196,6 +198,7 @@ func (h *clientHandler) OnClose(c *reactor.Conn, err error) {
 		return // refused at admission
 	}
 	p := s.p
+	s.dropPre()
 	if !s.unadmitted {
 		p.release(s.gen, s.ip)
 	}
@@ -263,7 +266,7 @@ func (h *backendHandler) OnOpen(bc *reactor.Conn) {
 	ls.counters.bytesC2S.Add(int64(len(buf)))
 	_ = bc.WriteBatch(batch)
 	c.Discard(len(buf))
-	s.pre = nil // what the login needed is sent; relaying needs none of it
+	s.dropPre() // what the login needed is sent; relaying needs none of it
 	c.SetSink(bc)
 	bc.SetSink(c)
 	c.ResumeRead() // if it was held while connecting
@@ -471,7 +474,7 @@ func (s *session) readHandshake() {
 	if len(buf) > 0 && buf[0] == mc.LegacyPingID && s.readLegacyPing(buf) {
 		return // pre-1.7 server list ping (status.go)
 	}
-	n, hl, ok := s.preRouteFrame(buf, 0)
+	n, hl, ok := s.preRouteFrame(buf, 0, mc.MaxHandshakeBody)
 	if !ok {
 		return
 	}
@@ -518,12 +521,12 @@ func (s *session) readHandshake() {
 	s.readLoginStart()
 }
 
-// preRouteFrame finds the whole frame that starts at buf[off:] before the
-// backend is connected. It reports false when the frame is incomplete (after
-// rejecting a client whose unrouted input passed the pre-route cap) or bad
-// (after rejecting it).
-func (s *session) preRouteFrame(buf []byte, off int) (n, hl int, ok bool) {
-	n, hl, err := mc.SplitFrame(buf[off:], s.gen.cfg.Limits.MaxFrame)
+// preRouteFrame finds the whole frame, of at most most bytes, that starts at
+// buf[off:] before the backend is connected. It reports false when the frame
+// is incomplete (after rejecting a client whose unrouted input passed the
+// pre-route cap) or bad or over most (after rejecting it).
+func (s *session) preRouteFrame(buf []byte, off, most int) (n, hl int, ok bool) {
+	n, hl, err := mc.SplitFrame(buf[off:], min(s.gen.cfg.Limits.MaxFrame, most))
 	if err != nil {
 		s.reject(reasonBadFrame, err)
 		return 0, 0, false
@@ -542,7 +545,7 @@ func (s *session) readLoginStart() {
 	c := s.client
 	buf, _ := c.Peek(-1)
 	off := s.pre.hsLen
-	n, hl, ok := s.preRouteFrame(buf, off)
+	n, hl, ok := s.preRouteFrame(buf, off, mc.MaxLoginStartBody)
 	if !ok {
 		return
 	}

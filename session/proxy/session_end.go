@@ -100,6 +100,10 @@ func disconnectText(r reason) string {
 		return "Invalid username"
 	case reasonLoginRate:
 		return "Too many logins from your address, wait a moment and try again"
+	case reasonLoginRateSubnet:
+		return "Too many logins from your network, wait a moment and try again"
+	case reasonBufferBudget:
+		return "The server is busy, try again in a moment"
 	case reasonMaxSessionsPerSubnet:
 		return "Too many players from your network, try again later"
 	case reasonDuplicateLogin:

@@ -31,6 +31,9 @@ const (
 	reasonDuplicateLogin
 	reasonLoggedInElsewhere
 	reasonBadUsername
+	reasonConnectionRateSubnet
+	reasonLoginRateSubnet
+	reasonBufferBudget
 	numReasons
 )
 
@@ -57,6 +60,9 @@ var reasonLabels = [numReasons]string{
 	reasonDuplicateLogin:         "duplicate_login",
 	reasonLoggedInElsewhere:      "logged_in_elsewhere",
 	reasonBadUsername:            "bad_username",
+	reasonConnectionRateSubnet:   "connection_rate_subnet",
+	reasonLoginRateSubnet:        "login_rate_subnet",
+	reasonBufferBudget:           "buffer_budget",
 }
 
 func (r reason) String() string { return reasonLabels[r] }

@@ -223,7 +223,7 @@ func (s *session) resumeAdopted() {
 	bc.SetSink(c)
 	s.flushAdopted(bc, 1)
 	s.flushAdopted(c, 0)
-	s.pre = nil // both sides have what the old process left
+	s.dropPre() // both sides have what the old process left
 	c.ResumeRead()
 	bc.ResumeRead()
 	c.Backpressure()

@@ -115,8 +115,10 @@ type Limits struct {
 	MaxSessionsPerIP int           `yaml:"max_sessions_per_ip"`
 	MaxFrame         int           `yaml:"max_frame"`
 	HighWatermark    int           `yaml:"high_watermark"`
-	// BufferBudget bounds the output queued in the whole process; past it
-	// sessions that hold output are paused (see reactor.Config.BufferBudget).
+	// BufferBudget bounds the output queued in the whole process, with the
+	// input sessions hold before they relay; past it sessions that hold
+	// output are paused (see reactor.Config.BufferBudget) and new
+	// connections are refused.
 	BufferBudget int64 `yaml:"buffer_budget"`
 	LowWatermark int   `yaml:"low_watermark"`
 	// Linger bounds how long a closing side waits for its queued output to
@@ -139,6 +141,21 @@ type Limits struct {
 	// match as a whole (mc.UsernamePolicy); other names are refused
 	// before they reach a backend, a log line or the cluster.
 	UsernamePattern string `yaml:"username_pattern"`
+
+	// Rates per subnet as well as per address, so that rotating through
+	// the addresses of a subnet does not multiply them (package
+	// ratelimit): new connections and logins per second per subnet
+	// (subnet_prefix_ipv4 and subnet_prefix_ipv6) and their bursts (a rate
+	// of 0 turns one off); the prefix lengths of an address, whose own
+	// buckets the other rates fill; and how many address buckets one
+	// subnet may hold, so that it cannot crowd out the others.
+	SubnetConnectionRate  float64 `yaml:"subnet_connection_rate"`
+	SubnetConnectionBurst int     `yaml:"subnet_connection_burst"`
+	SubnetLoginRate       float64 `yaml:"subnet_login_rate"`
+	SubnetLoginBurst      int     `yaml:"subnet_login_burst"`
+	AddressPrefixIPv4     int     `yaml:"address_prefix_ipv4"`
+	AddressPrefixIPv6     int     `yaml:"address_prefix_ipv6"`
+	RateLimitPerSubnet    int     `yaml:"rate_limit_per_subnet"`
 }
 
 // ShutdownConfig is how the proxy drains on SIGTERM or SIGINT.

@@ -236,6 +236,22 @@ groups:
 			`proxy.yaml:9:25: limits.rate_limit_addresses: 10: want 1024 to 16777216`,
 			`proxy.yaml:13:20: groups.main.strategy: "fastest": want weighted-random, round-robin, least-connections or lowest-latency`,
 		}},
+		{"subnet rates, address prefixes and the per-subnet cap", `limits:
+  subnet_connection_rate: -2
+  subnet_login_rate: 5
+  subnet_login_burst: 0
+  address_prefix_ipv4: 33
+  address_prefix_ipv6: 56
+  subnet_prefix_ipv6: 60
+  rate_limit_addresses: 2048
+  rate_limit_per_subnet: 9
+` + validTail, []string{
+			`proxy.yaml:2:27: limits.subnet_connection_rate: -2 is negative (0 turns it off)`,
+			`proxy.yaml:4:23: limits.subnet_login_burst: 0: want 1 to 1000000`,
+			`proxy.yaml:5:24: limits.address_prefix_ipv4: 33: want a prefix length of 1 to 32`,
+			`proxy.yaml:7:23: limits.subnet_prefix_ipv6: /60 is narrower than address_prefix_ipv6 /56: want a subnet of whole addresses (at most 56)`,
+			`proxy.yaml:9:26: limits.rate_limit_per_subnet: 9: want 1 to 8 (rate_limit_addresses / 256, so that one subnet cannot crowd the others out of the table)`,
+		}},
 		{"username pattern", `limits:
   username_pattern: "[A-Za-z"
 ` + validTail, []string{

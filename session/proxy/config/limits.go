@@ -23,6 +23,8 @@ func checkSourceLimits(bad func(path, format string, args ...any), l Limits) {
 	}{
 		{"connection", l.ConnectionRate, l.ConnectionBurst},
 		{"login", l.LoginRate, l.LoginBurst},
+		{"subnet_connection", l.SubnetConnectionRate, l.SubnetConnectionBurst},
+		{"subnet_login", l.SubnetLoginRate, l.SubnetLoginBurst},
 	} {
 		path := "limits." + r.name + "_rate"
 		switch {
@@ -42,16 +44,44 @@ func checkSourceLimits(bad func(path, format string, args ...any), l Limits) {
 	if l.MaxSessionsPerSubnet < 0 || l.MaxSessionsPerSubnet > math.MaxInt32 {
 		bad("limits.max_sessions_per_subnet", "%d: want 0 (no cap) to %d", l.MaxSessionsPerSubnet, math.MaxInt32)
 	}
-	if l.SubnetPrefixIPv4 < 1 || l.SubnetPrefixIPv4 > 32 {
-		bad("limits.subnet_prefix_ipv4", "%d: want a prefix length of 1 to 32", l.SubnetPrefixIPv4)
-	}
-	if l.SubnetPrefixIPv6 < 1 || l.SubnetPrefixIPv6 > 128 {
-		bad("limits.subnet_prefix_ipv6", "%d: want a prefix length of 1 to 128", l.SubnetPrefixIPv6)
-	}
+	checkPrefixes(bad, l)
 	if _, err := mc.NewUsernamePolicy(l.UsernamePattern); err != nil {
 		bad("limits.username_pattern", "%v", err)
 	}
 	if l.RateLimitAddresses < minLimitAddresses || l.RateLimitAddresses > maxLimitAddresses {
 		bad("limits.rate_limit_addresses", "%d: want %d to %d", l.RateLimitAddresses, minLimitAddresses, maxLimitAddresses)
+	} else if most := l.RateLimitAddresses / subnetShareOfTable; l.RateLimitPerSubnet < 1 || l.RateLimitPerSubnet > most {
+		bad("limits.rate_limit_per_subnet", "%d: want 1 to %d (rate_limit_addresses / %d, so that one subnet cannot crowd the others out of the table)",
+			l.RateLimitPerSubnet, most, subnetShareOfTable)
+	}
+}
+
+// subnetShareOfTable is how many times the address buckets one subnet may
+// hold go into the table: ratelimit shards its table 64 ways by subnet, so
+// a subnet at its cap fills at most a quarter of its shard.
+const subnetShareOfTable = 256
+
+// checkPrefixes reports prefix lengths out of range, and a subnet that is
+// narrower than an address (each address must fall in one subnet).
+func checkPrefixes(bad func(path, format string, args ...any), l Limits) {
+	for _, p := range []struct {
+		family       string
+		subnet, addr int
+		most         int
+	}{
+		{"ipv4", l.SubnetPrefixIPv4, l.AddressPrefixIPv4, 32},
+		{"ipv6", l.SubnetPrefixIPv6, l.AddressPrefixIPv6, 128},
+	} {
+		subnetOK, addrOK := p.subnet >= 1 && p.subnet <= p.most, p.addr >= 1 && p.addr <= p.most
+		if !subnetOK {
+			bad("limits.subnet_prefix_"+p.family, "%d: want a prefix length of 1 to %d", p.subnet, p.most)
+		}
+		if !addrOK {
+			bad("limits.address_prefix_"+p.family, "%d: want a prefix length of 1 to %d", p.addr, p.most)
+		}
+		if subnetOK && addrOK && p.subnet > p.addr {
+			bad("limits.subnet_prefix_"+p.family, "/%d is narrower than address_prefix_%s /%d: want a subnet of whole addresses (at most %d)",
+				p.subnet, p.family, p.addr, p.addr)
+		}
 	}
 }

@@ -131,6 +131,14 @@ func defaultConfig() Config {
 			SubnetPrefixIPv6:     48,
 			RateLimitAddresses:   65536,
 			UsernamePattern:      mc.DefaultUsernamePattern,
+
+			SubnetConnectionRate:  40,
+			SubnetConnectionBurst: 80,
+			SubnetLoginRate:       8,
+			SubnetLoginBurst:      40,
+			AddressPrefixIPv4:     32,
+			AddressPrefixIPv6:     64,
+			RateLimitPerSubnet:    256,
 		},
 		Probes: ProbeConfig{
 			Failures:       3,

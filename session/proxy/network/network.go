@@ -47,7 +47,7 @@ func Limits(lim *config.Limits, ip string) (cluster.Limits, string) {
 	}
 	if lim.LoginRate > 0 {
 		iv := ratelimit.Interval(lim.LoginRate)
-		out.RateKey = netip.AddrFrom16(ratelimit.RateKey(a)).Unmap().String()
+		out.RateKey = netip.AddrFrom16(ratelimit.AddressKey(a, lim)).Unmap().String()
 		out.RateInterval = time.Duration(iv)
 		out.RateTolerance = time.Duration(int64(lim.LoginBurst-1) * iv)
 	}

@@ -23,9 +23,11 @@ type Source interface {
 	Reloads() (ok, failed int64)
 	// ConfigHash returns the hash of the configuration new sessions use.
 	ConfigHash() string
-	// RateLimitAddresses returns how many client addresses have rate
-	// buckets now, and how many buckets were dropped to bound them.
-	RateLimitAddresses() (tracked, evicted int64)
+	// RateLimitAddresses returns how many rate buckets (addresses' and
+	// subnets') are kept now, how many were dropped to bound them, and how
+	// many takes went to a subnet's shared bucket as the subnet had its
+	// cap of address buckets.
+	RateLimitAddresses() (tracked, evicted, untracked int64)
 	// Cluster returns the cluster client, nil when clustering is off.
 	Cluster() *cluster.Client
 }
@@ -47,6 +49,7 @@ type Collector struct {
 
 	statusAnswers, statusRefreshes *prometheus.Desc
 	rateAddresses, rateEvictions   *prometheus.Desc
+	rateUntracked                  *prometheus.Desc
 
 	clusterUp, clusterFallbacks, clusterRoundTrips, clusterSessions *prometheus.Desc
 	clusterNetSessions, clusterNetProxies, clusterConflicts         *prometheus.Desc
@@ -89,6 +92,7 @@ func NewCollector(src Source) *Collector {
 
 		rateAddresses: d("rate_limit_addresses", "Client addresses whose connection or login buckets are tracked now (limits.rate_limit_addresses bounds them)."),
 		rateEvictions: d("rate_limit_evictions_total", "Buckets not yet refilled dropped to keep the table within limits.rate_limit_addresses."),
+		rateUntracked: d("rate_limit_untracked_total", "Connections and logins of addresses limited by their subnet's shared bucket, the subnet holding limits.rate_limit_per_subnet address buckets already."),
 
 		clusterUp:          cd("up", "1 while Redis answers the cluster client, 0 while its circuit breaker is open (logins are decided locally)."),
 		clusterFallbacks:   cd("fallbacks_total", "Redis calls not made (breaker open, queue full) or failed, whose outcome this proxy's own state decided, by operation.", "op"),
@@ -111,7 +115,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.accepted, c.active, c.routed, c.connectFailed, c.bytes, c.frames,
 		c.unframed, c.rejected, c.ends, c.paused, c.pauseEvents, c.lingerExpired,
 		c.backendUp, c.backendLatency, c.backendSessions, c.backendChecks, c.reloads, c.configInfo,
-		c.statusAnswers, c.statusRefreshes, c.rateAddresses, c.rateEvictions,
+		c.statusAnswers, c.statusRefreshes, c.rateAddresses, c.rateEvictions, c.rateUntracked,
 		c.clusterUp, c.clusterFallbacks, c.clusterRoundTrips, c.clusterSessions, c.clusterNetSessions, c.clusterNetProxies,
 		c.clusterConflicts, c.clusterKicks} {
 		ch <- d
@@ -152,9 +156,10 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.reloads, ok, "ok")
 	counter(c.reloads, failed, "failed")
 	gauge(c.configInfo, 1, c.src.ConfigHash())
-	tracked, evicted := c.src.RateLimitAddresses()
+	tracked, evicted, untracked := c.src.RateLimitAddresses()
 	gauge(c.rateAddresses, tracked)
 	counter(c.rateEvictions, evicted)
+	counter(c.rateUntracked, untracked)
 	if cl := c.src.Cluster(); cl != nil {
 		up := int64(0)
 		if cl.Up() {

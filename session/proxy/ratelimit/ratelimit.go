@@ -1,12 +1,11 @@
 // Package ratelimit is the proxy's limits per client address: token
-// buckets of connections and logins per address, and counts of the
-// sessions open per subnet.
+// buckets of connections and logins per address and per subnet, and counts
+// of the sessions open per subnet.
 package ratelimit
 
 import (
 	"hash/maphash"
 	"net/netip"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -20,40 +19,54 @@ import (
 //   - limits.connection_rate / connection_burst: new connections per second
 //     per address, a token bucket; a connection past it is refused at
 //     accept (reset), counted as connection_rate.
-//   - limits.login_rate / login_burst: logins (a Login Start read) per
-//     second per address; a login past it gets a disconnect message,
-//     counted as login_rate.
-//   - limits.max_sessions_per_subnet: sessions open at once per /24 (IPv4)
-//     or /48 (IPv6) (subnet_prefix_ipv4, subnet_prefix_ipv6); past it a
-//     connection is refused at accept, counted as max_sessions_per_subnet.
+//   - limits.subnet_connection_rate / subnet_connection_burst: the same per
+//     subnet, so that a client rotating through the addresses of its
+//     subnet gets no more than the subnet's rate; counted as
+//     connection_rate_subnet.
+//   - limits.login_rate / login_burst and subnet_login_rate /
+//     subnet_login_burst: logins (a Login Start read) per second per
+//     address and per subnet; a login past either gets a disconnect
+//     message, counted as login_rate or login_rate_subnet.
+//   - limits.max_sessions_per_subnet: sessions open at once per subnet;
+//     past it a connection is refused at accept, counted as
+//     max_sessions_per_subnet.
 //
-// An IPv4 address is limited on its own; an IPv6 address by its /64, as one
-// host commonly holds a whole /64.
+// An address is its /32 (IPv4) or its /64 (IPv6, as one host commonly holds
+// a whole /64): address_prefix_ipv4 and address_prefix_ipv6. A subnet is its
+// /24 or /48: subnet_prefix_ipv4 and subnet_prefix_ipv6. A connection takes a
+// token from both its address's and its subnet's bucket, and only when
+// both have one: a refusal costs neither.
 //
 // The buckets are GCRA (one theoretical arrival time per bucket, the same
 // decisions as a token bucket): a bucket that has refilled holds nothing a
 // new one would not, so it is forgotten. They live on the proxy, across
-// reloads (a reload changes rates and bursts, not the buckets), in
-// limiterShards shards chosen by a seeded hash of the address, each a map
-// behind its own small mutex: an accept locks one shard for a map lookup,
-// on whichever loop it runs, and the loops rarely meet on one shard. Per-loop
-// tables would not do: one address's connections are spread over the loops.
+// reloads (a reload changes rates and bursts, not the buckets; one that
+// changes a prefix length starts the buckets of the new keys full), in
+// limiterShards shards chosen by a seeded hash of the subnet, each a map
+// behind its own small mutex: an accept locks one shard for two map
+// lookups, on whichever loop it runs, and the loops rarely meet on one
+// shard. Per-loop tables would not do: one address's connections are
+// spread over the loops.
 //
-// Memory is bounded: the shards together track at most
-// limits.rate_limit_addresses addresses. A shard that is full when a new
-// address arrives first drops its refilled buckets, then, if it is still
-// over 7/8 full (many addresses active at once, as in a flood from many
-// sources), drops arbitrary ones down to 7/8, counted as evictions. An
-// evicted address starts again with a full bucket, so a flood from more
-// addresses than the table holds gets at most a burst per address more
-// than the limits say. The subnet counts are entries only while a subnet
-// has sessions open, so they are bounded by the sessions.
+// Memory is bounded, and one subnet cannot take the table from the others
+// (table.go): the shards together hold at most limits.rate_limit_addresses
+// buckets (addresses' and subnets'), and one subnet at most
+// limits.rate_limit_per_subnet address buckets; an address of a subnet at
+// that cap gets no bucket of its own, so only its subnet's bucket limits
+// it (counted as untracked). A shard that is full when a new bucket is
+// needed first drops its refilled buckets, then, if it is still over 7/8
+// full, drops address buckets of the subnets with the most of them down to
+// 7/8, counted as evictions. An evicted address starts again with a full
+// bucket, so a flood from more subnets than the table holds gets at most a
+// burst per address more than the limits say; the subnet's own bucket is
+// kept while it has addresses. The subnet session counts are entries only
+// while a subnet has sessions open, so they are bounded by the sessions.
 
 // limiterShards is the number of shards of the limiter tables; a power of 2.
 const limiterShards = 64
 
-// Limiter holds the per-address buckets and the per-subnet session counts.
-// Its methods may be called from any goroutine.
+// Limiter holds the per-address and per-subnet buckets and the per-subnet
+// session counts. Its methods may be called from any goroutine.
 type Limiter struct {
 	seed  maphash.Seed
 	start time.Time
@@ -61,34 +74,49 @@ type Limiter struct {
 	// the wall clock cannot hold buckets empty); see SetClock.
 	now func() int64
 
-	shards  [limiterShards]limiterShard
-	evicted atomic.Int64
+	shards    [limiterShards]limiterShard
+	evicted   atomic.Int64
+	untracked atomic.Int64
 }
 
-// Key is the key of an address's buckets (RateKey) or of a subnet's
-// session count (SubnetKey).
+// Key is the key of an address's or a subnet's buckets, or of a subnet's
+// session count: the address masked to its prefix, in 16-byte form.
 type Key = [16]byte
 
-// limiterShard is one shard of the tables.
-type limiterShard struct {
-	mu      sync.Mutex
-	rates   map[Key]rateEntry // by RateKey
-	subnets map[Key]int32     // sessions open, by SubnetKey
-	_       [40]byte
+// Source is the keys of a client address: its own buckets' and its
+// subnet's (buckets and session count).
+type Source struct{ Addr, Subnet Key }
+
+// Rate is a token bucket's refill, per second, and burst; a PerSecond of 0
+// turns the bucket off.
+type Rate struct {
+	PerSecond float64
+	Burst     int
 }
 
-// rateEntry is an address's two buckets: the theoretical arrival time
-// (limiter clock) of its next connection and login. A bucket whose time is
-// not after now is full.
-type rateEntry struct{ conn, login int64 }
+// TableBounds bound the buckets: Capacity of them in all, PerSubnet
+// address buckets in one subnet.
+type TableBounds struct{ Capacity, PerSubnet int }
+
+// Verdict is what Take decided.
+type Verdict uint8
+
+// Take's verdicts.
+const (
+	Admitted    Verdict = iota // a token was taken from each bucket that is on
+	AddressFull                // the address's bucket is empty
+	SubnetFull                 // the subnet's bucket is empty
+)
 
 // New returns an empty limiter on the monotonic clock.
 func New() *Limiter {
 	l := &Limiter{seed: maphash.MakeSeed(), start: time.Now()}
 	l.now = func() int64 { return int64(time.Since(l.start)) + 1 }
 	for i := range l.shards {
-		l.shards[i].rates = map[Key]rateEntry{}
-		l.shards[i].subnets = map[Key]int32{}
+		sh := &l.shards[i]
+		sh.rates = map[Key]rateEntry{}
+		sh.subnetRates = map[Key]subnetEntry{}
+		sh.subnets = map[Key]int32{}
 	}
 	return l
 }
@@ -100,32 +128,42 @@ func (l *Limiter) Now() int64 { return l.now() }
 // is used.
 func (l *Limiter) SetClock(now func() int64) { l.now = now }
 
-func (l *Limiter) shard(key *Key) *limiterShard {
-	return &l.shards[maphash.Bytes(l.seed, key[:])&(limiterShards-1)]
+// shard returns the shard of the subnet with key subnet: an address's
+// buckets are in its subnet's shard, so that one lock covers both and the
+// subnet's count of address buckets stays with them.
+func (l *Limiter) shard(subnet *Key) *limiterShard {
+	return &l.shards[maphash.Bytes(l.seed, subnet[:])&(limiterShards-1)]
 }
 
-// RateKey is the bucket key of an address: itself for IPv4, its /64 for
-// IPv6, in 16-byte form.
-func RateKey(a netip.Addr) Key {
-	k := a.As16()
-	if !a.Is4() {
-		clear(k[8:])
-	}
-	return k
-}
-
-// SubnetKey is the key of the subnet of a whose sessions are counted
-// together, by lim's prefix lengths.
-func SubnetKey(a netip.Addr, lim *config.Limits) Key {
-	bits := lim.SubnetPrefixIPv6
+// prefixKey is a masked to v4 bits (IPv4) or v6 bits (IPv6), in 16-byte
+// form.
+func prefixKey(a netip.Addr, v4, v6 int) Key {
+	bits := v6
 	if a.Is4() {
-		bits = lim.SubnetPrefixIPv4
+		bits = v4
 	}
 	p, err := a.Prefix(bits)
 	if err != nil {
 		return a.As16() // not reached for a validated prefix length
 	}
 	return p.Addr().As16()
+}
+
+// AddressKey is the bucket key of address a: by default itself for IPv4,
+// its /64 for IPv6 (lim's address prefix lengths).
+func AddressKey(a netip.Addr, lim *config.Limits) Key {
+	return prefixKey(a, lim.AddressPrefixIPv4, lim.AddressPrefixIPv6)
+}
+
+// SubnetKey is the key of the subnet of a, whose buckets and sessions are
+// counted together, by lim's subnet prefix lengths.
+func SubnetKey(a netip.Addr, lim *config.Limits) Key {
+	return prefixKey(a, lim.SubnetPrefixIPv4, lim.SubnetPrefixIPv6)
+}
+
+// SourceKeys returns the keys of a under lim.
+func SourceKeys(a netip.Addr, lim *config.Limits) Source {
+	return Source{Addr: AddressKey(a, lim), Subnet: SubnetKey(a, lim)}
 }
 
 // SourceAddr parses a client address as the proxy admits it; ok is false
@@ -144,56 +182,45 @@ func Interval(rate float64) int64 {
 	return max(int64(float64(time.Second)/rate), 1)
 }
 
-// Take takes a token, at now, from the connection bucket (login false) or
-// the login bucket of the address with key k, refilling at rate per second
-// up to burst; it reports false when the bucket is empty. capacity bounds
-// the addresses tracked.
-func (l *Limiter) Take(k Key, login bool, rate float64, burst, capacity int, now int64) bool {
-	iv := Interval(rate)
-	tolerance := int64(burst-1) * iv
-	sh := l.shard(&k)
-	sh.mu.Lock()
-	e, known := sh.rates[k]
-	tat := &e.conn
-	if login {
-		tat = &e.login
-	}
-	t := max(*tat, now)
-	if t-now > tolerance {
-		sh.mu.Unlock()
-		return false
-	}
-	*tat = t + iv
-	if !known {
-		if limit := max(capacity/limiterShards, 1); len(sh.rates) >= limit {
-			l.evicted.Add(int64(sh.shrink(now, limit)))
-		}
-	}
-	sh.rates[k] = e
-	sh.mu.Unlock()
-	return true
+// TakeConnection takes a connection's tokens for src at lim's rates (the
+// address's and the subnet's), now.
+func (l *Limiter) TakeConnection(src Source, lim *config.Limits) Verdict {
+	return l.Take(src, false, Rate{lim.ConnectionRate, lim.ConnectionBurst},
+		Rate{lim.SubnetConnectionRate, lim.SubnetConnectionBurst}, boundsOf(lim), l.Now())
 }
 
-// shrink makes room in a full shard: it drops the refilled buckets, then
-// arbitrary ones (map order is random) until at most 7/8 of limit remain.
-// It returns how many that were not refilled it dropped.
-func (sh *limiterShard) shrink(now int64, limit int) int {
-	for k, e := range sh.rates {
-		if e.conn <= now && e.login <= now {
-			delete(sh.rates, k)
-		}
-	}
-	keep := min(limit-1, limit-limit/8)
-	evicted := 0
-	for k := range sh.rates {
-		if len(sh.rates) <= keep {
-			break
-		}
-		delete(sh.rates, k)
-		evicted++
-	}
-	return evicted
+// TakeLogin takes a login's tokens for src at lim's rates, now.
+func (l *Limiter) TakeLogin(src Source, lim *config.Limits) Verdict {
+	return l.Take(src, true, Rate{lim.LoginRate, lim.LoginBurst},
+		Rate{lim.SubnetLoginRate, lim.SubnetLoginBurst}, boundsOf(lim), l.Now())
 }
+
+// boundsOf returns the bounds of the table under lim.
+func boundsOf(lim *config.Limits) TableBounds {
+	return TableBounds{Capacity: lim.RateLimitAddresses, PerSubnet: lim.RateLimitPerSubnet}
+}
+
+// Tracked returns how many buckets (addresses' and subnets') the table
+// holds now.
+func (l *Limiter) Tracked() int64 {
+	n := 0
+	for i := range l.shards {
+		sh := &l.shards[i]
+		sh.mu.Lock()
+		n += len(sh.rates) + len(sh.subnetRates)
+		sh.mu.Unlock()
+	}
+	return int64(n)
+}
+
+// Evicted counts the buckets dropped before they had refilled, to keep
+// the table within its capacity.
+func (l *Limiter) Evicted() int64 { return l.evicted.Load() }
+
+// Untracked counts the takes of addresses that got no bucket of their own
+// because their subnet had TableBounds.PerSubnet already: only their
+// subnet's bucket limited them.
+func (l *Limiter) Untracked() int64 { return l.untracked.Load() }
 
 // Enter counts a session of the subnet with key k; it refuses (reporting
 // false, counting nothing) when the subnet already has limit sessions,
@@ -222,19 +249,3 @@ func (l *Limiter) Leave(k Key) {
 	}
 	sh.mu.Unlock()
 }
-
-// Tracked returns how many addresses have buckets now.
-func (l *Limiter) Tracked() int64 {
-	n := 0
-	for i := range l.shards {
-		sh := &l.shards[i]
-		sh.mu.Lock()
-		n += len(sh.rates)
-		sh.mu.Unlock()
-	}
-	return int64(n)
-}
-
-// Evicted counts the buckets dropped before they had refilled, to keep
-// the table within its capacity.
-func (l *Limiter) Evicted() int64 { return l.evicted.Load() }

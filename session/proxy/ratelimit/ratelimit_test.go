@@ -13,9 +13,9 @@ import (
 // as good as a new one.
 func TestBucketTakesBurstThenRate(t *testing.T) {
 	l := New()
-	k := RateKey(netip.MustParseAddr("192.0.2.1"))
+	k := keysOf(netip.MustParseAddr("192.0.2.1"))
 	now := int64(time.Hour)
-	take := func(at int64) bool { return l.Take(k, false, 10, 3, 1024, at) }
+	take := func(at int64) bool { return l.Take(k, false, Rate{10, 3}, Rate{}, bounds1024, at) == Admitted }
 	for i := range 3 {
 		if !take(now) {
 			t.Fatalf("take %d of the burst of 3 refused", i+1)
@@ -28,7 +28,7 @@ func TestBucketTakesBurstThenRate(t *testing.T) {
 		t.Fatal("want exactly one token after 100 ms at 10/s")
 	}
 	// The login bucket of the same address is separate.
-	if !l.Take(k, true, 1, 1, 1024, now) || l.Take(k, true, 1, 1, 1024, now) {
+	if l.Take(k, true, Rate{1, 1}, Rate{}, bounds1024, now) != Admitted || l.Take(k, true, Rate{1, 1}, Rate{}, bounds1024, now) != AddressFull {
 		t.Fatal("login bucket: want one take of a burst of 1")
 	}
 	later := now + int64(10*time.Second)
@@ -62,7 +62,7 @@ func TestLimiterKeys(t *testing.T) {
 		{"fe80::1%eth0", "fe80::1", true, true},
 	} {
 		x, y := a(tc.x), a(tc.y)
-		if got := RateKey(x) == RateKey(y); got != tc.sameRate {
+		if got := AddressKey(x, &lim) == AddressKey(y, &lim); got != tc.sameRate {
 			t.Errorf("%s and %s share a rate bucket: %v, want %v", tc.x, tc.y, got, tc.sameRate)
 		}
 		if got := SubnetKey(x, &lim) == SubnetKey(y, &lim); got != tc.same {
@@ -85,17 +85,24 @@ func TestLimiterTableStaysBounded(t *testing.T) {
 	l := New()
 	const capacity = 1024
 	now := int64(time.Hour)
-	addr := func(i int) [16]byte {
-		return RateKey(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}))
+	// Each in a /24 of its own: addresses of one subnet past its cap share
+	// a bucket (TestOneSubnetCannotFloodTheTable).
+	addr := func(i int) Source {
+		return keysOf(netip.AddrFrom4([4]byte{byte(10 + i>>16), byte(i >> 8), byte(i), 1}))
+	}
+	take := func(src Source, rate float64) bool {
+		return l.Take(src, false, Rate{rate, 2}, Rate{}, TableBounds{capacity, 4}, now) == Admitted
 	}
 	// Buckets that refill within the second: when the table fills a second
-	// later, they are dropped without evictions.
-	for i := range capacity {
-		l.Take(addr(i), false, 10, 2, capacity, now)
+	// later, they are dropped without evictions. (Each address takes two
+	// entries, its own and its subnet's; a quarter of the table leaves room
+	// in every shard.)
+	for i := range capacity / 4 {
+		take(addr(i), 10)
 	}
 	now += int64(time.Second)
 	for i := range 100_000 {
-		if !l.Take(addr(capacity+i), false, 0.01, 2, capacity, now) {
+		if !take(addr(capacity+i), 0.01) {
 			t.Fatalf("the first take of a new address %d was refused", i)
 		}
 		if i%1000 != 999 {
@@ -111,7 +118,7 @@ func TestLimiterTableStaysBounded(t *testing.T) {
 	}
 	// The most recent addresses are still limited.
 	latest := addr(capacity + 99_999) // took 1 of its burst of 2 above
-	if second := l.Take(latest, false, 0.01, 2, capacity, now); !second || l.Take(latest, false, 0.01, 2, capacity, now) {
+	if second := take(latest, 0.01); !second || take(latest, 0.01) {
 		t.Fatal("the latest address: want its second take allowed and a third refused")
 	}
 }
@@ -138,4 +145,13 @@ func TestSubnetCounts(t *testing.T) {
 	if n := len(l.shard(&k).subnets); n != 0 {
 		t.Fatalf("%d subnet entries left after every session left", n)
 	}
+}
+
+// bounds1024 bounds a test's table to the smallest capacity the
+// configuration allows.
+var bounds1024 = TableBounds{Capacity: 1024, PerSubnet: 4}
+
+// keysOf returns the keys of a under the default prefix lengths.
+func keysOf(a netip.Addr) Source {
+	return SourceKeys(a, &config.Limits{AddressPrefixIPv4: 32, AddressPrefixIPv6: 64, SubnetPrefixIPv4: 24, SubnetPrefixIPv6: 48})
 }
