@@ -38,7 +38,9 @@ const (
 // proxyConfig is the proxy's configuration: one Minecraft listener; the
 // steady players' host goes to the steady backend, every other host (the
 // short-lived sessions') to the churn backend; no limits in the way of
-// thousands of logins from one address. offline is the offline message,
+// thousands of logins from one address; a backend that refused connects
+// (the churn backend while it restarts) is tried again after 2 s rather
+// than the default 10 s, so that a restart cuts few sessions. offline is the offline message,
 // which the reloads change, so that each reload changes something.
 func proxyConfig(listen, steadyHost, steady, churn string, loops int, offline string) string {
 	return fmt.Sprintf(`# written by tidegate-bench bench soak (benchmarks/soak)
@@ -64,6 +66,8 @@ limits:
   connection_rate: 0          # every session comes from 127.0.0.1
   login_rate: 0
   max_sessions_per_subnet: 0
+health:
+  cooldown: 2s
 shutdown:
   drain_timeout: 60s
 `, listen, steadyHost, steady, churn, offline, loops)
