@@ -70,6 +70,8 @@ type shortLived struct {
 	// counts the restarts' starts and ends: a session that saw it change,
 	// or saw it odd, was cut by a restart.
 	restart atomic.Int64
+	// zero is when the load started, for the failures' times.
+	zero atomic.Pointer[time.Time]
 
 	mu       sync.Mutex
 	counts   map[string]*KindCount
@@ -101,6 +103,7 @@ func (s *shortLived) run(ctx context.Context, wg *sync.WaitGroup, kind string, n
 			for seq := 0; ctx.Err() == nil; seq++ {
 				started := time.Now()
 				epoch := s.restart.Load()
+				startedAt := s.clock()
 				var err error
 				switch kind {
 				case kindChurn:
@@ -110,7 +113,7 @@ func (s *shortLived) run(ctx context.Context, wg *sync.WaitGroup, kind string, n
 				case kindHalfClose:
 					err = s.halfClose(ctx, w, seq)
 				}
-				s.count(ctx, kind, epoch, err)
+				s.count(ctx, kind, epoch, startedAt, err)
 				// One session a hold per worker at most, however fast it went.
 				if harness.Sleep(ctx, s.hold-time.Since(started)) != nil {
 					return
@@ -120,8 +123,17 @@ func (s *shortLived) run(ctx context.Context, wg *sync.WaitGroup, kind string, n
 	}
 }
 
-// count counts one session of kind that started in restart epoch.
-func (s *shortLived) count(ctx context.Context, kind string, epoch int64, err error) {
+// clock returns the time since the load started, in seconds.
+func (s *shortLived) clock() float64 {
+	if z := s.zero.Load(); z != nil {
+		return time.Since(*z).Seconds()
+	}
+	return 0
+}
+
+// count counts one session of kind that started in restart epoch, at
+// startedAt (s since the load started).
+func (s *shortLived) count(ctx context.Context, kind string, epoch int64, startedAt float64, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c := s.counts[kind]
@@ -135,7 +147,7 @@ func (s *shortLived) count(ctx context.Context, kind string, epoch int64, err er
 	default:
 		c.Failed++
 		if len(s.failures) < maxFailureSamples {
-			s.failures = append(s.failures, fmt.Sprintf("%s: %v", kind, err))
+			s.failures = append(s.failures, fmt.Sprintf("%s session started at %.1fs, failed at %.1fs: %v", kind, startedAt, s.clock(), err))
 		}
 	}
 }

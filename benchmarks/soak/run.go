@@ -243,6 +243,7 @@ func (r *run) execute(ctx context.Context) {
 		return
 	}
 	r.start = time.Now()
+	r.short.zero.Store(&r.start)
 	r.res.SegmentStarts = []float64{0}
 	cfg.Log.Info().Int("steady", p.Sessions).Int("pid", r.pid).Msg("steady players logged in; soak started")
 	loadCtx, stopLoad := context.WithTimeout(ctx, cfg.Duration)
@@ -261,8 +262,8 @@ func (r *run) execute(ctx context.Context) {
 		case <-loadCtx.Done():
 			continue
 		case <-sample.C:
-			if loadCtx.Err() != nil {
-				continue // the run is over: no sample of its end
+			if loadCtx.Err() != nil || time.Since(r.start) > cfg.Duration-cfg.Interval/2 {
+				continue // the run is ending: no sample of the sessions closing, no event
 			}
 			r.sample(ctx)
 		}
