@@ -211,8 +211,8 @@ func Markdown(r *Result) (string, error) {
 	var b strings.Builder
 	p := r.Params
 	fmt.Fprintf(&b, "# Soak: %d sessions through tidegate proxy for %s\n\n", p.Sessions, harness.Fixed(p.DurationS/60, 1)+" min")
-	harness.WriteVerdict(&b, r.OK, fmt.Sprintf("PASS: no sampled figure trended upward after warm-up and no byte was lost or wrong, across %d reloads, %d backend restarts and %d live upgrades.",
-		count(r.Events, "reload"), count(r.Events, "backend restart"), count(r.Events, "live upgrade")))
+	harness.WriteVerdict(&b, r.OK, fmt.Sprintf("PASS: no sampled figure trended upward after warm-up and no byte was lost or wrong, across %s, %s and %s.",
+		count(r.Events, "reload", "reloads"), count(r.Events, "backend restart", "backend restarts"), count(r.Events, "live upgrade", "live upgrades")))
 	proxy := " (tool)"
 	if r.Meta.ProxyVersion != "" {
 		proxy += "; proxy binary: " + r.Meta.ProxyVersion
@@ -270,14 +270,18 @@ func Markdown(r *Result) (string, error) {
 	return b.String(), nil
 }
 
-func count(events []Event, kind string) int {
+// count says how many events of kind there were: "1 reload", "3 reloads".
+func count(events []Event, kind, plural string) string {
 	n := 0
 	for _, e := range events {
 		if e.Kind == kind {
 			n++
 		}
 	}
-	return n
+	if n == 1 {
+		return "1 " + kind
+	}
+	return strconv.Itoa(n) + " " + plural
 }
 
 // WriteReport writes DATE-soak[-LABEL].md and its JSON into dir and
