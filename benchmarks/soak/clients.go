@@ -36,7 +36,6 @@ const (
 const (
 	churnFrameBody   = 200
 	stalledFrameBody = 8 << 10
-	stalledFrames    = 32
 	// stalledReadBuffer is a stalled reader's SO_RCVBUF: small, so that
 	// what it does not read queues in the proxy rather than in its socket.
 	stalledReadBuffer = 4 << 10
@@ -62,6 +61,9 @@ type shortLived struct {
 	host string
 	port uint16
 	hold time.Duration
+	// burst is what each stalled reader sends, in frames of
+	// stalledFrameBody bytes.
+	burst int
 	// leak keeps every churn connection open instead of closing it: a
 	// leak on purpose, which the soak must notice (tests only).
 	leak bool
@@ -80,12 +82,12 @@ type shortLived struct {
 	leaked   []net.Conn
 }
 
-func newShortLived(addr string, hold time.Duration) (*shortLived, error) {
+func newShortLived(addr string, hold time.Duration, burst int) (*shortLived, error) {
 	_, port, err := mcclient.SplitHostPort(addr)
 	if err != nil {
 		return nil, err
 	}
-	s := &shortLived{addr: addr, host: ChurnHost, port: port, hold: hold, lat: harness.NewLatencyHistogram(),
+	s := &shortLived{addr: addr, host: ChurnHost, port: port, hold: hold, burst: burst, lat: harness.NewLatencyHistogram(),
 		counts: map[string]*KindCount{kindChurn: {}, kindStalled: {}, kindHalfClose: {}}}
 	return s, nil
 }
@@ -273,8 +275,9 @@ func (s *shortLived) stalled(ctx context.Context, w, seq int) error {
 	}
 	defer c.Close()
 	var burst []byte
-	for i := range stalledFrames {
-		burst = append(burst, frame(kindStalled, w, seq*stalledFrames+i, stalledFrameBody)...)
+	frames := max(s.burst/stalledFrameBody, 1)
+	for i := range frames {
+		burst = append(burst, frame(kindStalled, w, seq*frames+i, stalledFrameBody)...)
 	}
 	wrote := make(chan error, 1)
 	go func() {

@@ -21,6 +21,11 @@ const (
 	DefaultRate         = 2
 	DefaultLoops        = 2
 	DefaultStall        = 60 * time.Second
+	// DefaultStalledBurst fits in the kernel's socket buffers on Linux
+	// loopback (autotuned to megabytes): it tests that a stalled reader
+	// costs no more than its bytes, not the proxy's own queue, which a
+	// burst of several MiB fills.
+	DefaultStalledBurst = 256 << 10
 )
 
 // ChurnHost is the server address the short-lived sessions log in with:
@@ -42,6 +47,9 @@ type Config struct {
 	// short-lived ones (0: a tenth, a twentieth and a twentieth of
 	// Sessions), the rest steady players.
 	Sessions, Churn, Stalled, HalfClose int
+	// StalledBurst is what each stalled reader sends and then leaves
+	// unread for Hold, in bytes (rounded down to 8 KiB frames).
+	StalledBurst int
 	// Rate is the frames per second each steady player sends.
 	Rate int
 	// Hold is a short-lived session's cycle: how long a stalled reader
@@ -107,6 +115,7 @@ func (c *Config) defaults() error {
 	c.UpgradeAt = cmp.Or(c.UpgradeAt, c.Duration/2)
 	c.Hold = cmp.Or(c.Hold, DefaultHold)
 	c.Rate = cmp.Or(c.Rate, DefaultRate)
+	c.StalledBurst = cmp.Or(c.StalledBurst, DefaultStalledBurst)
 	c.Loops = cmp.Or(c.Loops, DefaultLoops)
 	c.Stall = cmp.Or(c.Stall, DefaultStall)
 	c.Churn = cmp.Or(c.Churn, c.Sessions/10)
@@ -138,6 +147,8 @@ func (c *Config) defaults() error {
 		return fmt.Errorf("sessions %d leave no steady player after %d churn, %d stalled and %d half-close", c.Sessions, c.Churn, c.Stalled, c.HalfClose)
 	case c.Hold < 100*time.Millisecond:
 		return fmt.Errorf("hold %s: want at least 100ms", c.Hold)
+	case c.StalledBurst < stalledFrameBody || c.StalledBurst > 64<<20:
+		return fmt.Errorf("stalled burst %d bytes: want %d..%d", c.StalledBurst, stalledFrameBody, 64<<20)
 	case c.Loops < 1:
 		return fmt.Errorf("loops %d: want at least 1", c.Loops)
 	}

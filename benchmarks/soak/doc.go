@@ -12,9 +12,11 @@
 //     PLAY frames on a fixed schedule; every reply is checked;
 //   - churn: workers that log in, echo one frame (timing the login and the
 //     echo: the latency figure), hold the session and leave;
-//   - stalled readers: sessions that send a 256 KiB burst and read nothing
-//     for a hold behind a 4 KiB receive buffer, so that the proxy queues
-//     it, then read all of it and check every byte;
+//   - stalled readers: sessions that send a burst (Config.StalledBurst)
+//     and read nothing for a hold behind a 4 KiB receive buffer, then read
+//     all of it and check every byte. The default 256 KiB stays in the
+//     kernel's socket buffers on Linux loopback; a burst of several MiB
+//     makes the proxy queue it (tidegate_buffer_queued_bytes);
 //   - half-closes: a frame, shutdown(SHUT_WR), then the echo and the end
 //     of the stream;
 //

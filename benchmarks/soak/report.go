@@ -23,6 +23,7 @@ type Params struct {
 	Stalled       int                  `json:"stalled"`
 	HalfClose     int                  `json:"half_close"`
 	Rate          int                  `json:"rate"`
+	StalledBurst  int                  `json:"stalled_burst"`
 	HoldS         float64              `json:"hold_s"`
 	ReloadEveryS  float64              `json:"reload_every_s"`
 	RestartEveryS float64              `json:"restart_every_s"`
@@ -33,7 +34,7 @@ type Params struct {
 
 func paramsOf(c Config) Params {
 	return Params{DurationS: c.Duration.Seconds(), IntervalS: c.Interval.Seconds(), WarmupS: c.Warmup.Seconds(),
-		Sessions: c.Sessions, Steady: c.steady(), Churn: c.Churn, Stalled: c.Stalled, HalfClose: c.HalfClose, Rate: c.Rate,
+		Sessions: c.Sessions, Steady: c.steady(), Churn: c.Churn, Stalled: c.Stalled, HalfClose: c.HalfClose, Rate: c.Rate, StalledBurst: c.StalledBurst,
 		HoldS: c.Hold.Seconds(), ReloadEveryS: c.ReloadEvery.Seconds(), RestartEveryS: c.RestartEvery.Seconds(),
 		UpgradeAtS: c.UpgradeAt.Seconds(), Loops: c.Loops, Tolerances: c.Tolerances}
 }
@@ -219,8 +220,8 @@ func Markdown(r *Result) (string, error) {
 	}
 	r.Meta.WriteHeader(&b, proxy, fmt.Sprintf("; descriptor limit %d soft / %d hard", r.FDLimit.Soft, r.FDLimit.Hard))
 	fmt.Fprintf(&b, "- load: %d steady players (a 60–200-byte PLAY frame %d times a second each, every echo checked), %d churn (log in, echo one frame, hold %gs, leave), "+
-		"%d stalled readers (a 256 KiB burst left unread for %gs behind a 4 KiB receive buffer, then read and checked), %d half-closes (a frame, shutdown(SHUT_WR), the echo and the end of the stream)\n",
-		p.Steady, p.Rate, p.Churn, p.HoldS/2, p.Stalled, p.HoldS, p.HalfClose)
+		"%d stalled readers (a %d KiB burst left unread for %gs behind a 4 KiB receive buffer, then read and checked), %d half-closes (a frame, shutdown(SHUT_WR), the echo and the end of the stream)\n",
+		p.Steady, p.Rate, p.Churn, p.HoldS/2, p.Stalled, p.StalledBurst>>10, p.HoldS, p.HalfClose)
 	fmt.Fprintf(&b, "- events: SIGHUP (the configuration rewritten) every %gs, the churn backend restarted every %gs, one SIGUSR2 at %gs; proxy: one Minecraft listener, %d loops, "+
 		"steady players routed to a backend never restarted, the rest to the churn backend (both `tidegate backend`)\n", p.ReloadEveryS, p.RestartEveryS, p.UpgradeAtS, p.Loops)
 	fmt.Fprintf(&b, "- sampled every %gs: RSS, descriptors and threads from /proc/PID, live heap, goroutines and %s from /metrics, the churn sessions' login and echo latencies\n", p.IntervalS, queuedMetric)

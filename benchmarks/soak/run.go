@@ -211,7 +211,7 @@ func (r *run) execute(ctx context.Context) {
 		r.fail("the proxy's metrics: %v", err)
 		return
 	}
-	if r.short, err = newShortLived(r.listen, cfg.Hold); err != nil {
+	if r.short, err = newShortLived(r.listen, cfg.Hold, cfg.StalledBurst); err != nil {
 		r.fail("%v", err)
 		return
 	}

@@ -22,7 +22,7 @@ func benchSoakCommand() *cli.Command {
 			"children on loopback: the steady players' address goes to one, never restarted; every other to the\n" +
 			"churn backend. For --duration, --sessions sessions at once: steady players (a small PLAY frame\n" +
 			"--rate times a second, every reply checked), and a tenth churn (log in, echo, hold, leave), a\n" +
-			"twentieth stalled readers (a 256 KiB burst left unread for --hold, then read and checked) and a\n" +
+			"twentieth stalled readers (a --stalled-burst left unread for --hold, then read and checked) and a\n" +
 			"twentieth half-closes (a frame, SHUT_WR, the echo, the end of the stream). SIGHUP every\n" +
 			"--reload-every (the configuration rewritten), the churn backend restarted every --restart-every,\n" +
 			"one SIGUSR2 at --upgrade-at. Every --interval: the proxy's RSS, descriptors and threads (/proc),\n" +
@@ -41,6 +41,7 @@ func benchSoakCommand() *cli.Command {
 			&cli.IntFlag{Name: "churn", Usage: "churn sessions among --sessions", DefaultText: "a tenth"},
 			&cli.IntFlag{Name: "stalled", Usage: "stalled readers among --sessions", DefaultText: "a twentieth"},
 			&cli.IntFlag{Name: "half-close", Usage: "half-closing sessions among --sessions", DefaultText: "a twentieth"},
+			&cli.IntFlag{Name: "stalled-burst", Value: soak.DefaultStalledBurst, Usage: "bytes each stalled reader sends and leaves unread (several MiB make the proxy queue them; the default stays in kernel buffers)"},
 			&cli.IntFlag{Name: "rate", Value: soak.DefaultRate, Usage: "frames a second each steady player sends"},
 			&cli.DurationFlag{Name: "hold", Value: soak.DefaultHold, Usage: "a short-lived session's cycle: a stalled reader's stall, a churn worker's period"},
 			&cli.DurationFlag{Name: "reload-every", Value: soak.DefaultReloadEvery, Usage: "how often SIGHUP is sent"},
@@ -62,7 +63,7 @@ func runBenchSoak(c *cli.Context) error {
 	cfg := soak.Config{
 		Executable: exe, Duration: c.Duration("duration"), Interval: c.Duration("interval"), Warmup: c.Duration("warmup"),
 		Sessions: c.Int("sessions"), Churn: c.Int("churn"), Stalled: c.Int("stalled"), HalfClose: c.Int("half-close"),
-		Rate: c.Int("rate"), Hold: c.Duration("hold"), ReloadEvery: c.Duration("reload-every"), RestartEvery: c.Duration("restart-every"),
+		Rate: c.Int("rate"), StalledBurst: c.Int("stalled-burst"), Hold: c.Duration("hold"), ReloadEvery: c.Duration("reload-every"), RestartEvery: c.Duration("restart-every"),
 		UpgradeAt: c.Duration("upgrade-at"), Loops: c.Int("loops"), Dir: c.String("log-dir"), Log: log,
 	}
 	started := time.Now().UTC()
