@@ -17,6 +17,7 @@ func benchSubcommands() []*cli.Command {
 		benchBudgetCommand(),
 		benchDrainCommand(),
 		benchUpgradeCommand(),
+		benchSoakCommand(),
 		benchCompareCommand(),
 	}
 }

@@ -51,10 +51,7 @@ func benchDrainCommand() *cli.Command {
 			&cli.IntFlag{Name: "noisy-retries", Value: drainload.DefaultNoisyRetries, Usage: "times a trial runs again when other programs were busier than twice --quiet-cpu during it"},
 			&cli.DurationFlag{Name: "stall-timeout", Value: drainload.DefaultStallTimeout, Usage: "bound on filling every connection, and on the wait for the server's gauge"},
 			&cli.DurationFlag{Name: "resume-timeout", Value: drainload.DefaultResumeTimeout, Usage: "bound on one connection's resumption"},
-			&cli.BoolFlag{Name: "json", Usage: "print the result as JSON instead of a table"},
-			&cli.StringFlag{Name: "out", Usage: "write DATE-drain-cost[-LABEL].md and its .json into `DIR`"},
-			&cli.StringFlag{Name: "label", Usage: "suffix of the results file name"},
-		}, logflags.Flags()...),
+		}, append(resultsFlags("drain-cost"), logflags.Flags()...)...),
 		Action: runBenchDrain,
 	}
 }
@@ -96,10 +93,7 @@ func runBenchDrain(c *cli.Context) error {
 		return runErr
 	}
 	res.Meta = runMeta(started)
-	if err := printResult(c, res, drainload.WriteJSON, drainload.WriteTable); err != nil {
-		return errors.Join(runErr, err)
-	}
-	if err := writeResultsFile(c, log, res, drainload.WriteReport); err != nil {
+	if err := printAndWrite(c, log, res, drainload.WriteJSON, drainload.WriteTable, drainload.WriteReport); err != nil {
 		return errors.Join(runErr, err)
 	}
 	if runErr != nil {

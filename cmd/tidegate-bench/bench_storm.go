@@ -141,10 +141,7 @@ func runBenchStorm(c *cli.Context) error {
 	}
 	runErr = errors.Join(runErr, stopEchoBackend(backend))
 	res.Meta = runMeta(started)
-	if err := printResult(c, res, storm.WriteJSON, storm.WriteTable); err != nil {
-		return err
-	}
-	if err := writeResultsFile(c, log, res, storm.WriteReport); err != nil {
+	if err := printAndWrite(c, log, res, storm.WriteJSON, storm.WriteTable, storm.WriteReport); err != nil {
 		return err
 	}
 	if runErr != nil {

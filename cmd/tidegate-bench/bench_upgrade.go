@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/tidegate/tidegate/internal/logflags"
 
-	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/upgradeload"
 )
 
@@ -54,24 +52,16 @@ func benchUpgradeCommand() *cli.Command {
 			&cli.IntFlag{Name: "noisy-retries", Value: upgradeload.DefaultNoisyRetries, Usage: "times a trial runs again when other programs used more than twice --quiet-cpu in one of its windows"},
 			&cli.DurationFlag{Name: "health-poll-during", Usage: "poll /healthz this often from the signal on", DefaultText: "only once the old process has exited, so that no connection reaches the listeners while they are handed over"},
 			&cli.StringFlag{Name: "log-dir", Usage: "keep each trial's proxy configuration and log in `DIR`/trial-N", DefaultText: "a new temporary directory, kept"},
-			&cli.BoolFlag{Name: "json", Usage: "print the result as JSON instead of a table"},
-			&cli.StringFlag{Name: "out", Usage: "write DATE-upgrade[-LABEL].md and its .json into `DIR`"},
-			&cli.StringFlag{Name: "label", Usage: "suffix of the results file name"},
-		}, logflags.Flags()...),
+		}, append(resultsFlags("upgrade"), logflags.Flags()...)...),
 		Action: runBenchUpgrade,
 	}
 }
 
 func runBenchUpgrade(c *cli.Context) error {
-	log, err := flagsOnly(c, "upgrade")
+	log, exe, ctx, stop, err := binaryBench(c, "upgrade")
 	if err != nil {
 		return err
 	}
-	exe, err := tidegateBinary(c)
-	if err != nil {
-		return err
-	}
-	ctx, stop := sessionContext(c)
 	defer stop()
 	cfg := upgradeload.Config{
 		Executable: exe, Sessions: c.Int("sessions"), Interval: c.Duration("interval"), Repeats: c.Int("repeats"),
@@ -85,10 +75,7 @@ func runBenchUpgrade(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	res.Meta = upgradeload.Meta{Meta: runMeta(started)}
-	if v, verr := harness.BinaryVersion(context.Background(), exe); verr == nil {
-		res.Meta.ProxyVersion = v
-	}
+	res.Meta = upgradeload.Meta{Meta: runMeta(started), ProxyVersion: proxyVersion(exe)}
 	tables := func(w io.Writer, r *upgradeload.Result) error {
 		if err := upgradeload.WriteTable(w, r); err != nil {
 			return err
@@ -96,10 +83,7 @@ func runBenchUpgrade(c *cli.Context) error {
 		fmt.Fprintln(w)
 		return upgradeload.WriteTrials(w, r)
 	}
-	if err := printResult(c, res, upgradeload.WriteJSON, tables); err != nil {
-		return err
-	}
-	if err := writeResultsFile(c, log, res, upgradeload.WriteReport); err != nil {
+	if err := printAndWrite(c, log, res, upgradeload.WriteJSON, tables, upgradeload.WriteReport); err != nil {
 		return err
 	}
 	if !res.OK {

@@ -268,6 +268,51 @@ func writeResultsFile[R any](c *cli.Context, log zerolog.Logger, res R, write fu
 	return nil
 }
 
+// resultsFlags are --json, --out and --label, which printAndWrite reads,
+// for a benchmark whose results file is DATE-kind[-LABEL].md.
+func resultsFlags(kind string) []cli.Flag {
+	return []cli.Flag{
+		&cli.BoolFlag{Name: "json", Usage: "print the result as JSON instead of a table"},
+		&cli.StringFlag{Name: "out", Usage: "write DATE-" + kind + "[-LABEL].md and its .json into `DIR`"},
+		&cli.StringFlag{Name: "label", Usage: "suffix of the results file name"},
+	}
+}
+
+// binaryBench is what a benchmark that starts the tidegate binary starts
+// with: its logger (flags only, no arguments), the binary (tidegateBinary)
+// and a context that SIGINT and SIGTERM cancel.
+func binaryBench(c *cli.Context, name string) (zerolog.Logger, string, context.Context, context.CancelFunc, error) {
+	log, err := flagsOnly(c, name)
+	if err != nil {
+		return log, "", nil, nil, err
+	}
+	exe, err := tidegateBinary(c)
+	if err != nil {
+		return log, "", nil, nil, err
+	}
+	ctx, stop := sessionContext(c)
+	return log, exe, ctx, stop, nil
+}
+
+// printAndWrite prints res (printResult) and writes its results file
+// (writeResultsFile): what every benchmark with a report does with it.
+func printAndWrite[R any](c *cli.Context, log zerolog.Logger, res R, asJSON, table func(io.Writer, R) error, write func(dir, label string, r R) (string, error)) error {
+	if err := printResult(c, res, asJSON, table); err != nil {
+		return err
+	}
+	return writeResultsFile(c, log, res, write)
+}
+
+// proxyVersion returns what the tidegate binary exe prints as its
+// version, or "" when it says nothing (the report then leaves it out).
+func proxyVersion(exe string) string {
+	v, err := harness.BinaryVersion(context.Background(), exe)
+	if err != nil {
+		return ""
+	}
+	return v
+}
+
 // failedExit is the exit, status 1, of a benchmark (what) whose run had
 // failures: it counts and lists them.
 func failedExit(what string, failures []string) error {

@@ -1,0 +1,325 @@
+package soak
+
+// This file holds the soak's short-lived sessions, each kind a loop per
+// worker until the run ends: churn (log in, echo one frame, hold, leave),
+// stalled readers (send a burst, read nothing for a while, then read and
+// check it all) and half-closes (send a frame, shut the write side, read
+// the echo to the end of the stream). Every byte that comes back is
+// checked against what was sent.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/tidegate/tidegate/benchmarks/harness"
+	"github.com/tidegate/tidegate/benchmarks/mcclient"
+	"github.com/tidegate/tidegate/protocol/mc"
+)
+
+// Kinds of short-lived session.
+const (
+	kindChurn     = "churn"
+	kindStalled   = "stalled"
+	kindHalfClose = "half-close"
+)
+
+// Sizes of the short-lived sessions' frames.
+const (
+	churnFrameBody   = 200
+	stalledFrameBody = 8 << 10
+	// stalledReadBuffer is a stalled reader's SO_RCVBUF: small, so that
+	// what it does not read queues in the proxy rather than in its socket.
+	stalledReadBuffer = 4 << 10
+	// loginTimeout bounds a short-lived session's connect and login.
+	loginTimeout = 10 * time.Second
+	// maxFailureSamples is how many failure messages a run keeps.
+	maxFailureSamples = 20
+)
+
+// KindCount is what one kind of short-lived session did.
+type KindCount struct {
+	// Done went through to the end with every byte right; Cut ended early
+	// while a backend restart was under way (expected); Failed went wrong
+	// otherwise.
+	Done   int64 `json:"done"`
+	Cut    int64 `json:"cut"`
+	Failed int64 `json:"failed"`
+}
+
+// shortLived runs the short-lived sessions and counts what they did.
+type shortLived struct {
+	addr string
+	host string
+	port uint16
+	hold time.Duration
+	// burst is what each stalled reader sends, in frames of
+	// stalledFrameBody bytes.
+	burst int
+	// leak keeps every churn connection open instead of closing it: a
+	// leak on purpose, which the soak must notice (tests only).
+	leak bool
+
+	// restart is odd while the churn backend is being restarted, and
+	// counts the restarts' starts and ends: a session that saw it change,
+	// or saw it odd, was cut by a restart.
+	restart atomic.Int64
+	// zero is when the load started, for the failures' times.
+	zero atomic.Pointer[time.Time]
+
+	mu       sync.Mutex
+	counts   map[string]*KindCount
+	failures []string
+	lat      *hdrhistogram.Histogram // churn logins and echoes since the last sample
+	leaked   []net.Conn
+}
+
+func newShortLived(addr string, hold time.Duration, burst int) (*shortLived, error) {
+	_, port, err := mcclient.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	s := &shortLived{addr: addr, host: ChurnHost, port: port, hold: hold, burst: burst, lat: harness.NewLatencyHistogram(),
+		counts: map[string]*KindCount{kindChurn: {}, kindStalled: {}, kindHalfClose: {}}}
+	return s, nil
+}
+
+// run starts n workers of kind, which loop until ctx ends; wg tracks them.
+func (s *shortLived) run(ctx context.Context, wg *sync.WaitGroup, kind string, n int) {
+	for w := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Spread the workers' first sessions over one hold.
+			if harness.Sleep(ctx, s.hold*time.Duration(w)/time.Duration(max(n, 1))) != nil {
+				return
+			}
+			for seq := 0; ctx.Err() == nil; seq++ {
+				started := time.Now()
+				epoch := s.restart.Load()
+				startedAt := s.clock()
+				var err error
+				switch kind {
+				case kindChurn:
+					err = s.churn(ctx, w, seq)
+				case kindStalled:
+					err = s.stalled(ctx, w, seq)
+				case kindHalfClose:
+					err = s.halfClose(ctx, w, seq)
+				}
+				s.count(ctx, kind, epoch, startedAt, err)
+				// One session a hold per worker at most, however fast it went.
+				if harness.Sleep(ctx, s.hold-time.Since(started)) != nil {
+					return
+				}
+			}
+		}()
+	}
+}
+
+// clock returns the time since the load started, in seconds.
+func (s *shortLived) clock() float64 {
+	if z := s.zero.Load(); z != nil {
+		return time.Since(*z).Seconds()
+	}
+	return 0
+}
+
+// count counts one session of kind that started in restart epoch, at
+// startedAt (s since the load started).
+func (s *shortLived) count(ctx context.Context, kind string, epoch int64, startedAt float64, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.counts[kind]
+	switch {
+	case err == nil:
+		c.Done++
+	case epoch%2 == 1 || s.restart.Load() != epoch:
+		c.Cut++
+	case ctx.Err() != nil:
+		// The run ended under it: neither done nor failed.
+	default:
+		c.Failed++
+		if len(s.failures) < maxFailureSamples {
+			s.failures = append(s.failures, fmt.Sprintf("%s session started at %.1fs, failed at %.1fs: %v", kind, startedAt, s.clock(), err))
+		}
+	}
+}
+
+// snapshot returns the counts and failure samples so far.
+func (s *shortLived) snapshot() (map[string]KindCount, []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]KindCount, len(s.counts))
+	for k, c := range s.counts {
+		out[k] = *c
+	}
+	return out, append([]string(nil), s.failures...)
+}
+
+// takeLatency returns the churn latencies recorded since the last call.
+func (s *shortLived) takeLatency() *hdrhistogram.Histogram {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h := s.lat
+	s.lat = harness.NewLatencyHistogram()
+	return h
+}
+
+func (s *shortLived) record(d time.Duration) {
+	s.mu.Lock()
+	_ = s.lat.RecordValue(max(int64(d), harness.LatencyLowest))
+	s.mu.Unlock()
+}
+
+// closeLeaked closes what the leak knob kept open.
+func (s *shortLived) closeLeaked() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.leaked {
+		c.Close()
+	}
+	s.leaked = nil
+}
+
+// frame returns a PLAY frame of body bytes (packet ID included) unique to
+// kind's worker w and its session seq.
+func frame(kind string, w, seq, body int) []byte {
+	data := fmt.Appendf(nil, "%s %d %d ", kind, w, seq)
+	pattern := mcclient.FillerPattern(body)
+	off := (w*31 + seq) % mcclient.PatternPeriod
+	data = append(data, pattern[off:off+max(body-1-len(data), 0)]...)
+	return mc.AppendPacket(nil, mcclient.PlayPacketID, data)
+}
+
+// login dials the proxy (with dialer d; nil for a plain one) and logs in
+// as name within timeout.
+func (s *shortLived) login(ctx context.Context, d *net.Dialer, name string, timeout time.Duration) (net.Conn, []byte, error) {
+	if d == nil {
+		d = &net.Dialer{Timeout: timeout}
+	}
+	nc, err := d.DialContext(ctx, "tcp", s.addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connecting to %s: %w", s.addr, err)
+	}
+	left, err := mcclient.Login(nc, s.host, s.port, name, nil, time.Now().Add(timeout))
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	return nc, left, nil
+}
+
+// expect reads len(want) bytes after left from c, within timeout, and
+// checks them against want.
+func expect(c net.Conn, left, want []byte, timeout time.Duration) error {
+	got := make([]byte, len(want))
+	n := copy(got, left)
+	if len(left) > len(want) {
+		return fmt.Errorf("%d bytes came where %d were due", len(left), len(want))
+	}
+	_ = c.SetReadDeadline(time.Now().Add(timeout))
+	if _, err := io.ReadFull(c, got[n:]); err != nil {
+		return fmt.Errorf("reading the echo (%d of %d bytes): %w", n, len(want), err)
+	}
+	if !bytes.Equal(got, want) {
+		i := mcclient.FirstDifference(got, want)
+		return fmt.Errorf("echo of %d bytes differs from what was sent at byte %d", len(want), i)
+	}
+	return nil
+}
+
+// churn logs in, echoes one frame (timing the login and the echo), holds
+// the session a while and leaves.
+func (s *shortLived) churn(ctx context.Context, w, seq int) error {
+	start := time.Now()
+	c, left, err := s.login(ctx, nil, fmt.Sprintf("c%d_%d", w, seq%1000), loginTimeout)
+	if err != nil {
+		return err
+	}
+	if s.leak {
+		s.mu.Lock()
+		s.leaked = append(s.leaked, c)
+		s.mu.Unlock()
+	} else {
+		defer c.Close()
+	}
+	s.record(time.Since(start))
+	f := frame(kindChurn, w, seq, churnFrameBody)
+	sent := time.Now()
+	if _, err := c.Write(f); err != nil {
+		return fmt.Errorf("writing: %w", err)
+	}
+	if err := expect(c, left, f, 10*time.Second); err != nil {
+		return err
+	}
+	s.record(time.Since(sent))
+	// Hold the session for part of the hold; the rest the worker sleeps.
+	return harness.Sleep(ctx, s.hold/2)
+}
+
+// stalled sends a burst it does not read for a hold, then reads it all.
+func (s *shortLived) stalled(ctx context.Context, w, seq int) error {
+	d := &net.Dialer{Timeout: 5 * time.Second, Control: smallReadBuffer}
+	c, left, err := s.login(ctx, d, fmt.Sprintf("s%d_%d", w, seq%1000), loginTimeout)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	var burst []byte
+	frames := max(s.burst/stalledFrameBody, 1)
+	for i := range frames {
+		burst = append(burst, frame(kindStalled, w, seq*frames+i, stalledFrameBody)...)
+	}
+	wrote := make(chan error, 1)
+	go func() {
+		_ = c.SetWriteDeadline(time.Now().Add(s.hold + 30*time.Second))
+		_, err := c.Write(burst)
+		wrote <- err
+	}()
+	if err := harness.Sleep(ctx, s.hold); err != nil {
+		return err
+	}
+	err = expect(c, left, burst, 30*time.Second)
+	if werr := <-wrote; werr != nil {
+		err = errors.Join(fmt.Errorf("writing the burst: %w", werr), err)
+	}
+	return err
+}
+
+// halfClose sends a frame, shuts its write side and reads the echo and
+// then the end of the stream.
+func (s *shortLived) halfClose(ctx context.Context, w, seq int) error {
+	c, left, err := s.login(ctx, nil, fmt.Sprintf("h%d_%d", w, seq%1000), loginTimeout)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	f := frame(kindHalfClose, w, seq, churnFrameBody)
+	if _, err := c.Write(f); err != nil {
+		return fmt.Errorf("writing: %w", err)
+	}
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		return fmt.Errorf("connection %T is not TCP", c)
+	}
+	if err := tc.CloseWrite(); err != nil {
+		return fmt.Errorf("shutting the write side: %w", err)
+	}
+	if err := expect(c, left, f, 10*time.Second); err != nil {
+		return err
+	}
+	var one [1]byte
+	if n, err := c.Read(one[:]); n > 0 || !errors.Is(err, io.EOF) {
+		return fmt.Errorf("after the echo, want the end of the stream; got %d bytes, %v", n, err)
+	}
+	return nil
+}

@@ -1,0 +1,128 @@
+package soak
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/tidegate/tidegate/benchmarks/gometrics"
+	"github.com/tidegate/tidegate/benchmarks/procstat"
+)
+
+// Sample is the proxy as seen at one moment of the run.
+type Sample struct {
+	// At is the time since the load started, in seconds; Segment is 0
+	// before the live upgrade and 1 after it (another process); PID is the
+	// proxy's process.
+	At      float64 `json:"t_s"`
+	Segment int     `json:"segment"`
+	PID     int     `json:"pid"`
+	// From /proc/PID: RSS, open descriptors and OS threads.
+	RSSBytes int64 `json:"rss_bytes"`
+	FDs      int   `json:"fds"`
+	Threads  int   `json:"threads"`
+	// From /metrics: the live heap (go_gc_heap_live_bytes, or
+	// go_memstats_heap_alloc_bytes where it is missing), goroutines and
+	// the bytes queued for output (tidegate_buffer_queued_bytes).
+	HeapLiveBytes float64 `json:"heap_live_bytes"`
+	Goroutines    int     `json:"goroutines"`
+	QueuedBytes   float64 `json:"queued_bytes"`
+	// The churn sessions' logins and echoes since the previous sample:
+	// their count and the median and 99th percentile, in ms.
+	Latencies    int64   `json:"latencies"`
+	LatencyP50Ms float64 `json:"latency_p50_ms"`
+	LatencyP99Ms float64 `json:"latency_p99_ms"`
+	// Error says why the sample is incomplete (the process was handing
+	// over); such a sample is left out of the slope test.
+	Error string `json:"error,omitempty"`
+}
+
+// value returns the sample's figure.
+func (s Sample) value(figure string) float64 {
+	switch figure {
+	case FigureRSS:
+		return float64(s.RSSBytes)
+	case FigureHeap:
+		return s.HeapLiveBytes
+	case FigureFDs:
+		return float64(s.FDs)
+	case FigureGoroutines:
+		return float64(s.Goroutines)
+	case FigureThreads:
+		return float64(s.Threads)
+	case FigureQueued:
+		return s.QueuedBytes
+	case FigureLatency:
+		return s.LatencyP99Ms
+	}
+	panic("soak: unknown figure " + figure)
+}
+
+// heapFigures are the metrics a live heap is read from, the first found.
+var heapFigures = []string{"go_gc_heap_live_bytes", "go_memstats_heap_alloc_bytes"}
+
+// queuedMetric is summed over its labels.
+const queuedMetric = "tidegate_buffer_queued_bytes"
+
+// readProxy fills s's figures of the proxy pid from /proc and its metrics.
+func readProxy(ctx context.Context, m *gometrics.Client, pid int, s *Sample) error {
+	s.PID = pid
+	p, err := procstat.Read([]int{pid})
+	if err != nil {
+		return err
+	}
+	s.RSSBytes, s.FDs, s.Threads = p.RSSBytes, p.FDs, p.Threads
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	v, err := m.Scrape(ctx)
+	if err != nil {
+		return err
+	}
+	heap := false
+	for _, k := range heapFigures {
+		if x, ok := v[k]; ok {
+			s.HeapLiveBytes, heap = x, true
+			break
+		}
+	}
+	g, ok := v["go_goroutines"]
+	if !heap || !ok {
+		return fmt.Errorf("%s/metrics lacks go_goroutines or all of %v", m.Base, heapFigures)
+	}
+	s.Goroutines = int(g)
+	found := false
+	for k, x := range v {
+		if k == queuedMetric || strings.HasPrefix(k, queuedMetric+"{") {
+			s.QueuedBytes += x
+			found = true
+		}
+	}
+	if !found {
+		return fmt.Errorf("%s/metrics lacks %s", m.Base, queuedMetric)
+	}
+	return nil
+}
+
+// newMetricsClient reads the proxy's metrics address without keep-alive:
+// a connection to the old process must not be reused after the upgrade.
+func newMetricsClient(addr string) *gometrics.Client {
+	m := gometrics.New(addr)
+	m.HTTP = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	return m
+}
+
+// healthPID reads the pid GET /healthz names.
+func healthPID(ctx context.Context, m *gometrics.Client) (int, error) {
+	var body struct {
+		PID int `json:"pid"`
+	}
+	err := m.Get(ctx, "/healthz", func(r io.Reader) error { return json.NewDecoder(r).Decode(&body) })
+	if err == nil && body.PID == 0 {
+		err = fmt.Errorf("%s/healthz names no pid", m.Base)
+	}
+	return body.PID, err
+}
