@@ -87,7 +87,7 @@ func (u *Upgrader) Upgrade() (bool, error) {
 	case <-time.After(upgradeReadyTimeout):
 		return fail(fmt.Errorf("upgrade: the new process (pid %d) was not ready within %s", cmd.Process.Pid, upgradeReadyTimeout))
 	}
-	return u.handOver(hc, cmd.Process.Pid, exited, r.Acks)
+	return u.handOver(hc, cmd.Process.Pid, exited, proxy.HandOverOptions{Stall: u.HandoverStall, Acked: r.Acks, AckEach: r.AcksEach})
 }
 
 // sendListeners sends the proxy's listening sockets and the metrics one,
@@ -118,7 +118,7 @@ func (u *Upgrader) sendListeners(hc *handoverwire.Conn) error {
 
 // handOver hands the sessions over to the new process pid, which serves,
 // and reports whether it took over; exited gets its end.
-func (u *Upgrader) handOver(hc *handoverwire.Conn, pid int, exited <-chan error, acked bool) (bool, error) {
+func (u *Upgrader) handOver(hc *handoverwire.Conn, pid int, exited <-chan error, opt proxy.HandOverOptions) (bool, error) {
 	p, notify := u.Proxy, u.Process.notify
 	u.Log.Info().Int("new_pid", pid).Msg("upgrade: the new process serves; handing over the sessions")
 	notify.State(u.Log, fmt.Sprintf("MAINPID=%d\nSTATUS=upgraded: pid %d took over", pid, pid))
@@ -142,7 +142,7 @@ func (u *Upgrader) handOver(hc *handoverwire.Conn, pid int, exited <-chan error,
 	// No deadline while sessions move: one cut at a deadline is what a live
 	// upgrade is there to avoid. Only a hand-over that stops moving ends.
 	start := time.Now()
-	n, err := p.HandOver(ctx, hc, proxy.HandOverOptions{Stall: u.HandoverStall, Acked: acked})
+	n, err := p.HandOver(ctx, hc, opt)
 	st := p.Stats()
 	if err != nil {
 		// A new process that died shows first as the end of the hand-over

@@ -56,6 +56,9 @@ type Proxy struct {
 
 	sentMu      sync.Mutex
 	sentTickets []*cluster.Ticket // of the sessions a hand-over sent (HandOverLost)
+	// ackReaderDone is closed when the last hand-over's acknowledgements
+	// end (HandOverLost waits for it).
+	ackReaderDone chan struct{}
 }
 
 // loopState is what the proxy keeps per loop: counters, random state,

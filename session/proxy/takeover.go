@@ -28,30 +28,29 @@ func (p *Proxy) TakeOver(hc *handoverwire.Conn) (int, error) {
 	// Each adoption waits for a loop to register both sockets, and the loops
 	// are busy relaying the sessions already here: a few run at once.
 	type msg struct {
+		place int64 // in the order sent, from 0
 		data  []byte
 		files []*os.File
 	}
 	work := make(chan msg)
-	var n, handled atomic.Int64
-	acks := make(chan struct{}, 1)
-	ackDone := make(chan struct{})
-	go func() {
-		defer close(ackDone)
-		var sent int64
-		for range acks {
-			if h := handled.Load(); h > sent {
-				data, _ := json.Marshal(handoverAck{Handled: h})
-				if hc.Send(data) != nil {
-					return // the old process is gone; it needs no more
-				}
-				sent = h
-			}
+	var n atomic.Int64
+	var ackMu sync.Mutex
+	var handled int64
+	ackFailed := false
+	// ack tells the old process what became of the session at place. It is
+	// written before the session's sockets are used here: the old process
+	// keeps its copies until then, and takes back a session this process
+	// did not adopt, or never acknowledged when this one goes away.
+	ack := func(place int64, adopted bool) {
+		ackMu.Lock()
+		defer ackMu.Unlock()
+		handled++
+		if ackFailed {
+			return
 		}
-	}()
-	ack := func() {
-		select {
-		case acks <- struct{}{}:
-		default:
+		data, _ := json.Marshal(handoverAck{Handled: handled, Place: &place, Adopted: adopted})
+		if hc.Send(data) != nil {
+			ackFailed = true // the old process is gone; it needs no more
 		}
 	}
 	var wg sync.WaitGroup
@@ -63,18 +62,21 @@ func (p *Proxy) TakeOver(hc *handoverwire.Conn) (int, error) {
 				if testHookTakeOverAdopt != nil {
 					testHookTakeOverAdopt()
 				}
-				if err := p.adopt(m.data, m.files); err != nil {
-					p.log.Error().Err(err).Msg("take-over: a session could not be adopted and is lost")
+				err := p.adopt(m.data, m.files, func() { ack(m.place, true) }, false)
+				if testHookTakeOverAdopted != nil {
+					testHookTakeOverAdopted(err)
+				}
+				if err != nil {
+					p.log.Error().Err(err).Msg("take-over: a session could not be adopted; the old process takes it back if it can")
+					ack(m.place, false)
 				} else {
 					n.Add(1)
 				}
-				handled.Add(1)
-				ack()
 			}
 		}()
 	}
 	var rerr error
-	for {
+	for place := int64(0); ; place++ {
 		data, files, err := hc.Recv()
 		if err != nil {
 			if !errors.Is(err, net.ErrClosed) && !errors.Is(err, io.EOF) {
@@ -82,13 +84,10 @@ func (p *Proxy) TakeOver(hc *handoverwire.Conn) (int, error) {
 			}
 			break
 		}
-		work <- msg{data, files}
+		work <- msg{place, data, files}
 	}
 	close(work)
 	wg.Wait()
-	acks <- struct{}{} // the last count, if it is not on its way yet
-	close(acks)
-	<-ackDone
 	if rerr != nil {
 		return int(n.Load()), fmt.Errorf("proxy: take-over after %d sessions: %w", n.Load(), rerr)
 	}
@@ -99,12 +98,19 @@ func (p *Proxy) TakeOver(hc *handoverwire.Conn) (int, error) {
 // session is adopted: a seam for faults while a session is on its way.
 var testHookTakeOverAdopt func()
 
+// testHookTakeOverAdopted, when a test sets it, runs in TakeOver after each
+// adoption, with its error, before it is acknowledged when it failed.
+var testHookTakeOverAdopted func(error)
+
 // takeOverWorkers is how many sessions TakeOver adopts at once: each waits
 // for a round of its loop, so they overlap.
 const takeOverWorkers = 256
 
-// adopt registers one handed-over session.
-func (p *Proxy) adopt(data []byte, files []*os.File) error {
+// adopt registers one handed-over session. Both sockets are registered
+// paused; once both are, tell (if set) runs and then the session relays,
+// so that nothing is read from or written to them before tell. keep marks
+// it as taken back by the running hand-over.
+func (p *Proxy) adopt(data []byte, files []*os.File, tell func(), keep bool) error {
 	defer func() {
 		for _, f := range files {
 			f.Close()
@@ -133,6 +139,7 @@ func (p *Proxy) adopt(data []byte, files []*os.File) error {
 		pre: &preRelay{adoptIn: [2][]byte{st.ClientIn, st.BackendIn}, adoptOut: [2][]byte{st.ToClient, st.ToBackend},
 			adoptTk: st.Cluster}}
 	s.timer.F = s.onTimer
+	s.keptHere = keep
 	if ap, err := netip.ParseAddrPort(st.Remote); err == nil {
 		s.pp = &proxied{src: ap}
 	}
@@ -148,8 +155,15 @@ func (p *Proxy) adopt(data []byte, files []*os.File) error {
 	if s.target == nil { // no longer configured: counted on its own
 		s.target = &backend{addr: st.Backend, group: s.group, backendHealth: &backendHealth{}}
 	}
-	_, _, err = p.rs.AdoptPair(cn, bn, (*clientHandler)(p), &p.backendSide, s, st.Listener, -1)
-	return err
+	c, _, err := p.rs.AdoptPair(cn, bn, (*clientHandler)(p), &p.backendSide, s, st.Listener, -1)
+	if err != nil {
+		return err
+	}
+	if tell != nil {
+		tell()
+	}
+	_ = c.Loop().Execute(s.goAhead) // fails only when the loops stop, which closes the session
+	return nil
 }
 
 // adoptedClient is clientHandler.OnOpen for a handed-over session. Its two
@@ -157,6 +171,21 @@ func (p *Proxy) adopt(data []byte, files []*os.File) error {
 func (s *session) adoptedClient(c *reactor.Conn) {
 	s.client = c
 	s.p.admitAdopted(s.gen, s.ip)
+	s.p.loopOf(c).counters.active.Add(1)
+	c.PauseRead() // until goAhead
+}
+
+// adoptedBackend is backendHandler.OnOpen for a handed-over session.
+func (s *session) adoptedBackend(bc *reactor.Conn) {
+	s.backend = bc
+	bc.PauseRead() // until goAhead
+}
+
+// goAhead, on the session's loop once both of its sockets are registered
+// and the other process knows (adopt), takes its ticket and lets it relay.
+// A session that ended meanwhile leaves the network's state here: this
+// process answered for it.
+func (s *session) goAhead() {
 	if tk := s.pre.adoptTk; tk != nil && s.p.cluster != nil {
 		if sess, err := cluster.ParseRecord(tk.Record); err == nil {
 			s.ticket = s.p.cluster.Adopt(tk.Token, sess, s)
@@ -165,28 +194,19 @@ func (s *session) adoptedClient(c *reactor.Conn) {
 		}
 		s.pre.adoptTk = nil
 	}
-	s.p.loopOf(c).counters.active.Add(1)
-	c.PauseRead()
-	switch {
-	case s.state == stDone: // the backend socket ended before this one opened
-		s.flushAdopted(c, 0)
-		c.Close()
-	case s.backend != nil:
-		s.resumeAdopted()
+	if s.state != stAdopting {
+		// One socket ended before the other opened: the one left gets what
+		// the old process left for it, and closes.
+		for side, c := range []*reactor.Conn{s.client, s.backend} {
+			if c != nil && !c.Closing() {
+				s.flushAdopted(c, side)
+				c.Close()
+			}
+		}
+		s.releaseTicket()
+		return
 	}
-}
-
-// adoptedBackend is backendHandler.OnOpen for a handed-over session.
-func (s *session) adoptedBackend(bc *reactor.Conn) {
-	s.backend = bc
-	bc.PauseRead()
-	switch {
-	case s.state == stDone: // the client left before this socket opened
-		s.flushAdopted(bc, 1)
-		bc.Close()
-	case s.client != nil:
-		s.resumeAdopted()
-	}
+	s.resumeAdopted()
 }
 
 // flushAdopted writes what the old process left for one side of a session

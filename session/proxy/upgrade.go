@@ -54,6 +54,12 @@ type handoverState struct {
 // handled (adopted or lost) so far.
 type handoverAck struct {
 	Handled int64 `json:"handled"`
+	// Place, when set, names the one session this acknowledges by its
+	// place in the order sent (from 0), and Adopted says whether it was
+	// adopted; it is written before the session's sockets are touched
+	// (handoverheld.go). Older processes send counts only.
+	Place   *int64 `json:"place,omitempty"`
+	Adopted bool   `json:"adopted,omitempty"`
 }
 
 // handoverCluster is a session's cluster ticket as it travels.
@@ -114,6 +120,12 @@ type HandOverOptions struct {
 	// (TakeOver does): at most handoverWindow are then on their way at
 	// once. Without it, only this side's send queue bounds them.
 	Acked bool
+	// AckEach says the other process also acknowledges each session by
+	// its place before it touches it (TakeOver does): this process then
+	// keeps its copies of a session's sockets until that acknowledgement,
+	// and takes back what the other did not adopt (handoverheld.go). It
+	// needs Acked.
+	AckEach bool
 }
 
 // handed is one detached session on its way to the sender.
@@ -139,6 +151,11 @@ func (p *Proxy) HandOver(ctx context.Context, hc *handoverwire.Conn, opt HandOve
 		// on: stopping here must not take them out of the network.
 		p.cluster.KeepKeysOnStop(true)
 	}
+	p.clearKeptHere()
+	var held *heldSessions
+	if opt.Acked && opt.AckEach {
+		held = newHeldSessions()
+	}
 	out := make(chan handed, handoverWindow)
 	sent := make(chan error, 1)
 	sendFailed := make(chan struct{})
@@ -146,35 +163,32 @@ func (p *Proxy) HandOver(ctx context.Context, hc *handoverwire.Conn, opt HandOve
 	go func() {
 		var err error
 		for h := range out {
-			if err == nil {
-				// A new process that stops reading must not hold the
-				// sender, and with it the hand-over, for good.
-				_ = hc.SetWriteDeadline(time.Now().Add(stall))
-				if err = hc.Send(h.state, h.client, h.backend); err != nil {
-					close(sendFailed)
-				}
-			}
 			if err != nil {
 				// Not sent: this process takes the session back, as the new
-				// one would have (adopt closes the files).
-				aerr := p.adopt(h.state, []*os.File{h.client, h.backend})
-				reactor.HoldFDs(-fdsPerHandedSession)
-				if aerr != nil {
-					p.log.Error().Err(aerr).Msg("hand-over: a session that could not be sent could not be taken back either; it is lost")
-				} else {
-					p.handedOver.Add(-1)
-					takenBack.Add(1)
-				}
+				// one would have.
+				p.settle(h, takeBackHere, &takenBack)
 				continue
 			}
-			if h.ticket != nil {
-				p.sentMu.Lock()
-				p.sentTickets = append(p.sentTickets, h.ticket)
-				p.sentMu.Unlock()
+			place := int64(-1)
+			if held != nil {
+				place = held.sending(h)
 			}
-			h.client.Close()
-			h.backend.Close()
-			reactor.HoldFDs(-fdsPerHandedSession)
+			// A new process that stops reading must not hold the
+			// sender, and with it the hand-over, for good.
+			_ = hc.SetWriteDeadline(time.Now().Add(stall))
+			if err = hc.Send(h.state, h.client, h.backend); err != nil {
+				close(sendFailed)
+			}
+			switch {
+			case held != nil:
+				if h, v := held.sent(place, err == nil); v != stillHeld {
+					p.settle(h, v, &takenBack)
+				}
+			case err != nil:
+				p.settle(h, takeBackHere, &takenBack)
+			default:
+				p.letGo(h)
+			}
 		}
 		sent <- err
 	}()
@@ -182,7 +196,14 @@ func (p *Proxy) HandOver(ctx context.Context, hc *handoverwire.Conn, opt HandOve
 	ackc := make(chan struct{}, 1)
 	acksDone := make(chan error, 1)
 	if opt.Acked {
-		go readAcks(hc, &acked, ackc, acksDone)
+		readerDone := make(chan struct{})
+		p.sentMu.Lock()
+		p.ackReaderDone = readerDone
+		p.sentMu.Unlock()
+		go func() {
+			defer close(readerDone)
+			p.readAcks(hc, &acked, ackc, acksDone, held, &takenBack)
+		}()
 	}
 	loops := p.rs.Loops()
 	done := make(chan int, len(loops))
@@ -273,8 +294,13 @@ func (p *Proxy) HandOver(ctx context.Context, hc *handoverwire.Conn, opt HandOve
 		case <-ctx.Done():
 		}
 		if h := acked.Load(); h < int64(n) {
-			return n, fmt.Errorf("proxy: hand-over: the new process acknowledged %d of %d sessions", h, n)
+			return n - int(takenBack.Load()), fmt.Errorf("proxy: hand-over: the new process acknowledged %d of %d sessions", h, n)
 		}
+	}
+	if tb := takenBack.Load(); tb > 0 {
+		// The new process did not adopt these, and they came back: they
+		// stay here, relaying, and this process goes on serving them.
+		return n - int(tb), fmt.Errorf("proxy: hand-over: the new process did not adopt %d sessions; they were taken back", tb)
 	}
 	return n, nil
 }
@@ -300,19 +326,34 @@ func loopQuota(room, loops, i int) int {
 }
 
 // readAcks records the other process's acknowledgements in acked, waking
-// ackc at each, until hc ends.
-func readAcks(hc *handoverwire.Conn, acked *atomic.Int64, ackc chan<- struct{}, done chan<- error) {
+// ackc at each, until hc ends; with held, it settles the session each one
+// names, and the rest at the end.
+func (p *Proxy) readAcks(hc *handoverwire.Conn, acked *atomic.Int64, ackc chan<- struct{}, done chan<- error, held *heldSessions, takenBack *atomic.Int64) {
 	for {
 		data, files, err := hc.Recv()
 		for _, f := range files {
 			f.Close()
 		}
 		if err != nil {
+			if held != nil {
+				v := endVerdict(err)
+				for _, h := range held.end(v) {
+					p.settle(h, v, takenBack)
+				}
+			}
 			done <- err
 			return
 		}
 		var a handoverAck
-		if json.Unmarshal(data, &a) == nil && a.Handled > acked.Load() {
+		if json.Unmarshal(data, &a) != nil {
+			continue
+		}
+		if held != nil && a.Place != nil {
+			if h, v := held.acked(*a.Place, a.Adopted); v != stillHeld {
+				p.settle(h, v, takenBack)
+			}
+		}
+		if a.Handled > acked.Load() {
 			acked.Store(a.Handled)
 			select {
 			case ackc <- struct{}{}:
@@ -328,7 +369,7 @@ func (p *Proxy) handOverOnLoop(l *reactor.Loop, out chan<- handed, quota int) in
 	n := 0
 	l.EachConn(func(c *reactor.Conn) {
 		s, ok := c.Value.(*session)
-		if n >= quota || !ok || s.client != c {
+		if n >= quota || !ok || s.client != c || s.keptHere {
 			return
 		}
 		if s.state != stRelay || s.clientEOF || s.backendEOF || s.backend == nil || !s.backend.Opened() || c.Closing() || s.backend.Closing() {
@@ -386,7 +427,21 @@ func (s *session) detach() (handed, bool) {
 // are released here (this process's heartbeat would otherwise keep them
 // published, and their players would be refused as duplicates), and the
 // proxy's keys are removed again when it stops.
+//
+// With HandOverOptions.AckEach it first waits (at most handOverLostWait)
+// for the acknowledgements to end, which takes back the sessions the new
+// process never touched.
 func (p *Proxy) HandOverLost() {
+	p.sentMu.Lock()
+	readerDone := p.ackReaderDone
+	p.sentMu.Unlock()
+	if readerDone != nil {
+		select {
+		case <-readerDone:
+		case <-time.After(handOverLostWait):
+			p.log.Warn().Dur("waited", handOverLostWait).Msg("hand-over: the new process's side of the hand-over socket is still open; the sessions on their way stay with it")
+		}
+	}
 	if p.cluster == nil {
 		return
 	}
@@ -400,6 +455,29 @@ func (p *Proxy) HandOverLost() {
 	}
 	if len(ts) > 0 {
 		p.log.Warn().Int("sessions", len(ts)).Msg("hand-over: the sessions sent to the new process are gone with it; released from the network's state")
+	}
+}
+
+// handOverLostWait bounds how long HandOverLost waits for the end of the
+// acknowledgements of a new process that is gone (its socket is closed
+// with it, so the end is there at once).
+const handOverLostWait = 5 * time.Second
+
+// clearKeptHere lets the sessions an earlier hand-over took back go in the
+// next one.
+func (p *Proxy) clearKeptHere() {
+	for _, l := range p.rs.Loops() {
+		done := make(chan struct{})
+		if l.Execute(func() {
+			defer close(done)
+			l.EachConn(func(c *reactor.Conn) {
+				if s, ok := c.Value.(*session); ok {
+					s.keptHere = false
+				}
+			})
+		}) == nil {
+			<-done
+		}
 	}
 }
 

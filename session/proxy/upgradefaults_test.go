@@ -53,7 +53,7 @@ func TestAdoptingASessionWhoseClientReset(t *testing.T) {
 	sockpair.Reset(t, clientPeer, client)
 	backend, backendPeer := sockpair.TCP(t)
 	st, _ := json.Marshal(handoverState{Listener: 0, Raw: true, IP: "127.0.0.1", Group: "main", Backend: be})
-	err := p.adopt(st, []*os.File{socketFile(t, client), socketFile(t, backend)})
+	err := p.adopt(st, []*os.File{socketFile(t, client), socketFile(t, backend)}, nil, false)
 	client.Close()
 	backend.Close()
 	if err == nil {
