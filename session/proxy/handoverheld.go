@@ -6,6 +6,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/tidegate/tidegate/reactor"
 )
@@ -123,11 +124,12 @@ func (hs *heldSessions) end(v heldVerdict) []handed {
 
 // endVerdict is what becomes of the sessions still held when the
 // acknowledgements end with err: the new process's end of the socket
-// closed (io.EOF) means it adopts nothing more, so the rest come back;
-// anything else (this side closed it, or garbage came) says nothing of
-// what it will still adopt, so the rest are let go.
+// closed (io.EOF, or ECONNRESET when it closed with messages unread) means
+// it adopts nothing more, so the rest come back; anything else (this side
+// closed it, or garbage came) says nothing of what it will still adopt,
+// so the rest are let go.
 func endVerdict(err error) heldVerdict {
-	if errors.Is(err, io.EOF) {
+	if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
 		return takeBackHere
 	}
 	return adoptedThere

@@ -60,11 +60,11 @@ func (p *Proxy) TakeOver(hc *handoverwire.Conn) (int, error) {
 			defer wg.Done()
 			for m := range work {
 				if testHookTakeOverAdopt != nil {
-					testHookTakeOverAdopt()
+					testHookTakeOverAdopt(m.place, m.files)
 				}
 				err := p.adopt(m.data, m.files, func() { ack(m.place, true) }, false)
 				if testHookTakeOverAdopted != nil {
-					testHookTakeOverAdopted(err)
+					testHookTakeOverAdopted(m.place, err)
 				}
 				if err != nil {
 					p.log.Error().Err(err).Msg("take-over: a session could not be adopted; the old process takes it back if it can")
@@ -95,12 +95,13 @@ func (p *Proxy) TakeOver(hc *handoverwire.Conn) (int, error) {
 }
 
 // testHookTakeOverAdopt, when a test sets it, runs in TakeOver before each
-// session is adopted: a seam for faults while a session is on its way.
-var testHookTakeOverAdopt func()
+// session is adopted, with its place and descriptors: a seam for faults
+// while a session is on its way.
+var testHookTakeOverAdopt func(place int64, files []*os.File)
 
 // testHookTakeOverAdopted, when a test sets it, runs in TakeOver after each
-// adoption, with its error, before it is acknowledged when it failed.
-var testHookTakeOverAdopted func(error)
+// adoption, with its place and error (before a failed one is acknowledged).
+var testHookTakeOverAdopted func(place int64, err error)
 
 // takeOverWorkers is how many sessions TakeOver adopts at once: each waits
 // for a round of its loop, so they overlap.

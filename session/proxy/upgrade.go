@@ -173,6 +173,9 @@ func (p *Proxy) HandOver(ctx context.Context, hc *handoverwire.Conn, opt HandOve
 			if held != nil {
 				place = held.sending(h)
 			}
+			if testHookHandOverSend != nil {
+				testHookHandOverSend(h.client)
+			}
 			// A new process that stops reading must not hold the
 			// sender, and with it the hand-over, for good.
 			_ = hc.SetWriteDeadline(time.Now().Add(stall))
@@ -304,6 +307,11 @@ func (p *Proxy) HandOver(ctx context.Context, hc *handoverwire.Conn, opt HandOve
 	}
 	return n, nil
 }
+
+// testHookHandOverSend, when a test sets it, runs in HandOver before each
+// session is sent, with the duplicate of its client's socket: a seam for
+// faults while a session is detached.
+var testHookHandOverSend func(client *os.File)
 
 // fdsPerHandedSession is how many descriptors a session holds on its way to
 // the new process: the duplicates of its client's and its backend's sockets.
