@@ -38,6 +38,12 @@ type Upgrader struct {
 // Upgrade starts the new process and hands everything over. It reports
 // whether the new process took over; if not, this one goes on serving.
 func (u *Upgrader) Upgrade() (bool, error) {
+	if u.Proxy.TakingOver() {
+		// This process is itself the new one of an upgrade still under way
+		// (a second SIGUSR2, or one sent to it too early): starting another
+		// now would hand on sessions still arriving, and exit before they have.
+		return false, fmt.Errorf("upgrade: %w; try again once it is done", proxy.ErrTakingOver)
+	}
 	exe := u.Process.exe
 	if u.Process.exeErr != nil {
 		return false, fmt.Errorf("upgrade: the path of this binary is unknown: %w", u.Process.exeErr)

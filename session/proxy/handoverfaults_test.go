@@ -473,3 +473,37 @@ func armVictim(t *testing.T, step faultStep, v *victim) {
 		})
 	}
 }
+
+// TestSecondUpgradeWhileTakingOver: a live upgrade of the new process
+// while it still takes over the old one's sessions (a second SIGUSR2) is
+// refused at once, and changes nothing: the take-over goes on, and every
+// session arrives and relays.
+func TestSecondUpgradeWhileTakingOver(t *testing.T) {
+	const sessions = 3
+	be := echoListener(t)
+	oldP, addr := startProxy(t, rawConfig(be))
+	newP, _ := startProxy(t, rawConfig(be))
+	conns := rawSessions(t, addr, sessions)
+	var once sync.Once
+	refused := make(chan error, 1)
+	seam.Set(t, &testHookTakeOverAdopt, func(int64, []*os.File) {
+		once.Do(func() {
+			send, _ := handoverPair(t)
+			_, err := newP.HandOver(context.Background(), send, HandOverOptions{Stall: time.Minute, Acked: true, AckEach: true})
+			refused <- err
+		})
+	})
+	if got := handOver(t, oldP, newP); got != sessions {
+		t.Fatalf("handed over %d sessions, want %d", got, sessions)
+	}
+	if err := <-refused; !errors.Is(err, ErrTakingOver) {
+		t.Fatalf("a hand-over while taking over: %v, want ErrTakingOver", err)
+	}
+	if got := relaying(conns, 5*time.Second); got != sessions {
+		t.Fatalf("%d of %d sessions relay on the new proxy", got, sessions)
+	}
+	waitStats(t, newP, "every session on the new proxy", func(st proxymetrics.Stats) bool { return st.Active == sessions })
+	if newP.TakingOver() {
+		t.Fatal("the new proxy still says it takes over after TakeOver returned")
+	}
+}

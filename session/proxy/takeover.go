@@ -25,6 +25,8 @@ import (
 // it acknowledges each session it handled. It returns how many sessions it
 // took.
 func (p *Proxy) TakeOver(hc *handoverwire.Conn) (int, error) {
+	p.takingOver.Add(1)
+	defer p.takingOver.Add(-1)
 	// Each adoption waits for a loop to register both sockets, and the loops
 	// are busy relaying the sessions already here: a few run at once.
 	type msg struct {
@@ -93,6 +95,14 @@ func (p *Proxy) TakeOver(hc *handoverwire.Conn) (int, error) {
 	}
 	return int(n.Load()), nil
 }
+
+// ErrTakingOver is HandOver's error while the proxy is still taking over
+// the sessions of the process before it: a second live upgrade then would
+// send on sessions still arriving, and end this process before they have.
+var ErrTakingOver = errors.New("proxy: still taking over the sessions of the process before this one")
+
+// TakingOver reports whether TakeOver is running.
+func (p *Proxy) TakingOver() bool { return p.takingOver.Load() > 0 }
 
 // testHookTakeOverAdopt, when a test sets it, runs in TakeOver before each
 // session is adopted, with its place and descriptors: a seam for faults

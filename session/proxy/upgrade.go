@@ -142,6 +142,9 @@ type handed struct {
 // a half-closed one finishes here. The proxy should have stopped accepting
 // (the new process has the listeners). It returns how many sessions went.
 func (p *Proxy) HandOver(ctx context.Context, hc *handoverwire.Conn, opt HandOverOptions) (int, error) {
+	if p.TakingOver() {
+		return 0, ErrTakingOver
+	}
 	stall := opt.Stall
 	if stall <= 0 {
 		stall = 30 * time.Second
