@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -506,4 +508,73 @@ func TestSecondUpgradeWhileTakingOver(t *testing.T) {
 	if newP.TakingOver() {
 		t.Fatal("the new proxy still says it takes over after TakeOver returned")
 	}
+}
+
+// TestHandOverFindsTheListenerByAddress: a session keeps the listener that
+// accepted it across a hand-over to a process whose listeners have other
+// indices (a reload here removed one; its configuration orders them
+// otherwise).
+func TestHandOverFindsTheListenerByAddress(t *testing.T) {
+	a, b := namedBackend(t, "a"), namedBackend(t, "b")
+	first, second, third := freeAddr(t), freeAddr(t), freeAddr(t)
+	text := func(listeners ...string) string {
+		var ls []string
+		for _, l := range listeners {
+			ls = append(ls, fmt.Sprintf(`{listen: %q, mode: raw, group: %s}`, l, map[string]string{first: "ga", second: "gb", third: "ga"}[l]))
+		}
+		return twoGroups(a, b)(strings.Join(ls, ", ")) + "reuse_port: true\n"
+	}
+	oldP, _ := startProxy(t, text(first, second, third))
+	cfg, err := testParseConfig(t, text(first, third))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Loops = 2
+	if err := oldP.Reload(cfg); err != nil { // third keeps its index, 2
+		t.Fatal(err)
+	}
+	newP, _ := startProxy(t, text(third, first)) // third is at index 0 there
+	c, r, name := greetedBy(t, third)
+	if name != "a" {
+		t.Fatalf("a session on %s reached %s, want a", third, name)
+	}
+	if n := handOver(t, oldP, newP); n != 1 {
+		t.Fatalf("handed over %d sessions, want 1", n)
+	}
+	if _, err := io.WriteString(c, "ping\n"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := r.ReadString('\n'); err != nil || got != "ping\n" {
+		t.Fatalf("echo after the hand-over: %q, %v", got, err)
+	}
+	listens := map[string]bool{}
+	for _, row := range newP.sessionRowsForTest() {
+		listens[row] = true
+	}
+	if !listens[third] || len(listens) != 1 {
+		t.Fatalf("the handed-over session is on listeners %v, want %s", listens, third)
+	}
+}
+
+// sessionRowsForTest returns the configured address of the listener of
+// each session on p.
+func (p *Proxy) sessionRowsForTest() []string {
+	var out []string
+	var mu sync.Mutex
+	for _, l := range p.rs.Loops() {
+		done := make(chan struct{})
+		if l.Execute(func() {
+			defer close(done)
+			l.EachConn(func(c *reactor.Conn) {
+				if s, ok := c.Value.(*session); ok && s.client == c {
+					mu.Lock()
+					out = append(out, s.listenerCfg().Listen)
+					mu.Unlock()
+				}
+			})
+		}) == nil {
+			<-done
+		}
+	}
+	return out
 }

@@ -166,7 +166,7 @@ func (p *Proxy) adopt(data []byte, files []*os.File, tell func(), keep bool) err
 	if s.target == nil { // no longer configured: counted on its own
 		s.target = &backend{addr: st.Backend, group: s.group, backendHealth: &backendHealth{}}
 	}
-	c, _, err := p.rs.AdoptPair(cn, bn, (*clientHandler)(p), &p.backendSide, s, st.Listener, -1)
+	c, _, err := p.rs.AdoptPair(cn, bn, (*clientHandler)(p), &p.backendSide, s, gen.listenerIndex(st.Listen, st.Listener), -1)
 	if err != nil {
 		return err
 	}
@@ -175,6 +175,18 @@ func (p *Proxy) adopt(data []byte, files []*os.File, tell func(), keep bool) err
 	}
 	_ = c.Loop().Execute(s.goAhead) // fails only when the loops stop, which closes the session
 	return nil
+}
+
+// listenerIndex returns the reactor index of the listener configured at
+// listen, or index when none is (or listen is empty: an older process sent
+// the session).
+func (g *generation) listenerIndex(listen string, index int) int {
+	for i, l := range g.cfg.Listeners {
+		if listen != "" && l.Listen == listen {
+			return g.live[i]
+		}
+	}
+	return index
 }
 
 // adoptedClient is clientHandler.OnOpen for a handed-over session. Its two

@@ -27,7 +27,11 @@ import (
 
 // handoverState is a relaying session as it travels to the new process.
 type handoverState struct {
-	Listener  int          `json:"listener"`
+	Listener int `json:"listener"`
+	// Listen is the configured address of that listener: the new process's
+	// indices differ from this one's once a reload added or removed
+	// listeners here, or its configuration orders them otherwise.
+	Listen    string       `json:"listen,omitempty"`
 	Raw       bool         `json:"raw"`
 	IP        string       `json:"ip"`
 	Remote    string       `json:"remote,omitempty"` // ip:port the PROXY header gave, if any
@@ -402,7 +406,7 @@ func (p *Proxy) handOverOnLoop(l *reactor.Loop, out chan<- handed, quota int) in
 func (s *session) detach() (handed, bool) {
 	c, b := s.client, s.backend
 	st := handoverState{
-		Listener: c.Listener(), Raw: s.raw, IP: s.ip, Host: s.host, User: s.username, Protocol: s.protocol,
+		Listener: c.Listener(), Listen: s.listenerCfg().Listen, Raw: s.raw, IP: s.ip, Host: s.host, User: s.username, Protocol: s.protocol,
 		Group: s.group.name, Backend: s.target.addr, Opened: s.opened, C2S: s.c2s.state(), S2C: s.s2c.state(),
 	}
 	if s.pp != nil {
