@@ -548,33 +548,13 @@ func TestHandOverFindsTheListenerByAddress(t *testing.T) {
 		t.Fatalf("echo after the hand-over: %q, %v", got, err)
 	}
 	listens := map[string]bool{}
-	for _, row := range newP.sessionRowsForTest() {
-		listens[row] = true
-	}
+	var mu sync.Mutex
+	eachSession(newP, func(s *session) {
+		mu.Lock()
+		listens[s.listenerCfg().Listen] = true
+		mu.Unlock()
+	})
 	if !listens[third] || len(listens) != 1 {
 		t.Fatalf("the handed-over session is on listeners %v, want %s", listens, third)
 	}
-}
-
-// sessionRowsForTest returns the configured address of the listener of
-// each session on p.
-func (p *Proxy) sessionRowsForTest() []string {
-	var out []string
-	var mu sync.Mutex
-	for _, l := range p.rs.Loops() {
-		done := make(chan struct{})
-		if l.Execute(func() {
-			defer close(done)
-			l.EachConn(func(c *reactor.Conn) {
-				if s, ok := c.Value.(*session); ok && s.client == c {
-					mu.Lock()
-					out = append(out, s.listenerCfg().Listen)
-					mu.Unlock()
-				}
-			})
-		}) == nil {
-			<-done
-		}
-	}
-	return out
 }

@@ -56,7 +56,7 @@ type Proxy struct {
 
 	sentMu      sync.Mutex
 	sentTickets []*cluster.Ticket // of the sessions a hand-over sent (HandOverLost)
-	takingOver atomic.Int32 // TakeOver is running (takeover.go)
+	takingOver  atomic.Int32      // TakeOver is running (takeover.go)
 	// ackReaderDone is closed when the last hand-over's acknowledgements
 	// end (HandOverLost waits for it).
 	ackReaderDone chan struct{}
