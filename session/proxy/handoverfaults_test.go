@@ -533,11 +533,13 @@ func TestHandOverFindsTheListenerByAddress(t *testing.T) {
 	if err := oldP.Reload(cfg); err != nil { // third keeps its index, 2
 		t.Fatal(err)
 	}
-	newP, _ := startProxy(t, text(third, first)) // third is at index 0 there
 	c, r, name := greetedBy(t, third)
 	if name != "a" {
 		t.Fatalf("a session on %s reached %s, want a", third, name)
 	}
+	// Started only now: it shares the addresses (reuse_port), and would
+	// accept sessions itself.
+	newP, _ := startProxy(t, text(third, first)) // third is at index 0 there
 	if n := handOver(t, oldP, newP); n != 1 {
 		t.Fatalf("handed over %d sessions, want 1", n)
 	}
