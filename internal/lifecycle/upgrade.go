@@ -44,6 +44,9 @@ func (u *Upgrader) Upgrade() (bool, error) {
 		// now would hand on sessions still arriving, and exit before they have.
 		return false, fmt.Errorf("upgrade: %w; try again once it is done", proxy.ErrTakingOver)
 	}
+	// The new process takes the listeners there are now: a reload here
+	// (POST /-/reload) must not change them until it is over.
+	defer u.Proxy.HoldReloads()()
 	exe := u.Process.exe
 	if u.Process.exeErr != nil {
 		return false, fmt.Errorf("upgrade: the path of this binary is unknown: %w", u.Process.exeErr)

@@ -432,6 +432,9 @@ func TestHandOverFaults(t *testing.T) {
 			waitStats(t, oldP, "the old proxy to keep only the sessions that relay", func(st proxymetrics.Stats) bool {
 				return st.Active+newP.Stats().Active == int64(kept)
 			})
+			waitfor.Value(t, "the MaxConns slots to be the sessions' own", func() int64 {
+				return oldP.Reactor().AcceptedOpen() + newP.Reactor().AcceptedOpen()
+			}, func(n int64) bool { return n == int64(kept) })
 			waitfor.Value(t, "the descriptors held to be the sessions' own", reactor.HeldFDs,
 				func(h int64) bool { return h == held+int64(kept*fdsPerHandedSession) })
 		})

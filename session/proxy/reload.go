@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tidegate/tidegate/protocol/mc"
@@ -141,12 +142,17 @@ func (e *ReloadError) Error() string {
 // max_sessions, watermarks, buffer_budget, linger) must be as running, or
 // the reload is refused with a *ReloadError naming each difference. Health
 // checks restart under the new settings; backends kept keep their state.
+// While a live upgrade hands this proxy's sessions over (HoldReloads), a
+// reload is refused too.
 func (p *Proxy) Reload(cfg *config.Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
 	p.reloadMu.Lock()
 	defer p.reloadMu.Unlock()
+	if p.reloadHolds.Load() > 0 {
+		return &ReloadError{Problems: []string{errReloadDuringUpgrade}}
+	}
 	old := p.cur()
 	if problems := restartOnly(old.cfg, cfg); len(problems) > 0 {
 		return &ReloadError{Problems: problems}
@@ -192,6 +198,23 @@ func (p *Proxy) Reload(cfg *config.Config) error {
 		Int("groups", len(cfg.Groups)).Int("routes", len(cfg.Routes)).
 		Msg("configuration reloaded: new sessions use it, open sessions keep theirs")
 	return nil
+}
+
+// errReloadDuringUpgrade is why a reload is refused while a live upgrade
+// hands this process's sessions over: the new process took the listeners it
+// had at the start, so one added here would be served by neither process
+// afterwards, and the sessions are leaving for the new process's
+// configuration anyway.
+const errReloadDuringUpgrade = "a live upgrade is handing the sessions over to a new process: reload that one once it serves"
+
+// HoldReloads refuses reloads (as a *ReloadError) until release is called,
+// for a live upgrade from its start: HandOver holds them too.
+func (p *Proxy) HoldReloads() (release func()) {
+	p.reloadMu.Lock() // a reload under way finishes first
+	p.reloadHolds.Add(1)
+	p.reloadMu.Unlock()
+	var once sync.Once
+	return func() { once.Do(func() { p.reloadHolds.Add(-1) }) }
 }
 
 // CountFailedReload counts a reload that failed, in Reload or before it

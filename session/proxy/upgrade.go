@@ -149,6 +149,7 @@ func (p *Proxy) HandOver(ctx context.Context, hc *handoverwire.Conn, opt HandOve
 	if p.TakingOver() {
 		return 0, ErrTakingOver
 	}
+	defer p.HoldReloads()()
 	stall := opt.Stall
 	if stall <= 0 {
 		stall = 30 * time.Second
