@@ -375,27 +375,8 @@ func TestHandOverFaults(t *testing.T) {
 				v.strike()
 				v.ended(oldP, len(others))
 			}
-			send, end, err := handoverwire.NewPair()
-			if err != nil {
-				t.Fatal(err)
-			}
-			side := tc.side
-			if side == nil {
-				side = takeOver
-			}
-			handedOver, sideDone := make(chan struct{}), make(chan struct{})
-			go func() {
-				defer close(sideDone)
-				defer end.Close()
-				side(t, end, newP, handedOver)
-			}()
-			start := time.Now()
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			n, err := oldP.HandOver(ctx, send, HandOverOptions{Stall: stall, Acked: true, AckEach: true})
-			took := time.Since(start)
-			close(handedOver)
-			t.Logf("HandOver: %d sent in %s: %v", n, took.Round(time.Millisecond), err)
+			h := runHandOver(t, oldP, newP, tc.side, stall)
+			err, took, sideDone := h.err, h.took, h.sideDone
 			if took > 4*stall+5*time.Second {
 				t.Fatalf("HandOver took %s, past its stall bound of %s", took, stall)
 			}
@@ -415,7 +396,7 @@ func TestHandOverFaults(t *testing.T) {
 			if v != nil {
 				v.check()
 			}
-			send.Close()
+			h.send.Close()
 			<-sideDone
 			kept := relaying(others, 2*time.Second)
 			if !tc.lost && kept != len(others) {
@@ -439,6 +420,45 @@ func TestHandOverFaults(t *testing.T) {
 				func(h int64) bool { return h == held+int64(kept*fdsPerHandedSession) })
 		})
 	}
+}
+
+// handOverRun is a hand-over runHandOver ran: HandOver's results and how
+// long it took, the old side's socket (the caller closes it), and the end
+// of the new side (closed when it returned).
+type handOverRun struct {
+	n        int
+	err      error
+	took     time.Duration
+	send     *handoverwire.Conn
+	sideDone chan struct{}
+}
+
+// runHandOver hands oldP's sessions over to side (takeOver when nil)
+// playing newP, on a new socket pair, with per-session acknowledgements;
+// the side learns that HandOver returned.
+func runHandOver(t *testing.T, oldP, newP *Proxy, side newSide, stall time.Duration) handOverRun {
+	send, end, err := handoverwire.NewPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if side == nil {
+		side = takeOver
+	}
+	h := handOverRun{send: send, sideDone: make(chan struct{})}
+	handedOver := make(chan struct{})
+	go func() {
+		defer close(h.sideDone)
+		defer end.Close()
+		side(t, end, newP, handedOver)
+	}()
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	h.n, h.err = oldP.HandOver(ctx, send, HandOverOptions{Stall: stall, Acked: true, AckEach: true})
+	h.took = time.Since(start)
+	close(handedOver)
+	t.Logf("HandOver: %d sent in %s: %v", h.n, h.took.Round(time.Millisecond), h.err)
+	return h
 }
 
 // armVictim sets the seam that strikes v at step, when the victim's session
