@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/tidegate/tidegate/protocol/mc"
@@ -200,21 +199,18 @@ func (p *Proxy) Reload(cfg *config.Config) error {
 	return nil
 }
 
-// errReloadDuringUpgrade is why a reload is refused while a live upgrade
-// hands this process's sessions over: the new process took the listeners it
-// had at the start, so one added here would be served by neither process
-// afterwards, and the sessions are leaving for the new process's
-// configuration anyway.
+// errReloadDuringUpgrade is why a reload is refused during a live upgrade:
+// a listener added here would be served by neither process afterwards (the
+// new one took those there were at its start).
 const errReloadDuringUpgrade = "a live upgrade is handing the sessions over to a new process: reload that one once it serves"
 
-// HoldReloads refuses reloads (as a *ReloadError) until release is called,
-// for a live upgrade from its start: HandOver holds them too.
+// HoldReloads refuses reloads (as a *ReloadError) until release is called
+// (once), for a live upgrade from its start; HandOver holds them too.
 func (p *Proxy) HoldReloads() (release func()) {
 	p.reloadMu.Lock() // a reload under way finishes first
 	p.reloadHolds.Add(1)
 	p.reloadMu.Unlock()
-	var once sync.Once
-	return func() { once.Do(func() { p.reloadHolds.Add(-1) }) }
+	return func() { p.reloadHolds.Add(-1) }
 }
 
 // CountFailedReload counts a reload that failed, in Reload or before it

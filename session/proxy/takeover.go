@@ -14,6 +14,7 @@ import (
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/reactor/handoverwire"
 	"github.com/tidegate/tidegate/session/cluster"
+	"github.com/tidegate/tidegate/session/proxy/handover"
 )
 
 // The new process's side of a live upgrade (the old one's is upgrade.go):
@@ -36,25 +37,9 @@ func (p *Proxy) TakeOver(hc *handoverwire.Conn) (int, error) {
 	}
 	work := make(chan msg)
 	var n atomic.Int64
-	var ackMu sync.Mutex
-	var handled int64
-	ackFailed := false
-	// ack tells the old process what became of the session at place. It is
-	// written before the session's sockets are used here: the old process
-	// keeps its copies until then, and takes back a session this process
-	// did not adopt, or never acknowledged when this one goes away.
-	ack := func(place int64, adopted bool) {
-		ackMu.Lock()
-		defer ackMu.Unlock()
-		handled++
-		if ackFailed {
-			return
-		}
-		data, _ := json.Marshal(handoverAck{Handled: handled, Place: &place, Adopted: adopted})
-		if hc.Send(data) != nil {
-			ackFailed = true // the old process is gone; it needs no more
-		}
-	}
+	// Each acknowledgement is written before the session's sockets are used
+	// here (package handover).
+	acker := handover.NewAcker(hc)
 	var wg sync.WaitGroup
 	for range takeOverWorkers {
 		wg.Add(1)
@@ -64,13 +49,13 @@ func (p *Proxy) TakeOver(hc *handoverwire.Conn) (int, error) {
 				if testHookTakeOverAdopt != nil {
 					testHookTakeOverAdopt(m.place, m.files)
 				}
-				err := p.adopt(m.data, m.files, func() { ack(m.place, true) }, false)
+				err := p.adopt(m.data, m.files, func() { acker.Ack(m.place, true) }, false)
 				if testHookTakeOverAdopted != nil {
 					testHookTakeOverAdopted(m.place, err)
 				}
 				if err != nil {
 					p.log.Error().Err(err).Msg("take-over: a session could not be adopted; the old process takes it back if it can")
-					ack(m.place, false)
+					acker.Ack(m.place, false)
 				} else {
 					n.Add(1)
 				}
@@ -146,7 +131,7 @@ func (p *Proxy) adopt(data []byte, files []*os.File, tell func(), keep bool) err
 	defer bn.Close()
 	gen := p.cur()
 	s := &session{p: p, gen: gen, ip: st.IP, state: stAdopting, adopted: true, raw: st.Raw, host: st.Host, username: st.User,
-		opened: st.Opened, protocol: st.Protocol, c2s: st.C2S.scanner(), s2c: st.S2C.scanner(),
+		opened: st.Opened, protocol: st.Protocol, c2s: scannerOf(st.C2S), s2c: scannerOf(st.S2C),
 		pre: &preRelay{adoptIn: [2][]byte{st.ClientIn, st.BackendIn}, adoptOut: [2][]byte{st.ToClient, st.ToBackend},
 			adoptTk: st.Cluster}}
 	s.timer.F = s.onTimer

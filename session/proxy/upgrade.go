@@ -12,6 +12,7 @@ import (
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/reactor/handoverwire"
 	"github.com/tidegate/tidegate/session/cluster"
+	"github.com/tidegate/tidegate/session/proxy/handover"
 )
 
 // A live upgrade moves every relaying session to a new process: both of its
@@ -25,60 +26,12 @@ import (
 // of sessions is on its way at any time: the others go on relaying here
 // until their turn, and no session waits for the whole hand-over.
 
-// handoverState is a relaying session as it travels to the new process.
-type handoverState struct {
-	Listener int `json:"listener"`
-	// Listen is the configured address of that listener: the new process's
-	// indices differ from this one's once a reload added or removed
-	// listeners here, or its configuration orders them otherwise.
-	Listen    string       `json:"listen,omitempty"`
-	Raw       bool         `json:"raw"`
-	IP        string       `json:"ip"`
-	Remote    string       `json:"remote,omitempty"` // ip:port the PROXY header gave, if any
-	Host      string       `json:"host,omitempty"`
-	User      string       `json:"user,omitempty"`
-	Protocol  int32        `json:"protocol,omitempty"`
-	Group     string       `json:"group"`
-	Backend   string       `json:"backend"`
-	Opened    int64        `json:"opened,omitempty"` // unix nanoseconds, when the client connected
-	C2S       scannerState `json:"c2s"`
-	S2C       scannerState `json:"s2c"`
-	ClientIn  []byte       `json:"client_in,omitempty"`  // read from the client, not yet relayed
-	BackendIn []byte       `json:"backend_in,omitempty"` // read from the backend, not yet relayed
-	// Relayed (and counted, and scanned) here but not yet sent: the new
-	// process sends these before the input above.
-	ToClient  []byte `json:"to_client,omitempty"`
-	ToBackend []byte `json:"to_backend,omitempty"`
-	// Cluster is the session's place in the network's state, which the new
-	// process takes over under the same token (cluster.go).
-	Cluster *handoverCluster `json:"cluster,omitempty"`
-}
-
-// handoverAck is what the new process sends back: how many sessions it has
-// handled (adopted or lost) so far.
-type handoverAck struct {
-	Handled int64 `json:"handled"`
-	// Place, when set, names the one session this acknowledges by its
-	// place in the order sent (from 0), and Adopted says whether it was
-	// adopted; it is written before the session's sockets are touched
-	// (handoverheld.go). Older processes send counts only.
-	Place   *int64 `json:"place,omitempty"`
-	Adopted bool   `json:"adopted,omitempty"`
-}
-
-// handoverCluster is a session's cluster ticket as it travels.
-type handoverCluster struct {
-	Token  string `json:"token"`
-	Record string `json:"record"` // cluster.Session.Record, read back with cluster.ParseRecord
-}
-
-// scannerState is a frameScanner's position, for a hand-over.
-type scannerState struct {
-	Remaining int    `json:"remaining"`
-	Length    uint32 `json:"length"`
-	Shift     uint8  `json:"shift"`
-	Broken    bool   `json:"broken"`
-}
+// The hand-over's messages (package handover).
+type (
+	handoverState   = handover.State
+	handoverCluster = handover.Cluster
+	scannerState    = handover.Scanner
+)
 
 // The form keeps the remaining body and a partial length prefix apart, as
 // scanners before the 8-byte one did, so that processes of either kind can
@@ -93,7 +46,8 @@ func (f *frameScanner) state() scannerState {
 	return st
 }
 
-func (st scannerState) scanner() frameScanner {
+// scannerOf is the frameScanner at st, the inverse of frameScanner.state.
+func scannerOf(st scannerState) frameScanner {
 	f := frameScanner{shift: st.Shift, broken: st.Broken, n: uint32(st.Remaining)}
 	if st.Shift > 0 {
 		f.n = st.Length
@@ -160,48 +114,22 @@ func (p *Proxy) HandOver(ctx context.Context, hc *handoverwire.Conn, opt HandOve
 		p.cluster.KeepKeysOnStop(true)
 	}
 	p.clearKeptHere()
-	var held *heldSessions
-	if opt.Acked && opt.AckEach {
-		held = newHeldSessions()
-	}
+	pending := handover.New[handed](opt.Acked && opt.AckEach)
 	out := make(chan handed, handoverWindow)
 	sent := make(chan error, 1)
 	sendFailed := make(chan struct{})
 	var takenBack atomic.Int64
+	settle := func(h handed, v handover.Verdict) { p.settle(h, v, &takenBack) }
 	go func() {
-		var err error
-		for h := range out {
-			if err != nil {
-				// Not sent: this process takes the session back, as the new
-				// one would have.
-				p.settle(h, takeBackHere, &takenBack)
-				continue
-			}
-			place := int64(-1)
-			if held != nil {
-				place = held.sending(h)
-			}
+		sent <- pending.SendAll(out, func(h handed) error {
 			if testHookHandOverSend != nil {
 				testHookHandOverSend(h.client)
 			}
-			// A new process that stops reading must not hold the
-			// sender, and with it the hand-over, for good.
+			// A new process that stops reading must not hold the sender,
+			// and with it the hand-over, for good.
 			_ = hc.SetWriteDeadline(time.Now().Add(stall))
-			if err = hc.Send(h.state, h.client, h.backend); err != nil {
-				close(sendFailed)
-			}
-			switch {
-			case held != nil:
-				if h, v := held.sent(place, err == nil); v != stillHeld {
-					p.settle(h, v, &takenBack)
-				}
-			case err != nil:
-				p.settle(h, takeBackHere, &takenBack)
-			default:
-				p.letGo(h)
-			}
-		}
-		sent <- err
+			return hc.Send(h.state, h.client, h.backend)
+		}, func() { close(sendFailed) }, settle)
 	}()
 	var acked atomic.Int64
 	ackc := make(chan struct{}, 1)
@@ -213,7 +141,7 @@ func (p *Proxy) HandOver(ctx context.Context, hc *handoverwire.Conn, opt HandOve
 		p.sentMu.Unlock()
 		go func() {
 			defer close(readerDone)
-			p.readAcks(hc, &acked, ackc, acksDone, held, &takenBack)
+			acksDone <- pending.ReadAcks(hc, &acked, ackc, settle)
 		}()
 	}
 	loops := p.rs.Loops()
@@ -246,7 +174,7 @@ func (p *Proxy) HandOver(ctx context.Context, hc *handoverwire.Conn, opt HandOve
 			rs := time.Now()
 			turn++ // which loops get the remainder: each in turn, or one that is short of room would starve the others
 			for i, l := range loops {
-				quota := loopQuota(room, len(loops), (i+turn)%len(loops))
+				quota := handover.LoopQuota(room, len(loops), (i+turn)%len(loops))
 				if l.Execute(func() { done <- p.handOverOnLoop(l, out, quota) }) != nil {
 					done <- 0
 				}
@@ -308,9 +236,7 @@ func (p *Proxy) HandOver(ctx context.Context, hc *handoverwire.Conn, opt HandOve
 			return n - int(takenBack.Load()), fmt.Errorf("proxy: hand-over: the new process acknowledged %d of %d sessions", h, n)
 		}
 	}
-	if tb := takenBack.Load(); tb > 0 {
-		// The new process did not adopt these, and they came back: they
-		// stay here, relaying, and this process goes on serving them.
+	if tb := takenBack.Load(); tb > 0 { // the new process did not adopt these: they relay here
 		return n - int(tb), fmt.Errorf("proxy: hand-over: the new process did not adopt %d sessions; they were taken back", tb)
 	}
 	return n, nil
@@ -328,56 +254,6 @@ const fdsPerHandedSession = 2
 // handoverFDRoom returns the descriptors a hand-over may still hold; a seam
 // for tests.
 var handoverFDRoom = func(p *Proxy) int { return p.rs.HandoverFDs() }
-
-// loopQuota is how many sessions loop i of loops may detach in a round with
-// room places on the way: the quotas add up to room at most, since every
-// loop of a round puts its sessions on the same out, and one more than it
-// holds would block that loop (and every session on it) on the sender.
-func loopQuota(room, loops, i int) int {
-	q := room / loops
-	if i < room%loops {
-		q++
-	}
-	return q
-}
-
-// readAcks records the other process's acknowledgements in acked, waking
-// ackc at each, until hc ends; with held, it settles the session each one
-// names, and the rest at the end.
-func (p *Proxy) readAcks(hc *handoverwire.Conn, acked *atomic.Int64, ackc chan<- struct{}, done chan<- error, held *heldSessions, takenBack *atomic.Int64) {
-	for {
-		data, files, err := hc.Recv()
-		for _, f := range files {
-			f.Close()
-		}
-		if err != nil {
-			if held != nil {
-				v := endVerdict(err)
-				for _, h := range held.end(v) {
-					p.settle(h, v, takenBack)
-				}
-			}
-			done <- err
-			return
-		}
-		var a handoverAck
-		if json.Unmarshal(data, &a) != nil {
-			continue
-		}
-		if held != nil && a.Place != nil {
-			if h, v := held.acked(*a.Place, a.Adopted); v != stillHeld {
-				p.settle(h, v, takenBack)
-			}
-		}
-		if a.Handled > acked.Load() {
-			acked.Store(a.Handled)
-			select {
-			case ackc <- struct{}{}:
-			default:
-			}
-		}
-	}
-}
 
 // handOverOnLoop, on l, detaches up to quota sessions that relay and puts
 // them on out; it returns how many it detached.
@@ -444,9 +320,8 @@ func (s *session) detach() (handed, bool) {
 // published, and their players would be refused as duplicates), and the
 // proxy's keys are removed again when it stops.
 //
-// With HandOverOptions.AckEach it first waits (at most handOverLostWait)
-// for the acknowledgements to end, which takes back the sessions the new
-// process never touched.
+// It first waits for the acknowledgements to end, which takes back the
+// sessions the new process never touched (HandOverOptions.AckEach).
 func (p *Proxy) HandOverLost() {
 	p.sentMu.Lock()
 	readerDone := p.ackReaderDone
@@ -474,21 +349,26 @@ func (p *Proxy) HandOverLost() {
 	}
 }
 
-// handOverLostWait bounds how long HandOverLost waits for the end of the
-// acknowledgements of a new process that is gone (its socket is closed
-// with it, so the end is there at once).
+// handOverLostWait bounds HandOverLost's wait for the acknowledgements to
+// end (the socket of a new process that is gone closes with it, at once).
 const handOverLostWait = 5 * time.Second
 
 // clearKeptHere lets the sessions an earlier hand-over took back go in the
 // next one.
 func (p *Proxy) clearKeptHere() {
+	p.onEachSession(func(s *session) { s.keptHere = false })
+}
+
+// onEachSession runs f on its loop for every session whose client is open,
+// loop by loop, and returns once it ran on every loop.
+func (p *Proxy) onEachSession(f func(s *session)) {
 	for _, l := range p.rs.Loops() {
 		done := make(chan struct{})
 		if l.Execute(func() {
 			defer close(done)
 			l.EachConn(func(c *reactor.Conn) {
-				if s, ok := c.Value.(*session); ok {
-					s.keptHere = false
+				if s, ok := c.Value.(*session); ok && s.client == c {
+					f(s)
 				}
 			})
 		}) == nil {
@@ -500,27 +380,18 @@ func (p *Proxy) clearKeptHere() {
 // logLeftBehind logs, for a hand-over that ran out of time, why each
 // session still here did not go (at most 20).
 func (p *Proxy) logLeftBehind() {
-	for _, l := range p.rs.Loops() {
-		done := make(chan struct{})
-		if l.Execute(func() {
-			defer close(done)
-			n := 0
-			l.EachConn(func(c *reactor.Conn) {
-				s, ok := c.Value.(*session)
-				if !ok || s.client != c || n >= 20 {
-					return
-				}
-				n++
-				ev := p.log.Warn().Str("remote", c.RemoteAddr().String()).Int("state", int(s.state)).
-					Bool("client_eof", s.clientEOF).Bool("backend_eof", s.backendEOF).
-					Int("client_queued", c.OutboundBuffered())
-				if s.backend != nil {
-					ev = ev.Bool("backend_open", s.backend.Opened()).Int("backend_queued", s.backend.OutboundBuffered())
-				}
-				ev.Msg("hand-over: session left behind")
-			})
-		}) == nil {
-			<-done
+	n := 0
+	p.onEachSession(func(s *session) {
+		if n++; n > 20 {
+			return
 		}
-	}
+		c := s.client
+		ev := p.log.Warn().Str("remote", c.RemoteAddr().String()).Int("state", int(s.state)).
+			Bool("client_eof", s.clientEOF).Bool("backend_eof", s.backendEOF).
+			Int("client_queued", c.OutboundBuffered())
+		if s.backend != nil {
+			ev = ev.Bool("backend_open", s.backend.Opened()).Int("backend_queued", s.backend.OutboundBuffered())
+		}
+		ev.Msg("hand-over: session left behind")
+	})
 }

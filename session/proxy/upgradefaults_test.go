@@ -66,24 +66,6 @@ func TestAdoptingASessionWhoseClientReset(t *testing.T) {
 		func(h int64) bool { return h == held+fdsPerHandedSession })
 }
 
-// TestLoopQuotasFitTheRoom: the loops of a hand-over round never detach
-// more sessions between them than the room on the way holds, or one would
-// block on the queue they share (and every session on it with it), and
-// they use all of it.
-func TestLoopQuotasFitTheRoom(t *testing.T) {
-	for loops := 1; loops <= 8; loops++ {
-		for room := 0; room <= 2*handoverWindow; room++ {
-			sum := 0
-			for i := range loops {
-				sum += loopQuota(room, loops, i)
-			}
-			if sum != room {
-				t.Fatalf("%d loops with room for %d sessions may detach %d", loops, room, sum)
-			}
-		}
-	}
-}
-
 // tightHandoverPair is handoverPair with the smallest socket buffers the
 // kernel allows, so that a few sessions' states fill them.
 func tightHandoverPair(t *testing.T) (send, recv *handoverwire.Conn) {
