@@ -81,7 +81,7 @@ type HandOverOptions struct {
 	// AckEach says the other process also acknowledges each session by
 	// its place before it touches it (TakeOver does): this process then
 	// keeps its copies of a session's sockets until that acknowledgement,
-	// and takes back what the other did not adopt (handoverheld.go). It
+	// and takes back what the other did not adopt (package handover). It
 	// needs Acked.
 	AckEach bool
 }
