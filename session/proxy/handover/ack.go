@@ -27,6 +27,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/tidegate/tidegate/reactor/handoverwire"
 )
@@ -233,9 +234,15 @@ type Acker struct {
 // NewAcker returns an Acker writing on hc.
 func NewAcker(hc *handoverwire.Conn) *Acker { return &Acker{hc: hc} }
 
+// ackWriteWait bounds the write of one acknowledgement: an old process
+// too old to read them (one that did not ask for them) lets the socket
+// fill, and must not hold the take-over for good; a current one reads them
+// at once. A variable for tests.
+var ackWriteWait = 10 * time.Second
+
 // Ack tells the old process what became of the session at place; it
-// returns once written (or once the old process is gone: it needs no
-// more).
+// returns once written (or once the old process is gone, or does not read
+// them: it needs no more).
 func (a *Acker) Ack(place int64, adopted bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -244,6 +251,7 @@ func (a *Acker) Ack(place int64, adopted bool) {
 		return
 	}
 	data, _ := json.Marshal(Ack{Handled: a.handled, Place: &place, Adopted: adopted})
+	_ = a.hc.SetWriteDeadline(time.Now().Add(ackWriteWait))
 	if a.hc.Send(data) != nil {
 		a.failed = true
 	}

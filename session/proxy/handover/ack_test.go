@@ -6,6 +6,9 @@ import (
 	"net"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/tidegate/tidegate/reactor/handoverwire"
 )
 
 // TestPendingSettlesEachOnce: whatever order a session's send, its
@@ -77,5 +80,30 @@ func TestEndVerdict(t *testing.T) {
 		if got := EndVerdict(tc.err); got != tc.want {
 			t.Errorf("EndVerdict(%v) = %v, want %v", tc.err, got, tc.want)
 		}
+	}
+}
+
+// TestAckerToAnOldProcessThatDoesNotRead: acknowledgements to an old
+// process that never reads them fill the socket; the take-over waits at
+// most ackWriteWait once, then writes no more, rather than for good.
+func TestAckerToAnOldProcessThatDoesNotRead(t *testing.T) {
+	ackWriteWait = 50 * time.Millisecond
+	t.Cleanup(func() { ackWriteWait = 10 * time.Second })
+	hc, other, err := handoverwire.NewPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hc.Close()
+	defer other.Close() // open and never read: an old process that does not read acknowledgements
+	a := NewAcker(hc)
+	start := time.Now()
+	for place := range int64(100_000) { // far more than a socket buffer holds
+		a.Ack(place, true)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("100,000 acknowledgements to a process that does not read took %s", took)
+	}
+	if !a.failed {
+		t.Fatal("the acknowledgements all fitted in the socket; the test did not fill it")
 	}
 }
