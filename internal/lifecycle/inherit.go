@@ -40,6 +40,10 @@ type upgradeReady struct {
 	// Acks: this process acknowledges the sessions it takes (an older one
 	// did not, and the old process must not wait for it to).
 	Acks bool `json:"acks,omitempty"`
+	// AcksEach: it acknowledges each session by its place before it uses
+	// its sockets, so the old process may keep its copies until then and
+	// take back what this one does not adopt (proxy.HandOverOptions.AckEach).
+	AcksEach bool `json:"acks_each,omitempty"`
 }
 
 // proxyListenerName is the hand-over name of the proxy's listener
@@ -144,7 +148,7 @@ func (in *Inheritance) TakeOver(log zerolog.Logger, p *proxy.Proxy) error {
 		log.Warn().Str("listener", name).Msg("upgrade: the old process had a listener this configuration does not: closed")
 		ln.Close()
 	}
-	data, _ := json.Marshal(upgradeReady{PID: os.Getpid(), Acks: true})
+	data, _ := json.Marshal(upgradeReady{PID: os.Getpid(), Acks: true, AcksEach: true})
 	if err := in.hc.Send(data); err != nil {
 		in.hc.Close()
 		return fmt.Errorf("upgrade: telling the old process we are ready: %w", err)

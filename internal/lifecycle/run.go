@@ -128,6 +128,7 @@ func (p *Process) Run(ctx context.Context, o RunOptions) error {
 		case <-p.upgrade:
 			if upgradeOnSignal(log, o.Drain) {
 				cause = "upgrade"
+				p.signalsDuringUpgrade(log)
 			}
 		case sig := <-p.stop:
 			cause = sig.String()
@@ -220,6 +221,24 @@ func upgradeOnSignal(log zerolog.Logger, d *Drain) bool {
 		log.Error().Err(err).Msg("live upgrade failed: this process goes on serving")
 	}
 	return ok
+}
+
+// signalsDuringUpgrade handles the signals that came while a live upgrade
+// that succeeded ran (the signal loop waits for it): a stop signal asked
+// for the drain this process now begins, and must not count as the second
+// one that ends it; a SIGHUP is for the new process, which read the
+// configuration when it started.
+func (p *Process) signalsDuringUpgrade(log zerolog.Logger) {
+	select {
+	case sig := <-p.stop:
+		log.Info().Str("signal", sig.String()).Msg("stop signal during the live upgrade: draining what is left; a second one ends the drain")
+	default:
+	}
+	select {
+	case <-p.reload:
+		log.Warn().Msg("SIGHUP during the live upgrade: not applied here; the new process serves with the configuration it read when it started (send it SIGHUP)")
+	default:
+	}
 }
 
 // reloadOnSignal handles a SIGHUP: it reloads with d's Reload, telling a

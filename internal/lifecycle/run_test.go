@@ -299,3 +299,60 @@ func TestStopAllJoinsEveryError(t *testing.T) {
 		t.Fatalf("StopAll: %v, order %v; want both errors, every stop in order", err, order)
 	}
 }
+
+// TestStopSignalDuringAnUpgrade: a SIGTERM (and a SIGHUP) that arrives
+// while a live upgrade runs waits for it; once a new process took over,
+// that SIGTERM is the drain's first signal, not a second one that ends it
+// at once, and the SIGHUP is logged as not applied.
+func TestStopSignalDuringAnUpgrade(t *testing.T) {
+	logs := &logbuf.Buffer{}
+	p := newProcess()
+	upgrading := make(chan struct{})
+	signalled := make(chan struct{})
+	shutdownStarted := make(chan struct{})
+	finish := make(chan struct{})
+	var reloads atomic.Int32
+	drain := &Drain{
+		Timeout: time.Minute,
+		Open:    func() int64 { return 1 },
+		Shutdown: func(ctx context.Context) error {
+			close(shutdownStarted)
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-finish:
+				return nil
+			}
+		},
+		Reload: func() error { reloads.Add(1); return nil },
+		Upgrade: func() (bool, error) {
+			close(upgrading)
+			<-signalled
+			return true, nil
+		},
+	}
+	done := runInBackground(p, RunOptions{Log: zerolog.New(logs), Drain: drain, Stop: func(context.Context) error { return nil }})
+	p.upgrade <- syscall.SIGUSR2
+	<-upgrading
+	p.stop <- syscall.SIGTERM
+	p.reload <- syscall.SIGHUP
+	close(signalled)
+	<-shutdownStarted
+	close(finish)
+	if err := wait(t, done); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if logged(logs, "second signal: ending the drain now") != nil {
+		t.Fatalf("the SIGTERM sent during the upgrade ended the drain at once:\n%s", logs)
+	}
+	if l := logged(logs, "drained"); l == nil || l["result"] != "every session ended" {
+		t.Fatalf("drained line %v: want every session ended", l)
+	}
+	if logged(logs, "stop signal during the live upgrade: draining what is left; a second one ends the drain") == nil ||
+		logged(logs, "SIGHUP during the live upgrade: not applied here; the new process serves with the configuration it read when it started (send it SIGHUP)") == nil {
+		t.Fatalf("no line for the signals that came during the upgrade:\n%s", logs)
+	}
+	if reloads.Load() != 0 {
+		t.Fatalf("%d reloads after a successful upgrade, want none", reloads.Load())
+	}
+}

@@ -38,6 +38,15 @@ type Upgrader struct {
 // Upgrade starts the new process and hands everything over. It reports
 // whether the new process took over; if not, this one goes on serving.
 func (u *Upgrader) Upgrade() (bool, error) {
+	if u.Proxy.TakingOver() {
+		// This process is itself the new one of an upgrade still under way
+		// (a second SIGUSR2, or one sent to it too early): starting another
+		// now would hand on sessions still arriving, and exit before they have.
+		return false, fmt.Errorf("upgrade: %w; try again once it is done", proxy.ErrTakingOver)
+	}
+	// The new process takes the listeners there are now: a reload here
+	// (POST /-/reload) must not change them until it is over.
+	defer u.Proxy.HoldReloads()()
 	exe := u.Process.exe
 	if u.Process.exeErr != nil {
 		return false, fmt.Errorf("upgrade: the path of this binary is unknown: %w", u.Process.exeErr)
@@ -87,7 +96,7 @@ func (u *Upgrader) Upgrade() (bool, error) {
 	case <-time.After(upgradeReadyTimeout):
 		return fail(fmt.Errorf("upgrade: the new process (pid %d) was not ready within %s", cmd.Process.Pid, upgradeReadyTimeout))
 	}
-	return u.handOver(hc, cmd.Process.Pid, exited, r.Acks)
+	return u.handOver(hc, cmd.Process.Pid, exited, proxy.HandOverOptions{Stall: u.HandoverStall, Acked: r.Acks, AckEach: r.AcksEach})
 }
 
 // sendListeners sends the proxy's listening sockets and the metrics one,
@@ -118,7 +127,7 @@ func (u *Upgrader) sendListeners(hc *handoverwire.Conn) error {
 
 // handOver hands the sessions over to the new process pid, which serves,
 // and reports whether it took over; exited gets its end.
-func (u *Upgrader) handOver(hc *handoverwire.Conn, pid int, exited <-chan error, acked bool) (bool, error) {
+func (u *Upgrader) handOver(hc *handoverwire.Conn, pid int, exited <-chan error, opt proxy.HandOverOptions) (bool, error) {
 	p, notify := u.Proxy, u.Process.notify
 	u.Log.Info().Int("new_pid", pid).Msg("upgrade: the new process serves; handing over the sessions")
 	notify.State(u.Log, fmt.Sprintf("MAINPID=%d\nSTATUS=upgraded: pid %d took over", pid, pid))
@@ -142,7 +151,7 @@ func (u *Upgrader) handOver(hc *handoverwire.Conn, pid int, exited <-chan error,
 	// No deadline while sessions move: one cut at a deadline is what a live
 	// upgrade is there to avoid. Only a hand-over that stops moving ends.
 	start := time.Now()
-	n, err := p.HandOver(ctx, hc, proxy.HandOverOptions{Stall: u.HandoverStall, Acked: acked})
+	n, err := p.HandOver(ctx, hc, opt)
 	st := p.Stats()
 	if err != nil {
 		// A new process that died shows first as the end of the hand-over

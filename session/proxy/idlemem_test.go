@@ -8,7 +8,6 @@ import (
 
 	"github.com/tidegate/tidegate/internal/testkit/waitfor"
 	"github.com/tidegate/tidegate/protocol/mc"
-	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/mcbackend"
 )
 
@@ -62,22 +61,7 @@ groups: {main: {backends: [{addr: %q}]}}
 }
 
 // eachSession calls f on its loop for every session whose client is open.
-func eachSession(p *Proxy, f func(*session)) {
-	for _, l := range p.rs.Loops() {
-		done := make(chan struct{})
-		if l.Execute(func() {
-			defer close(done)
-			l.EachConn(func(c *reactor.Conn) {
-				if s, ok := c.Value.(*session); ok && s.client == c {
-					f(s)
-				}
-			})
-		}) != nil {
-			close(done)
-		}
-		<-done
-	}
-}
+func eachSession(p *Proxy, f func(*session)) { p.onEachSession(f) }
 
 // oldScanner is the frame scanner as it was before it was 8 bytes, whose
 // hand-over form (scannerState) processes of either kind exchange.
@@ -145,7 +129,7 @@ func TestScannerHandOverForm(t *testing.T) {
 		if err := json.Unmarshal(raw, &back); err != nil {
 			t.Fatal(err)
 		}
-		b := back.scanner()
+		b := scannerOf(back)
 		if got := n + b.scan(stream[cut:]); got != want {
 			t.Fatalf("cut %d: %d frames across the hand-over, want %d", cut, got, want)
 		}

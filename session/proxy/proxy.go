@@ -56,6 +56,11 @@ type Proxy struct {
 
 	sentMu      sync.Mutex
 	sentTickets []*cluster.Ticket // of the sessions a hand-over sent (HandOverLost)
+	takingOver  atomic.Int32      // TakeOver is running (takeover.go)
+	reloadHolds atomic.Int32      // live upgrades under way here: reloads are refused (HoldReloads)
+	// ackReaderDone is closed when the last hand-over's acknowledgements
+	// end (HandOverLost waits for it).
+	ackReaderDone chan struct{}
 }
 
 // loopState is what the proxy keeps per loop: counters, random state,

@@ -143,12 +143,17 @@ func (e *ReloadError) Error() string {
 // checks restart under the new settings; backends kept keep their state.
 // A cfg with the running configuration's hash changes nothing (the groups'
 // status caches stay) and counts as a successful reload.
+// While a live upgrade hands this proxy's sessions over (HoldReloads), a
+// reload is refused too.
 func (p *Proxy) Reload(cfg *config.Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
 	p.reloadMu.Lock()
 	defer p.reloadMu.Unlock()
+	if p.reloadHolds.Load() > 0 {
+		return &ReloadError{Problems: []string{errReloadDuringUpgrade}}
+	}
 	old := p.cur()
 	// The same configuration again (a SIGHUP or POST /-/reload with the file
 	// untouched) keeps the running generation whole: a new one would give
@@ -203,6 +208,20 @@ func (p *Proxy) Reload(cfg *config.Config) error {
 		Int("groups", len(cfg.Groups)).Int("routes", len(cfg.Routes)).
 		Msg("configuration reloaded: new sessions use it, open sessions keep theirs")
 	return nil
+}
+
+// errReloadDuringUpgrade is why a reload is refused during a live upgrade:
+// a listener added here would be served by neither process afterwards (the
+// new one took those there were at its start).
+const errReloadDuringUpgrade = "a live upgrade is handing the sessions over to a new process: reload that one once it serves"
+
+// HoldReloads refuses reloads (as a *ReloadError) until release is called
+// (once), for a live upgrade from its start; HandOver holds them too.
+func (p *Proxy) HoldReloads() (release func()) {
+	p.reloadMu.Lock() // a reload under way finishes first
+	p.reloadHolds.Add(1)
+	p.reloadMu.Unlock()
+	return func() { p.reloadHolds.Add(-1) }
 }
 
 // CountFailedReload counts a reload that failed, in Reload or before it

@@ -70,6 +70,7 @@ type session struct {
 	onBackend             bool // counted in target.active
 	unadmitted            bool // not yet counted by admit: its PROXY header has not arrived
 	adopted               bool // taken over from another process (upgrade.go)
+	keptHere              bool // taken back by this hand-over (handoversettle.go): it does not go again in it
 }
 
 // preRelay is the part of a session's state that it needs only until it

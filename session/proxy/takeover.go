@@ -14,6 +14,7 @@ import (
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/reactor/handoverwire"
 	"github.com/tidegate/tidegate/session/cluster"
+	"github.com/tidegate/tidegate/session/proxy/handover"
 )
 
 // The new process's side of a live upgrade (the old one's is upgrade.go):
@@ -25,35 +26,20 @@ import (
 // it acknowledges each session it handled. It returns how many sessions it
 // took.
 func (p *Proxy) TakeOver(hc *handoverwire.Conn) (int, error) {
+	p.takingOver.Add(1)
+	defer p.takingOver.Add(-1)
 	// Each adoption waits for a loop to register both sockets, and the loops
 	// are busy relaying the sessions already here: a few run at once.
 	type msg struct {
+		place int64 // in the order sent, from 0
 		data  []byte
 		files []*os.File
 	}
 	work := make(chan msg)
-	var n, handled atomic.Int64
-	acks := make(chan struct{}, 1)
-	ackDone := make(chan struct{})
-	go func() {
-		defer close(ackDone)
-		var sent int64
-		for range acks {
-			if h := handled.Load(); h > sent {
-				data, _ := json.Marshal(handoverAck{Handled: h})
-				if hc.Send(data) != nil {
-					return // the old process is gone; it needs no more
-				}
-				sent = h
-			}
-		}
-	}()
-	ack := func() {
-		select {
-		case acks <- struct{}{}:
-		default:
-		}
-	}
+	var n atomic.Int64
+	// Each acknowledgement is written before the session's sockets are used
+	// here (package handover).
+	acker := handover.NewAcker(hc)
 	var wg sync.WaitGroup
 	for range takeOverWorkers {
 		wg.Add(1)
@@ -61,20 +47,23 @@ func (p *Proxy) TakeOver(hc *handoverwire.Conn) (int, error) {
 			defer wg.Done()
 			for m := range work {
 				if testHookTakeOverAdopt != nil {
-					testHookTakeOverAdopt()
+					testHookTakeOverAdopt(m.place, m.files)
 				}
-				if err := p.adopt(m.data, m.files); err != nil {
-					p.log.Error().Err(err).Msg("take-over: a session could not be adopted and is lost")
+				err := p.adopt(m.data, m.files, func() { acker.Ack(m.place, true) }, false)
+				if testHookTakeOverAdopted != nil {
+					testHookTakeOverAdopted(m.place, err)
+				}
+				if err != nil {
+					p.log.Error().Err(err).Msg("take-over: a session could not be adopted; the old process takes it back if it can")
+					acker.Ack(m.place, false)
 				} else {
 					n.Add(1)
 				}
-				handled.Add(1)
-				ack()
 			}
 		}()
 	}
 	var rerr error
-	for {
+	for place := int64(0); ; place++ {
 		data, files, err := hc.Recv()
 		if err != nil {
 			if !errors.Is(err, net.ErrClosed) && !errors.Is(err, io.EOF) {
@@ -82,29 +71,42 @@ func (p *Proxy) TakeOver(hc *handoverwire.Conn) (int, error) {
 			}
 			break
 		}
-		work <- msg{data, files}
+		work <- msg{place, data, files}
 	}
 	close(work)
 	wg.Wait()
-	acks <- struct{}{} // the last count, if it is not on its way yet
-	close(acks)
-	<-ackDone
 	if rerr != nil {
 		return int(n.Load()), fmt.Errorf("proxy: take-over after %d sessions: %w", n.Load(), rerr)
 	}
 	return int(n.Load()), nil
 }
 
+// ErrTakingOver is HandOver's error while the proxy is still taking over
+// the sessions of the process before it: a second live upgrade then would
+// send on sessions still arriving, and end this process before they have.
+var ErrTakingOver = errors.New("proxy: still taking over the sessions of the process before this one")
+
+// TakingOver reports whether TakeOver is running.
+func (p *Proxy) TakingOver() bool { return p.takingOver.Load() > 0 }
+
 // testHookTakeOverAdopt, when a test sets it, runs in TakeOver before each
-// session is adopted: a seam for faults while a session is on its way.
-var testHookTakeOverAdopt func()
+// session is adopted, with its place and descriptors: a seam for faults
+// while a session is on its way.
+var testHookTakeOverAdopt func(place int64, files []*os.File)
+
+// testHookTakeOverAdopted, when a test sets it, runs in TakeOver after each
+// adoption, with its place and error (before a failed one is acknowledged).
+var testHookTakeOverAdopted func(place int64, err error)
 
 // takeOverWorkers is how many sessions TakeOver adopts at once: each waits
 // for a round of its loop, so they overlap.
 const takeOverWorkers = 256
 
-// adopt registers one handed-over session.
-func (p *Proxy) adopt(data []byte, files []*os.File) error {
+// adopt registers one handed-over session. Both sockets are registered
+// paused; once both are, tell (if set) runs and then the session relays,
+// so that nothing is read from or written to them before tell. keep marks
+// it as taken back by the running hand-over.
+func (p *Proxy) adopt(data []byte, files []*os.File, tell func(), keep bool) error {
 	defer func() {
 		for _, f := range files {
 			f.Close()
@@ -129,10 +131,11 @@ func (p *Proxy) adopt(data []byte, files []*os.File) error {
 	defer bn.Close()
 	gen := p.cur()
 	s := &session{p: p, gen: gen, ip: st.IP, state: stAdopting, adopted: true, raw: st.Raw, host: st.Host, username: st.User,
-		opened: st.Opened, protocol: st.Protocol, c2s: st.C2S.scanner(), s2c: st.S2C.scanner(),
+		opened: st.Opened, protocol: st.Protocol, c2s: scannerOf(st.C2S), s2c: scannerOf(st.S2C),
 		pre: &preRelay{adoptIn: [2][]byte{st.ClientIn, st.BackendIn}, adoptOut: [2][]byte{st.ToClient, st.ToBackend},
 			adoptTk: st.Cluster}}
 	s.timer.F = s.onTimer
+	s.keptHere = keep
 	if ap, err := netip.ParseAddrPort(st.Remote); err == nil {
 		s.pp = &proxied{src: ap}
 	}
@@ -148,8 +151,27 @@ func (p *Proxy) adopt(data []byte, files []*os.File) error {
 	if s.target == nil { // no longer configured: counted on its own
 		s.target = &backend{addr: st.Backend, group: s.group, backendHealth: &backendHealth{}}
 	}
-	_, _, err = p.rs.AdoptPair(cn, bn, (*clientHandler)(p), &p.backendSide, s, st.Listener, -1)
-	return err
+	c, _, err := p.rs.AdoptPair(cn, bn, (*clientHandler)(p), &p.backendSide, s, gen.listenerIndex(st.Listen, st.Listener), -1)
+	if err != nil {
+		return err
+	}
+	if tell != nil {
+		tell()
+	}
+	_ = c.Loop().Execute(s.goAhead) // fails only when the loops stop, which closes the session
+	return nil
+}
+
+// listenerIndex returns the reactor index of the listener configured at
+// listen, or index when none is (or listen is empty: an older process sent
+// the session).
+func (g *generation) listenerIndex(listen string, index int) int {
+	for i, l := range g.cfg.Listeners {
+		if listen != "" && l.Listen == listen {
+			return g.live[i]
+		}
+	}
+	return index
 }
 
 // adoptedClient is clientHandler.OnOpen for a handed-over session. Its two
@@ -157,6 +179,21 @@ func (p *Proxy) adopt(data []byte, files []*os.File) error {
 func (s *session) adoptedClient(c *reactor.Conn) {
 	s.client = c
 	s.p.admitAdopted(s.gen, s.ip)
+	s.p.loopOf(c).counters.active.Add(1)
+	c.PauseRead() // until goAhead
+}
+
+// adoptedBackend is backendHandler.OnOpen for a handed-over session.
+func (s *session) adoptedBackend(bc *reactor.Conn) {
+	s.backend = bc
+	bc.PauseRead() // until goAhead
+}
+
+// goAhead, on the session's loop once both of its sockets are registered
+// and the other process knows (adopt), takes its ticket and lets it relay.
+// A session that ended meanwhile leaves the network's state here: this
+// process answered for it.
+func (s *session) goAhead() {
 	if tk := s.pre.adoptTk; tk != nil && s.p.cluster != nil {
 		if sess, err := cluster.ParseRecord(tk.Record); err == nil {
 			s.ticket = s.p.cluster.Adopt(tk.Token, sess, s)
@@ -165,28 +202,19 @@ func (s *session) adoptedClient(c *reactor.Conn) {
 		}
 		s.pre.adoptTk = nil
 	}
-	s.p.loopOf(c).counters.active.Add(1)
-	c.PauseRead()
-	switch {
-	case s.state == stDone: // the backend socket ended before this one opened
-		s.flushAdopted(c, 0)
-		c.Close()
-	case s.backend != nil:
-		s.resumeAdopted()
+	if s.state != stAdopting {
+		// One socket ended before the other opened: the one left gets what
+		// the old process left for it, and closes.
+		for side, c := range []*reactor.Conn{s.client, s.backend} {
+			if c != nil && !c.Closing() {
+				s.flushAdopted(c, side)
+				c.Close()
+			}
+		}
+		s.releaseTicket()
+		return
 	}
-}
-
-// adoptedBackend is backendHandler.OnOpen for a handed-over session.
-func (s *session) adoptedBackend(bc *reactor.Conn) {
-	s.backend = bc
-	bc.PauseRead()
-	switch {
-	case s.state == stDone: // the client left before this socket opened
-		s.flushAdopted(bc, 1)
-		bc.Close()
-	case s.client != nil:
-		s.resumeAdopted()
-	}
+	s.resumeAdopted()
 }
 
 // flushAdopted writes what the old process left for one side of a session

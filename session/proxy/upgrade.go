@@ -12,6 +12,7 @@ import (
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/reactor/handoverwire"
 	"github.com/tidegate/tidegate/session/cluster"
+	"github.com/tidegate/tidegate/session/proxy/handover"
 )
 
 // A live upgrade moves every relaying session to a new process: both of its
@@ -25,50 +26,12 @@ import (
 // of sessions is on its way at any time: the others go on relaying here
 // until their turn, and no session waits for the whole hand-over.
 
-// handoverState is a relaying session as it travels to the new process.
-type handoverState struct {
-	Listener  int          `json:"listener"`
-	Raw       bool         `json:"raw"`
-	IP        string       `json:"ip"`
-	Remote    string       `json:"remote,omitempty"` // ip:port the PROXY header gave, if any
-	Host      string       `json:"host,omitempty"`
-	User      string       `json:"user,omitempty"`
-	Protocol  int32        `json:"protocol,omitempty"`
-	Group     string       `json:"group"`
-	Backend   string       `json:"backend"`
-	Opened    int64        `json:"opened,omitempty"` // unix nanoseconds, when the client connected
-	C2S       scannerState `json:"c2s"`
-	S2C       scannerState `json:"s2c"`
-	ClientIn  []byte       `json:"client_in,omitempty"`  // read from the client, not yet relayed
-	BackendIn []byte       `json:"backend_in,omitempty"` // read from the backend, not yet relayed
-	// Relayed (and counted, and scanned) here but not yet sent: the new
-	// process sends these before the input above.
-	ToClient  []byte `json:"to_client,omitempty"`
-	ToBackend []byte `json:"to_backend,omitempty"`
-	// Cluster is the session's place in the network's state, which the new
-	// process takes over under the same token (cluster.go).
-	Cluster *handoverCluster `json:"cluster,omitempty"`
-}
-
-// handoverAck is what the new process sends back: how many sessions it has
-// handled (adopted or lost) so far.
-type handoverAck struct {
-	Handled int64 `json:"handled"`
-}
-
-// handoverCluster is a session's cluster ticket as it travels.
-type handoverCluster struct {
-	Token  string `json:"token"`
-	Record string `json:"record"` // cluster.Session.Record, read back with cluster.ParseRecord
-}
-
-// scannerState is a frameScanner's position, for a hand-over.
-type scannerState struct {
-	Remaining int    `json:"remaining"`
-	Length    uint32 `json:"length"`
-	Shift     uint8  `json:"shift"`
-	Broken    bool   `json:"broken"`
-}
+// The hand-over's messages (package handover).
+type (
+	handoverState   = handover.State
+	handoverCluster = handover.Cluster
+	scannerState    = handover.Scanner
+)
 
 // The form keeps the remaining body and a partial length prefix apart, as
 // scanners before the 8-byte one did, so that processes of either kind can
@@ -83,7 +46,8 @@ func (f *frameScanner) state() scannerState {
 	return st
 }
 
-func (st scannerState) scanner() frameScanner {
+// scannerOf is the frameScanner at st, the inverse of frameScanner.state.
+func scannerOf(st scannerState) frameScanner {
 	f := frameScanner{shift: st.Shift, broken: st.Broken, n: uint32(st.Remaining)}
 	if st.Shift > 0 {
 		f.n = st.Length
@@ -114,6 +78,12 @@ type HandOverOptions struct {
 	// (TakeOver does): at most handoverWindow are then on their way at
 	// once. Without it, only this side's send queue bounds them.
 	Acked bool
+	// AckEach says the other process also acknowledges each session by
+	// its place before it touches it (TakeOver does): this process then
+	// keeps its copies of a session's sockets until that acknowledgement,
+	// and takes back what the other did not adopt (package handover). It
+	// needs Acked.
+	AckEach bool
 }
 
 // handed is one detached session on its way to the sender.
@@ -130,6 +100,10 @@ type handed struct {
 // a half-closed one finishes here. The proxy should have stopped accepting
 // (the new process has the listeners). It returns how many sessions went.
 func (p *Proxy) HandOver(ctx context.Context, hc *handoverwire.Conn, opt HandOverOptions) (int, error) {
+	if p.TakingOver() {
+		return 0, ErrTakingOver
+	}
+	defer p.HoldReloads()()
 	stall := opt.Stall
 	if stall <= 0 {
 		stall = 30 * time.Second
@@ -139,50 +113,36 @@ func (p *Proxy) HandOver(ctx context.Context, hc *handoverwire.Conn, opt HandOve
 		// on: stopping here must not take them out of the network.
 		p.cluster.KeepKeysOnStop(true)
 	}
+	p.clearKeptHere()
+	pending := handover.New[handed](opt.Acked && opt.AckEach)
 	out := make(chan handed, handoverWindow)
 	sent := make(chan error, 1)
 	sendFailed := make(chan struct{})
 	var takenBack atomic.Int64
+	settle := func(h handed, v handover.Verdict) { p.settle(h, v, &takenBack) }
 	go func() {
-		var err error
-		for h := range out {
-			if err == nil {
-				// A new process that stops reading must not hold the
-				// sender, and with it the hand-over, for good.
-				_ = hc.SetWriteDeadline(time.Now().Add(stall))
-				if err = hc.Send(h.state, h.client, h.backend); err != nil {
-					close(sendFailed)
-				}
+		sent <- pending.SendAll(out, func(h handed) error {
+			if testHookHandOverSend != nil {
+				testHookHandOverSend(h.client)
 			}
-			if err != nil {
-				// Not sent: this process takes the session back, as the new
-				// one would have (adopt closes the files).
-				aerr := p.adopt(h.state, []*os.File{h.client, h.backend})
-				reactor.HoldFDs(-fdsPerHandedSession)
-				if aerr != nil {
-					p.log.Error().Err(aerr).Msg("hand-over: a session that could not be sent could not be taken back either; it is lost")
-				} else {
-					p.handedOver.Add(-1)
-					takenBack.Add(1)
-				}
-				continue
-			}
-			if h.ticket != nil {
-				p.sentMu.Lock()
-				p.sentTickets = append(p.sentTickets, h.ticket)
-				p.sentMu.Unlock()
-			}
-			h.client.Close()
-			h.backend.Close()
-			reactor.HoldFDs(-fdsPerHandedSession)
-		}
-		sent <- err
+			// A new process that stops reading must not hold the sender,
+			// and with it the hand-over, for good.
+			_ = hc.SetWriteDeadline(time.Now().Add(stall))
+			return hc.Send(h.state, h.client, h.backend)
+		}, func() { close(sendFailed) }, settle)
 	}()
 	var acked atomic.Int64
 	ackc := make(chan struct{}, 1)
 	acksDone := make(chan error, 1)
 	if opt.Acked {
-		go readAcks(hc, &acked, ackc, acksDone)
+		readerDone := make(chan struct{})
+		p.sentMu.Lock()
+		p.ackReaderDone = readerDone
+		p.sentMu.Unlock()
+		go func() {
+			defer close(readerDone)
+			acksDone <- pending.ReadAcks(hc, &acked, ackc, settle)
+		}()
 	}
 	loops := p.rs.Loops()
 	done := make(chan int, len(loops))
@@ -214,7 +174,7 @@ func (p *Proxy) HandOver(ctx context.Context, hc *handoverwire.Conn, opt HandOve
 			rs := time.Now()
 			turn++ // which loops get the remainder: each in turn, or one that is short of room would starve the others
 			for i, l := range loops {
-				quota := loopQuota(room, len(loops), (i+turn)%len(loops))
+				quota := handover.LoopQuota(room, len(loops), (i+turn)%len(loops))
 				if l.Execute(func() { done <- p.handOverOnLoop(l, out, quota) }) != nil {
 					done <- 0
 				}
@@ -273,11 +233,19 @@ func (p *Proxy) HandOver(ctx context.Context, hc *handoverwire.Conn, opt HandOve
 		case <-ctx.Done():
 		}
 		if h := acked.Load(); h < int64(n) {
-			return n, fmt.Errorf("proxy: hand-over: the new process acknowledged %d of %d sessions", h, n)
+			return n - int(takenBack.Load()), fmt.Errorf("proxy: hand-over: the new process acknowledged %d of %d sessions", h, n)
 		}
+	}
+	if tb := takenBack.Load(); tb > 0 { // the new process did not adopt these: they relay here
+		return n - int(tb), fmt.Errorf("proxy: hand-over: the new process did not adopt %d sessions; they were taken back", tb)
 	}
 	return n, nil
 }
+
+// testHookHandOverSend, when a test sets it, runs in HandOver before each
+// session is sent, with the duplicate of its client's socket: a seam for
+// faults while a session is detached.
+var testHookHandOverSend func(client *os.File)
 
 // fdsPerHandedSession is how many descriptors a session holds on its way to
 // the new process: the duplicates of its client's and its backend's sockets.
@@ -287,48 +255,13 @@ const fdsPerHandedSession = 2
 // for tests.
 var handoverFDRoom = func(p *Proxy) int { return p.rs.HandoverFDs() }
 
-// loopQuota is how many sessions loop i of loops may detach in a round with
-// room places on the way: the quotas add up to room at most, since every
-// loop of a round puts its sessions on the same out, and one more than it
-// holds would block that loop (and every session on it) on the sender.
-func loopQuota(room, loops, i int) int {
-	q := room / loops
-	if i < room%loops {
-		q++
-	}
-	return q
-}
-
-// readAcks records the other process's acknowledgements in acked, waking
-// ackc at each, until hc ends.
-func readAcks(hc *handoverwire.Conn, acked *atomic.Int64, ackc chan<- struct{}, done chan<- error) {
-	for {
-		data, files, err := hc.Recv()
-		for _, f := range files {
-			f.Close()
-		}
-		if err != nil {
-			done <- err
-			return
-		}
-		var a handoverAck
-		if json.Unmarshal(data, &a) == nil && a.Handled > acked.Load() {
-			acked.Store(a.Handled)
-			select {
-			case ackc <- struct{}{}:
-			default:
-			}
-		}
-	}
-}
-
 // handOverOnLoop, on l, detaches up to quota sessions that relay and puts
 // them on out; it returns how many it detached.
 func (p *Proxy) handOverOnLoop(l *reactor.Loop, out chan<- handed, quota int) int {
 	n := 0
 	l.EachConn(func(c *reactor.Conn) {
 		s, ok := c.Value.(*session)
-		if n >= quota || !ok || s.client != c {
+		if n >= quota || !ok || s.client != c || s.keptHere {
 			return
 		}
 		if s.state != stRelay || s.clientEOF || s.backendEOF || s.backend == nil || !s.backend.Opened() || c.Closing() || s.backend.Closing() {
@@ -350,7 +283,7 @@ func (p *Proxy) handOverOnLoop(l *reactor.Loop, out chan<- handed, quota int) in
 func (s *session) detach() (handed, bool) {
 	c, b := s.client, s.backend
 	st := handoverState{
-		Listener: c.Listener(), Raw: s.raw, IP: s.ip, Host: s.host, User: s.username, Protocol: s.protocol,
+		Listener: c.Listener(), Listen: s.listenerCfg().Listen, Raw: s.raw, IP: s.ip, Host: s.host, User: s.username, Protocol: s.protocol,
 		Group: s.group.name, Backend: s.target.addr, Opened: s.opened, C2S: s.c2s.state(), S2C: s.s2c.state(),
 	}
 	if s.pp != nil {
@@ -386,7 +319,20 @@ func (s *session) detach() (handed, bool) {
 // are released here (this process's heartbeat would otherwise keep them
 // published, and their players would be refused as duplicates), and the
 // proxy's keys are removed again when it stops.
+//
+// It first waits for the acknowledgements to end, which takes back the
+// sessions the new process never touched (HandOverOptions.AckEach).
 func (p *Proxy) HandOverLost() {
+	p.sentMu.Lock()
+	readerDone := p.ackReaderDone
+	p.sentMu.Unlock()
+	if readerDone != nil {
+		select {
+		case <-readerDone:
+		case <-time.After(handOverLostWait):
+			p.log.Warn().Dur("waited", handOverLostWait).Msg("hand-over: the new process's side of the hand-over socket is still open; the sessions on their way stay with it")
+		}
+	}
 	if p.cluster == nil {
 		return
 	}
@@ -403,30 +349,49 @@ func (p *Proxy) HandOverLost() {
 	}
 }
 
-// logLeftBehind logs, for a hand-over that ran out of time, why each
-// session still here did not go (at most 20).
-func (p *Proxy) logLeftBehind() {
+// handOverLostWait bounds HandOverLost's wait for the acknowledgements to
+// end (the socket of a new process that is gone closes with it, at once).
+const handOverLostWait = 5 * time.Second
+
+// clearKeptHere lets the sessions an earlier hand-over took back go in the
+// next one.
+func (p *Proxy) clearKeptHere() {
+	p.onEachSession(func(s *session) { s.keptHere = false })
+}
+
+// onEachSession runs f on its loop for every session whose client is open,
+// loop by loop, and returns once it ran on every loop.
+func (p *Proxy) onEachSession(f func(s *session)) {
 	for _, l := range p.rs.Loops() {
 		done := make(chan struct{})
 		if l.Execute(func() {
 			defer close(done)
-			n := 0
 			l.EachConn(func(c *reactor.Conn) {
-				s, ok := c.Value.(*session)
-				if !ok || s.client != c || n >= 20 {
-					return
+				if s, ok := c.Value.(*session); ok && s.client == c {
+					f(s)
 				}
-				n++
-				ev := p.log.Warn().Str("remote", c.RemoteAddr().String()).Int("state", int(s.state)).
-					Bool("client_eof", s.clientEOF).Bool("backend_eof", s.backendEOF).
-					Int("client_queued", c.OutboundBuffered())
-				if s.backend != nil {
-					ev = ev.Bool("backend_open", s.backend.Opened()).Int("backend_queued", s.backend.OutboundBuffered())
-				}
-				ev.Msg("hand-over: session left behind")
 			})
 		}) == nil {
 			<-done
 		}
 	}
+}
+
+// logLeftBehind logs, for a hand-over that ran out of time, why each
+// session still here did not go (at most 20).
+func (p *Proxy) logLeftBehind() {
+	n := 0
+	p.onEachSession(func(s *session) {
+		if n++; n > 20 {
+			return
+		}
+		c := s.client
+		ev := p.log.Warn().Str("remote", c.RemoteAddr().String()).Int("state", int(s.state)).
+			Bool("client_eof", s.clientEOF).Bool("backend_eof", s.backendEOF).
+			Int("client_queued", c.OutboundBuffered())
+		if s.backend != nil {
+			ev = ev.Bool("backend_open", s.backend.Opened()).Int("backend_queued", s.backend.OutboundBuffered())
+		}
+		ev.Msg("hand-over: session left behind")
+	})
 }

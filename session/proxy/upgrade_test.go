@@ -35,7 +35,7 @@ func handOver(t *testing.T, from, to *Proxy) int {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	n, err := from.HandOver(ctx, send, HandOverOptions{Stall: 10 * time.Second, Acked: true})
+	n, err := from.HandOver(ctx, send, HandOverOptions{Stall: 10 * time.Second, Acked: true, AckEach: true})
 	send.Close()
 	if err != nil {
 		t.Fatalf("HandOver: %v", err)

@@ -2,11 +2,14 @@ package proxy
 
 import (
 	"context"
+	"os"
 	"sync"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tidegate/tidegate/internal/testkit/seam"
 )
 
 // The descriptor-limit test is Linux's: RLIMIT_NOFILE's type differs
@@ -80,4 +83,23 @@ func TestHandOverAtTheDescriptorLimitKeepsSessions(t *testing.T) {
 	if got := relaying(conns, 5*time.Second); got != 1 {
 		t.Fatal("the session the hand-over could not move no longer relays")
 	}
+}
+
+// descriptorLimitAtAdoption lowers the descriptor limit for the new
+// process's first adoption, which then cannot take the session's sockets
+// and says so; the old process takes the session back. The adoptions run
+// one at a time meanwhile, so that the take-back runs under the limit put
+// back.
+func descriptorLimitAtAdoption(t *testing.T) {
+	var mu sync.Mutex
+	var once sync.Once
+	var restore func()
+	seam.Set(t, &testHookTakeOverAdopt, func(int64, []*os.File) {
+		mu.Lock()
+		once.Do(func() { restore = limitFDsTo(t, 0) })
+	})
+	seam.Set(t, &testHookTakeOverAdopted, func(int64, error) {
+		restore()
+		mu.Unlock()
+	})
 }

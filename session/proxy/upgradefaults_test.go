@@ -53,7 +53,7 @@ func TestAdoptingASessionWhoseClientReset(t *testing.T) {
 	sockpair.Reset(t, clientPeer, client)
 	backend, backendPeer := sockpair.TCP(t)
 	st, _ := json.Marshal(handoverState{Listener: 0, Raw: true, IP: "127.0.0.1", Group: "main", Backend: be})
-	err := p.adopt(st, []*os.File{socketFile(t, client), socketFile(t, backend)})
+	err := p.adopt(st, []*os.File{socketFile(t, client), socketFile(t, backend)}, nil, false)
 	client.Close()
 	backend.Close()
 	if err == nil {
@@ -64,24 +64,6 @@ func TestAdoptingASessionWhoseClientReset(t *testing.T) {
 	echo(t, first, []byte("still relaying"))
 	waitfor.Value(t, "the descriptors held to be the first session's", reactor.HeldFDs,
 		func(h int64) bool { return h == held+fdsPerHandedSession })
-}
-
-// TestLoopQuotasFitTheRoom: the loops of a hand-over round never detach
-// more sessions between them than the room on the way holds, or one would
-// block on the queue they share (and every session on it with it), and
-// they use all of it.
-func TestLoopQuotasFitTheRoom(t *testing.T) {
-	for loops := 1; loops <= 8; loops++ {
-		for room := 0; room <= 2*handoverWindow; room++ {
-			sum := 0
-			for i := range loops {
-				sum += loopQuota(room, loops, i)
-			}
-			if sum != room {
-				t.Fatalf("%d loops with room for %d sessions may detach %d", loops, room, sum)
-			}
-		}
-	}
 }
 
 // tightHandoverPair is handoverPair with the smallest socket buffers the
