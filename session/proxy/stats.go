@@ -31,6 +31,7 @@ const (
 	reasonDuplicateLogin
 	reasonLoggedInElsewhere
 	reasonBadUsername
+	reasonBackendLogin // a login the proxy completes failed on the backend's side (terminate.go)
 	numReasons
 )
 
@@ -57,6 +58,7 @@ var reasonLabels = [numReasons]string{
 	reasonDuplicateLogin:         "duplicate_login",
 	reasonLoggedInElsewhere:      "logged_in_elsewhere",
 	reasonBadUsername:            "bad_username",
+	reasonBackendLogin:           "backend_login",
 }
 
 func (r reason) String() string { return reasonLabels[r] }

@@ -112,6 +112,10 @@ type GroupConfig struct {
 	// ${VAR} placeholder would give it; Load and Parse set it from
 	// ForwardingKeyFile when that is set (only one of them may be).
 	ForwardingSecret Secret `yaml:"forwarding_secret"`
+
+	// secretFromFile says ForwardingSecret was read from ForwardingKeyFile,
+	// so that validating the configuration again does not see it set twice.
+	secretFromFile bool
 }
 
 // BackendConfig is one backend server.

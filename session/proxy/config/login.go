@@ -92,7 +92,7 @@ func (c *Config) checkLogin(bad func(path, format string, args ...any), p string
 		switch {
 		case g.ForwardingKeyFile == "" && g.ForwardingSecret == "":
 			bad(p+".forwarding_key_file", "velocity forwarding needs the file holding its secret (or forwarding_secret)")
-		case g.ForwardingKeyFile != "" && g.ForwardingSecret != "":
+		case g.ForwardingKeyFile != "" && g.ForwardingSecret != "" && !g.secretFromFile:
 			bad(p+".forwarding_secret", "set the secret once: forwarding_secret or forwarding_key_file, not both")
 		}
 	default:
@@ -126,7 +126,7 @@ func (c *Config) readSecrets() []Problem {
 			if msg != "" {
 				ps = append(ps, Problem{Path: "groups." + name + ".forwarding_key_file", Msg: msg})
 			}
-			g.ForwardingSecret = secret
+			g.ForwardingSecret, g.secretFromFile = secret, true
 			c.Groups[name] = g
 		}
 	}

@@ -75,6 +75,9 @@ func TestLoginSettingsValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := cfg.Validate(); err != nil {
+		t.Errorf("validating the loaded configuration again: %v", err)
+	}
 	g := cfg.Groups["main"]
 	if g.LoginMode() != LoginOffline || cfg.ForwardingOf(g) != ForwardVelocity || g.ForwardingSecret.Reveal() != "s3cret-value" {
 		t.Errorf("login %q, forwarding %q, secret %q", g.LoginMode(), cfg.ForwardingOf(g), g.ForwardingSecret.Reveal())

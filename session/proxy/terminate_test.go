@@ -1,0 +1,220 @@
+package proxy
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/Tnze/go-mc/bot"
+
+	"github.com/tidegate/tidegate/internal/testkit/gomcbot"
+	"github.com/tidegate/tidegate/internal/testkit/leaktest"
+	"github.com/tidegate/tidegate/internal/testkit/waitfor"
+	"github.com/tidegate/tidegate/protocol/mc"
+	"github.com/tidegate/tidegate/session/mcbackend"
+	"github.com/tidegate/tidegate/session/proxy/proxymetrics"
+)
+
+const testForwardingSecret = "tidegate-test-secret"
+
+// offlineConfig is a proxy configuration whose group main, at backend,
+// has its logins completed by the proxy with the given forwarding (the
+// velocity secret is testForwardingSecret, from a file).
+func offlineConfig(t *testing.T, backend, forwarding string) string {
+	t.Helper()
+	secret := filepath.Join(t.TempDir(), "forwarding.secret")
+	if err := os.WriteFile(secret, []byte(testForwardingSecret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	keys := ""
+	if forwarding == "velocity" {
+		keys = fmt.Sprintf(", forwarding_key_file: %q", secret)
+	}
+	return fmt.Sprintf(`
+listeners: [{listen: "127.0.0.1:0"}]
+default_group: main
+groups: {main: {backends: [{addr: %q}], login: offline, forwarding: %s%s}}
+`, backend, forwarding, keys)
+}
+
+// TestGoMCBotOfflineLoginThroughProxy: go-mc's bot (protocol 764) logs in
+// through a proxy that completes the login itself, to the fake backend
+// expecting each forwarding, with and without compression; it reaches
+// play (the configuration state relayed from the backend) and its play
+// packets are echoed.
+func TestGoMCBotOfflineLoginThroughProxy(t *testing.T) {
+	for _, fw := range []struct {
+		name    string
+		backend mcbackend.Forwarding
+	}{{"velocity", mcbackend.ForwardVelocity}, {"bungeecord", mcbackend.ForwardBungeeCord}, {"none", mcbackend.ForwardNone}} {
+		for _, compression := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/compression=%t", fw.name, compression), func(t *testing.T) {
+				fdsBefore := leaktest.OpenFDs()
+				srv, be := startBackendServer(t, mcbackend.Config{Compression: compression, CompressionThreshold: 64,
+					Forwarding: fw.backend, ForwardingSecret: []byte(testForwardingSecret)})
+				p, addr := startProxy(t, offlineConfig(t, be, fw.name))
+				b := gomcbot.Join(t, addr, "OfflineBot", 10*time.Second)
+				b.Echo(t, bytes.Repeat([]byte("terminated "), 30))
+				b.Echo(t, []byte("small"))
+				waitStats(t, p, "the routed session", func(st proxymetrics.Stats) bool { return st.Routed == 1 && st.Rejected["backend_login"] == 0 })
+				st := srv.Stats()
+				if st.Rejected() != 0 || st.PlayStarted != 1 {
+					t.Fatalf("backend: %d rejected, %d in play", st.Rejected(), st.PlayStarted)
+				}
+				if want := int64(map[bool]int{true: 1}[fw.backend == mcbackend.ForwardVelocity]); st.Forwarded != want {
+					t.Fatalf("backend verified %d velocity forwardings, want %d", st.Forwarded, want)
+				}
+				if err := b.Client.Close(); err != nil {
+					t.Fatal(err)
+				}
+				waitStats(t, p, "the session to end", func(st proxymetrics.Stats) bool { return st.Active == 0 })
+				if fdsBefore >= 0 {
+					waitfor.Check(t, "the session's descriptors to close", func() error {
+						// The proxy's and backend's listeners and loops stay open until cleanup.
+						if n := leaktest.OpenFDs(); n > fdsBefore+40 {
+							return fmt.Errorf("%d descriptors open, %d before", n, fdsBefore)
+						}
+						return nil
+					})
+				}
+			})
+		}
+	}
+}
+
+// joinErr joins a go-mc bot through addr and returns why the login failed.
+func joinErr(t *testing.T, addr, name string) error {
+	t.Helper()
+	c := bot.NewClient()
+	c.Auth.Name = name
+	err := c.JoinServerWithOptions(addr, bot.JoinOptions{MCDialer: gomcbot.Dialer{D: 10 * time.Second}})
+	if c.Conn != nil {
+		_ = c.Close()
+	}
+	if err == nil {
+		t.Fatalf("%s joined through %s, want a refusal", name, addr)
+	}
+	return err
+}
+
+// TestOfflineLoginRefusals: a backend that refuses the velocity signature,
+// one that is not set up for the forwarding the proxy uses, and one that
+// asks for velocity forwarding of a proxy that forwards bungeecord: the
+// player reads why, the proxy counts backend_login, the backend its own
+// refusal.
+func TestOfflineLoginRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		backend    mcbackend.Config
+		forwarding string
+		want       string // in the disconnect the player reads
+		backendBad int64  // the backend's bad_forwarding count
+	}{
+		{"wrong secret", mcbackend.Config{Forwarding: mcbackend.ForwardVelocity, ForwardingSecret: []byte("another secret")}, "velocity", "Unable to verify player details", 1},
+		{"backend without forwarding", mcbackend.Config{}, "velocity", "not set up for the proxy's player forwarding", 0},
+		{"velocity backend, bungeecord proxy", mcbackend.Config{Forwarding: mcbackend.ForwardVelocity, ForwardingSecret: []byte("x")}, "bungeecord", "not set up for the proxy's player forwarding", 0},
+		{"bungeecord backend, no forwarding", mcbackend.Config{Forwarding: mcbackend.ForwardBungeeCord}, "none", "please enable it in your BungeeCord config", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, be := startBackendServer(t, tc.backend)
+			p, addr := startProxy(t, offlineConfig(t, be, tc.forwarding))
+			if err := joinErr(t, addr, "Refused"); !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("login error %v, want one saying %q", err, tc.want)
+			}
+			waitStats(t, p, "the refusal", func(st proxymetrics.Stats) bool { return st.Rejected["backend_login"] == 1 && st.Active == 0 })
+			waitfor.Value(t, "the backend's refusal", srv.Stats, func(st mcbackend.Stats) bool { return st.BadForwarding == tc.backendBad })
+		})
+	}
+}
+
+// fakeBackend listens on loopback and answers every connection with
+// reply, once it has read the handshake and Login Start, then waits for
+// the proxy to close; with a nil reply it closes at once.
+func fakeBackend(t *testing.T, reply []byte) string {
+	t.Helper()
+	return serveLoopback(t, func(c net.Conn) {
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		buf := make([]byte, 512)
+		_, _ = c.Read(buf)
+		if reply == nil {
+			return // closes at once
+		}
+		_, _ = c.Write(reply)
+		_, _ = c.Read(buf) // until the proxy closes
+	})
+}
+
+// serveLoopback listens on loopback until the test ends and runs handle
+// on each connection in a goroutine of its own; it returns the address.
+func serveLoopback(t *testing.T, handle func(net.Conn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go handle(c)
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// TestOfflineLoginBadBackendInput: a backend whose login frames are
+// malformed, oversized once inflated, or out of place fails the login with
+// a counted reason and a disconnect, and the proxy holds no buffer past
+// the inflation limit.
+func TestOfflineLoginBadBackendInput(t *testing.T) {
+	var k mc.Compressor
+	setComp := k.AppendFrame(nil, mc.AppendSetCompression(nil, 64), -1)
+	bomb := append(mc.AppendVarInt(nil, 1<<22), zlibBytes(make([]byte, 1<<22))...)
+	for _, tc := range []struct {
+		name  string
+		reply []byte
+		want  string
+	}{
+		{"inflates past the limit", append(bytes.Clone(setComp), append(mc.AppendVarInt(nil, int32(len(bomb))), bomb...)...), "malformed login"},
+		{"play packet in login", mc.AppendPacket(nil, 0x26, []byte("x")), "malformed login"},
+		{"encryption request", mc.AppendPacket(nil, mc.PacketEncryptionRequest, []byte{0}), "online mode"},
+		{"closes", nil, "closed the connection"},
+		{"disconnect", mc.AppendLoginDisconnect(nil, []byte(`{"text":"Whitelisted players only"}`)), "Whitelisted players only"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			be := fakeBackend(t, tc.reply)
+			p, addr := startProxy(t, offlineConfig(t, be, "none"))
+			c := dial(t, addr)
+			if _, err := c.Write(append(handshake(764, "localhost", mc.NextStateLogin), loginStartUUID("Bad")...)); err != nil {
+				t.Fatal(err)
+			}
+			id, data := readPacket(t, c)
+			if id != mc.PacketLoginDisconnect || !strings.Contains(string(data), tc.want) {
+				t.Fatalf("packet 0x%02x %q, want a disconnect saying %q", id, data, tc.want)
+			}
+			waitStats(t, p, "the refusal", func(st proxymetrics.Stats) bool { return st.Rejected["backend_login"] == 1 })
+		})
+	}
+}
+
+// loginStartUUID is a 1.20.2 Login Start body's frame for name.
+func loginStartUUID(name string) []byte {
+	return mc.AppendPacket(nil, mc.PacketLoginStart, append(mc.AppendString(nil, []byte(name)), make([]byte, 16)...))
+}
+
+func zlibBytes(b []byte) []byte {
+	var k mc.Compressor
+	frame := k.AppendFrame(nil, b, 0)
+	_, hl, _ := mc.SplitFrame(frame, mc.MaxFrameLength)
+	_, n, _ := mc.ReadVarInt(frame[hl:])
+	return frame[hl+n:]
+}
