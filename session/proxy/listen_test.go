@@ -52,10 +52,22 @@ groups: {main: {backends: [{addr: %q}]}}
 // taggingBackend accepts connections and writes tag to each.
 func taggingBackend(t *testing.T, tag string) string {
 	t.Helper()
-	return serveLoopback(t, func(c net.Conn) {
-		_, _ = io.WriteString(c, tag)
-		_ = c.Close()
-	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = io.WriteString(c, tag)
+			_ = c.Close()
+		}
+	}()
+	return ln.Addr().String()
 }
 
 // TestListenersKeyedByWholeAddress: two raw listeners on the same port of

@@ -112,39 +112,53 @@ func BenchmarkRouteLookup(b *testing.B) {
 // Success (1.7.10 form), then echoes.
 func recordingLoginBackend(t *testing.T) (string, <-chan []byte) {
 	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
 	got := make(chan []byte, 16)
-	return serveLoopback(t, func(c net.Conn) {
-		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(30 * time.Second))
-		var buf []byte
-		chunk := make([]byte, 4096)
-		off := 0
-		for frames := 0; frames < 2; {
-			n, _, err := mc.SplitFrame(buf[off:], 1<<16)
+	go func() {
+		for {
+			c, err := ln.Accept()
 			if err != nil {
-				got <- nil
 				return
 			}
-			if n > 0 {
-				off, frames = off+n, frames+1
-				continue
-			}
-			k, err := c.Read(chunk)
-			if err != nil {
-				got <- nil
-				return
-			}
-			buf = append(buf, chunk[:k]...)
+			go func() {
+				defer c.Close()
+				_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+				var buf []byte
+				chunk := make([]byte, 4096)
+				off := 0
+				for frames := 0; frames < 2; {
+					n, _, err := mc.SplitFrame(buf[off:], 1<<16)
+					if err != nil {
+						got <- nil
+						return
+					}
+					if n > 0 {
+						off, frames = off+n, frames+1
+						continue
+					}
+					k, err := c.Read(chunk)
+					if err != nil {
+						got <- nil
+						return
+					}
+					buf = append(buf, chunk[:k]...)
+				}
+				got <- buf[:off]
+				name := []byte("Steve")
+				uuid := mc.AppendUUID(nil, mc.OfflineUUID(name), true)
+				success := mc.AppendPacket(nil, mc.PacketLoginSuccess, mc.AppendString(mc.AppendString(nil, uuid), name))
+				if _, err := c.Write(success); err != nil {
+					return
+				}
+				_, _ = io.Copy(c, c)
+			}()
 		}
-		got <- buf[:off]
-		name := []byte("Steve")
-		uuid := mc.AppendUUID(nil, mc.OfflineUUID(name), true)
-		success := mc.AppendPacket(nil, mc.PacketLoginSuccess, mc.AppendString(mc.AppendString(nil, uuid), name))
-		if _, err := c.Write(success); err != nil {
-			return
-		}
-		_, _ = io.Copy(c, c)
-	}), got
+	}()
+	return ln.Addr().String(), got
 }
 
 // TestRewriteHostTowardBackend: a route's rewrite_host replaces the host

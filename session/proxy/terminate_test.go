@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/tidegate/tidegate/internal/testkit/gomcbot"
 	"github.com/tidegate/tidegate/internal/testkit/leaktest"
+	"github.com/tidegate/tidegate/internal/testkit/testserver"
 	"github.com/tidegate/tidegate/internal/testkit/waitfor"
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/session/mcbackend"
@@ -137,8 +139,7 @@ func TestOfflineLoginRefusals(t *testing.T) {
 // the proxy to close; with a nil reply it closes at once.
 func fakeBackend(t *testing.T, reply []byte) string {
 	t.Helper()
-	return serveLoopback(t, func(c net.Conn) {
-		defer c.Close()
+	return testserver.Conns(t, func(c net.Conn) {
 		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
 		buf := make([]byte, 512)
 		_, _ = c.Read(buf)
@@ -148,27 +149,6 @@ func fakeBackend(t *testing.T, reply []byte) string {
 		_, _ = c.Write(reply)
 		_, _ = c.Read(buf) // until the proxy closes
 	})
-}
-
-// serveLoopback listens on loopback until the test ends and runs handle
-// on each connection in a goroutine of its own; it returns the address.
-func serveLoopback(t *testing.T, handle func(net.Conn)) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go handle(c)
-		}
-	}()
-	return ln.Addr().String()
 }
 
 // TestOfflineLoginBadBackendInput: a backend whose login frames are
@@ -291,5 +271,52 @@ func TestOfflineLoginEveryVersion(t *testing.T) {
 		waitfor.Value(t, "the backend's verified forwardings", srv.Stats, func(st mcbackend.Stats) bool {
 			return st.Forwarded == int64(i+1) && st.Rejected() == 0
 		})
+	}
+}
+
+// TestHandOverTerminatedSessions: sessions whose login the proxy completed
+// relay like any other once in play, so a hand-over moves them (go-mc bots
+// keep their echo through the new proxy); a session whose backend login
+// is still under way is not handed over and stays with the old proxy.
+func TestHandOverTerminatedSessions(t *testing.T) {
+	be := startBackend(t, mcbackend.Config{Compression: true, CompressionThreshold: 64,
+		Forwarding: mcbackend.ForwardVelocity, ForwardingSecret: []byte(testForwardingSecret)})
+	cfg := offlineConfig(t, be, "velocity")
+	oldP, addr := startProxy(t, cfg)
+	newP, _ := startProxy(t, cfg)
+	var bots []*goMCBot
+	for i := range 3 {
+		b := joinGoMCBot(t, addr, fmt.Sprintf("Terminated%d", i))
+		b.echo(t, bytes.Repeat([]byte("before "), 30))
+		bots = append(bots, b)
+	}
+	if n := handOver(t, oldP, newP); n != len(bots) {
+		t.Fatalf("handed over %d sessions, want %d", n, len(bots))
+	}
+	for _, b := range bots {
+		b.echo(t, bytes.Repeat([]byte("after the hand-over "), 30))
+	}
+
+	// A backend that sends half a frame keeps the login pending.
+	stalled := fakeBackend(t, []byte{0x20, 0x04})
+	oldS, addrS := startProxy(t, offlineConfig(t, stalled, "none")+"limits: {handshake_timeout: 30s}\n")
+	newS, _ := startProxy(t, offlineConfig(t, stalled, "none"))
+	c := dial(t, addrS)
+	if _, err := c.Write(append(handshake(764, "localhost", mc.NextStateLogin), loginStartUUID("Pending")...)); err != nil {
+		t.Fatal(err)
+	}
+	waitStats(t, oldS, "the backend login under way", func(st proxymetrics.Stats) bool { return st.Routed == 1 })
+	send, recv := handoverPair(t)
+	go func() {
+		_, _ = newS.TakeOver(recv)
+		recv.Close()
+	}()
+	n, err := oldS.HandOver(context.Background(), send, HandOverOptions{Stall: 500 * time.Millisecond, Acked: true})
+	send.Close()
+	if n != 0 {
+		t.Fatalf("handed over %d sessions in their backend login (%v), want 0", n, err)
+	}
+	if a := oldS.Stats().Active; a != 1 {
+		t.Fatalf("the old proxy holds %d sessions, want the pending one", a)
 	}
 }
