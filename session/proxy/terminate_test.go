@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/Tnze/go-mc/bot"
+	mcnet "github.com/Tnze/go-mc/net"
 
 	"github.com/tidegate/tidegate/internal/testkit/gomcbot"
 	"github.com/tidegate/tidegate/internal/testkit/leaktest"
@@ -56,7 +57,7 @@ func TestGoMCBotOfflineLoginThroughProxy(t *testing.T) {
 	}{{"velocity", mcbackend.ForwardVelocity}, {"bungeecord", mcbackend.ForwardBungeeCord}, {"none", mcbackend.ForwardNone}} {
 		for _, compression := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/compression=%t", fw.name, compression), func(t *testing.T) {
-				fdsBefore := leaktest.OpenFDs()
+				checkNoLeaks(t)
 				srv, be := startBackendServer(t, mcbackend.Config{Compression: compression, CompressionThreshold: 64,
 					Forwarding: fw.backend, ForwardingSecret: []byte(testForwardingSecret)})
 				p, addr := startProxy(t, offlineConfig(t, be, fw.name))
@@ -75,33 +76,60 @@ func TestGoMCBotOfflineLoginThroughProxy(t *testing.T) {
 					t.Fatal(err)
 				}
 				waitStats(t, p, "the session to end", func(st proxymetrics.Stats) bool { return st.Active == 0 })
-				if fdsBefore >= 0 {
-					waitfor.Check(t, "the session's descriptors to close", func() error {
-						// The proxy's and backend's listeners and loops stay open until cleanup.
-						if n := leaktest.OpenFDs(); n > fdsBefore+40 {
-							return fmt.Errorf("%d descriptors open, %d before", n, fdsBefore)
-						}
-						return nil
-					})
-				}
 			})
 		}
 	}
 }
 
+// checkNoLeaks, called before a test starts its servers, checks once they
+// have stopped (its cleanup runs after theirs) that the descriptors and
+// goroutines are back to what they were: the test's sessions, proxy and
+// backend left nothing open or running.
+func checkNoLeaks(t *testing.T) {
+	t.Helper()
+	fds, goroutines := leaktest.OpenFDs(), leaktest.Goroutines()
+	t.Cleanup(func() {
+		waitfor.Check(t, "the descriptors and goroutines to go", func() error {
+			if n := leaktest.OpenFDs(); n > fds {
+				return fmt.Errorf("%d descriptors open, %d before", n, fds)
+			}
+			if n := leaktest.Goroutines(); n > goroutines {
+				return fmt.Errorf("%d goroutines, %d before", n, goroutines)
+			}
+			return nil
+		})
+	})
+}
+
 // joinErr joins a go-mc bot through addr and returns why the login failed.
+// go-mc does not close its socket when a login fails, so the dialer keeps
+// it for the test to close.
 func joinErr(t *testing.T, addr, name string) error {
 	t.Helper()
 	c := bot.NewClient()
 	c.Auth.Name = name
-	err := c.JoinServerWithOptions(addr, bot.JoinOptions{MCDialer: gomcbot.Dialer{D: 10 * time.Second}})
-	if c.Conn != nil {
-		_ = c.Close()
+	d := &keptDialer{d: gomcbot.Dialer{D: 10 * time.Second}}
+	err := c.JoinServerWithOptions(addr, bot.JoinOptions{MCDialer: d})
+	if d.conn != nil {
+		_ = d.conn.Close()
 	}
 	if err == nil {
 		t.Fatalf("%s joined through %s, want a refusal", name, addr)
 	}
 	return err
+}
+
+// keptDialer is a go-mc dialer that keeps the connection it made.
+type keptDialer struct {
+	d    gomcbot.Dialer
+	conn *mcnet.Conn
+}
+
+// DialMCContext implements go-mc's bot.MCDialer.
+func (k *keptDialer) DialMCContext(ctx context.Context, addr string) (*mcnet.Conn, error) {
+	c, err := k.d.DialMCContext(ctx, addr)
+	k.conn = c
+	return c, err
 }
 
 // TestOfflineLoginRefusals: a backend that refuses the velocity signature,
@@ -123,6 +151,7 @@ func TestOfflineLoginRefusals(t *testing.T) {
 		{"bungeecord backend, no forwarding", mcbackend.Config{Forwarding: mcbackend.ForwardBungeeCord}, "none", "please enable it in your BungeeCord config", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			checkNoLeaks(t)
 			srv, be := startBackendServer(t, tc.backend)
 			p, addr := startProxy(t, offlineConfig(t, be, tc.forwarding))
 			if err := joinErr(t, addr, "Refused"); !strings.Contains(err.Error(), tc.want) {
@@ -171,6 +200,7 @@ func TestOfflineLoginBadBackendInput(t *testing.T) {
 		{"disconnect", mc.AppendLoginDisconnect(nil, []byte(`{"text":"Whitelisted players only"}`)), "Whitelisted players only"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			checkNoLeaks(t)
 			be := fakeBackend(t, tc.reply)
 			p, addr := startProxy(t, offlineConfig(t, be, "none"))
 			c := dial(t, addr)
