@@ -202,7 +202,10 @@ func (b *Backend) handle(body []byte, k *mc.Compressor) (done bool, err error) {
 		return false, b.pluginRequest(body, k)
 	case mc.PacketLoginSuccess:
 		if b.set.Forwarding == config.ForwardVelocity && !b.asked {
-			return false, fail(KindNotSetUp, textNotSetUp, errors.New("the backend sent Login Success without asking for velocity forwarding: it is not set up for modern forwarding (or is in online mode's offline fallback)"))
+			if !mc.LoginLayoutOf(b.protocol).PluginMessages {
+				return false, fail(KindNotSetUp, textNotSetUp, fmt.Errorf("velocity forwarding needs 1.13 or later, the client speaks protocol %d: the backend cannot ask for it", b.protocol))
+			}
+			return false, fail(KindNotSetUp, textNotSetUp, errors.New("the backend sent Login Success without asking for velocity forwarding: it is not set up for modern forwarding"))
 		}
 		if _, err := mc.ParseLoginSuccess(body, b.protocol); err != nil {
 			return false, fail(KindBadPacket, textBadBackend, err)
