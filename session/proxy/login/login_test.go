@@ -195,3 +195,25 @@ func FuzzBackendFeed(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkVelocityLogin is the proxy's part of one terminated login with
+// velocity forwarding and compression: Login Start parsed, the request
+// answered (HMAC-SHA256), Set Compression and Login Success read, the
+// client's Set Compression and Login Success written.
+func BenchmarkVelocityLogin(b *testing.B) {
+	set := velocitySettings()
+	start := mc.AppendLoginStart(nil, 767, mc.LoginStart{Name: []byte("Alex"), HasUUID: true})
+	in := append(frames(-1, mc.AppendPluginRequest(nil, mc.PluginRequest{MessageID: 1, Channel: []byte(mc.VelocityChannel), Data: []byte{4}}),
+		mc.AppendSetCompression(nil, 256)), frames(256, mc.AppendLoginSuccess(nil, 767, mc.LoginSuccess{UUID: mc.OfflineUUID([]byte("Alex")), Name: []byte("Alex")}))...)
+	var k mc.Compressor
+	b.ReportAllocs()
+	for b.Loop() {
+		be, err := NewBackend(set, 767, start, "192.0.2.7")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, _, toClient, err := be.Feed(in, &k); err != nil || toClient == nil {
+			b.Fatal(err)
+		}
+	}
+}
