@@ -231,75 +231,85 @@ func zlibBytes(b []byte) []byte {
 
 // TestOfflineLoginEveryVersion: a client of each login shape from 1.7.10
 // to 1.21.x logs in through the proxy to the fake backend with velocity
-// forwarding (versions 2 and 3 carrying the 1.19 and 1.19.1 chat keys) and
-// compression where the version has it: it is told the backend's
+// forwarding (versions 2 and 3 carrying the 1.19 and 1.19.1 chat keys; the
+// fake backend asks before 1.13 too, which a real one cannot) and with
+// bungeecord forwarding, with compression where the version has it: it is
+// told the backend's
 // threshold, gets the proxy's Login Success, goes through the backend's
 // configuration state (1.20.2+) and has a play packet echoed.
 func TestOfflineLoginEveryVersion(t *testing.T) {
-	srv, be := startBackendServer(t, mcbackend.Config{Compression: true, CompressionThreshold: 64, SkipJoinGame: true,
-		Forwarding: mcbackend.ForwardVelocity, ForwardingSecret: []byte(testForwardingSecret)})
-	_, addr := startProxy(t, offlineConfig(t, be, "velocity"))
-	key := &mc.PlayerKey{Expiry: 1 << 40, PublicKey: bytes.Repeat([]byte{1}, 294), Signature: bytes.Repeat([]byte{2}, 512)}
-	for i, v := range []int32{mc.Protocol1_7_10, 47, 340, 393, 758, 759, 760, 761, 763, 764, 765, 766, 767, 768, 774} {
-		name := fmt.Sprintf("Player%d", v)
-		c := dial(t, addr)
-		ls := mc.LoginStart{Name: []byte(name), HasUUID: v >= mc.ProtocolLoginUUIDOptional, UUID: mc.OfflineUUID([]byte(name))}
-		if v == mc.Protocol1_19 || v == mc.ProtocolLoginUUIDOptional {
-			ls.Key = key
-		}
-		start := mc.AppendLoginStart(nil, v, ls)
-		if _, err := c.Write(append(handshake(v, "localhost", mc.NextStateLogin), mc.AppendPacket(nil, int32(start[0]), start[1:])...)); err != nil {
-			t.Fatal(err)
-		}
-		compressed := mc.LoginLayoutOf(v).Compression
-		// next reads a packet; in the compressed framing every packet here
-		// is below the threshold, so data length 0.
-		next := func() (int32, []byte) {
-			id, data := readPacket(t, c)
-			if !compressed {
-				return id, data
+	for _, fw := range []struct {
+		name    string
+		backend mcbackend.Forwarding
+	}{{"velocity", mcbackend.ForwardVelocity}, {"bungeecord", mcbackend.ForwardBungeeCord}} {
+		t.Run(fw.name, func(t *testing.T) {
+			srv, be := startBackendServer(t, mcbackend.Config{Compression: true, CompressionThreshold: 64, SkipJoinGame: true,
+				Forwarding: fw.backend, ForwardingSecret: []byte(testForwardingSecret)})
+			_, addr := startProxy(t, offlineConfig(t, be, fw.name))
+			key := &mc.PlayerKey{Expiry: 1 << 40, PublicKey: bytes.Repeat([]byte{1}, 294), Signature: bytes.Repeat([]byte{2}, 512)}
+			for i, v := range []int32{mc.Protocol1_7_10, 47, 340, 393, 758, 759, 760, 761, 763, 764, 765, 766, 767, 768, 774} {
+				name := fmt.Sprintf("Player%d", v)
+				c := dial(t, addr)
+				ls := mc.LoginStart{Name: []byte(name), HasUUID: v >= mc.ProtocolLoginUUIDOptional, UUID: mc.OfflineUUID([]byte(name))}
+				if v == mc.Protocol1_19 || v == mc.ProtocolLoginUUIDOptional {
+					ls.Key = key
+				}
+				start := mc.AppendLoginStart(nil, v, ls)
+				if _, err := c.Write(append(handshake(v, "localhost", mc.NextStateLogin), mc.AppendPacket(nil, int32(start[0]), start[1:])...)); err != nil {
+					t.Fatal(err)
+				}
+				compressed := mc.LoginLayoutOf(v).Compression
+				// next reads a packet; in the compressed framing every packet here
+				// is below the threshold, so data length 0.
+				next := func() (int32, []byte) {
+					id, data := readPacket(t, c)
+					if !compressed {
+						return id, data
+					}
+					if id != 0 {
+						t.Fatalf("v%d: a compressed packet of %d bytes, want none", v, id)
+					}
+					id, data, err := mc.ParsePacketID(data)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return id, data
+				}
+				send := func(id int32, data []byte) {
+					body := append(mc.AppendVarInt(nil, id), data...)
+					if compressed {
+						body = append([]byte{0}, body...)
+					}
+					if _, err := c.Write(append(mc.AppendVarInt(nil, int32(len(body))), body...)); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if compressed {
+					id, data := readPacket(t, c)
+					if th, err := mc.ParseSetCompression(append([]byte{byte(id)}, data...)); err != nil || th != 64 {
+						t.Fatalf("v%d: Set Compression %d, %v (packet 0x%02x)", v, th, err, id)
+					}
+				}
+				id, data := next()
+				got, err := mc.ParseLoginSuccess(append([]byte{byte(id)}, data...), v)
+				if err != nil || got.UUID != mc.OfflineUUID([]byte(name)) || string(got.Name) != name {
+					t.Fatalf("v%d: Login Success %+v, %v", v, got, err)
+				}
+				if mc.HasConfigurationState(v) {
+					send(mc.PacketLoginAcknowledged, nil)
+					finish, _ := next()
+					send(finish, nil) // acknowledged
+				}
+				send(0x12, []byte("echo "+name))
+				if id, data := next(); id != 0x12 || string(data) != "echo "+name {
+					t.Fatalf("v%d: echo 0x%02x %q", v, id, data)
+				}
+				_ = c.Close()
+				waitfor.Value(t, "the backend's logins", srv.Stats, func(st mcbackend.Stats) bool {
+					verified := int64(map[bool]int{true: i + 1}[fw.backend == mcbackend.ForwardVelocity])
+					return st.PlayStarted == int64(i+1) && st.Forwarded == verified && st.Rejected() == 0
+				})
 			}
-			if id != 0 {
-				t.Fatalf("v%d: a compressed packet of %d bytes, want none", v, id)
-			}
-			id, data, err := mc.ParsePacketID(data)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return id, data
-		}
-		send := func(id int32, data []byte) {
-			body := append(mc.AppendVarInt(nil, id), data...)
-			if compressed {
-				body = append([]byte{0}, body...)
-			}
-			if _, err := c.Write(append(mc.AppendVarInt(nil, int32(len(body))), body...)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if compressed {
-			id, data := readPacket(t, c)
-			if th, err := mc.ParseSetCompression(append([]byte{byte(id)}, data...)); err != nil || th != 64 {
-				t.Fatalf("v%d: Set Compression %d, %v (packet 0x%02x)", v, th, err, id)
-			}
-		}
-		id, data := next()
-		got, err := mc.ParseLoginSuccess(append([]byte{byte(id)}, data...), v)
-		if err != nil || got.UUID != mc.OfflineUUID([]byte(name)) || string(got.Name) != name {
-			t.Fatalf("v%d: Login Success %+v, %v", v, got, err)
-		}
-		if mc.HasConfigurationState(v) {
-			send(mc.PacketLoginAcknowledged, nil)
-			finish, _ := next()
-			send(finish, nil) // acknowledged
-		}
-		send(0x12, []byte("echo "+name))
-		if id, data := next(); id != 0x12 || string(data) != "echo "+name {
-			t.Fatalf("v%d: echo 0x%02x %q", v, id, data)
-		}
-		_ = c.Close()
-		waitfor.Value(t, "the backend's verified forwardings", srv.Stats, func(st mcbackend.Stats) bool {
-			return st.Forwarded == int64(i+1) && st.Rejected() == 0
 		})
 	}
 }
