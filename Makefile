@@ -27,7 +27,7 @@ MAX_BIN_MIB := 23
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.6.1
 CROSS       := darwin/amd64 darwin/arm64 freebsd/amd64 freebsd/arm64
 
-.PHONY: all build run test fmt-check vet staticcheck cross unit node-deps stress fuzz-smoke clean
+.PHONY: all build run run-offline test fmt-check vet staticcheck cross unit node-deps stress fuzz-smoke clean
 
 all: build
 
@@ -48,6 +48,10 @@ build:
 # The main job on its embedded default configuration.
 run: build
 	./$(BIN) proxy --demo
+
+# The proxy completing logins with velocity forwarding to the fake backend.
+run-offline: build
+	./$(BIN) proxy --demo --config docs/examples/offline-velocity/proxy.yaml
 
 test: fmt-check vet staticcheck cross unit
 

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -45,6 +47,8 @@ func backendCommand(proc *lifecycle.Process) *cli.Command {
 				Usage: "close connections that have not reached play (or finished a status ping) within this time"},
 			&cli.BoolFlag{Name: "chunk-replies", Usage: "answer chunk requests (packet 0x7F \"tgck\" + uint32 size) with a frame of that size instead of the echo"},
 			&cli.BoolFlag{Name: "skip-join-game", Usage: "do not send Login (play) to 1.20.2-1.20.4 clients when play begins"},
+			&cli.StringFlag{Name: "forwarding", Value: "none", Usage: "what a proxy in front must forward: none, bungeecord or velocity"},
+			&cli.StringFlag{Name: "forwarding-key-file", Usage: "the velocity forwarding secret's file (Velocity's forwarding.secret)"},
 			metricsFlag(),
 			metricsMaxConnsFlag(),
 			pprofFlag(),
@@ -74,6 +78,17 @@ func runBackend(c *cli.Context, proc *lifecycle.Process) error {
 		}
 		sizes[i] = int(n)
 	}
+	fw, err := mcbackend.ParseForwarding(c.String("forwarding"))
+	if err != nil {
+		return configError(fmt.Errorf("--forwarding: %w", err))
+	}
+	var secret []byte
+	if path := c.String("forwarding-key-file"); path != "" {
+		if secret, err = os.ReadFile(path); err != nil {
+			return configError(fmt.Errorf("--forwarding-key-file: %w", err))
+		}
+		secret = bytes.TrimSpace(secret)
+	}
 	threshold := c.Int("compression-threshold")
 	rc := reactorConfig(c, c.String("listen"))
 	rc.Logger = log
@@ -88,6 +103,8 @@ func runBackend(c *cli.Context, proc *lifecycle.Process) error {
 		SkipJoinGame:         c.Bool("skip-join-game"),
 		ReplyDelay:           c.Duration("reply-delay"),
 		ChunkReplies:         c.Bool("chunk-replies"),
+		Forwarding:           fw,
+		ForwardingSecret:     secret,
 	}
 	if threshold < -1 {
 		return configError(fmt.Errorf("--compression-threshold %d: want -1 (off) or a threshold of 0 or more", threshold))

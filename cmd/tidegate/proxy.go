@@ -118,10 +118,11 @@ func runProxy(c *cli.Context, proc *lifecycle.Process, cfg *config.Config, log z
 		return configError(err)
 	}
 	if c.Bool("demo") {
-		addr := firstBackend(cfg)
+		addr, gc := firstBackend(cfg)
+		fw, _ := mcbackend.ParseForwarding(string(cfg.ForwardingOf(gc))) // a valid configuration's forwarding parses
 		be, err := mcbackend.New(mcbackend.Config{Reactor: reactor.Config{
 			Addrs: []string{addr}, Loops: 1, Logger: log.With().Str("component", "demo-backend").Logger(),
-		}})
+		}, Forwarding: fw, ForwardingSecret: []byte(gc.ForwardingSecret.Reveal())})
 		if err != nil {
 			return configError(fmt.Errorf("demo backend: %w", err))
 		}
@@ -132,7 +133,7 @@ func runProxy(c *cli.Context, proc *lifecycle.Process, cfg *config.Config, log z
 		if b := boundAddrs(be.Reactor()); len(b) == 1 {
 			bound = b[0]
 		}
-		log.Info().Str("listen", bound).Msg("demo backend listening: offline login, echoes play packets")
+		log.Info().Str("listen", bound).Str("forwarding", string(cfg.ForwardingOf(gc))).Msg("demo backend listening: offline login, echoes play packets")
 		status = append(status, "demo backend on "+bound)
 		stops = append(stops, be.Stop)
 		h.AddServer("demo-backend", be.Reactor())
@@ -204,17 +205,18 @@ func logProxyStart(log zerolog.Logger, c *cli.Context, cfg *config.Config) error
 }
 
 // firstBackend returns the address of the first backend of the default
-// group (or of any group), where --demo starts its fake backend.
-func firstBackend(cfg *config.Config) string {
+// group (or of any group), where --demo starts its fake backend, and its
+// group, whose forwarding the fake backend expects.
+func firstBackend(cfg *config.Config) (string, config.GroupConfig) {
 	if g, ok := cfg.Groups[cfg.DefaultGroup]; ok && len(g.Backends) > 0 {
-		return g.Backends[0].Addr
+		return g.Backends[0].Addr, g
 	}
 	for _, g := range cfg.Groups {
 		if len(g.Backends) > 0 {
-			return g.Backends[0].Addr
+			return g.Backends[0].Addr, g
 		}
 	}
-	return "127.0.0.1:25565"
+	return "127.0.0.1:25565", config.GroupConfig{}
 }
 
 // reloadProxy re-reads the configuration at path (the embedded default when

@@ -6,7 +6,10 @@
 // its kick-packet answer (legacy.go); the fields of a status JSON a proxy
 // reads or rewrites (statusjson.go); and chat components rendered as legacy
 // § text (chat.go). Those three allocate (strings decoded from UTF-16 or
-// JSON).
+// JSON). For a proxy that terminates the login: the login packets of every
+// version from one table (loginversions.go, loginpackets.go), the
+// compressed framing with bounded inflation (compress.go) and Velocity's
+// modern forwarding, signed with HMAC-SHA256 (velocity.go).
 //
 // Parsers take a frame body (packet ID and data, as located by SplitFrame)
 // and return sub-slices of it instead of copies; Append functions follow the

@@ -256,13 +256,6 @@ func readBool(r *Reader, packet, field string) (bool, error) {
 	return b[0] == 1, nil
 }
 
-func appendBool(dst []byte, b bool) []byte {
-	if b {
-		return append(dst, 1)
-	}
-	return append(dst, 0)
-}
-
 // AppendServerHash appends the server hash of an online-mode login to dst
 // and returns the extended slice: the SHA-1 of the server ID, the shared
 // secret (unencrypted) and the server's public key (DER), printed as

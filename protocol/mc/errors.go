@@ -24,6 +24,12 @@ const (
 	ReasonBadStatusJSON     = "bad_status_json"     // a status response's JSON was malformed
 	ReasonBadChat           = "bad_chat"            // a chat component was malformed
 	ReasonBadUsername       = "bad_username"        // a login start name a UsernamePolicy refuses
+	ReasonBadLoginSuccess   = "bad_login_success"   // a login success packet was malformed
+	ReasonBadPluginMessage  = "bad_plugin_message"  // a login plugin request or response was malformed
+	ReasonBadDisconnect     = "bad_disconnect"      // a login disconnect packet was malformed
+	ReasonInflateTooLarge   = "inflate_too_large"   // a compressed frame inflates past its limit
+	ReasonBadInflate        = "bad_inflate"         // a compressed frame's zlib stream is corrupt or not its declared size
+	ReasonBadForwarding     = "bad_forwarding"      // modern forwarding data was malformed or its signature wrong
 )
 
 // ProtocolError describes malformed protocol data. Reason is a stable label
@@ -142,6 +148,12 @@ var (
 	ErrBadStatusJSON     = sentinel(ReasonBadStatusJSON, "bad status JSON")
 	ErrBadChat           = sentinel(ReasonBadChat, "bad chat component")
 	ErrBadUsername       = sentinel(ReasonBadUsername, "bad username")
+	ErrBadLoginSuccess   = sentinel(ReasonBadLoginSuccess, "bad login success")
+	ErrBadPluginMessage  = sentinel(ReasonBadPluginMessage, "bad login plugin message")
+	ErrBadDisconnect     = sentinel(ReasonBadDisconnect, "bad login disconnect")
+	ErrInflateTooLarge   = sentinel(ReasonInflateTooLarge, "compressed frame inflates past its limit")
+	ErrBadInflate        = sentinel(ReasonBadInflate, "bad zlib stream")
+	ErrBadForwarding     = sentinel(ReasonBadForwarding, "bad modern forwarding data")
 )
 
 func sentinel(reason, text string) *ProtocolError {

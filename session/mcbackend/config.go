@@ -146,6 +146,14 @@ type Config struct {
 	// StatusDescription is the status JSON's description text; empty
 	// means DefaultStatusDescription.
 	StatusDescription string
+
+	// Forwarding is what the backend expects of a proxy in front of it
+	// (see Forwarding); a login without it is refused with the disconnect
+	// Spigot or Paper sends, and counted as bad_forwarding.
+	Forwarding Forwarding
+	// ForwardingSecret is the velocity forwarding secret (Velocity's
+	// forwarding.secret); required with ForwardVelocity.
+	ForwardingSecret []byte
 }
 
 // normalize fills in defaults and validates the configuration; the reactor
@@ -167,6 +175,12 @@ func (c *Config) normalize() error {
 		c.StatusDescription = DefaultStatusDescription
 	}
 	var errs []error
+	if c.Forwarding == ForwardVelocity && len(c.ForwardingSecret) == 0 {
+		errs = append(errs, errors.New("velocity forwarding needs a secret"))
+	}
+	if c.Forwarding > ForwardVelocity {
+		errs = append(errs, fmt.Errorf("forwarding %d: want ForwardNone, ForwardBungeeCord or ForwardVelocity", c.Forwarding))
+	}
 	if c.Compression && (c.CompressionThreshold < 0 || c.CompressionThreshold > mc.MaxFrameLength) {
 		errs = append(errs, fmt.Errorf("compression threshold %d: want 0..%d", c.CompressionThreshold, mc.MaxFrameLength))
 	}

@@ -34,13 +34,24 @@
 //     it inflates client packets before play (bounded by
 //     MaxLoginFrameLength, itself below the vanilla 8 MiB) and rejects
 //     compressed packets declared smaller than the threshold.
-//  2. Login Success 0x02 with the offline-mode UUID of the name:
+//  2. Login Success 0x02 with the offline-mode UUID of the name (or the
+//     forwarded one, see below), in the shape of mc.LoginLayoutOf:
 //     - protocol < 5 (1.7.2): String UUID in 32 plain hex digits, String name;
 //     - 5..734 (1.7.6 to 1.15.2, so 1.7.10): String dashed UUID, String name;
 //     - 735..758 (1.16 to 1.18.2): 16-byte UUID, String name;
 //     - 759..765 (1.19 to 1.20.4): 16-byte UUID, String name, VarInt 0 properties;
 //     - 766..767 (1.20.5 to 1.21.1): as above, then Boolean strict error handling false;
 //     - 768 and later (1.21.2+): 16-byte UUID, String name, VarInt 0 properties.
+//
+// With Config.Forwarding the backend expects a proxy in front of it, as a
+// Paper or Spigot server behind one does: ForwardBungeeCord takes the UUID
+// from a handshake address in BungeeCord form (host NUL ip NUL uuid) and
+// refuses a login without it; ForwardVelocity answers Login Start with a
+// Login Plugin Request on velocity:player_info (message ID 1, data: the
+// highest forwarding version, 4) and takes the UUID and name from the
+// answer, whose HMAC-SHA256 must verify under Config.ForwardingSecret
+// (counted in Stats.Forwarded). A refusal sends the disconnect Spigot or
+// Paper sends and closes the connection, counted as bad_forwarding.
 //
 // Before protocol 764 the connection is then in play. From 764 (1.20.2) on
 // the backend waits for Login Acknowledged 0x03, sends Finish Configuration

@@ -7,7 +7,8 @@ import (
 )
 
 // FuzzMachine feeds arbitrary input, cut into chunks of a fuzzed size, to a
-// connection's state machine under each compression setting. It checks that
+// connection's state machine under each compression setting, and, from
+// mode 3 on, each forwarding (so the velocity answer is decoded). It checks that
 // no input panics, that every consumed byte is accounted for and that the
 // output is bounded by the input: the echo plus at most one login's worth
 // of answers.
@@ -25,12 +26,19 @@ func FuzzMachine(f *testing.F) {
 	}{
 		{0, 0, s1710}, {0, 1, s1710}, {0, 7, s764}, {1, 0, s764c}, {1, 3, s764c}, {2, 0, s764z},
 		{0, 0, status}, {0, 0, []byte{0xFE, 0x01}}, {0, 0, []byte{0xFF, 0xFF, 0xFF, 0xFF}},
+		{3, 0, append(append(handshake(764, "h", 2), mc.AppendPacket(nil, 0, loginStartData(764, "Alex"))...), rawFrame(mc.AppendPluginResponse(nil, mc.PluginResponse{MessageID: 1, Successful: true,
+			Data: mc.AppendVelocityResponse(nil, testSecret, mc.VelocityInfo{Version: 4, Name: []byte("Alex")})}))...)},
 	} {
 		f.Add(seed.mode, seed.chunk, seed.in)
 	}
 	thresholds := [...]int{-1, 64, 0}
 	f.Fuzz(func(t *testing.T, mode, chunk uint8, in []byte) {
 		d := newDriver(thresholds[int(mode)%len(thresholds)])
+		if fw := Forwarding(mode / 3 % 3); fw != ForwardNone {
+			cfg := *d.m.cfg
+			cfg.forwarding, cfg.secret = fw, testSecret
+			d.m.cfg = &cfg
+		}
 		step := int(chunk)
 		if step == 0 {
 			step = len(in) + 1

@@ -14,6 +14,7 @@ const (
 	phaseHandshake  phase = iota // waiting for the Handshake
 	phaseStatus                  // waiting for Status Request or Ping
 	phaseLoginStart              // waiting for Login Start
+	phaseForwarding              // velocity forwarding: waiting for the answer to velocity:player_info
 	phaseLoginAck                // 1.20.2+: Login Success sent, waiting for Login Acknowledged
 	phaseConfig                  // 1.20.2+: Finish Configuration sent, waiting for its acknowledgement
 	phasePlay                    // echoing frames
@@ -29,6 +30,8 @@ func (p phase) String() string {
 		return "status"
 	case phaseLoginStart:
 		return "login_start"
+	case phaseForwarding:
+		return "forwarding"
 	case phaseLoginAck:
 		return "login_ack"
 	case phaseConfig:
@@ -55,6 +58,7 @@ const (
 	ReasonBadCompression                 // a compressed frame was malformed
 	ReasonLegacyPing                     // a pre-1.7 server list ping (0xFE), which this backend does not answer
 	ReasonBadChunkRequest                // a chunk request (Config.ChunkReplies) asked for a reply size out of range
+	ReasonBadForwarding                  // the proxy's forwarding is missing or does not verify (Config.Forwarding)
 	numReasons
 )
 
@@ -67,6 +71,7 @@ var reasonNames = [numReasons]string{
 	ReasonBadCompression:   "bad_compression",
 	ReasonLegacyPing:       "legacy_ping",
 	ReasonBadChunkRequest:  "bad_chunk_request",
+	ReasonBadForwarding:    "bad_forwarding",
 }
 
 // String returns the reason's label, such as "bad_handshake".
@@ -120,6 +125,8 @@ type machineConfig struct {
 	// the client's own.
 	statusProtocol int32
 	statusEnd      []byte // see statusJSONEnd
+	forwarding     Forwarding
+	secret         []byte // velocity forwarding
 }
 
 // machine is the protocol state of one connection, without its socket: it
@@ -136,6 +143,8 @@ type machine struct {
 	statusSent bool
 	nameLen    uint8
 	name       [mc.MaxUsernameLen]byte
+	uuid       [16]byte // the offline-mode UUID of the name, or the forwarded one
+	bungeeOK   bool     // the handshake address was in BungeeCord forwarding form
 
 	// need is the buffered size the next frame requires before it can be
 	// parsed, counted from the start of the unconsumed input; 0 when unknown.
@@ -217,6 +226,8 @@ func (m *machine) packet(body []byte, out emitter) error {
 		return m.status(body, out)
 	case phaseLoginStart:
 		return m.loginStart(body, out)
+	case phaseForwarding:
+		return m.forwarded(body, out)
 	case phaseLoginAck:
 		id, _, err := mc.ParsePacketID(body)
 		if err != nil {
@@ -251,6 +262,9 @@ func (m *machine) handshake(body []byte) error {
 	}
 	m.protocol = h.ProtocolVersion
 	m.forge = mc.ForgeMarker(h.Address)
+	if _, _, uuid, _, ok := mc.ParseBungeeAddress(h.Address); ok {
+		m.uuid, m.bungeeOK = mc.ParseUUID(uuid)
+	}
 	switch {
 	case h.NextState == mc.NextStateStatus:
 		m.phase = phaseStatus
@@ -310,18 +324,30 @@ func (m *machine) loginStart(body []byte, out emitter) error {
 	}
 	m.nameLen = uint8(copy(m.name[:], name))
 	m.counters.loginStarts.Add(1)
+	if m.cfg.forwarding != ForwardBungeeCord || !m.bungeeOK {
+		m.uuid = mc.OfflineUUID(m.username())
+	}
+	if wait, err := m.startForwarded(out); wait || err != nil {
+		return err
+	}
+	m.finishLogin(out)
+	return nil
+}
+
+// finishLogin sends Set Compression (when on) and Login Success, and
+// enters the configuration state or play.
+func (m *machine) finishLogin(out emitter) {
 	k := m.codec
 	if m.cfg.threshold >= 0 && m.protocol >= protocol1_8 {
 		m.emit(out, appendSetCompression(k.packet[:0], int32(m.cfg.threshold)))
 		m.compressed = true
 	}
-	m.emit(out, appendLoginSuccess(k.packet[:0], m.protocol, m.username()))
+	m.emit(out, mc.AppendLoginSuccess(k.packet[:0], m.protocol, mc.LoginSuccess{UUID: m.uuid, Name: m.username()}))
 	if mc.HasConfigurationState(m.protocol) {
 		m.phase = phaseLoginAck
-		return nil
+		return
 	}
 	m.startPlay(out)
-	return nil
 }
 
 // startPlay enters play, sending Login (play) where the backend knows it.

@@ -264,13 +264,13 @@ func TestCodecRejects(t *testing.T) {
 		body []byte
 		want string
 	}{
-		{"inflates past its declared size", append(header(100), deflated...), "inflates past its declared 100 bytes"},
-		{"inflates short of its declared size", append(header(2000), deflated...), "inflates to 1000 bytes, declared 2000"},
-		{"truncated stream", append(header(1000), deflated[:len(deflated)/2]...), "inflating"},
-		{"not zlib", append(header(1000), 1, 2, 3, 4), "zlib stream"},
-		{"below threshold", append(header(10), deflated...), "below the threshold"},
-		{"above the limit", append(header(4096), deflated...), "exceeds the limit"},
-		{"negative size", append(header(-1), deflated...), "compressed frame header"},
+		{"inflates past its declared size", append(header(100), deflated...), "inflated size 101 exceeds maximum 100"},
+		{"inflates short of its declared size", append(header(2000), deflated...), "inflated size 1000 is below minimum 2000"},
+		{"truncated stream", append(header(1000), deflated[:len(deflated)/2]...), "invalid zlib stream of a packet of 1000"},
+		{"not zlib", append(header(1000), 1, 2, 3, 4), "invalid zlib header of a packet of 1000"},
+		{"below threshold", append(header(10), deflated...), "data length 10 is below minimum 64"},
+		{"above the limit", append(header(4096), deflated...), "data length 4096 exceeds maximum 2048"},
+		{"negative size", append(header(-1), deflated...), "data length -1 is below minimum 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var k codec

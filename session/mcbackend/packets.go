@@ -9,12 +9,8 @@ import (
 
 // Protocol versions at which a packet this backend writes changes shape.
 const (
-	protocol1_7_2      = 4   // Login Success carries the UUID as 32 plain hex digits
 	protocol1_8        = 47  // first version with Set Compression
-	protocol1_16       = 735 // Login Success carries the UUID as 16 bytes
-	protocol1_19       = 759 // Login Success adds the profile property array
 	protocol1_20_3     = 765 // last version whose Login (play) this backend writes
-	protocol1_21_2     = 768 // Login Success drops "strict error handling"
 	packetJoinGame1202 = 0x29
 )
 
@@ -78,28 +74,7 @@ func appendStatusJSON(dst []byte, v int32, online int64, end []byte) []byte {
 //
 // The UUID is the offline-mode UUID of the username.
 func appendLoginSuccess(dst []byte, v int32, username []byte) []byte {
-	uuid := mc.OfflineUUID(username)
-	dst = mc.AppendVarInt(dst, mc.PacketLoginSuccess)
-	switch {
-	case v <= protocol1_7_2:
-		var hex [32]byte
-		dst = mc.AppendString(dst, mc.AppendUUID(hex[:0], uuid, false))
-		return mc.AppendString(dst, username)
-	case v < protocol1_16:
-		var hex [36]byte
-		dst = mc.AppendString(dst, mc.AppendUUID(hex[:0], uuid, true))
-		return mc.AppendString(dst, username)
-	}
-	dst = append(dst, uuid[:]...)
-	dst = mc.AppendString(dst, username)
-	if v < protocol1_19 {
-		return dst
-	}
-	dst = mc.AppendVarInt(dst, 0) // no profile properties
-	if v >= mc.Protocol1_20_5 && v < protocol1_21_2 {
-		dst = append(dst, 0) // strict error handling: false
-	}
-	return dst
+	return mc.AppendLoginSuccess(dst, v, mc.LoginSuccess{UUID: mc.OfflineUUID(username), Name: username})
 }
 
 // appendSetCompression appends the body of Set Compression (login state,

@@ -61,6 +61,8 @@ func New(cfg Config) (*Server, error) {
 
 		statusProtocol: cfg.StatusProtocol,
 		statusEnd:      statusJSONEnd(cfg.StatusDescription),
+		forwarding:     cfg.Forwarding,
+		secret:         cfg.ForwardingSecret,
 	}
 	if cfg.Compression {
 		s.mcfg.threshold = cfg.CompressionThreshold

@@ -30,6 +30,8 @@ type Stats struct {
 	// included; each request is also in EchoFrames and EchoBytes.
 	ChunkReplies    int64
 	ChunkReplyBytes int64
+	// Forwarded counts the logins whose velocity forwarding verified.
+	Forwarded int64
 
 	// Rejected counts connections closed on bad input, by reason.
 	BadFrame         int64
@@ -40,13 +42,14 @@ type Stats struct {
 	BadCompression   int64
 	LegacyPing       int64
 	BadChunkRequest  int64
+	BadForwarding    int64
 }
 
 // Rejected returns the number of connections closed on bad input, all
 // reasons together.
 func (s Stats) Rejected() int64 {
 	return s.BadFrame + s.BadHandshake + s.BadStatus + s.BadLoginStart + s.UnexpectedPacket +
-		s.BadCompression + s.LegacyPing + s.BadChunkRequest
+		s.BadCompression + s.LegacyPing + s.BadChunkRequest + s.BadForwarding
 }
 
 // loopCounters are one loop's counters, written only on that loop.
@@ -65,6 +68,7 @@ type loopCounters struct {
 	heldLateNs      atomic.Int64
 	chunkReplies    atomic.Int64
 	chunkReplyBytes atomic.Int64
+	forwarded       atomic.Int64
 	rejected        [numReasons]atomic.Int64
 }
 
@@ -91,4 +95,6 @@ func (s *Stats) add(c *loopCounters) {
 	s.BadChunkRequest += c.rejected[ReasonBadChunkRequest].Load()
 	s.ChunkReplies += c.chunkReplies.Load()
 	s.ChunkReplyBytes += c.chunkReplyBytes.Load()
+	s.Forwarded += c.forwarded.Load()
+	s.BadForwarding += c.rejected[ReasonBadForwarding].Load()
 }

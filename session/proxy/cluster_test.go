@@ -338,8 +338,8 @@ func TestReloadRefusesClusterChanges(t *testing.T) {
 	}
 	b := *a
 	b.Cluster.Redis = "redis://127.0.0.1:6379/0"
-	if ps := restartOnly(a, &b); len(ps) != 1 || !strings.Contains(ps[0], "cluster changed") {
-		t.Fatalf("restartOnly = %q", ps)
+	if ps := a.RestartChanges(&b); len(ps) != 1 || !strings.Contains(ps[0], "cluster changed") {
+		t.Fatalf("RestartChanges = %q", ps)
 	}
 }
 

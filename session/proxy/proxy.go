@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/cluster"
 	"github.com/tidegate/tidegate/session/proxy/admin"
@@ -71,6 +72,7 @@ type loopState struct {
 	rnd            uint64
 	addrBuf, hsBuf []byte
 	recent         admin.RefusalRing
+	compressor     mc.Compressor // terminated logins' frames (terminate.go)
 }
 
 // New builds a proxy from a validated configuration; log receives its logs.

@@ -13,14 +13,19 @@ import (
 // the fake backend and back (burst32's shape). One op is one burst: 32
 // roundtrips, 64 relayed frames. B/frame is every byte the whole process
 // allocated (proxy, backend and client together) per relayed frame, so it
-// bounds what the relay allocates.
+// bounds what the relay allocates. offline is a login the proxy completed
+// (velocity forwarding): its relay is the same.
 func BenchmarkRelay(b *testing.B) {
-	for _, mode := range []string{"minecraft", "raw"} {
+	for _, mode := range []string{"minecraft", "raw", "offline"} {
 		b.Run(mode, func(b *testing.B) {
-			be := startBackend(b, mcbackend.Config{})
+			be := startBackend(b, mcbackend.Config{Forwarding: map[bool]mcbackend.Forwarding{true: mcbackend.ForwardVelocity}[mode == "offline"],
+				ForwardingSecret: []byte(testForwardingSecret)})
 			cfg := mcConfig(be, "")
-			if mode == "raw" {
+			switch mode {
+			case "raw":
 				cfg = rawConfig(be)
+			case "offline":
+				cfg = offlineConfig(b, be, "velocity")
 			}
 			_, addr := startProxy(b, cfg)
 			c := dial(b, addr)

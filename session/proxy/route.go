@@ -8,6 +8,7 @@ import (
 	"github.com/tidegate/tidegate/protocol/proxyproto"
 	"github.com/tidegate/tidegate/session/proxy/balance"
 	"github.com/tidegate/tidegate/session/proxy/config"
+	"github.com/tidegate/tidegate/session/proxy/login"
 	"github.com/tidegate/tidegate/session/proxy/probe"
 	"github.com/tidegate/tidegate/session/proxy/status"
 	"github.com/tidegate/tidegate/session/proxy/vhost"
@@ -37,6 +38,8 @@ type group struct {
 	probeKind config.ProbeKind // active probe kind, config.ProbeTCP or config.ProbeStatus
 
 	sendPP proxyproto.Versions // PROXY header version its backends get; 0 for none
+	bungee bool                // BungeeCord forwarding in the handshake
+	login  *login.Settings     // a login the proxy completes; nil to relay it untouched
 
 	offlineDisconnect []byte       // login Disconnect frame with the offline message
 	status            *groupStatus // status answers: the cache and the offline answer (status.go)
@@ -97,6 +100,7 @@ func newRouter(cfg *config.Config, prev *router, loops int) *router {
 		}
 		g.status = newGroupStatus(cfg, gc)
 		g.sendPP = gc.SendVersions()
+		g.bungee, g.login = cfg.ForwardingOf(gc) == config.ForwardBungeeCord, login.NewSettings(cfg, gc)
 		for _, b := range gc.Backends {
 			if b.Weight > 0 {
 				g.backends = append(g.backends, &backend{addr: b.Addr, weight: b.Weight, group: g, backendHealth: prev.healthOf(name, b.Addr)})

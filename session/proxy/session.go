@@ -11,6 +11,7 @@ import (
 	"github.com/tidegate/tidegate/reactor/looptimer"
 	"github.com/tidegate/tidegate/session/cluster"
 	"github.com/tidegate/tidegate/session/proxy/config"
+	"github.com/tidegate/tidegate/session/proxy/login"
 	"github.com/tidegate/tidegate/session/proxy/status"
 )
 
@@ -18,17 +19,18 @@ import (
 type state uint8
 
 const (
-	stHandshake   state = iota // waiting for the handshake frame
-	stLoginStart               // waiting for Login Start (username)
-	stLocalStatus              // answering a status ping ourselves (status.go: cache, unknown host, no backend up)
-	stLegacyPing               // a pre-1.7 server list ping: waiting for the rest of it, or for its answer
-	stConnecting               // backend dial in flight; client bytes wait unconsumed
-	stRelay                    // both connected: bytes flow both ways
-	stDone                     // closing
-	stAdopting                 // taken over from another process, waiting for its backend socket
-	stHandedOver               // given to another process
-	stProxyHeader              // waiting for the PROXY protocol header (proxyproto.go)
-	stClusterWait              // Login Start read: waiting, not read, for the network's verdict (cluster.go)
+	stHandshake    state = iota // waiting for the handshake frame
+	stLoginStart                // waiting for Login Start (username)
+	stLocalStatus               // answering a status ping ourselves (status.go: cache, unknown host, no backend up)
+	stLegacyPing                // a pre-1.7 server list ping: waiting for the rest of it, or for its answer
+	stConnecting                // backend dial in flight; client bytes wait unconsumed
+	stRelay                     // both connected: bytes flow both ways
+	stDone                      // closing
+	stAdopting                  // taken over from another process, waiting for its backend socket
+	stHandedOver                // given to another process
+	stProxyHeader               // waiting for the PROXY protocol header (proxyproto.go)
+	stClusterWait               // Login Start read: waiting, not read, for the network's verdict (cluster.go)
+	stBackendLogin              // a login the proxy completes: the backend's login is under way (terminate.go)
 )
 
 // session joins a client and its backend. Both connections' callbacks run
@@ -88,6 +90,7 @@ type preRelay struct {
 	adoptOut [2][]byte // taken over: what was relayed to the client and the backend but not yet sent
 	adoptTk  *handoverCluster
 
+	term       *login.Backend    // a login the proxy completes: its backend side; nil for a relayed one
 	clusterSeq uint32            // the login's verdict in flight; a later one is ignored
 	legacy     mc.LegacyPingKind // a legacy ping's form, once it is whole
 	heldInput  int               // the client's unread input, as counted in the buffer budget (inputbudget.go)
@@ -182,8 +185,8 @@ func (h *clientHandler) OnTraffic(c *reactor.Conn) {
 	case stRelay:
 		cnt := &s.p.loopOf(c).counters
 		s.relay(c, s.backend, &s.c2s, &cnt.bytesC2S, &cnt.framesC2S)
-	case stClusterWait:
-		c.PauseRead() // read once the network has answered
+	case stClusterWait, stBackendLogin:
+		c.PauseRead() // read once the network has answered, or the backend's login is done
 	case stAdopting: // kept for the backend, which is being adopted
 	case stProxyHeader:
 		s.readProxyHeader()
@@ -245,6 +248,9 @@ func (h *backendHandler) OnOpen(bc *reactor.Conn) {
 	ls.counters.routed.Add(1)
 	c := s.client
 	s.state = stRelay
+	if s.pre.term != nil {
+		s.state = stBackendLogin // until the backend's Login Success (terminate.go)
+	}
 	buf, _ := c.Peek(-1)
 	if s.clientEOF {
 		buf = s.pre.early // the client half-closed while this connect was pending
@@ -267,25 +273,19 @@ func (h *backendHandler) OnOpen(bc *reactor.Conn) {
 	ls.counters.bytesC2S.Add(int64(len(buf)))
 	_ = bc.WriteBatch(batch)
 	c.Discard(len(buf))
-	s.dropPre() // what the login needed is sent; relaying needs none of it
-	c.SetSink(bc)
-	bc.SetSink(c)
-	c.ResumeRead() // if it was held while connecting
-	c.Backpressure()
-	s.lastActive = c.Loop().Now()
-	if idle := s.gen.cfg.Limits.IdleTimeout; s.clientEOF {
-		s.halfClosed()
-	} else if idle > 0 {
-		c.Loop().Schedule(&s.timer, idle)
-	} else {
-		c.Loop().Stop(&s.timer)
+	if s.state == stBackendLogin {
+		c.PauseRead()
+		return
 	}
-	p.log.Debug().Str("remote", s.remoteAddr()).Str("host", s.host).Str("user", s.username).
-		Str("backend", s.target.addr).Msg("session routed")
+	s.startRelay()
 }
 
 func (h *backendHandler) OnTraffic(bc *reactor.Conn) {
 	s := bc.Value.(*session)
+	if s.state == stBackendLogin {
+		s.backendLogin(bc)
+		return
+	}
 	if s.state != stRelay {
 		bc.Discard(-1)
 		return
@@ -342,18 +342,15 @@ func (h *backendHandler) OnClose(bc *reactor.Conn, err error) {
 			p.loopOf(bc).counters.bytesS2C.Add(int64(len(rest)))
 		}
 	}
+	if s.state == stBackendLogin && !c.Closing() {
+		if s.backendLogin(bc); s.state == stBackendLogin { // what it sent, then the end
+			s.backendLoginFailed(login.Closed())
+		}
+		return
+	}
 	s.leaveBackend()
 	s.state = stDone
 	c.Close()
-}
-
-// leaveBackend stops counting the session on its backend, once, whichever
-// side ends first and however the session left the relay state.
-func (s *session) leaveBackend() {
-	if s.onBackend {
-		s.onBackend = false
-		s.target.Active.Add(-1)
-	}
 }
 
 // OnReadEOF relays a client's half-close: what it sent goes on to the
@@ -562,6 +559,12 @@ func (s *session) readLoginStart() {
 		return
 	}
 	s.username = string(name)
+	if set := s.group.login; set != nil {
+		if s.pre.term, err = login.NewBackend(set, s.protocol, buf[off+hl:off+n], s.ip); err != nil {
+			s.reject(reasonBadLoginStart, err)
+			return
+		}
+	}
 	if r, ok := s.p.admitLogin(s.gen, s.ip); !ok {
 		s.reject(r, nil)
 		return
@@ -588,13 +591,4 @@ func (s *session) connect() {
 	b.Connecting.Add(1)
 	s.state = stConnecting
 	s.backend = l.Dial(b.addr, s.gen.cfg.Limits.ConnectTimeout, &s.p.backendSide, s)
-}
-
-// dropProbe gives back the session's health probe if its connect is
-// abandoned undecided.
-func (s *session) dropProbe() {
-	if s.probe {
-		s.probe = false
-		s.target.DropProbe(s.gen.router.now())
-	}
 }

@@ -113,3 +113,21 @@ func disconnectText(r reason) string {
 	}
 	return ""
 }
+
+// leaveBackend stops counting the session on its backend, once, whichever
+// side ends first and however the session left the relay state.
+func (s *session) leaveBackend() {
+	if s.onBackend {
+		s.onBackend = false
+		s.target.Active.Add(-1)
+	}
+}
+
+// dropProbe gives back the session's health probe if its connect is
+// abandoned undecided.
+func (s *session) dropProbe() {
+	if s.probe {
+		s.probe = false
+		s.target.DropProbe(s.gen.router.now())
+	}
+}

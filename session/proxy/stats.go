@@ -34,6 +34,7 @@ const (
 	reasonConnectionRateSubnet
 	reasonLoginRateSubnet
 	reasonBufferBudget
+	reasonBackendLogin // a login the proxy completes failed on the backend's side (terminate.go)
 	numReasons
 )
 
@@ -63,6 +64,7 @@ var reasonLabels = [numReasons]string{
 	reasonConnectionRateSubnet:   "connection_rate_subnet",
 	reasonLoginRateSubnet:        "login_rate_subnet",
 	reasonBufferBudget:           "buffer_budget",
+	reasonBackendLogin:           "backend_login",
 }
 
 func (r reason) String() string { return reasonLabels[r] }

@@ -138,9 +138,12 @@ func (c *Config) check(isSet func(path string) bool) []Problem {
 		if !g.Strategy.valid() {
 			bad(p+".strategy", "%q: want %s", g.Strategy, strategyList)
 		}
+		c.checkLogin(bad, p, g)
 	}
 	switch c.Forwarding {
 	case ForwardNone, ForwardBungeeCord:
+	case ForwardVelocity:
+		bad("forwarding", "velocity forwarding is set per group (groups.NAME.forwarding, with login: offline and forwarding_key_file)")
 	default:
 		bad("forwarding", "%q: want none or bungeecord", c.Forwarding)
 	}

@@ -94,6 +94,28 @@ type GroupConfig struct {
 	// Strategy is how a session's backend is chosen among those up (see
 	// Strategy); empty means StrategyWeightedRandom.
 	Strategy Strategy `yaml:"strategy"`
+	// Login is who completes the group's logins (see Login); empty means
+	// LoginTransparent.
+	Login Login `yaml:"login"`
+	// Forwarding, when set, replaces the top-level forwarding for this
+	// group; velocity is set here only.
+	Forwarding Forwarding `yaml:"forwarding"`
+	// ForwardingKeyFile is the file holding the velocity forwarding
+	// secret, relative to the configuration file's directory; read by Load
+	// and Parse.
+	ForwardingKeyFile string `yaml:"forwarding_key_file"`
+	// CompressionThreshold is what a login the proxy completes tells the
+	// client: backend (the default: the backend's own threshold), off, or
+	// a size in bytes.
+	CompressionThreshold string `yaml:"compression_threshold"`
+	// ForwardingSecret is the velocity forwarding secret itself, as a
+	// ${VAR} placeholder would give it; Load and Parse set it from
+	// ForwardingKeyFile when that is set (only one of them may be).
+	ForwardingSecret Secret `yaml:"forwarding_secret"`
+
+	// secretFromFile says ForwardingSecret was read from ForwardingKeyFile,
+	// so that validating the configuration again does not see it set twice.
+	secretFromFile bool
 }
 
 // BackendConfig is one backend server.

@@ -87,7 +87,7 @@ func parse(name string, data []byte, d *decoder) (*Config, []Problem, error) {
 	case !errors.Is(err, io.EOF):
 		d.problems = append(d.problems, syntaxProblem(data, err))
 	}
-	for _, p := range append(cfg.check(d.isSet), cfg.readFiles()...) {
+	for _, p := range append(append(cfg.check(d.isSet), cfg.readFiles()...), cfg.readSecrets()...) {
 		if !d.suppressed(p.Path) {
 			p.Line, p.Col = d.where(p.Path)
 			d.problems = append(d.problems, p)

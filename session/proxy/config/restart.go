@@ -1,0 +1,41 @@
+package config
+
+import "fmt"
+
+// RestartChanges lists what differs between a and b that a reload cannot
+// change: a reload from a to b is refused while the list is not empty.
+func (a *Config) RestartChanges(b *Config) []string {
+	var out []string
+	for i, y := range b.Listeners {
+		for _, x := range a.Listeners {
+			if x.Listen == y.Listen && x.Mode != y.Mode {
+				out = append(out, fmt.Sprintf("listeners[%d]: %s changes mode from %s to %s (a listener's mode needs a restart; a new address can be added)", i, y.Listen, x.Mode, y.Mode))
+			}
+		}
+	}
+	if a.Loops != b.Loops {
+		out = append(out, fmt.Sprintf("loops changed from %d to %d (needs a restart)", a.Loops, b.Loops))
+	}
+	if a.ReusePort != b.ReusePort {
+		out = append(out, "reuse_port changed (needs a restart)")
+	}
+	if a.Cluster != b.Cluster {
+		out = append(out, "cluster changed (the Redis connection, the proxy's ID and what it publishes need a restart)")
+	}
+	la, lb := a.Limits, b.Limits
+	for _, f := range []struct {
+		name string
+		a, b any
+	}{
+		{"limits.max_sessions", la.MaxSessions, lb.MaxSessions},
+		{"limits.high_watermark", la.HighWatermark, lb.HighWatermark},
+		{"limits.low_watermark", la.LowWatermark, lb.LowWatermark},
+		{"limits.buffer_budget", la.BufferBudget, lb.BufferBudget},
+		{"limits.linger", la.Linger, lb.Linger},
+	} {
+		if f.a != f.b {
+			out = append(out, fmt.Sprintf("%s changed from %v to %v (needs a restart)", f.name, f.a, f.b))
+		}
+	}
+	return out
+}

@@ -1,0 +1,35 @@
+package login
+
+import "github.com/tidegate/tidegate/protocol/mc"
+
+// Rewrite is how a handshake toward a backend differs from the client's.
+type Rewrite struct {
+	// Host replaces the host of the address (its Forge marker kept); nil
+	// keeps the client's.
+	Host []byte
+	Port uint16 // replaces the port; 0 keeps it
+	// Bungee puts the address in BungeeCord legacy forwarding form,
+	// host\0clientIP\0uuid, with the offline-mode UUID of the player (no
+	// Forge marker).
+	Bungee bool
+}
+
+// AppendHandshake appends the handshake frame to send the backend in place
+// of hs to dst, building the address in addr (both may be scratch space
+// reused across calls), and returns both extended slices.
+func AppendHandshake(dst, addr []byte, hs mc.Handshake, rw Rewrite, clientIP, username string) (frame, address []byte) {
+	host, marker := mc.SplitAddress(hs.Address)
+	if rw.Host != nil {
+		host = rw.Host
+		if rw.Port != 0 {
+			hs.Port = rw.Port
+		}
+	}
+	if rw.Bungee {
+		addr = mc.AppendBungeeAddress(addr, host, clientIP, mc.OfflineUUID([]byte(username)), nil)
+	} else {
+		addr = append(append(addr, host...), marker...)
+	}
+	hs.Address = addr
+	return mc.AppendHandshake(dst, hs), addr
+}

@@ -1,0 +1,62 @@
+package proxy
+
+import (
+	"fmt"
+
+	"github.com/tidegate/tidegate/reactor"
+	"github.com/tidegate/tidegate/session/proxy/login"
+)
+
+// backendLogin reads the backend's side of a login the proxy completes
+// (session/proxy/login): once the backend's Login Success is in, the
+// client's login is finished and the session relays like any other.
+func (s *session) backendLogin(bc *reactor.Conn) {
+	ls := s.p.loopOf(bc)
+	buf, _ := bc.Peek(-1)
+	n, toBackend, toClient, err := s.pre.term.Feed(buf, &ls.compressor)
+	if len(toBackend) > 0 {
+		_ = bc.Write(toBackend)
+	}
+	if err != nil {
+		bc.Discard(-1)
+		s.backendLoginFailed(err)
+		return
+	}
+	bc.Discard(n)
+	if toClient != nil {
+		_ = s.client.Write(toClient)
+		s.startRelay()
+		s.relay(bc, s.client, &s.s2c, &ls.counters.bytesS2C, &ls.counters.framesS2C) // what followed Login Success
+	}
+}
+
+// backendLoginFailed ends a session whose backend login failed with err:
+// the player reads the backend's reason or what went wrong.
+func (s *session) backendLoginFailed(err error) {
+	if msg := login.DisconnectFrame(err); msg != nil {
+		_ = s.client.Write(msg) // reject has no text of its own for this reason
+	}
+	s.backend.Close()
+	s.reject(reasonBackendLogin, fmt.Errorf("backend %s: %w", s.target.addr, err))
+}
+
+// startRelay relays both ways between the client and its connected backend.
+func (s *session) startRelay() {
+	c, bc := s.client, s.backend
+	s.state = stRelay
+	s.dropPre() // what the login needed is sent; relaying needs none of it
+	c.SetSink(bc)
+	bc.SetSink(c)
+	c.ResumeRead() // if it was held while connecting
+	c.Backpressure()
+	s.lastActive = c.Loop().Now()
+	if idle := s.gen.cfg.Limits.IdleTimeout; s.clientEOF {
+		s.halfClosed()
+	} else if idle > 0 {
+		c.Loop().Schedule(&s.timer, idle)
+	} else {
+		c.Loop().Stop(&s.timer)
+	}
+	s.p.log.Debug().Str("remote", s.remoteAddr()).Str("host", s.host).Str("user", s.username).
+		Str("backend", s.target.addr).Msg("session routed")
+}
