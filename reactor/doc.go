@@ -72,4 +72,31 @@
 // price of an accept path that cannot end the engine, of MaxConns that
 // leaves connections in the backlog, and of listeners that can be handed
 // over or opened at run time; it is paid per connection, not per byte.
+//
+// # Threads
+//
+// The Go runtime keeps every OS thread it starts, and starts one whenever a
+// goroutine sits in a system call while other goroutines could run (it hands
+// the P on). So a process's thread count is the most of its goroutines ever
+// in system calls at once, plus sysmon and the threads running Ps. Measured
+// with a runtime trace of 5,000 logins at GOMAXPROCS=1
+// (benchmarks/results/2026-12-02-os-threads.md; the threadcreate profile
+// records no stacks), they came from:
+//
+//   - Growing the descriptor table: Linux doubles it when a new descriptor
+//     does not fit and, in a threaded process, waits for an RCU grace period
+//     while every accept, socket and dup waits behind it. Under a storm a
+//     dozen of gnet's enroll workers sat in one dup, each on a new thread.
+//     Start grows the table once to what the server may use
+//     (fdbudget.PresizeTable): 18-43 threads after the logins became 10-13.
+//   - Goroutines that block for good: each loop's epoll_wait and gnet's main
+//     reactor, polling the unreachable placeholder listener (gnet's, one per
+//     engine), and os/signal's receiver. The drain watchers no longer
+//     do: they wait in Go's netpoller (package drainwatch), one thread per
+//     loop less.
+//   - Short system calls stretched by a busy CPU (writes, connects, shutdowns
+//     descheduled in the kernel): a few more, which stay.
+//
+// At rest after 5,000 logins a proxy with one loop has 9-10 threads: three
+// blocked goroutines, sysmon, the P's and the rest of those few.
 package reactor
