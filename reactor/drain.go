@@ -112,6 +112,9 @@ func (l *Loop) recheck(w *Conn) {
 		l.unwatch(w)
 		return
 	}
+	if w.state&stateClosed == 0 {
+		l.account(w) // what gnet drained: no scan looks at a waiter whose socket was full
+	}
 	if l.pollAll {
 		return
 	}
@@ -132,6 +135,7 @@ func (l *Loop) recheck(w *Conn) {
 	case poll && !info.polled:
 		info.polled = true
 		l.polled++
+		l.scanSoon(w)
 	case !poll && info.polled:
 		info.polled = false
 		l.polled--
