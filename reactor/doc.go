@@ -73,46 +73,13 @@
 // leaves connections in the backlog, and of listeners that can be handed
 // over or opened at run time; it is paid per connection, not per byte.
 //
-// # Threads
+// # Threads and paused connections
 //
-// The Go runtime keeps every OS thread it starts, and starts one whenever a
-// goroutine sits in a system call while other goroutines could run (it hands
-// the P on). So a process's thread count is the most of its goroutines ever
-// in system calls at once, plus sysmon and the threads running Ps. Measured
-// with a runtime trace of 5,000 logins at GOMAXPROCS=1
-// (benchmarks/results/2026-12-02-os-threads.md; the threadcreate profile
-// records no stacks), they came from:
-//
-//   - Growing the descriptor table: Linux doubles it when a new descriptor
-//     does not fit and, in a threaded process, waits for an RCU grace period
-//     while every accept, socket and dup waits behind it. Under a storm a
-//     dozen of gnet's enroll workers sat in one dup, each on a new thread.
-//     Start grows the table once to what the server may use
-//     (fdbudget.PresizeTable): 18-43 threads after the logins became 10-13.
-//   - Goroutines that block for good: each loop's epoll_wait and gnet's main
-//     reactor, polling the unreachable placeholder listener (gnet's, one per
-//     engine), and os/signal's receiver. The drain watchers no longer
-//     do: they wait in Go's netpoller (package drainwatch), one thread per
-//     loop less.
-//   - Short system calls stretched by a busy CPU (writes, connects, shutdowns
-//     descheduled in the kernel): a few more, which stay.
-//
-// At rest after 5,000 logins a proxy with one loop has 9-10 threads: three
-// blocked goroutines, sysmon, the P's and the rest of those few.
-//
-// # Paused connections
-//
-// A connection paused by flow control with nothing moving costs nothing:
-// its sink's socket is full, the drain watcher holds it edge-triggered and
-// hears nothing until the peer reads, and no timer runs for it. The one
-// periodic task that touches queued output, the buffer budget's scan
-// (budget.go) for what gnet drains behind the reactor's back, runs only
-// while some queue can drain unseen: not for a queue the reactor owns (a
-// half-closing handler's: serve's and the proxy's), nor for a waiter whose
-// socket was full at its last check, which recheck accounts when room
-// comes. Push's stuck subscribers are neither, and are still scanned. Before,
-// the scan ran every Tick on every loop while any output was queued: 1,000
-// paused connections of serve cost 1.7-5.7% of a core more than idle, in the
-// ticker's wake-ups of the loops and the scan itself; now within 0.4% of
-// idle, with as many wake-ups (benchmarks/results/2026-12-02-paused-cost.md).
+// Go keeps every OS thread it starts, one for each goroutine ever held up
+// in a system call at once; Start grows the descriptor table ahead, since
+// each growth under a storm stalled every accept and dup on a new thread,
+// and the drain watchers wait in Go's netpoller, not in epoll_wait. A
+// flow-paused connection with nothing moving costs no wake-up: the budget's
+// backlog scan skips queues the reactor owns and waiters whose socket is
+// full. docs/reactor.md (OS threads, Paused connections) has the measures.
 package reactor

@@ -148,11 +148,7 @@ func (s *Server) Start() error {
 	}
 	// The descriptor table grown now rather than under an accept storm,
 	// where each growth stalls every accept and makes OS threads (doc.go).
-	need := int(min(limit, uint64(fdbudget.MaxPresize)))
-	if m := s.cfg.MaxConns; m > 0 {
-		need = min(need, open+s.cfg.FDReserve+m*s.cfg.FDsPerConn)
-	}
-	if err := fdbudget.PresizeTable(need); err != nil {
+	if err := fdbudget.PresizeTable(fdbudget.Need(s.cfg.MaxConns, s.cfg.FDsPerConn, s.cfg.FDReserve, open)); err != nil {
 		s.log.Warn().Err(err).Msg("descriptor table not grown ahead: it grows under load instead")
 	}
 	s.settleWG.Add(1)

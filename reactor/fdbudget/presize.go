@@ -2,6 +2,7 @@ package fdbudget
 
 import (
 	"fmt"
+	"math"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -23,6 +24,16 @@ import (
 // the most a server asks for ahead of need; past it, the table grows as
 // the descriptors come.
 const MaxPresize = 1 << 17
+
+// Need is how many descriptors a server may come to hold: those open, the
+// reserve and maxConns connections of perConn each; with no connection
+// limit (0), as many as the limit allows (PresizeTable caps it).
+func Need(maxConns, perConn, reserve, open int) int {
+	if maxConns <= 0 {
+		return math.MaxInt
+	}
+	return open + reserve + maxConns*perConn
+}
 
 // PresizeTable grows the process's descriptor table, if it is smaller, to
 // hold descriptors numbered below n (at most MaxPresize and the soft

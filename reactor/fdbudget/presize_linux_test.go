@@ -57,7 +57,10 @@ func TestPresizeTable(t *testing.T) {
 	if after, err := OpenFDs(); err != nil || after != open {
 		t.Fatalf("open descriptors %d before, %d after (%v)", open, after, err)
 	}
-	if err := PresizeTable(int(rl.Cur) + 1); err != nil {
+	if err := PresizeTable(Need(0, 2, 128, open)); err != nil {
 		t.Fatalf("PresizeTable past the limit is capped, not an error: %v", err)
+	}
+	if got, want := Need(1000, 2, 128, 15), 2143; got != want {
+		t.Fatalf("Need(1000, 2, 128, 15) = %d, want %d", got, want)
 	}
 }
