@@ -16,8 +16,13 @@ import (
 // budget plus budgetFloor per connection.
 //
 // The total is kept exactly for what is written (each write adds what it
-// left queued) and refreshed for what gnet drains behind our back by a scan,
-// every Tick, of the connections that had output queued: zero cost while
+// left queued) and for what the reactor drains of the queues it owns, and
+// refreshed for what gnet drains behind our back by a scan, every Tick, of
+// the connections that had output queued. The scan runs only while one of
+// them can drain unseen (drainsUnseen): a connection waiting for its drain
+// with a full socket cannot, until the drain watcher reports room, and
+// recheck accounts it then. So output held by stalled readers costs no
+// wake-up at all, as for an idle connection, and nothing is scanned while
 // nothing is queued.
 var processQueued atomic.Int64
 
@@ -95,12 +100,39 @@ func (l *Loop) accountQueued(c *Conn, queued int) {
 			l.srv.sweepBudget()
 		}
 	}
-	if q > 0 && c.backlogIdx == 0 {
+	switch {
+	case q > 0 && c.backlogIdx == 0:
 		l.backlogged = append(l.backlogged, c)
 		c.backlogIdx = int32(len(l.backlogged))
-		if !l.budgetTimer.Armed() {
-			l.Schedule(&l.budgetTimer, l.srv.cfg.Tick)
-		}
+		l.scanSoon(c)
+	case q == 0:
+		l.dropBacklogged(c)
+	}
+}
+
+// drainsUnseen reports whether c's queued output can go down without the
+// reactor seeing it, so that only a scan finds out: gnet drains its queue
+// on the socket's writable events. A queue the reactor owns it drains
+// itself, accounting each write; a waiter whose socket was full at its last
+// check (watched, not polled) drains only after the drain watcher reports
+// room, and recheck accounts it then.
+func (l *Loop) drainsUnseen(c *Conn) bool {
+	if c.ownsQueue() {
+		return false
+	}
+	if c.waitIdx != 0 {
+		info := &l.waitInfo[c.waitIdx-1]
+		return !info.watched || info.polled
+	}
+	return true
+}
+
+// scanSoon arms the backlog scan for c, which has output queued, if c's
+// output can drain unseen: it became backlogged, its wait ended, or its
+// socket has room again.
+func (l *Loop) scanSoon(c *Conn) {
+	if c.backlogIdx != 0 && !l.budgetTimer.Armed() && l.drainsUnseen(c) {
+		l.Schedule(&l.budgetTimer, l.srv.cfg.Tick)
 	}
 }
 
@@ -128,18 +160,23 @@ func (l *Loop) dropBacklogged(c *Conn) {
 }
 
 // scanBacklog refreshes the total for what gnet drained since the last
-// look; it runs on the loop every Tick while some connection has output.
+// look; it runs on the loop every Tick while some connection with output
+// queued can drain unseen.
 func (l *Loop) scanBacklog() {
+	again := false
 	for i := 0; i < len(l.backlogged); {
 		c := l.backlogged[i]
-		l.account(c)
-		if c.accounted == 0 {
-			l.dropBacklogged(c) // swaps the last into i
+		if !l.drainsUnseen(c) {
+			i++
 			continue
 		}
+		if l.account(c); c.backlogIdx == 0 {
+			continue // drained: the last was swapped into i
+		}
+		again = true
 		i++
 	}
-	if len(l.backlogged) > 0 {
+	if again {
 		l.Schedule(&l.budgetTimer, l.srv.cfg.Tick)
 	}
 }

@@ -72,4 +72,14 @@
 // price of an accept path that cannot end the engine, of MaxConns that
 // leaves connections in the backlog, and of listeners that can be handed
 // over or opened at run time; it is paid per connection, not per byte.
+//
+// # Threads and paused connections
+//
+// Go keeps every OS thread it starts, one for each goroutine ever held up
+// in a system call at once; Start grows the descriptor table ahead, since
+// each growth under a storm stalled every accept and dup on a new thread,
+// and the drain watchers wait in Go's netpoller, not in epoll_wait. A
+// flow-paused connection with nothing moving costs no wake-up: the budget's
+// backlog scan skips queues the reactor owns and waiters whose socket is
+// full. docs/reactor.md (OS threads, Paused connections) has the measures.
 package reactor

@@ -18,7 +18,7 @@ import (
 // connection (a sink whose producer is paused, or a closing connection
 // lingering) needs looking at only after its socket had room. Each loop has
 // a drain watcher: a second epoll (kqueue) set holding the waiting sockets
-// edge-triggered for writability, and a goroutine blocked on it (package
+// edge-triggered for writability, and a goroutine waiting on it (package
 // drainwatch). The kernel wakes both gnet's set and this one from the same
 // wake-up, so by the time the watcher's Execute runs on the loop, gnet has
 // written what the room allowed (the loop handles a batch's I/O before its
@@ -112,6 +112,9 @@ func (l *Loop) recheck(w *Conn) {
 		l.unwatch(w)
 		return
 	}
+	if w.state&stateClosed == 0 {
+		l.account(w) // what gnet drained: no scan looks at a waiter whose socket was full
+	}
 	if l.pollAll {
 		return
 	}
@@ -132,6 +135,7 @@ func (l *Loop) recheck(w *Conn) {
 	case poll && !info.polled:
 		info.polled = true
 		l.polled++
+		l.scanSoon(w)
 	case !poll && info.polled:
 		info.polled = false
 		l.polled--

@@ -32,7 +32,7 @@ func runOn(t *testing.T, l *Loop, f func()) {
 
 // TestDrainWakesWithoutPolling floods echo connections whose clients do not
 // read until every one is paused. While nothing drains, no waiter may be
-// checked and the ticker must not poll; then each client reads, and every
+// checked, the ticker must not poll and the backlog is not scanned; then each client reads, and every
 // byte must come back in order. The fallback that polls every DrainPoll is
 // run the same way.
 func TestDrainWakesWithoutPolling(t *testing.T) {
@@ -91,13 +91,17 @@ func testDrainResumes(t *testing.T, cfg Config, conns, size int) {
 	}
 	time.Sleep(200 * time.Millisecond)
 	var after int
-	runOn(t, l, func() { after, waiting = l.drainChecks, l.waiting.Load() })
+	var scanning bool
+	runOn(t, l, func() { after, waiting, scanning = l.drainChecks, l.waiting.Load(), l.budgetTimer.Armed() })
 	if !cfg.pollDrain {
 		if waiting != 0 {
 			t.Fatalf("the ticker polls %d waiters though no socket has room", waiting)
 		}
 		if after != checks {
 			t.Fatalf("%d drain checks in 200 ms while nothing drained", after-checks)
+		}
+		if scanning {
+			t.Fatal("the backlog scan runs every Tick though no queued output can drain")
 		}
 	} else if after == checks {
 		t.Fatal("polling fallback: no drain check in 200 ms")

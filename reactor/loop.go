@@ -186,6 +186,7 @@ func (l *Loop) watch(c *Conn) {
 		l.srv.log.Error().Err(err).Int("fd", fd).Msg("drain watcher: registering a waiting connection failed: polling it")
 		l.waitInfo[c.waitIdx-1].polled = true
 		l.polled++
+		l.scanSoon(c)
 		return
 	}
 	l.waitInfo[c.waitIdx-1].watched = true
@@ -214,6 +215,7 @@ func (l *Loop) unwatch(c *Conn) {
 	l.waiters = l.waiters[:last]
 	l.waitInfo = l.waitInfo[:last]
 	c.waitIdx = 0
+	l.scanSoon(c) // what it still holds drains as gnet writes it
 }
 
 // checkDrain acts on a connection whose drain is awaited and reports whether

@@ -146,6 +146,11 @@ func (s *Server) Start() error {
 		return &fdbudget.LimitError{MaxConns: m, PerConn: s.cfg.FDsPerConn, Reserve: s.cfg.FDReserve,
 			InUse: open, Limit: limit}
 	}
+	// The descriptor table grown now rather than under an accept storm,
+	// where each growth stalls every accept and makes OS threads (doc.go).
+	if err := fdbudget.PresizeTable(fdbudget.Need(s.cfg.MaxConns, s.cfg.FDsPerConn, s.cfg.FDReserve, open)); err != nil {
+		s.log.Warn().Err(err).Msg("descriptor table not grown ahead: it grows under load instead")
+	}
 	s.settleWG.Add(1)
 	go s.settleEnrolls()
 	s.accept.Start()

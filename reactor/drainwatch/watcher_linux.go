@@ -2,20 +2,31 @@ package drainwatch
 
 import (
 	"fmt"
+	"os"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
 // Watcher is a loop's second epoll set: waiting sockets registered
-// edge-triggered for EPOLLOUT, and an eventfd that ends its goroutine.
-// Add and Remove are for the loop; Close for after the loop has ended.
+// edge-triggered for EPOLLOUT. Add and Remove are for the loop; Close for
+// after the loop has ended.
+//
+// Its goroutine does not block in epoll_wait, which would hold an OS thread
+// for as long as nothing drains (one per loop, for the process's life): an
+// epoll set is itself pollable, readable while it has events, so the set is
+// an os.File in Go's netpoller, and the goroutine takes its events with
+// epoll_wait without a timeout when the netpoller says there are some.
 type Watcher struct {
-	epfd   int
-	wakefd int
-	queue  queue
-	notify Notifier
-	done   chan struct{}
+	epfd    int
+	file    *os.File        // epfd, in Go's netpoller; Close closes it
+	conn    syscall.RawConn // file's, for the goroutine's reads
+	queue   queue
+	notify  Notifier
+	closing atomic.Bool // Close was called: the wait's end is no failure
+	done    chan struct{}
 }
 
 // New makes a watcher and starts its goroutine, which reports to n.
@@ -24,17 +35,18 @@ func New(n Notifier) (*Watcher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reactor: drain watcher: epoll_create1: %w", err)
 	}
-	wakefd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	// Non-blocking, so that os.NewFile puts it in the netpoller.
+	if err := unix.SetNonblock(epfd, true); err != nil {
+		unix.Close(epfd)
+		return nil, fmt.Errorf("reactor: drain watcher: setting epoll set %d non-blocking: %w", epfd, err)
+	}
+	file := os.NewFile(uintptr(epfd), "drainwatch")
+	conn, err := file.SyscallConn()
 	if err != nil {
-		unix.Close(epfd)
-		return nil, fmt.Errorf("reactor: drain watcher: eventfd: %w", err)
+		file.Close()
+		return nil, fmt.Errorf("reactor: drain watcher: epoll set %d: %w", epfd, err)
 	}
-	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, wakefd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(wakefd)}); err != nil {
-		unix.Close(wakefd)
-		unix.Close(epfd)
-		return nil, fmt.Errorf("reactor: drain watcher: epoll_ctl add eventfd %d: %w", wakefd, err)
-	}
-	w := &Watcher{epfd: epfd, wakefd: wakefd, notify: n, done: make(chan struct{})}
+	w := &Watcher{epfd: epfd, file: file, conn: conn, notify: n, done: make(chan struct{})}
 	go w.run()
 	return w, nil
 }
@@ -57,39 +69,48 @@ func (w *Watcher) Remove(fd int) {
 func (w *Watcher) run() {
 	defer close(w.done)
 	var evs [128]unix.EpollEvent
-	for {
-		n, err := unix.EpollWait(w.epfd, evs[:], -1)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			w.notify.Failed(fmt.Errorf("epoll_wait on drain watcher %d: %w", w.epfd, err))
-			return
-		}
-		for i := 0; i < n; i++ {
-			if int(evs[i].Fd) == w.wakefd {
-				return
+	var waitErr error
+	// The netpoller reports the set readable once per new event (edge
+	// triggered), so each wake-up takes every event there is before it
+	// waits again; one that comes meanwhile is a new edge, not a lost one.
+	err := w.conn.Read(func(fd uintptr) bool {
+		for {
+			n, err := unix.EpollWait(int(fd), evs[:], 0)
+			if err == unix.EINTR {
+				continue
 			}
-			w.queue.push(evs[i].Fd)
+			if err != nil {
+				waitErr = err
+				return true
+			}
+			for i := 0; i < n; i++ {
+				w.queue.push(evs[i].Fd)
+			}
+			if n > 0 {
+				w.notify.Writable()
+			}
+			if n < len(evs) {
+				return false // none left: wait in the netpoller
+			}
 		}
-		if n > 0 {
-			w.notify.Writable()
-		}
+	})
+	switch {
+	case waitErr != nil:
+		w.notify.Failed(fmt.Errorf("epoll_wait on drain watcher %d: %w", w.epfd, waitErr))
+	case err != nil && !w.closing.Load():
+		w.notify.Failed(fmt.Errorf("waiting for drain watcher %d in the netpoller: %w", w.epfd, err))
 	}
 }
 
 // Close ends the goroutine and closes the set; the loop must not use the
 // watcher any more.
 func (w *Watcher) Close() {
-	one := [8]byte{1}
-	if _, err := unix.Write(w.wakefd, one[:]); err == nil {
-		select {
-		case <-w.done:
-		case <-time.After(time.Second):
-		}
+	w.closing.Store(true)
+	_ = w.file.Close() // wakes the goroutine's wait, which then ends
+	select {
+	case <-w.done:
+	case <-time.After(time.Second):
 	}
-	unix.Close(w.wakefd)
-	unix.Close(w.epfd)
 }
 
 // UnackedBytes is what the kernel holds of fd's output, sent or not, that

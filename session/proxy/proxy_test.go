@@ -503,14 +503,36 @@ func TestFloodTowardStalledBackendStaysBounded(t *testing.T) {
 		result <- sum
 	}()
 	p, addr := startProxy(t, rawConfig(ln.Addr().String()))
-	c := dial(t, addr)
+	// The flood is made before the dial, whose 30-second deadline starts
+	// there: under make stress, making it and the GC once took longer than
+	// that, and the write then failed at once, with nothing relayed.
 	data := make([]byte, size)
 	_, _ = rand.NewChaCha8([32]byte{9, 9}).Read(data) // in bulk: a call a byte is slow under -race
 	runtime.GC()
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
-	go func() { _, _ = c.Write(data) }()
-	waitStats(t, p, "the flooding session to pause", func(st proxymetrics.Stats) bool { return st.Reactor.Paused > 0 })
+	c := dial(t, addr)
+	// The write lasts as long as the backend stalls; the waits below bound
+	// it, and if one fails the cleanup's close ends it.
+	_ = c.SetWriteDeadline(time.Time{})
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := c.Write(data)
+		wrote <- err
+	}()
+	waitfor.Check(t, "the flooding session to pause", func() error {
+		st := p.Stats()
+		if st.Reactor.Paused > 0 {
+			return nil
+		}
+		select {
+		case err := <-wrote:
+			wrote <- err // for the next poll
+			return fmt.Errorf("the client's write ended (%v) before the proxy paused: last seen %+v", err, st)
+		default:
+			return fmt.Errorf("last seen %+v", st)
+		}
+	})
 	// A check that nothing happens: load can only hide a proxy that keeps
 	// relaying (by running it less), not make a correct one fail.
 	time.Sleep(300 * time.Millisecond)
@@ -532,7 +554,16 @@ func TestFloodTowardStalledBackendStaysBounded(t *testing.T) {
 			t.Fatal("backend received different bytes than the client sent")
 		}
 	case <-time.After(30 * time.Second):
-		t.Fatal("backend did not receive everything after resuming")
+		select {
+		case err := <-wrote:
+			t.Fatalf("backend did not receive everything after resuming; the client's write ended: %v", err)
+		default:
+			t.Fatal("backend did not receive everything after resuming")
+		}
+	}
+	// Everything the client wrote has arrived, so its write has returned.
+	if err := <-wrote; err != nil {
+		t.Fatalf("the client's write: %v", err)
 	}
 }
 
