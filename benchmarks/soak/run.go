@@ -65,6 +65,8 @@ limits:
   idle_timeout: 0s
   connection_rate: 0          # every session comes from 127.0.0.1
   login_rate: 0
+  subnet_connection_rate: 0
+  subnet_login_rate: 0
   max_sessions_per_subnet: 0
 health:
   cooldown: 2s
