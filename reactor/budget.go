@@ -1,9 +1,7 @@
 package reactor
 
 import (
-	"math/bits"
-	"sync/atomic"
-
+	"github.com/tidegate/tidegate/reactor/bufferbudget"
 	"github.com/tidegate/tidegate/reactor/chunkqueue"
 )
 
@@ -24,26 +22,9 @@ import (
 // recheck accounts it then. So output held by stalled readers costs no
 // wake-up at all, as for an idle connection, and nothing is scanned while
 // nothing is queued.
-var processQueued atomic.Int64
-
-// heldInput is the unread input that handlers have the reactor account to
-// the budget (Loop.AccountInput): what connections that are not relaying
-// yet hold in gnet's inbound buffers, which no watermark bounds. The budget
-// bounds processQueued and heldInput together.
-var heldInput atomic.Int64
 
 // budgetFloor is what a sink may hold while the process is over budget.
 const budgetFloor = chunkqueue.ChunkSize
-
-// QueuedBytes returns the output queued in the process for all connections,
-// as last accounted.
-func QueuedBytes() int64 { return processQueued.Load() }
-
-// HeldInputBytes returns the unread input accounted with Loop.AccountInput.
-func HeldInputBytes() int64 { return heldInput.Load() }
-
-// buffered is what the budget bounds: the output queued and the input held.
-func buffered() int64 { return processQueued.Load() + heldInput.Load() }
 
 // AccountInput adds delta bytes (negative to give them back) to the unread
 // input the process's budget counts, for input a handler keeps unconsumed
@@ -51,7 +32,7 @@ func buffered() int64 { return processQueued.Load() + heldInput.Load() }
 // the budget, producers pause as they do for queued output.
 func (l *Loop) AccountInput(delta int) {
 	d := int64(delta)
-	n := heldInput.Add(d) + processQueued.Load()
+	n := bufferbudget.AddHeld(d)
 	if b := l.srv.cfg.BufferBudget; b > 0 && d > 0 && n > b && n-d <= b {
 		l.srv.sweepBudget()
 	}
@@ -60,25 +41,7 @@ func (l *Loop) AccountInput(delta int) {
 // OverBudget reports whether the output queued and the input held in the
 // process are past l's server's budget (never, without one): a handler
 // should then take on no more input it has to hold.
-func (l *Loop) OverBudget() bool { return OverBudget(l.srv.cfg.BufferBudget) }
-
-// OverBudget reports whether the output queued and the input held in the
-// process are past budget (never, for 0).
-func OverBudget(budget int64) bool { return budget > 0 && buffered() > budget }
-
-// InputFootprint is the memory gnet's inbound buffer takes to hold n
-// unread bytes, as it grows it: nothing when empty, 1 KiB at least, else
-// the power of two at or above n (past 4 KiB it grows by a quarter, so
-// this is an upper bound).
-func InputFootprint(n int) int {
-	if n <= 0 {
-		return 0
-	}
-	if n <= 1024 {
-		return 1024
-	}
-	return 1 << bits.Len(uint(n-1))
-}
+func (l *Loop) OverBudget() bool { return bufferbudget.Over(l.srv.cfg.BufferBudget) }
 
 // account brings the process total up to date with c's queued output, and
 // keeps c in the loop's scan while it has some.
@@ -94,7 +57,7 @@ func (l *Loop) accountQueued(c *Conn, queued int) {
 		}
 	}
 	if d := q - c.accounted; d != 0 {
-		n := processQueued.Add(d) + heldInput.Load()
+		n := bufferbudget.AddQueued(d)
 		c.accounted = q
 		if b := l.srv.cfg.BufferBudget; b > 0 && n > b && n-d <= b {
 			l.srv.sweepBudget()
@@ -139,7 +102,7 @@ func (l *Loop) scanSoon(c *Conn) {
 // unaccount removes a closing connection's queued output from the total.
 func (l *Loop) unaccount(c *Conn) {
 	if c.accounted != 0 {
-		processQueued.Add(-c.accounted)
+		bufferbudget.AddQueued(-c.accounted)
 		c.accounted = 0
 	}
 	l.dropBacklogged(c)
@@ -204,5 +167,5 @@ func (l *Loop) pauseBacklogged() {
 // producer for the process's budget.
 func (l *Loop) overBudget(queued int) bool {
 	b := l.srv.cfg.BufferBudget
-	return b > 0 && queued > budgetFloor && buffered() > b
+	return queued > budgetFloor && bufferbudget.Over(b)
 }

@@ -88,12 +88,3 @@ func (h smallSendBuffer) OnOpen(c *Conn) {
 	_ = unix.SetsockoptInt(c.gc.Fd(), unix.SOL_SOCKET, unix.SO_SNDBUF, 16<<10)
 	h.echoHandler.OnOpen(c)
 }
-
-// TestInputFootprint: the estimate follows gnet's inbound ring buffer.
-func TestInputFootprint(t *testing.T) {
-	for _, tc := range [][2]int{{0, 0}, {1, 1024}, {1024, 1024}, {1025, 2048}, {3020, 4096}, {65536, 65536}, {65537, 131072}} {
-		if got := InputFootprint(tc[0]); got != tc[1] {
-			t.Errorf("InputFootprint(%d) = %d, want %d", tc[0], got, tc[1])
-		}
-	}
-}

@@ -6,16 +6,16 @@
 // loop that owns the connection, and so does everything a Handler calls on a
 // Conn; nothing here takes a lock on the data path.
 //
-// The parts that need nothing of the loops are packages of their own:
-// writev (Batch, and the reused iovec array), looptimer (the timer heap),
-// drainwatch (the drain watcher's poll set and goroutine), chunkqueue (the
-// half-close queue's pooled chunks), fdbudget (the process's descriptor
-// budget), workerpool (the dial goroutines), ipshare (the shared copies of
-// the connections' IPs), metrics (the Prometheus collector), acceptor (the
-// listening sockets and their accept goroutines, which ask the server only
-// whether one more connection may be accepted and hand it each one to
-// register on a loop: listen.go) and handoverwire (a live upgrade's messages
-// and descriptors over a Unix socket).
+// The parts that need nothing of the loops are packages of their own: writev
+// (Batch, and the reused iovec array), looptimer (the timer heap), drainwatch
+// (the drain watcher's poll set and goroutine), chunkqueue (the half-close
+// queue's pooled chunks), fdbudget (the process's descriptor budget),
+// bufferbudget (the count the buffer budget bounds), workerpool (the dial
+// goroutines), ipshare (the shared copies of the connections' IPs), metrics
+// (the Prometheus collector), acceptor (the listening sockets and their accept
+// goroutines, which ask the server only whether one more connection may be
+// accepted and hand it each one to register on a loop: listen.go) and
+// handoverwire (a live upgrade's messages and descriptors over a Unix socket).
 //
 // gnet offers no way to stop reading a connection and no callback when a
 // connection's output has drained. This package adds both, with what it

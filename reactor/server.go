@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tidegate/tidegate/reactor/acceptor"
+	"github.com/tidegate/tidegate/reactor/bufferbudget"
 	"github.com/tidegate/tidegate/reactor/fdbudget"
 	"github.com/tidegate/tidegate/reactor/workerpool"
 
@@ -218,7 +219,7 @@ func (s *Server) Done() <-chan struct{} { return s.done }
 
 // Stats sums the counters of all loops.
 func (s *Server) Stats() Stats {
-	st := Stats{AcceptPauses: s.accept.Pauses(), AcceptErrors: s.accept.Errors(), QueuedBytes: QueuedBytes()}
+	st := Stats{AcceptPauses: s.accept.Pauses(), AcceptErrors: s.accept.Errors(), QueuedBytes: bufferbudget.Queued()}
 	for _, l := range *s.loops.Load() {
 		st.add(&l.stats)
 	}

@@ -6,6 +6,7 @@ package metrics
 import (
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/reactor/acceptor"
+	"github.com/tidegate/tidegate/reactor/bufferbudget"
 	"github.com/tidegate/tidegate/reactor/fdbudget"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -107,8 +108,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.paused, prometheus.GaugeValue, float64(st.Paused), name)
 		ch <- prometheus.MustNewConstMetric(c.pauseEvents, prometheus.CounterValue, float64(st.PauseEvents), name)
 	}
-	ch <- prometheus.MustNewConstMetric(c.queued, prometheus.GaugeValue, float64(reactor.QueuedBytes()))
-	ch <- prometheus.MustNewConstMetric(c.heldInput, prometheus.GaugeValue, float64(reactor.HeldInputBytes()))
+	ch <- prometheus.MustNewConstMetric(c.queued, prometheus.GaugeValue, float64(bufferbudget.Queued()))
+	ch <- prometheus.MustNewConstMetric(c.heldInput, prometheus.GaugeValue, float64(bufferbudget.Held()))
 	ch <- prometheus.MustNewConstMetric(c.fdLimit, prometheus.GaugeValue, float64(fdbudget.Limit()))
 	ch <- prometheus.MustNewConstMetric(c.fdAccounted, prometheus.GaugeValue, float64(fdbudget.Accounted()))
 }

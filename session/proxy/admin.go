@@ -5,6 +5,7 @@ import (
 
 	"github.com/tidegate/tidegate/session/proxy/admin"
 	"github.com/tidegate/tidegate/session/proxy/config"
+	"github.com/tidegate/tidegate/session/proxy/reasons"
 )
 
 // AdminHandler returns the handler of the admin API and the status page
@@ -15,7 +16,7 @@ import (
 // address that serves it (internal/adminaccess).
 func (p *Proxy) AdminHandler() http.Handler {
 	return admin.Handler(adminSource{p}, admin.Options{
-		Reasons: reasonLabels[:], KeptPerLoop: admin.RecentPerLoop, Loops: len(p.loops),
+		Reasons: reasons.Labels(), KeptPerLoop: admin.RecentPerLoop, Loops: len(p.loops),
 	})
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/proxy/admin"
+	"github.com/tidegate/tidegate/session/proxy/reasons"
 )
 
 // What the admin API reads of the sessions and refusals lives on the event
@@ -18,15 +19,15 @@ import (
 
 // refused counts a refusal by r on the loop of ls and, unless it is a
 // legacy ping (answered, not refused), remembers it for the admin API.
-func (ls *loopState) refused(r reason, remote netip.AddrPort, host, user, group string) {
+func (ls *loopState) refused(r reasons.Reason, remote netip.AddrPort, host, user, group string) {
 	ls.counters.rejected[r].Add(1)
-	if r != reasonLegacyPing {
+	if r != reasons.LegacyPing {
 		ls.recent.Add(admin.Refusal{At: time.Now().UnixNano(), Remote: remote, Reason: r.String(), Host: host, User: user, Group: group})
 	}
 }
 
 // refused counts and remembers a refusal of s by r.
-func (s *session) refused(r reason) {
+func (s *session) refused(r reasons.Reason) {
 	group := ""
 	if s.group != nil {
 		group = s.group.name

@@ -19,6 +19,7 @@ import (
 	"github.com/tidegate/tidegate/session/proxy/admin"
 	"github.com/tidegate/tidegate/session/proxy/config"
 	"github.com/tidegate/tidegate/session/proxy/proxymetrics"
+	"github.com/tidegate/tidegate/session/proxy/reasons"
 )
 
 // serveAdmin serves p's admin handler on a real listener at addr (an
@@ -174,7 +175,7 @@ func TestAdminSessionsFilters(t *testing.T) {
 }
 
 // TestAdminRejectionsNewestFirst: refusals appear in /api/v1/rejections
-// with their reason, client and, once the handshake named it, host and
+// with their reasons.Reason, client and, once the handshake named it, host and
 // user, newest first; ?reason= and ?limit= select among them.
 func TestAdminRejectionsNewestFirst(t *testing.T) {
 	be := startBackend(t, mcbackend.Config{})
@@ -237,14 +238,14 @@ func TestRejectionRingKeepsTheLast(t *testing.T) {
 	var ls loopState
 	ap := netip.MustParseAddrPort("192.0.2.7:4000")
 	for i := range admin.RecentPerLoop + 10 {
-		ls.refused(reasonUnknownHost, ap, fmt.Sprint(i), "", "")
-		ls.refused(reasonLegacyPing, ap, "legacy", "", "")
+		ls.refused(reasons.UnknownHost, ap, fmt.Sprint(i), "", "")
+		ls.refused(reasons.LegacyPing, ap, "legacy", "", "")
 	}
 	got := ls.recent.AppendTo(nil)
 	if len(got) != admin.RecentPerLoop || got[0].Host != "10" || got[len(got)-1].Host != fmt.Sprint(admin.RecentPerLoop+9) {
 		t.Fatalf("kept %d, from %q to %q; want %d from 10 to %d", len(got), got[0].Host, got[len(got)-1].Host, admin.RecentPerLoop, admin.RecentPerLoop+9)
 	}
-	if n := ls.counters.rejected[reasonLegacyPing].Load(); n != admin.RecentPerLoop+10 {
+	if n := ls.counters.rejected[reasons.LegacyPing].Load(); n != admin.RecentPerLoop+10 {
 		t.Fatalf("legacy pings counted %d", n)
 	}
 	var few admin.RefusalRing

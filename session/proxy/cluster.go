@@ -9,6 +9,7 @@ import (
 	"github.com/tidegate/tidegate/session/cluster"
 	"github.com/tidegate/tidegate/session/proxy/config"
 	"github.com/tidegate/tidegate/session/proxy/network"
+	"github.com/tidegate/tidegate/session/proxy/reasons"
 	"github.com/tidegate/tidegate/session/proxy/status"
 )
 
@@ -104,15 +105,15 @@ func (s *session) clusterVerdict(a cluster.Answer) {
 	switch a.Verdict {
 	case cluster.Duplicate:
 		s.ticket = nil
-		s.reject(reasonDuplicateLogin, nil)
+		s.reject(reasons.DuplicateLogin, nil)
 		return
 	case cluster.LoginRate:
 		s.ticket = nil
-		s.reject(reasonLoginRate, nil)
+		s.reject(reasons.LoginRate, nil)
 		return
 	case cluster.SubnetCap:
 		s.ticket = nil
-		s.reject(reasonMaxSessionsPerSubnet, nil)
+		s.reject(reasons.MaxSessionsPerSubnet, nil)
 		return
 	}
 	if s.state == stClusterWait {
@@ -127,7 +128,7 @@ func (s *session) clusterVerdict(a cluster.Answer) {
 // login_wait: it goes on by the local state (or times out).
 func (s *session) clusterWaitOver() {
 	if s.client.Loop().Now() >= s.handshakeDeadline() {
-		s.reject(reasonHandshakeTimeout, nil)
+		s.reject(reasons.HandshakeTimeout, nil)
 		return
 	}
 	s.pre.clusterSeq++ // a late answer is ignored
@@ -155,10 +156,10 @@ func (s *session) kicked() {
 		return
 	}
 	if s.state == stRelay {
-		s.p.loopOf(c).counters.ended[reasonLoggedInElsewhere].Add(1)
+		s.p.loopOf(c).counters.ended[reasons.LoggedInElsewhere].Add(1)
 	} else {
-		s.p.loopOf(c).counters.rejected[reasonLoggedInElsewhere].Add(1)
-		_ = c.Write(mc.AppendLoginDisconnect(nil, []byte(`{"text":"`+disconnectText(reasonLoggedInElsewhere)+`"}`)))
+		s.p.loopOf(c).counters.rejected[reasons.LoggedInElsewhere].Add(1)
+		_ = c.Write(mc.AppendLoginDisconnect(nil, []byte(`{"text":"`+reasons.DisconnectText(reasons.LoggedInElsewhere)+`"}`)))
 	}
 	s.p.log.Info().Str("remote", s.remoteAddr()).Str("user", s.username).Msg("session closed: the player logged in again elsewhere")
 	s.state = stDone

@@ -17,8 +17,8 @@ func TestSessionSize(t *testing.T) {
 	if n := unsafe.Sizeof(session{}); n > 192 {
 		t.Fatalf("session is %d bytes, want at most 192 (one size class): put state a relaying session does not need in preRelay", n)
 	}
-	if n := unsafe.Sizeof(frameScanner{}); n > 8 {
-		t.Fatalf("frameScanner is %d bytes, want at most 8 (two per session)", n)
+	if n := unsafe.Sizeof(mc.FrameCounter{}); n > 8 {
+		t.Fatalf("mc.FrameCounter is %d bytes, want at most 8 (two per session)", n)
 	}
 }
 
@@ -103,8 +103,8 @@ func TestScannerHandOverForm(t *testing.T) {
 	for _, n := range []int{0, 5, 130, 1, 70000, 2} {
 		stream = append(append(stream, mc.AppendVarInt(nil, int32(n))...), make([]byte, n)...)
 	}
-	var whole frameScanner
-	want := whole.scan(stream)
+	var whole mc.FrameCounter
+	want := whole.Count(stream)
 	step := 1
 	for cut := 0; cut <= len(stream); cut += step {
 		if cut > 300 && cut < len(stream)-300 {
@@ -112,11 +112,11 @@ func TestScannerHandOverForm(t *testing.T) {
 		} else {
 			step = 1
 		}
-		var a frameScanner
+		var a mc.FrameCounter
 		var old oldScanner
-		n := a.scan(stream[:cut])
+		n := a.Count(stream[:cut])
 		old.scan(stream[:cut])
-		st := a.state()
+		st := scannerState(a.Position())
 		oldSt := scannerState{Remaining: old.remaining, Length: old.length, Shift: old.shift, Broken: old.broken}
 		if st != oldSt {
 			t.Fatalf("cut %d: state %+v, the older scanner's %+v", cut, st, oldSt)
@@ -129,8 +129,8 @@ func TestScannerHandOverForm(t *testing.T) {
 		if err := json.Unmarshal(raw, &back); err != nil {
 			t.Fatal(err)
 		}
-		b := scannerOf(back)
-		if got := n + b.scan(stream[cut:]); got != want {
+		b := mc.FrameCounterAt(mc.FramePosition(back))
+		if got := n + b.Count(stream[cut:]); got != want {
 			t.Fatalf("cut %d: %d frames across the hand-over, want %d", cut, got, want)
 		}
 	}

@@ -1,6 +1,9 @@
 package proxy
 
-import "github.com/tidegate/tidegate/reactor"
+import (
+	"github.com/tidegate/tidegate/reactor/bufferbudget"
+	"github.com/tidegate/tidegate/session/proxy/reasons"
+)
 
 // Input held before routing. A connection that has not reached its
 // backend keeps its unread input in gnet's inbound buffer, which no
@@ -22,7 +25,7 @@ func (s *session) accountInput() {
 	if pre == nil || s.state == stDone {
 		return
 	}
-	n := reactor.InputFootprint(c.InboundBuffered())
+	n := bufferbudget.InputFootprint(c.InboundBuffered())
 	d := n - pre.heldInput
 	if d == 0 {
 		return
@@ -30,7 +33,7 @@ func (s *session) accountInput() {
 	c.Loop().AccountInput(d)
 	pre.heldInput = n
 	if d > 0 && c.Loop().OverBudget() {
-		s.reject(reasonBufferBudget, nil)
+		s.reject(reasons.BufferBudget, nil)
 	}
 }
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/tidegate/tidegate/internal/testkit/waitfor"
 	"github.com/tidegate/tidegate/protocol/mc"
-	"github.com/tidegate/tidegate/reactor"
+	"github.com/tidegate/tidegate/reactor/bufferbudget"
 	"github.com/tidegate/tidegate/session/proxy/proxymetrics"
 )
 
@@ -56,13 +56,13 @@ func TestHandshakeInputIsBudgeted(t *testing.T) {
 	const budget, conns = 2 << 20, 1000
 	p, addr := startProxy(t, mcConfig(refusedAddr(t), fmt.Sprintf("loops: 1\nlimits: {handshake_timeout: 2m, buffer_budget: %d}", budget)))
 	waitfor.For(t, "no input held or output queued by earlier tests", func() bool {
-		return reactor.HeldInputBytes() == 0 && reactor.QueuedBytes() == 0
+		return bufferbudget.Held() == 0 && bufferbudget.Queued() == 0
 	})
 	// A whole handshake, then 3,000 bytes of a Login Start that declares
 	// the largest length the proxy waits for: gnet holds them in 4 KiB.
 	msg := append(handshake(mc.Protocol1_20_2, "localhost", mc.NextStateLogin), mc.AppendVarInt(nil, mc.MaxLoginStartBody)...)
 	msg = append(msg, make([]byte, 3000)...)
-	each := reactor.InputFootprint(len(msg))
+	each := bufferbudget.InputFootprint(len(msg))
 	fit := budget / each
 	open := func(n int) []net.Conn {
 		cs := make([]net.Conn, n)
@@ -76,7 +76,7 @@ func TestHandshakeInputIsBudgeted(t *testing.T) {
 	}
 	first := open(fit - 10)
 	waitfor.For(t, fmt.Sprintf("%d sessions' input accounted, %d bytes each", len(first), each), func() bool {
-		return reactor.HeldInputBytes() == int64(len(first)*each)
+		return bufferbudget.Held() == int64(len(first)*each)
 	})
 	if st := p.Stats(); len(st.Rejected) != 0 {
 		t.Fatalf("refusals within the budget: %v", st.Rejected)
@@ -86,7 +86,7 @@ func TestHandshakeInputIsBudgeted(t *testing.T) {
 		return st.Accepted == conns && st.Rejected["buffer_budget"] == int64(conns-fit)
 	})
 	waitfor.For(t, "the refused connections' input given back", func() bool {
-		return reactor.HeldInputBytes() == int64(fit*each)
+		return bufferbudget.Held() == int64(fit*each)
 	})
 	if st := p.Stats(); st.Active != int64(fit) || len(st.Rejected) != 1 {
 		t.Fatalf("%d sessions held, refusals %v; want %d held (the budget's worth) and only buffer_budget", st.Active, st.Rejected, fit)
@@ -95,6 +95,6 @@ func TestHandshakeInputIsBudgeted(t *testing.T) {
 		_ = c.Close()
 	}
 	waitfor.For(t, "every held byte given back once the clients left", func() bool {
-		return reactor.HeldInputBytes() == 0
+		return bufferbudget.Held() == 0
 	})
 }

@@ -14,12 +14,14 @@ import (
 
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/reactor"
+	"github.com/tidegate/tidegate/reactor/bufferbudget"
 	"github.com/tidegate/tidegate/session/cluster"
 	"github.com/tidegate/tidegate/session/proxy/admin"
 	"github.com/tidegate/tidegate/session/proxy/config"
 	"github.com/tidegate/tidegate/session/proxy/probe"
 	"github.com/tidegate/tidegate/session/proxy/proxymetrics"
 	"github.com/tidegate/tidegate/session/proxy/ratelimit"
+	"github.com/tidegate/tidegate/session/proxy/reasons"
 	"github.com/tidegate/tidegate/session/proxy/status"
 
 	"github.com/rs/zerolog"
@@ -42,7 +44,7 @@ type Proxy struct {
 	// Refusal logs of the flood-prone reasons (ratelimit.go): when the
 	// next warning may be written, and how many were left out since the
 	// last.
-	refusalLogNext, refusalLogSkipped [numReasons]atomic.Int64
+	refusalLogNext, refusalLogSkipped [reasons.Count]atomic.Int64
 
 	backendSide backendHandler
 	probesMu    sync.Mutex
@@ -201,7 +203,7 @@ func (p *Proxy) Stats() proxymetrics.Stats {
 		st.Unframed += c.unframed.Load()
 		st.StatusCached += c.statusCached.Load()
 		st.StatusWaited += c.statusWaited.Load()
-		for r := reason(0); r < numReasons; r++ {
+		for r := reasons.Reason(0); r < reasons.Count; r++ {
 			if n := c.rejected[r].Load(); n > 0 {
 				st.Rejected[r.String()] += n
 			}
@@ -229,16 +231,16 @@ func (p *Proxy) loopOf(c *reactor.Conn) *loopState {
 
 // admit applies the session limits, the process's buffer budget first
 // (inputbudget.go); it returns the reason for a refusal.
-func (p *Proxy) admit(gen *generation, ip string) (reason, bool) {
-	if reactor.OverBudget(gen.cfg.Limits.BufferBudget) {
-		return reasonBufferBudget, false
+func (p *Proxy) admit(gen *generation, ip string) (reasons.Reason, bool) {
+	if bufferbudget.Over(gen.cfg.Limits.BufferBudget) {
+		return reasons.BufferBudget, false
 	}
 	if r, ok := p.admitSource(gen, ip); !ok {
 		return r, false
 	}
 	if most := gen.cfg.Limits.MaxSessionsPerIP; most > 0 && !p.perIP.Enter(ip, most) {
 		p.releaseSource(gen, ip)
-		return reasonMaxSessionsPerIP, false
+		return reasons.MaxSessionsPerIP, false
 	}
 	return 0, true
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/tidegate/tidegate/session/mcbackend"
 	"github.com/tidegate/tidegate/session/proxy/config"
 	"github.com/tidegate/tidegate/session/proxy/proxymetrics"
+	"github.com/tidegate/tidegate/session/proxy/reasons"
 	"gopkg.in/yaml.v3"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -784,7 +785,7 @@ tidegate_proxy_session_ends_total{reason="shutdown"} 0
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := int(numReasons) - 2; n != want {
+	if want := int(reasons.Count) - 2; n != want {
 		t.Fatalf("rejected_total has %d reasons, want %d (all but the end-only idle_timeout and fin_timeout)", n, want)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/tidegate/tidegate/protocol/proxyproto"
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/proxy/config"
+	"github.com/tidegate/tidegate/session/proxy/reasons"
 )
 
 // The PROXY protocol, both ways.
@@ -80,8 +81,8 @@ func (p *Proxy) trustedProxySource(c *reactor.Conn, ls *loopState, l *config.Lis
 	if a.trusts(addrPortOf(c.RemoteAddr()).Addr()) {
 		return true
 	}
-	ls.refused(reasonProxyProtocolUntrusted, addrPortOf(c.RemoteAddr()), "", "", "")
-	p.log.Warn().Str("remote", c.RemoteAddr().String()).Str("reason", reasonProxyProtocolUntrusted.String()).
+	ls.refused(reasons.ProxyProtocolUntrusted, addrPortOf(c.RemoteAddr()), "", "", "")
+	p.log.Warn().Str("remote", c.RemoteAddr().String()).Str("reason", reasons.ProxyProtocolUntrusted.String()).
 		Str("listen", l.Listen).Msg("session refused: this listener takes PROXY protocol connections only from its trusted sources")
 	return false
 }
@@ -130,8 +131,8 @@ func unmapAddrPort(a netip.AddrPort) netip.AddrPort {
 // counted as bad_proxy_protocol, logged, and closed.
 func (s *session) refuseProxyHeader(err error, received int) {
 	c := s.client
-	s.refused(reasonBadProxyProtocol)
-	s.p.log.Warn().Str("remote", c.RemoteAddr().String()).Str("reason", reasonBadProxyProtocol.String()).
+	s.refused(reasons.BadProxyProtocol)
+	s.p.log.Warn().Str("remote", c.RemoteAddr().String()).Str("reason", reasons.BadProxyProtocol.String()).
 		Str("listen", s.listenerCfg().Listen).Str("detail", proxyproto.ErrorReason(err)).Int("received", received).Err(err).
 		Msg("session rejected")
 	s.state = stDone

@@ -6,6 +6,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tidegate/tidegate/session/proxy/ratelimit"
+	"github.com/tidegate/tidegate/session/proxy/reasons"
 )
 
 // The limits per client address (package ratelimit) as sessions are
@@ -24,7 +25,7 @@ func (p *Proxy) RateLimitAddresses() (tracked, evicted, untracked int64) {
 // from ip: the connection rates of its address and its subnet, then the
 // subnet's session cap. When it admits, the session is counted in its
 // subnet until releaseSource.
-func (p *Proxy) admitSource(gen *generation, ip string) (reason, bool) {
+func (p *Proxy) admitSource(gen *generation, ip string) (reasons.Reason, bool) {
 	a, ok := ratelimit.SourceAddr(ip)
 	if !ok {
 		return 0, true
@@ -33,12 +34,12 @@ func (p *Proxy) admitSource(gen *generation, ip string) (reason, bool) {
 	src := ratelimit.SourceKeys(a, lim)
 	switch p.src.TakeConnection(src, lim) {
 	case ratelimit.AddressFull:
-		return reasonConnectionRate, false
+		return reasons.ConnectionRate, false
 	case ratelimit.SubnetFull:
-		return reasonConnectionRateSubnet, false
+		return reasons.ConnectionRateSubnet, false
 	}
 	if !p.src.Enter(src.Subnet, lim.MaxSessionsPerSubnet) {
-		return reasonMaxSessionsPerSubnet, false
+		return reasons.MaxSessionsPerSubnet, false
 	}
 	return 0, true
 }
@@ -61,7 +62,7 @@ func (p *Proxy) releaseSource(gen *generation, ip string) {
 
 // admitLogin applies the login rates of gen (the address's and the
 // subnet's) to a login from ip.
-func (p *Proxy) admitLogin(gen *generation, ip string) (reason, bool) {
+func (p *Proxy) admitLogin(gen *generation, ip string) (reasons.Reason, bool) {
 	lim := &gen.cfg.Limits
 	a, ok := ratelimit.SourceAddr(ip)
 	if !ok || (lim.LoginRate <= 0 && lim.SubnetLoginRate <= 0) {
@@ -69,21 +70,21 @@ func (p *Proxy) admitLogin(gen *generation, ip string) (reason, bool) {
 	}
 	switch p.src.TakeLogin(ratelimit.SourceKeys(a, lim), lim) {
 	case ratelimit.AddressFull:
-		return reasonLoginRate, false
+		return reasons.LoginRate, false
 	case ratelimit.SubnetFull:
-		return reasonLoginRateSubnet, false
+		return reasons.LoginRateSubnet, false
 	}
 	return 0, true
 }
 
 // refusalEvent returns the log event for a refusal by r: a warning; for the
 // per-address limits, which a flood trips many times a second, at most one
-// warning a second per reason (with how many were left out since, as
+// warning a second per reasons.Reason (with how many were left out since, as
 // "suppressed") and debug events for the others.
-func (p *Proxy) refusalEvent(r reason) *zerolog.Event {
+func (p *Proxy) refusalEvent(r reasons.Reason) *zerolog.Event {
 	switch r {
-	case reasonConnectionRate, reasonLoginRate, reasonMaxSessionsPerSubnet, reasonConnectionRateSubnet, reasonLoginRateSubnet,
-		reasonBufferBudget:
+	case reasons.ConnectionRate, reasons.LoginRate, reasons.MaxSessionsPerSubnet, reasons.ConnectionRateSubnet, reasons.LoginRateSubnet,
+		reasons.BufferBudget:
 	default:
 		return p.log.Warn()
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/tidegate/tidegate/session/proxy/config"
 	"github.com/tidegate/tidegate/session/proxy/proxymetrics"
 	"github.com/tidegate/tidegate/session/proxy/ratelimit"
+	"github.com/tidegate/tidegate/session/proxy/reasons"
 
 	"github.com/rs/zerolog"
 )
@@ -281,7 +282,7 @@ func TestSubnetLoginRateDisconnects(t *testing.T) {
 }
 
 // TestRefusalLogsAreSampled: refusals by the per-address limits log at
-// most one warning a second per reason, saying how many were left out.
+// most one warning a second per reasons.Reason, saying how many were left out.
 func TestRefusalLogsAreSampled(t *testing.T) {
 	var buf strings.Builder
 	p := &Proxy{src: ratelimit.New()}
@@ -289,11 +290,11 @@ func TestRefusalLogsAreSampled(t *testing.T) {
 	p.src.SetClock(clk.ns.Load)
 	p.log = testLoggerTo(&buf)
 	for range 5 {
-		p.refusalEvent(reasonConnectionRate).Msg("refused")
-		p.refusalEvent(reasonBadFrame).Msg("bad")
+		p.refusalEvent(reasons.ConnectionRate).Msg("refused")
+		p.refusalEvent(reasons.BadFrame).Msg("bad")
 	}
 	clk.advance(time.Second)
-	p.refusalEvent(reasonConnectionRate).Msg("refused")
+	p.refusalEvent(reasons.ConnectionRate).Msg("refused")
 	out := buf.String()
 	if n := strings.Count(out, `"refused"`); n != 2 {
 		t.Errorf("%d connection_rate warnings, want 2:\n%s", n, out)

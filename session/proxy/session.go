@@ -12,6 +12,7 @@ import (
 	"github.com/tidegate/tidegate/session/cluster"
 	"github.com/tidegate/tidegate/session/proxy/config"
 	"github.com/tidegate/tidegate/session/proxy/login"
+	"github.com/tidegate/tidegate/session/proxy/reasons"
 	"github.com/tidegate/tidegate/session/proxy/status"
 )
 
@@ -58,7 +59,7 @@ type session struct {
 	timer      looptimer.Timer // handshake timeout, then idle timeout, then fin timeout
 	lastActive int64
 	opened     int64 // unix nanoseconds: when the client connected (to the first process, for one handed over)
-	c2s, s2c   frameScanner
+	c2s, s2c   mc.FrameCounter
 	protocol   int32
 
 	state   state
@@ -263,11 +264,11 @@ func (h *backendHandler) OnOpen(bc *reactor.Conn) {
 	if hs, ok := s.backendHandshake(ls); ok { // rewrite_host, bungeecord forwarding
 		batch.Copy(hs)
 		batch.Add(buf[s.pre.hsLen:])
-		ls.counters.framesC2S.Add(int64(1 + s.c2s.scan(buf[s.pre.hsLen:]))) // the rewritten handshake, then the rest
+		ls.counters.framesC2S.Add(int64(1 + s.c2s.Count(buf[s.pre.hsLen:]))) // the rewritten handshake, then the rest
 	} else {
 		batch.Add(buf)
 		if !s.raw {
-			ls.counters.framesC2S.Add(int64(s.c2s.scan(buf)))
+			ls.counters.framesC2S.Add(int64(s.c2s.Count(buf)))
 		}
 	}
 	ls.counters.bytesC2S.Add(int64(len(buf)))
@@ -327,11 +328,11 @@ func (h *backendHandler) OnClose(bc *reactor.Conn, err error) {
 		case c.Closing():
 		case !s.raw && s.pre != nil && s.pre.handshake.NextState == mc.NextStateStatus:
 			// The status ping is still unanswered in the client's input.
-			s.refused(reasonBackendUnavailable)
+			s.refused(reasons.BackendUnavailable)
 			s.backend = nil
 			s.serveOfflineStatus()
 		default:
-			s.reject(reasonBackendUnavailable, nil)
+			s.reject(reasons.BackendUnavailable, nil)
 		}
 		return
 	}
@@ -428,9 +429,9 @@ func (h *clientHandler) OnDrainDeadline(c *reactor.Conn) {
 	}
 	p := s.p
 	if s.state == stRelay {
-		p.loopOf(c).counters.ended[reasonShutdown].Add(1)
+		p.loopOf(c).counters.ended[reasons.Shutdown].Add(1)
 	} else {
-		s.refused(reasonShutdown)
+		s.refused(reasons.Shutdown)
 	}
 	if s.loginDisconnectable() {
 		_ = c.Write(s.gen.shutdownDisconnect)
@@ -443,7 +444,7 @@ func (h *clientHandler) OnDrainDeadline(c *reactor.Conn) {
 
 // relay moves what from has buffered to to, with one write, and applies
 // flow control to from.
-func (s *session) relay(from, to *reactor.Conn, fs *frameScanner, bytes, frames *atomic.Int64) {
+func (s *session) relay(from, to *reactor.Conn, fs *mc.FrameCounter, bytes, frames *atomic.Int64) {
 	buf, _ := from.Peek(-1)
 	if len(buf) == 0 {
 		return
@@ -454,9 +455,9 @@ func (s *session) relay(from, to *reactor.Conn, fs *frameScanner, bytes, frames 
 	}
 	_ = to.Write(buf)
 	bytes.Add(int64(len(buf)))
-	if !s.raw && !fs.broken {
-		frames.Add(int64(fs.scan(buf)))
-		if fs.broken {
+	if !s.raw && !fs.Broken() {
+		frames.Add(int64(fs.Count(buf)))
+		if fs.Broken() {
 			s.p.loopOf(from).counters.unframed.Add(1)
 		}
 	}
@@ -478,7 +479,7 @@ func (s *session) readHandshake() {
 	}
 	hs, err := mc.ParseHandshake(buf[hl:n])
 	if err != nil {
-		s.reject(reasonBadHandshake, err)
+		s.reject(reasons.BadHandshake, err)
 		return
 	}
 	pre := s.pre
@@ -500,7 +501,7 @@ func (s *session) readHandshake() {
 			s.serveLocalStatus()
 			return
 		}
-		s.reject(reasonUnknownHost, nil)
+		s.reject(reasons.UnknownHost, nil)
 		return
 	}
 	if hs.NextState == mc.NextStateStatus {
@@ -526,12 +527,12 @@ func (s *session) readHandshake() {
 func (s *session) preRouteFrame(buf []byte, off, most int) (n, hl int, ok bool) {
 	n, hl, err := mc.SplitFrame(buf[off:], min(s.gen.cfg.Limits.MaxFrame, most))
 	if err != nil {
-		s.reject(reasonBadFrame, err)
+		s.reject(reasons.BadFrame, err)
 		return 0, 0, false
 	}
 	if n == 0 {
 		if len(buf) > s.gen.cfg.Limits.PrerouteBytes {
-			s.reject(reasonPrerouteCap, nil)
+			s.reject(reasons.PrerouteCap, nil)
 		}
 		return 0, 0, false
 	}
@@ -549,19 +550,19 @@ func (s *session) readLoginStart() {
 	}
 	name, err := mc.ParseLoginStart(buf[off+hl : off+n])
 	if err != nil {
-		s.reject(reasonBadLoginStart, err)
+		s.reject(reasons.BadLoginStart, err)
 		return
 	}
 	// Before the name is kept: a refused one must reach no backend, cluster
 	// or log line but the refusal's, which quotes it (err).
 	if err := s.gen.usernames.Check(name); err != nil {
-		s.reject(reasonBadUsername, err)
+		s.reject(reasons.BadUsername, err)
 		return
 	}
 	s.username = string(name)
 	if set := s.group.login; set != nil {
 		if s.pre.term, err = login.NewBackend(set, s.protocol, buf[off+hl:off+n], s.ip); err != nil {
-			s.reject(reasonBadLoginStart, err)
+			s.reject(reasons.BadLoginStart, err)
 			return
 		}
 	}

@@ -2,7 +2,7 @@ package proxy
 
 import (
 	"github.com/tidegate/tidegate/protocol/mc"
-	"github.com/tidegate/tidegate/session/proxy/config"
+	"github.com/tidegate/tidegate/session/proxy/reasons"
 )
 
 // How a session ends before it relays, or by a timer: refusals and
@@ -15,7 +15,7 @@ func (s *session) onTimer() {
 	switch s.state {
 	case stRelay:
 		if s.clientEOF || s.backendEOF {
-			s.p.loopOf(c).counters.ended[reasonFinTimeout].Add(1)
+			s.p.loopOf(c).counters.ended[reasons.FinTimeout].Add(1)
 			s.p.log.Info().Str("remote", s.remoteAddr()).Str("user", s.username).Bool("client_done", s.clientEOF).
 				Dur("fin_timeout", s.gen.cfg.Limits.FinTimeout).Msg("closing half-closed session: the other side did not finish")
 			s.state = stDone
@@ -28,7 +28,7 @@ func (s *session) onTimer() {
 			l.ScheduleAt(&s.timer, due)
 			return
 		}
-		s.p.loopOf(c).counters.ended[reasonIdleTimeout].Add(1)
+		s.p.loopOf(c).counters.ended[reasons.IdleTimeout].Add(1)
 		s.p.log.Info().Str("remote", s.remoteAddr()).Str("user", s.username).Dur("idle", idle).Msg("closing idle session")
 		s.state = stDone
 		c.Close()
@@ -41,20 +41,20 @@ func (s *session) onTimer() {
 			s.legacyWaitOver()
 			return
 		}
-		s.reject(reasonHandshakeTimeout, nil)
+		s.reject(reasons.HandshakeTimeout, nil)
 	case stProxyHeader:
 		s.proxyHeaderTimeout()
 	case stClusterWait:
 		s.clusterWaitOver()
 	default:
-		s.reject(reasonHandshakeTimeout, nil)
+		s.reject(reasons.HandshakeTimeout, nil)
 	}
 }
 
 // reject ends a session before relay: it counts and logs the reason, sends a
 // Minecraft disconnect message where the client is in the login state, and
 // closes the client cleanly.
-func (s *session) reject(r reason, err error) {
+func (s *session) reject(r reasons.Reason, err error) {
 	c := s.client
 	s.refused(r)
 	ev := s.p.refusalEvent(r).Str("remote", s.remoteAddr()).Str("reason", r.String()).Str("host", s.host)
@@ -69,8 +69,8 @@ func (s *session) reject(r reason, err error) {
 	}
 	ev.Msg("session rejected")
 	if s.loginDisconnectable() {
-		switch msg := disconnectText(r); {
-		case (r == reasonBackendUnavailable || r == reasonNoHealthyBackend) && s.group != nil:
+		switch msg := reasons.DisconnectText(r); {
+		case (r == reasons.BackendUnavailable || r == reasons.NoHealthyBackend) && s.group != nil:
 			_ = c.Write(s.group.offlineDisconnect)
 		case msg != "":
 			_ = c.Write(mc.AppendLoginDisconnect(nil, []byte(`{"text":"`+msg+`"}`)))
@@ -83,35 +83,6 @@ func (s *session) reject(r reason, err error) {
 	if s.backend != nil {
 		s.backend.Close()
 	}
-}
-
-// disconnectText is what a player reads for a refusal after the handshake;
-// the group's offline message stands for backend_unavailable and
-// no_healthy_backend.
-func disconnectText(r reason) string {
-	switch r {
-	case reasonUnknownHost:
-		return config.UnknownHostDisconnect
-	case reasonHandshakeTimeout:
-		return "Timed out while logging in"
-	case reasonPrerouteCap, reasonBadFrame, reasonBadLoginStart:
-		return "Protocol error"
-	case reasonBadUsername:
-		return "Invalid username"
-	case reasonLoginRate:
-		return "Too many logins from your address, wait a moment and try again"
-	case reasonLoginRateSubnet:
-		return "Too many logins from your network, wait a moment and try again"
-	case reasonBufferBudget:
-		return "The server is busy, try again in a moment"
-	case reasonMaxSessionsPerSubnet:
-		return "Too many players from your network, try again later"
-	case reasonDuplicateLogin:
-		return "You are already logged in to this network"
-	case reasonLoggedInElsewhere:
-		return "You logged in from another location"
-	}
-	return ""
 }
 
 // leaveBackend stops counting the session on its backend, once, whichever

@@ -8,6 +8,7 @@ import (
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/proxy/config"
+	"github.com/tidegate/tidegate/session/proxy/reasons"
 	"github.com/tidegate/tidegate/session/proxy/status"
 )
 
@@ -138,7 +139,7 @@ func (s *session) useEntry(e status.Entry) {
 		s.pre.reply = e.Reply
 		return
 	}
-	s.refused(reasonBackendUnavailable)
+	s.refused(reasons.BackendUnavailable)
 	s.pre.reply = s.group.status.offline
 }
 
@@ -179,7 +180,7 @@ func (s *session) readLegacyPing(buf []byte) bool {
 		}
 		return false
 	case err != nil:
-		s.reject(reasonBadHandshake, err)
+		s.reject(reasons.BadHandshake, err)
 		return true
 	case n == 0 || (p.Kind != mc.LegacyPing16 && n == len(buf)):
 		// Not whole, or perhaps the start of a 1.6 ping: wait a moment
@@ -207,7 +208,7 @@ func (s *session) legacyWaitOver() {
 	p, n, err := mc.ParseLegacyPing(buf)
 	switch {
 	case err != nil: // not reached: the input was parsed as it is now
-		s.reject(reasonBadHandshake, err)
+		s.reject(reasons.BadHandshake, err)
 	case n > 0:
 		s.answerLegacyPing(p)
 	default:
@@ -227,7 +228,7 @@ func (s *session) answerLegacyPing(p mc.LegacyPing) {
 	s.protocol = int32(p.Protocol)
 	c.Loop().ScheduleAt(&s.timer, s.handshakeDeadline()) // if it waited for more input
 	ls := s.p.loopOf(c)
-	ls.counters.rejected[reasonLegacyPing].Add(1)
+	ls.counters.rejected[reasons.LegacyPing].Add(1)
 	norm := mc.AppendNormalizedHost(nil, []byte(p.Host))
 	s.host = string(norm)
 	s.group = nil
@@ -241,7 +242,7 @@ func (s *session) answerLegacyPing(p mc.LegacyPing) {
 		s.pre.reply = s.gen.unknownHost
 	case !s.group.anyUp():
 		ev.Str("group", s.group.name).Msg("legacy ping answered locally: server offline")
-		s.refused(reasonNoHealthyBackend)
+		s.refused(reasons.NoHealthyBackend)
 		s.pre.reply = s.group.status.offline
 	default:
 		ev.Str("group", s.group.name).Msg("legacy ping")
@@ -282,11 +283,11 @@ func (s *session) legacyReadEOF() {
 // disconnect message, a raw connection a close.
 func (s *session) noHealthyBackend() {
 	if s.raw || s.pre.handshake.NextState != mc.NextStateStatus {
-		s.reject(reasonNoHealthyBackend, nil)
+		s.reject(reasons.NoHealthyBackend, nil)
 		return
 	}
-	s.refused(reasonNoHealthyBackend)
-	s.p.log.Info().Str("remote", s.remoteAddr()).Str("reason", reasonNoHealthyBackend.String()).
+	s.refused(reasons.NoHealthyBackend)
+	s.p.log.Info().Str("remote", s.remoteAddr()).Str("reason", reasons.NoHealthyBackend.String()).
 		Str("host", s.host).Str("group", s.group.name).Msg("status answered locally: server offline")
 	s.serveOfflineStatus()
 }
@@ -313,7 +314,7 @@ func (s *session) serveLocalStatus() {
 	out, consumed, pinged, err := status.Answer(nil, buf, s.pre.reply, s.protocol)
 	switch {
 	case err != nil:
-		s.reject(reasonBadFrame, err)
+		s.reject(reasons.BadFrame, err)
 		return
 	case pinged:
 		_ = c.Write(out)
@@ -327,6 +328,6 @@ func (s *session) serveLocalStatus() {
 	}
 	c.Discard(consumed)
 	if c.InboundBuffered() > 1024 {
-		s.reject(reasonPrerouteCap, nil)
+		s.reject(reasons.PrerouteCap, nil)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/reactor/handoverwire"
 	"github.com/tidegate/tidegate/session/cluster"
@@ -131,7 +132,7 @@ func (p *Proxy) adopt(data []byte, files []*os.File, tell func(), keep bool) err
 	defer bn.Close()
 	gen := p.cur()
 	s := &session{p: p, gen: gen, ip: st.IP, state: stAdopting, adopted: true, raw: st.Raw, host: st.Host, username: st.User,
-		opened: st.Opened, protocol: st.Protocol, c2s: scannerOf(st.C2S), s2c: scannerOf(st.S2C),
+		opened: st.Opened, protocol: st.Protocol, c2s: mc.FrameCounterAt(mc.FramePosition(st.C2S)), s2c: mc.FrameCounterAt(mc.FramePosition(st.S2C)),
 		pre: &preRelay{adoptIn: [2][]byte{st.ClientIn, st.BackendIn}, adoptOut: [2][]byte{st.ToClient, st.ToBackend},
 			adoptTk: st.Cluster}}
 	s.timer.F = s.onTimer
@@ -234,7 +235,7 @@ func (s *session) flushAdopted(to *reactor.Conn, side int) {
 		}
 		bytes.Add(int64(len(in)))
 		if !s.raw {
-			frames.Add(int64(sc.scan(in)))
+			frames.Add(int64(sc.Count(in)))
 		}
 	}
 	pre.adoptOut[side], pre.adoptIn[1-side] = nil, nil

@@ -5,6 +5,7 @@ import (
 
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/proxy/login"
+	"github.com/tidegate/tidegate/session/proxy/reasons"
 )
 
 // backendLogin reads the backend's side of a login the proxy completes
@@ -37,7 +38,7 @@ func (s *session) backendLoginFailed(err error) {
 		_ = s.client.Write(msg) // reject has no text of its own for this reason
 	}
 	s.backend.Close()
-	s.reject(reasonBackendLogin, fmt.Errorf("backend %s: %w", s.target.addr, err))
+	s.reject(reasons.BackendLogin, fmt.Errorf("backend %s: %w", s.target.addr, err))
 }
 
 // startRelay relays both ways between the client and its connected backend.

@@ -33,28 +33,6 @@ type (
 	scannerState    = handover.Scanner
 )
 
-// The form keeps the remaining body and a partial length prefix apart, as
-// scanners before the 8-byte one did, so that processes of either kind can
-// hand over to each other.
-func (f *frameScanner) state() scannerState {
-	st := scannerState{Shift: f.shift, Broken: f.broken}
-	if f.shift > 0 {
-		st.Length = f.n
-	} else {
-		st.Remaining = int(f.n)
-	}
-	return st
-}
-
-// scannerOf is the frameScanner at st, the inverse of frameScanner.state.
-func scannerOf(st scannerState) frameScanner {
-	f := frameScanner{shift: st.Shift, broken: st.Broken, n: uint32(st.Remaining)}
-	if st.Shift > 0 {
-		f.n = st.Length
-	}
-	return f
-}
-
 // handoverPoll is how often HandOver looks for sessions to move when no
 // acknowledgement wakes it.
 const handoverPoll = 2 * time.Millisecond
@@ -284,7 +262,7 @@ func (s *session) detach() (handed, bool) {
 	c, b := s.client, s.backend
 	st := handoverState{
 		Listener: c.Listener(), Listen: s.listenerCfg().Listen, Raw: s.raw, IP: s.ip, Host: s.host, User: s.username, Protocol: s.protocol,
-		Group: s.group.name, Backend: s.target.addr, Opened: s.opened, C2S: s.c2s.state(), S2C: s.s2c.state(),
+		Group: s.group.name, Backend: s.target.addr, Opened: s.opened, C2S: scannerState(s.c2s.Position()), S2C: scannerState(s.s2c.Position()),
 	}
 	if s.pp != nil {
 		st.Remote = s.pp.src.String()

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/tidegate/tidegate/reactor"
+	"github.com/tidegate/tidegate/reactor/bufferbudget"
 )
 
 // budgetClient pipelines a stream of echo requests and reads nothing until
@@ -142,7 +143,7 @@ func TestBufferBudgetBoundsNonReaders(t *testing.T) {
 	}
 	s := startServer(t, Config{Reactor: reactor.Config{BufferBudget: budget, Listeners: []net.Listener{ln}}})
 	dialer := net.Dialer{Timeout: 5 * time.Second, Control: socketBuffer(syscall.SO_RCVBUF)}
-	if q := reactor.QueuedBytes(); q != 0 {
+	if q := bufferbudget.Queued(); q != 0 {
 		t.Fatalf("%d bytes queued before the flood", q)
 	}
 	var peak atomic.Int64
@@ -154,7 +155,7 @@ func TestBufferBudgetBoundsNonReaders(t *testing.T) {
 		tick := time.NewTicker(500 * time.Microsecond)
 		defer tick.Stop()
 		for {
-			if q := reactor.QueuedBytes(); q > peak.Load() {
+			if q := bufferbudget.Queued(); q > peak.Load() {
 				peak.Store(q)
 			}
 			select {

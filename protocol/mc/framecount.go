@@ -1,21 +1,21 @@
-package proxy
+package mc
 
-// frameScanner follows Minecraft frame boundaries (VarInt length prefixes)
+// FrameCounter follows Minecraft frame boundaries (VarInt length prefixes)
 // across reads without copying, to count frames in a relayed stream.
 // Compression keeps the outer length prefix, so it still works after Set
 // Compression; an encrypted stream (online mode) breaks the framing, and
-// the scanner then stops (broken is set) instead of guessing.
+// the counter then stops (Broken) instead of guessing.
 //
-// Every session holds two, so the state is 8 bytes: a body and a length
+// A proxy session holds two, so the state is 8 bytes: a body and a length
 // prefix are never read at once, so n is the one or the other.
-type frameScanner struct {
+type FrameCounter struct {
 	n      uint32 // shift 0: body bytes of the current frame still to come; else the length prefix so far
 	shift  uint8  // bits of the length prefix read so far; 0 outside a prefix
 	broken bool
 }
 
-// scan consumes b and returns the number of frames that ended in it.
-func (f *frameScanner) scan(b []byte) (frames int) {
+// Count consumes b and returns the number of frames that ended in it.
+func (f *FrameCounter) Count(b []byte) (frames int) {
 	if f.broken {
 		return 0
 	}
@@ -83,7 +83,7 @@ func (f *frameScanner) scan(b []byte) (frames int) {
 // lengthByte takes one byte of a length prefix; it reports false, with
 // broken set, for a prefix longer than 3 bytes.
 // It is called at the start of a prefix (n 0) or inside one.
-func (f *frameScanner) lengthByte(c byte) bool {
+func (f *FrameCounter) lengthByte(c byte) bool {
 	f.n |= uint32(c&0x7f) << f.shift
 	f.shift += 7
 	if c&0x80 != 0 {
@@ -95,4 +95,40 @@ func (f *frameScanner) lengthByte(c byte) bool {
 	}
 	f.shift = 0 // n is now the body's length
 	return true
+}
+
+// Broken reports whether the stream stopped looking like frames (a length
+// prefix over 3 bytes); the counter counts nothing after that.
+func (f *FrameCounter) Broken() bool { return f.broken }
+
+// FramePosition is where a FrameCounter stands, in a form that keeps the
+// remaining body and a partial length prefix apart (as counters before the
+// 8-byte one did), so that a live upgrade can carry it between processes of
+// either kind.
+type FramePosition struct {
+	Remaining int    // body bytes of the current frame still to come
+	Length    uint32 // the length prefix read so far, when Shift > 0
+	Shift     uint8  // bits of the length prefix read so far
+	Broken    bool
+}
+
+// Position returns where f stands.
+func (f *FrameCounter) Position() FramePosition {
+	p := FramePosition{Shift: f.shift, Broken: f.broken}
+	if f.shift > 0 {
+		p.Length = f.n
+	} else {
+		p.Remaining = int(f.n)
+	}
+	return p
+}
+
+// FrameCounterAt returns the FrameCounter standing at p, the inverse of
+// Position.
+func FrameCounterAt(p FramePosition) FrameCounter {
+	f := FrameCounter{shift: p.Shift, broken: p.Broken, n: uint32(p.Remaining)}
+	if p.Shift > 0 {
+		f.n = p.Length
+	}
+	return f
 }

@@ -1,0 +1,112 @@
+// Package reasons names why the proxy refuses a session before it relays,
+// or ends one that relays: each reason is a counter label, a log field and,
+// for a player, the text of the disconnect.
+package reasons
+
+import "github.com/tidegate/tidegate/session/proxy/config"
+
+// Reason is why a session was refused or ended early.
+type Reason uint8
+
+// Reasons, counted per loop and logged with the label String gives. A
+// refusal (before the session relays) is counted in rejected, an end of a
+// relaying session in ended: idle_timeout and fin_timeout are only ends,
+// shutdown is either, by the state the drain deadline found the session in.
+const (
+	MaxSessionsPerIP Reason = iota
+	HandshakeTimeout
+	LegacyPing
+	BadFrame
+	BadHandshake
+	BadLoginStart
+	PrerouteCap
+	UnknownHost
+	BackendUnavailable
+	IdleTimeout
+	FinTimeout
+	Shutdown
+	NoHealthyBackend
+	ProxyProtocolUntrusted
+	BadProxyProtocol
+	ConnectionRate
+	LoginRate
+	MaxSessionsPerSubnet
+	DuplicateLogin
+	LoggedInElsewhere
+	BadUsername
+	ConnectionRateSubnet
+	LoginRateSubnet
+	BufferBudget
+	BackendLogin // a login the proxy completes failed on the backend's side (terminate.go)
+	Count
+)
+
+var labels = [Count]string{
+	MaxSessionsPerIP:   "max_sessions_per_ip",
+	HandshakeTimeout:   "handshake_timeout",
+	LegacyPing:         "legacy_ping",
+	BadFrame:           "bad_frame",
+	BadHandshake:       "bad_handshake",
+	BadLoginStart:      "bad_login_start",
+	PrerouteCap:        "preroute_cap",
+	UnknownHost:        "unknown_host",
+	BackendUnavailable: "backend_unavailable",
+	IdleTimeout:        "idle_timeout",
+	FinTimeout:         "fin_timeout",
+	Shutdown:           "shutdown",
+	NoHealthyBackend:   "no_healthy_backend",
+
+	ProxyProtocolUntrusted: "proxy_protocol_untrusted",
+	BadProxyProtocol:       "bad_proxy_protocol",
+	ConnectionRate:         "connection_rate",
+	LoginRate:              "login_rate",
+	MaxSessionsPerSubnet:   "max_sessions_per_subnet",
+	DuplicateLogin:         "duplicate_login",
+	LoggedInElsewhere:      "logged_in_elsewhere",
+	BadUsername:            "bad_username",
+	ConnectionRateSubnet:   "connection_rate_subnet",
+	LoginRateSubnet:        "login_rate_subnet",
+	BufferBudget:           "buffer_budget",
+	BackendLogin:           "backend_login",
+}
+
+// String returns the reason's label, as counted and logged.
+func (r Reason) String() string { return labels[r] }
+
+// Labels returns every reason's label, in order.
+func Labels() []string { return labels[:] }
+
+// Ends are the reasons a relaying session is ended for.
+var Ends = []Reason{IdleTimeout, FinTimeout, Shutdown, LoggedInElsewhere}
+
+// OnlyEnds reports whether r never refuses a session, only ends one.
+func (r Reason) OnlyEnds() bool { return r == IdleTimeout || r == FinTimeout }
+
+// DisconnectText is what a player reads for a refusal after the handshake;
+// the group's offline message stands for backend_unavailable and
+// no_healthy_backend.
+func DisconnectText(r Reason) string {
+	switch r {
+	case UnknownHost:
+		return config.UnknownHostDisconnect
+	case HandshakeTimeout:
+		return "Timed out while logging in"
+	case PrerouteCap, BadFrame, BadLoginStart:
+		return "Protocol error"
+	case BadUsername:
+		return "Invalid username"
+	case LoginRate:
+		return "Too many logins from your address, wait a moment and try again"
+	case LoginRateSubnet:
+		return "Too many logins from your network, wait a moment and try again"
+	case BufferBudget:
+		return "The server is busy, try again in a moment"
+	case MaxSessionsPerSubnet:
+		return "Too many players from your network, try again later"
+	case DuplicateLogin:
+		return "You are already logged in to this network"
+	case LoggedInElsewhere:
+		return "You logged in from another location"
+	}
+	return ""
+}
