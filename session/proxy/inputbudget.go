@@ -40,8 +40,16 @@ func (s *session) accountInput() {
 // dropPre drops what the session needed only until it relays, giving the
 // input it held back to the budget.
 func (s *session) dropPre() {
+	s.releaseInput()
+	s.pre = nil
+}
+
+// releaseInput gives the input the session held back to the budget. A
+// closed session keeps pre: callbacks already queued for it (a take-over's
+// goAhead, a verdict) still read it.
+func (s *session) releaseInput() {
 	if s.pre != nil && s.pre.heldInput != 0 {
 		s.client.Loop().AccountInput(-s.pre.heldInput)
+		s.pre.heldInput = 0
 	}
-	s.pre = nil
 }

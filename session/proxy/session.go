@@ -203,7 +203,7 @@ func (h *clientHandler) OnClose(c *reactor.Conn, err error) {
 		return // refused at admission
 	}
 	p := s.p
-	s.dropPre()
+	s.releaseInput()
 	if !s.unadmitted {
 		p.release(s.gen, s.ip)
 	}
