@@ -104,14 +104,17 @@ func Run(ctx context.Context, cfg Config) ([]Trial, error) {
 func runTrial(ctx context.Context, cfg Config, srv Server) (t Trial) {
 	t.Server = srv.Label
 	proc, addrs, metrics, stopBackend, err := start(ctx, cfg, srv)
-	if stopBackend != nil {
-		defer stopBackend()
-	}
 	if err != nil {
+		if stopBackend != nil {
+			stopBackend()
+		}
 		t.Error = err.Error()
 		return t
 	}
 	defer func() {
+		if stopBackend != nil {
+			stopBackend() // first: the proxy's drain on SIGTERM then ends at once
+		}
 		if err := proc.Stop(); err != nil && t.Error == "" {
 			t.Error = fmt.Sprintf("stopping the server: %v", err)
 		}
@@ -317,7 +320,6 @@ func holdSubscribers(ctx context.Context, cfg Config, addrs []string, m *gometri
 // proxy stops reading it.
 func holdSessions(ctx context.Context, cfg Config, addr string, m *gometrics.Client, t *Trial) ([]net.Conn, error) {
 	d := net.Dialer{Timeout: 5 * time.Second, Control: smallBuffers(unix.SO_SNDBUF)}
-	chunk := make([]byte, 64<<10)
 	var conns []net.Conn
 	for i := 0; i < cfg.Conns; i++ {
 		c, err := d.DialContext(ctx, "tcp", addr)
@@ -326,24 +328,46 @@ func holdSessions(ctx context.Context, cfg Config, addr string, m *gometrics.Cli
 		}
 		conns = append(conns, c)
 	}
+	// Each session writes until a write blocks for a second: the proxy's
+	// queue toward the stalled backend is past its watermark. All at once,
+	// so that the first are not held back long before the last.
+	errs := make(chan error, len(conns))
 	for i, c := range conns {
-		// Writes go on until one blocks for a second: the proxy's queue
-		// toward the stalled backend is past its watermark.
-		for {
-			_ = c.SetWriteDeadline(time.Now().Add(time.Second))
-			if _, err := c.Write(chunk); err != nil {
-				var ne net.Error
-				if errors.As(err, &ne) && ne.Timeout() {
-					break
+		go func() {
+			chunk := make([]byte, 64<<10)
+			for {
+				_ = c.SetWriteDeadline(time.Now().Add(time.Second))
+				if _, err := c.Write(chunk); err != nil {
+					var ne net.Error
+					if errors.As(err, &ne) && ne.Timeout() {
+						err = nil
+					} else {
+						err = fmt.Errorf("pausedcost: session %d: write: %w", i, err)
+					}
+					errs <- err
+					return
 				}
-				return conns, fmt.Errorf("pausedcost: session %d: write: %w", i, err)
 			}
+		}()
+	}
+	var first error
+	for range conns {
+		if err := <-errs; err != nil && first == nil {
+			first = err
 		}
 	}
-	if err := waitGauge(ctx, m, "tidegate_proxy_paused_connections", float64(cfg.Conns), 30*time.Second); err != nil {
+	if first != nil {
+		return conns, first
+	}
+	// Under TCP memory pressure the kernel may hold some writers back
+	// before the proxy does: the gauge is taken once it stops growing.
+	held, err := stableGauge(ctx, m, "tidegate_proxy_paused_connections", 3*time.Second, 60*time.Second)
+	if err != nil {
 		return conns, err
 	}
-	t.Held = cfg.Conns
+	if t.Held = int(held); t.Held == 0 {
+		return conns, errors.New("pausedcost: the proxy paused no session")
+	}
 	return conns, nil
 }
 
@@ -363,6 +387,25 @@ func waitGauge(ctx context.Context, m *gometrics.Client, metric string, want flo
 		}
 	}
 	return fmt.Errorf("pausedcost: %s is %.0f after %v, want %.0f", metric, last, timeout, want)
+}
+
+// stableGauge returns metric once it has not grown for quiet, or when
+// timeout has passed.
+func stableGauge(ctx context.Context, m *gometrics.Client, metric string, quiet, timeout time.Duration) (float64, error) {
+	best, since := -1.0, time.Now()
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline) && time.Since(since) < quiet; {
+		v, err := m.Scrape(ctx)
+		if err != nil {
+			return 0, fmt.Errorf("pausedcost: scraping %s: %w", metric, err)
+		}
+		if v[metric] > best {
+			best, since = v[metric], time.Now()
+		}
+		if err := harness.Sleep(ctx, 250*time.Millisecond); err != nil {
+			return 0, err
+		}
+	}
+	return best, nil
 }
 
 type cpuSample struct{ pct, runs, other float64 }
