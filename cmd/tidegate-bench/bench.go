@@ -16,6 +16,7 @@ func benchSubcommands() []*cli.Command {
 		benchAcceptCommand(),
 		benchBudgetCommand(),
 		benchDrainCommand(),
+		benchPausedCommand(),
 		benchUpgradeCommand(),
 		benchSoakCommand(),
 		benchCompareCommand(),

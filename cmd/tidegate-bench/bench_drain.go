@@ -61,20 +61,13 @@ func runBenchDrain(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	var servers []drainload.Server
-	for _, s := range c.StringSlice("server") {
-		label, bin, ok := strings.Cut(s, "=")
-		if !ok || label == "" || bin == "" {
-			return fmt.Errorf("--server %q: want LABEL=BINARY", s)
-		}
-		servers = append(servers, drainload.Server{Label: label, Binary: bin})
+	builds, err := serverBuilds(c)
+	if err != nil {
+		return err
 	}
-	if len(servers) == 0 {
-		exe, err := tidegateBinary(c)
-		if err != nil {
-			return err
-		}
-		servers = []drainload.Server{{Label: "tidegate", Binary: exe}}
+	servers := make([]drainload.Server, len(builds))
+	for i, b := range builds {
+		servers[i] = drainload.Server{Label: b.label, Binary: b.binary}
 	}
 	ctx, stop := sessionContext(c)
 	defer stop()
@@ -103,4 +96,28 @@ func runBenchDrain(c *cli.Context) error {
 		return failedExit("drain", res.Failures)
 	}
 	return nil
+}
+
+// serverBuild is one --server LABEL=BINARY.
+type serverBuild struct{ label, binary string }
+
+// serverBuilds returns the --server flags, or --tidegate-bin as "tidegate"
+// when there is none.
+func serverBuilds(c *cli.Context) ([]serverBuild, error) {
+	var builds []serverBuild
+	for _, s := range c.StringSlice("server") {
+		label, bin, ok := strings.Cut(s, "=")
+		if !ok || label == "" || bin == "" {
+			return nil, fmt.Errorf("--server %q: want LABEL=BINARY", s)
+		}
+		builds = append(builds, serverBuild{label, bin})
+	}
+	if len(builds) == 0 {
+		exe, err := tidegateBinary(c)
+		if err != nil {
+			return nil, err
+		}
+		builds = []serverBuild{{"tidegate", exe}}
+	}
+	return builds, nil
 }

@@ -69,8 +69,8 @@
 //
 // Before a batch is built its size is known (each event's legacy and SSE
 // lengths are computed once, at publish), and it is built only as far as it
-// fits in the subscriber's room: Config.HighWatermark minus the output gnet
-// still holds for it, and no more than the buffer budget has left (see
+// fits in the subscriber's room: Config.HighWatermark minus the output
+// still queued for it, and no more than the buffer budget has left (see
 // below). The oldest pending events go first; the others are dropped and
 // counted, as Mantis drops a batch at the channel's writability check, and
 // never encoded. The next batch written to that subscriber starts with a
@@ -82,18 +82,16 @@
 // subscriber that never reads stays under the watermark, or one batch when
 // that is larger.
 //
-// Behind queued output gnet copies every byte it is given into a buffer of
-// its own per slice, rounded up to a power of two. Such batches are
-// therefore built with every event copied and handed over as slices whose
-// lengths are powers of two, so that what gnet holds is what is queued, not
-// up to twice that. Only the first remainder a kernel write leaves is kept
-// in gnet's own shape; it is at most one batch.
+// Subscribers' output is queued by the reactor, not by gnet (the subscribe
+// handler is a reactor.HalfCloseHandler): what the kernel does not take is
+// copied into the reactor's fixed-size chunks, each returned once sent, so
+// what is held for a subscriber is what is queued plus less than one chunk.
 //
 // Config.BufferBudget bounds the output queued for all subscribers of the
-// server together. Each subscriber records what gnet held for it when it
-// last looked, in one shared atomic total; gnet does not tell when output
-// drains, so a subscriber with output queued looks again on its timer, a
-// tick later and then at doubling intervals up to a second. A subscriber
+// server together. Each subscriber records what was queued for it when it
+// last looked, in one shared atomic total; the reactor does not tell when
+// output drains, so a subscriber with output queued looks again on its
+// timer, a tick later and then at doubling intervals up to a second. A subscriber
 // with output queued may come to hold at most a sixteenth of what the
 // budget has left; one with nothing queued only needs its batch to fit in
 // what is left (the kernel takes it first). Far from the budget this never
@@ -120,6 +118,19 @@
 // more. One that stays not writable for Config.NotWritableTimeout is aborted
 // and counted.
 //
+// # Paused subscribers
+//
+// A subscriber that stopped reading, with nothing published, costs next to
+// nothing: the reactor writes its queue when the drain watcher reports room
+// (its socket is full, so that is never), and so leaves it out of the
+// buffer budget's scan, which runs every tick for output gnet queues (that
+// scan made 1,000 stuck subscribers wake each loop 100 times a second). Its
+// own looks at the queue, once at a second apart, fall on whole seconds of
+// the loop's clock, all of a loop's stuck subscribers in one wake-up, and
+// no heartbeat is due while it is not writable. What is left per second is
+// one wake-up of each loop. Measurements:
+// benchmarks/results/2026-12-02-paused-cost.md.
+//
 // # Timers
 //
 // Each subscriber has one looptimer.Timer armed at its earliest deadline: the
@@ -128,6 +139,7 @@
 // (Config.ReadIdle after the last byte read, for TCP subscribers and for
 // connections that have not finished their request; SSE clients send nothing
 // and are exempt), its not-writable limit and the next look at its queued
-// output. Deadlines that move later do not move the timer; it re-arms itself
+// output (none for the heartbeat while it is not writable: see above).
+// Deadlines that move later do not move the timer; it re-arms itself
 // when it fires early.
 package pushserver

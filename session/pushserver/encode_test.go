@@ -282,30 +282,3 @@ func TestFitEventsTakesTheLongestPrefixThatFits(t *testing.T) {
 		t.Errorf("legacy fitEvents(16) = %d, %d; want 2, 16", e, n)
 	}
 }
-
-func TestPow2PiecesAreExactAndComplete(t *testing.T) {
-	for _, n := range []int{0, 1, minPiece - 1, minPiece, minPiece + 1, 4096, 70000, 1<<20 + 3, 3<<20 - 1} {
-		p := make([]byte, n)
-		for i := range p {
-			p[i] = byte(i)
-		}
-		pieces := pow2Pieces(nil, [][]byte{p, []byte("tail")})
-		if got := bytes.Join(pieces, nil); !bytes.Equal(got, append(p, "tail"...)) {
-			t.Fatalf("%d bytes: pieces do not add up to the input", n)
-		}
-		for i, q := range pieces[:len(pieces)-1] {
-			if len(q) < minPiece {
-				if i != len(pieces)-2 {
-					t.Fatalf("%d bytes: short piece %d of %d bytes before the last", n, i, len(q))
-				}
-				continue
-			}
-			if len(q)&(len(q)-1) != 0 {
-				t.Fatalf("%d bytes: piece %d is %d bytes, not a power of two", n, i, len(q))
-			}
-		}
-		if len(pieces) > 24 {
-			t.Fatalf("%d bytes: %d pieces", n, len(pieces))
-		}
-	}
-}

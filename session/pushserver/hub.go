@@ -43,8 +43,7 @@ type subLoop struct {
 	loop   *reactor.Loop
 	topics map[*topic]*localTopic
 	dirty  []*localTopic
-	pieces [][]byte // scratch of subscriber.writeBehind
-	phases int64    // subscribers given a window phase so far (subscriber.phase)
+	phases int64 // subscribers given a window phase so far (subscriber.phase)
 	counters
 }
 

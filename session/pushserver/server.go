@@ -29,7 +29,7 @@ type Server struct {
 	afterBatchWrite func()
 
 	_      [64]byte     // keep queued off the cache lines of the fields above
-	queued atomic.Int64 // output gnet holds for all subscribers, as last looked at
+	queued atomic.Int64 // output queued for all subscribers, as last looked at
 }
 
 // New validates cfg and returns a server that is not yet listening.

@@ -4,13 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/bits"
 	"time"
 
 	"github.com/tidegate/tidegate/protocol/push"
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/reactor/looptimer"
-	"github.com/tidegate/tidegate/reactor/writev"
 )
 
 type subKind uint8
@@ -37,15 +35,12 @@ type subscriber struct {
 	pendingBytes  int   // their encoded size in the subscriber's framing
 	undisclosed   int64 // events dropped and not yet reported to the subscriber
 
-	// queued is the output gnet held for the connection when last looked
-	// at, as counted in Server.queued; recheckAt is when to look again
-	// (0: nothing was queued), recheckStep the current interval. rounding
-	// is what gnet's buffers for the slices writeBehind gave it take beyond
-	// their bytes, since nothing was last queued.
+	// queued is the output the reactor held for the connection when last
+	// looked at, as counted in Server.queued; recheckAt is when to look
+	// again (0: nothing was queued), recheckStep the current interval.
 	queued      int
 	recheckAt   int64
 	recheckStep int64
-	rounding    int
 
 	flushAt          int64 // loop clock; 0 when nothing is pending or the window is 0
 	phase            int64 // where in each window this subscriber's batches are due (windowEnd)
@@ -81,6 +76,14 @@ func (h subscribeHandler) OnDrainDeadline(c *reactor.Conn) {
 		s.flush()
 	}
 }
+
+// OnReadEOF closes a subscriber whose peer shut down its write side, once
+// what is queued for it is delivered (within the reactor's linger).
+// Implementing it makes the reactor, not gnet, queue subscribers' output:
+// the reactor writes that queue on the drain watcher's word, so a
+// subscriber that stopped reading costs no scan and no wake-up (see
+// "Paused subscribers" in doc.go).
+func (h subscribeHandler) OnReadEOF(c *reactor.Conn) { c.Close() }
 
 func (h subscribeHandler) OnClose(c *reactor.Conn, _ error) {
 	s := c.Value.(*subscriber)
@@ -287,18 +290,13 @@ func (s *subscriber) flush() {
 	}
 	reported := s.undisclosed - int64(n-events) // the drops this batch reports
 	b := s.c.Loop().Batch()
-	copyAll := q > 0 // gnet copies every byte behind queued output anyway
+	// What the kernel does not take the reactor copies into its chunks.
 	if sse {
-		appendSSEBatch(b, reported, s.pending, events, copyAll)
+		appendSSEBatch(b, reported, s.pending, events, false)
 	} else {
-		appendLegacyBatch(b, topic, reported, s.pending, events, eventBytes, copyAll)
+		appendLegacyBatch(b, topic, reported, s.pending, events, eventBytes, false)
 	}
-	var err error
-	if copyAll {
-		err = s.writeBehind(b)
-	} else {
-		err = s.c.WriteBatch(b)
-	}
+	err := s.c.WriteBatch(b)
 	if s.srv.afterBatchWrite != nil {
 		s.srv.afterBatchWrite()
 	}
@@ -317,8 +315,7 @@ func (s *subscriber) flush() {
 }
 
 // room returns the most bytes a batch for s may have, given q bytes already
-// queued for it: own under its high watermark, less the rounding of gnet's
-// buffers for them, unbounded while nothing is queued (the kernel takes a
+// queued for it: own under its high watermark, unbounded while nothing is queued (the kernel takes a
 // batch first; what it leaves is at most one batch), and global under the
 // process's buffer budget: what the budget has left while nothing is
 // queued, else a sixteenth of it less what s holds. Far from the budget that
@@ -328,7 +325,7 @@ func (s *subscriber) room(q int) (own, global int) {
 	cfg := &s.srv.cfg
 	own, global = math.MaxInt, math.MaxInt
 	if q > 0 {
-		own = cfg.HighWatermark - q - s.rounding
+		own = cfg.HighWatermark - q
 	}
 	if cfg.BufferBudget > 0 {
 		global = cfg.BufferBudget - int(s.srv.queued.Load()) // what the budget has left
@@ -337,49 +334,6 @@ func (s *subscriber) room(q int) (own, global int) {
 		}
 	}
 	return own, global
-}
-
-// writeBehind writes b, which was built with every byte copied, behind
-// output already queued. gnet keeps each slice handed to it then in a buffer
-// of its own, rounded up to a power of two, behind a list node, so b goes as
-// slices whose lengths are powers of two (see pow2Pieces): gnet then holds
-// for the subscriber what is queued plus less than minPiece bytes and a few
-// nodes a batch, not up to twice that. What it does take beyond the bytes
-// counts against the watermark (s.rounding), so that many small batches
-// cannot add up to more either.
-func (s *subscriber) writeBehind(b *writev.Batch) error {
-	pieces := pow2Pieces(s.sl.pieces[:0], b.Bytes())
-	for _, p := range pieces {
-		s.rounding += 1<<bits.Len(uint(len(p)-1)) - len(p) + gnetNodeSize
-	}
-	err := s.c.Writev(pieces)
-	clear(pieces)
-	s.sl.pieces = pieces[:0]
-	b.Reset()
-	return err
-}
-
-// minPiece is the length under which pow2Pieces leaves the rest of a slice whole.
-const minPiece = 512
-
-// gnetNodeSize is the allocation of one node of gnet's list buffer (a slice
-// and a pointer), which holds each slice it is given behind queued output.
-const gnetNodeSize = 32
-
-// pow2Pieces appends iov to dst cut into pieces whose lengths are powers of
-// two, longest first, except the last piece of each slice, which is shorter
-// than minPiece.
-func pow2Pieces(dst, iov [][]byte) [][]byte {
-	for _, p := range iov {
-		for len(p) >= minPiece {
-			k := 1 << (bits.Len(uint(len(p))) - 1)
-			dst, p = append(dst, p[:k]), p[k:]
-		}
-		if len(p) > 0 {
-			dst = append(dst, p)
-		}
-	}
-	return dst
 }
 
 // account records that q bytes are queued for s, in the process total the
@@ -391,7 +345,6 @@ func (s *subscriber) account(q int) {
 	}
 	if q == 0 {
 		s.recheckAt, s.recheckStep = 0, 0
-		s.rounding = 0
 		s.notWritableSince = 0
 		return
 	}
@@ -409,14 +362,20 @@ const budgetShareShift = 4
 // maxRecheck bounds the interval at which queued output is looked at again.
 const maxRecheck = int64(time.Second)
 
-// recheck looks at the queued output again: gnet tells nobody when it
-// drains. The interval doubles while output stays queued.
+// recheck looks at the queued output again: the reactor drains it on the
+// drain watcher's word and tells nobody. The interval doubles while output
+// stays queued; at maxRecheck the looks fall on whole multiples of it on
+// the loop's clock, so that the loop's stuck subscribers are all looked at
+// in one wake-up a second, not each in its own.
 func (s *subscriber) recheck(now int64) {
 	q := s.c.OutboundBuffered()
 	s.account(q) // with q > 0 and recheckAt set, only the count changes
 	if q > 0 {
 		s.recheckStep = min(2*s.recheckStep, maxRecheck)
 		s.recheckAt = now + s.recheckStep
+		if s.recheckStep == maxRecheck {
+			s.recheckAt = (now/maxRecheck + 1) * maxRecheck
+		}
 	}
 }
 
@@ -505,7 +464,9 @@ func (s *subscriber) deadline() int64 {
 	if s.flushAt != 0 {
 		earliest(s.flushAt)
 	}
-	if cfg.Heartbeat > 0 && s.lt != nil {
+	// A heartbeat due while the subscriber is not writable would only find
+	// output queued: the next look at it (recheck) sees the drain first.
+	if cfg.Heartbeat > 0 && s.lt != nil && (s.notWritableSince == 0 || s.recheckAt == 0) {
 		earliest(s.lastWrite + int64(cfg.Heartbeat))
 	}
 	if cfg.ReadIdle > 0 && (s.kind == kindPending || s.kind == kindTCP) {
