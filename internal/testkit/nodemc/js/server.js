@@ -37,6 +37,7 @@ function emit (obj) { process.stdout.write(JSON.stringify(obj) + '\n') }
 // A reader that went away (the test ended) ends the servers too.
 process.stdout.on('error', () => process.exit(0))
 
+let serverKey = null // sharedServerKey's, made at the first online server
 let pending = opts.serve.length
 for (const spec of opts.serve) {
   const m = /^([^@]+)@(-?\d+)(@online)?$/.exec(spec)
@@ -66,6 +67,10 @@ function serve (version, threshold, online) {
     // with the wanted threshold, or drops it.
     beforeLogin: (client) => setThreshold(client, threshold)
   })
+  // Each server would make its own key pair in JavaScript (node-rsa) at
+  // its first online login, taking seconds of CPU on a loaded machine;
+  // node's own RSA makes one for all of them at once.
+  if (online) server.serverKey = sharedServerKey()
   const protocol = server.mcversion.version
   server.on('listening', () => {
     emit({ event: 'listening', version, protocol, compressionThreshold: threshold, online, port: server.socketServer.address().port })
@@ -87,6 +92,17 @@ function serve (version, threshold, online) {
       data: Buffer.from(JSON.stringify({ username: client.username, uuid: client.uuid, protocol: client.protocolVersion, serverHost: client.serverHost }))
     })
   })
+}
+
+// sharedServerKey is the process's RSA-1024 key pair as node-rsa's
+// NodeRSA, which minecraft-protocol's login uses.
+function sharedServerKey () {
+  if (serverKey === null) {
+    const NodeRSA = require('node-rsa')
+    const { privateKey } = require('crypto').generateKeyPairSync('rsa', { modulusLength: 1024 })
+    serverKey = new NodeRSA(privateKey.export({ type: 'pkcs1', format: 'pem' }), 'pkcs1-private-pem', { encryptionScheme: 'pkcs1' })
+  }
+  return serverKey
 }
 
 // setThreshold makes the coming Set Compression carry threshold, or not
