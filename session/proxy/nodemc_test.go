@@ -41,14 +41,7 @@ type nodeMCTarget struct {
 // player first). One node process serves every node backend, another runs
 // every client. Nothing is left running afterwards.
 func TestNodeMCClientsThroughRelay(t *testing.T) {
-	// The runtime's poller descriptors are opened by the first pollable
-	// file and kept for good: open them before counting.
-	if r, w, err := os.Pipe(); err == nil {
-		r.Close()
-		w.Close()
-	}
-	runtime.GC()
-	goroutines, fds := leaktest.Goroutines(), leaktest.OpenFDs()
+	leaksGone := nodeMCLeakCheck(t, "the relay test")
 	began := time.Now()
 	t.Run("versions", func(t *testing.T) {
 		targets := startNodeMCTargets(t)
@@ -106,12 +99,32 @@ func TestNodeMCClientsThroughRelay(t *testing.T) {
 		}
 	})
 	t.Logf("node clients and servers of %d versions: %v", len(nodeMCVersions), time.Since(began).Round(time.Millisecond))
-	waitfor.Check(t, "the goroutines and descriptors of the relay test to end", func() error {
-		if g, n := leaktest.Goroutines(), leaktest.OpenFDs(); g > goroutines || n > fds {
-			return fmt.Errorf("%d goroutines and %d descriptors, %d and %d before", g, n, goroutines, fds)
-		}
-		return nil
-	})
+	leaksGone()
+}
+
+// nodeMCLeakCheck counts the goroutines and descriptors before a node test
+// and returns the check that they are back to that count, for the test to
+// call once the subtest that ran its proxy, backends and node processes
+// has ended (their cleanups have run).
+func nodeMCLeakCheck(t *testing.T, what string) (check func()) {
+	t.Helper()
+	// The runtime's poller descriptors are opened by the first pollable
+	// file and kept for good: open them before counting.
+	if r, w, err := os.Pipe(); err == nil {
+		r.Close()
+		w.Close()
+	}
+	runtime.GC()
+	goroutines, fds := leaktest.Goroutines(), leaktest.OpenFDs()
+	return func() {
+		t.Helper()
+		waitfor.Check(t, "the goroutines and descriptors of "+what+" to end", func() error {
+			if g, n := leaktest.Goroutines(), leaktest.OpenFDs(); g > goroutines || n > fds {
+				return fmt.Errorf("%d goroutines and %d descriptors, %d and %d before", g, n, goroutines, fds)
+			}
+			return nil
+		})
+	}
 }
 
 // startNodeMCTargets starts one node process with a plain and a

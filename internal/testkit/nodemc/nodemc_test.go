@@ -1,16 +1,13 @@
 package nodemc
 
 import (
-	"encoding/json"
 	"net"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/tidegate/tidegate/internal/testkit/leaktest"
+	"github.com/tidegate/tidegate/internal/testkit/sessionserver"
 )
 
 func TestMain(m *testing.M) { os.Exit(leaktest.MainFDs(m)) }
@@ -57,50 +54,24 @@ func TestClientsAndServers(t *testing.T) {
 
 // TestOnlineModeOptions: a client logging in online, with the session
 // server and credentials a test gives, joins an online-mode server that
-// asks the same session server; a client whose join the session server
-// refuses is turned away. The session server here is the least the two
-// calls need (internal/testkit/sessionserver is the full one).
+// asks the same session server (internal/testkit/sessionserver); a client
+// whose join the session server refuses is turned away; a client without
+// a session joins the offline server of the same version and threshold
+// in the same process.
 func TestOnlineModeOptions(t *testing.T) {
 	t.Parallel()
-	var mu sync.Mutex
-	joined := map[string]string{} // username -> server hash
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /session/minecraft/join", func(w http.ResponseWriter, r *http.Request) {
-		var body struct {
-			AccessToken     string `json:"accessToken"`
-			SelectedProfile string `json:"selectedProfile"`
-			ServerID        string `json:"serverId"`
-		}
-		if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.AccessToken != "good-token" {
-			w.WriteHeader(http.StatusForbidden)
-			_, _ = w.Write([]byte(`{"error":"ForbiddenOperationException","errorMessage":"Invalid token"}`))
-			return
-		}
-		mu.Lock()
-		joined[body.SelectedProfile] = body.ServerID
-		mu.Unlock()
-		w.WriteHeader(http.StatusNoContent)
-	})
-	mux.HandleFunc("GET /session/minecraft/hasJoined", func(w http.ResponseWriter, r *http.Request) {
-		name, hash := r.URL.Query().Get("username"), r.URL.Query().Get("serverId")
-		mu.Lock()
-		ok := hash != "" && joined["0123456789abcdef0123456789abcdef"] == hash && name == "Online"
-		mu.Unlock()
-		if !ok {
-			w.WriteHeader(http.StatusNoContent)
-			return
-		}
-		_, _ = w.Write([]byte(`{"id":"0123456789abcdef0123456789abcdef","name":"Online","properties":[]}`))
-	})
-	ss := httptest.NewServer(mux)
-	defer ss.Close()
-
-	s := StartServers(t, ServerOptions{Online: true, SessionServer: ss.URL, Servers: []ServerSpec{{Version: "1.16.5", CompressionThreshold: 256}}})
+	ss := sessionserver.Start(t)
+	ss.AddPlayer(sessionserver.Player{Name: "Online", UUID: "0123456789abcdef0123456789abcdef", AccessToken: "good-token"})
+	s := StartServers(t, ServerOptions{SessionServer: ss.URL, Servers: []ServerSpec{
+		{Version: "1.16.5", CompressionThreshold: 256, Online: true},
+		{Version: "1.16.5", CompressionThreshold: 256},
+	}})
 	rs := RunClients(t,
 		Client{Name: "good", Version: "1.16.5", Addr: s.Addr(0), Username: "Online", Online: true, SessionServer: ss.URL,
 			AccessToken: "good-token", ProfileID: "01234567-89ab-cdef-0123-456789abcdef", Packets: 3},
 		Client{Name: "bad", Version: "1.16.5", Addr: s.Addr(0), Username: "Refused", Online: true, SessionServer: ss.URL,
 			AccessToken: "bad-token", Packets: 3},
+		Client{Name: "offline", Version: "1.16.5", Addr: s.Addr(1), Username: "Offline", Packets: 3},
 	)
 	if err := rs[0].Err(); err != nil || rs[0].Echoed != 3 {
 		t.Fatalf("online client: %+v (%v); server: %s", rs[0], err, s.Log())
@@ -110,5 +81,13 @@ func TestOnlineModeOptions(t *testing.T) {
 	}
 	if rs[1].OK || !strings.Contains(rs[1].Error, "Invalid token") {
 		t.Errorf("client with a refused token: %+v, want a failure naming the session server's answer", rs[1])
+	}
+	if err := rs[2].Err(); err != nil || rs[2].Echoed != 3 {
+		t.Errorf("offline client beside the online server: %+v (%v)", rs[2], err)
+	}
+	joins, queries := ss.Joins(), ss.Queries()
+	if len(joins) != 1 || joins[0].SelectedProfile != "0123456789abcdef0123456789abcdef" || len(queries) != 1 ||
+		queries[0].Username != "Online" || queries[0].ServerID != joins[0].ServerID {
+		t.Errorf("session server saw joins %+v and hasJoined %+v, want one of each for Online with the same server ID", joins, queries)
 	}
 }

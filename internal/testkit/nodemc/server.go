@@ -23,6 +23,9 @@ type ServerSpec struct {
 	// CompressionThreshold is the Set Compression threshold the server sends
 	// (from 1.8), or NoCompression. Zero compresses every packet.
 	CompressionThreshold int
+	// Online makes this server authenticate players with the session
+	// server's hasJoined, as ServerOptions.Online makes every server.
+	Online bool
 }
 
 // ServerOptions configures StartServers.
@@ -48,6 +51,7 @@ type Event struct {
 	Version              string `json:"version"`
 	Protocol             int    `json:"protocol"`
 	CompressionThreshold int    `json:"compressionThreshold"`
+	Online               bool   `json:"online"`
 	Port                 int    `json:"port"`
 	Username             string `json:"username"`
 	UUID                 string `json:"uuid"`
@@ -77,7 +81,11 @@ func StartServers(t testing.TB, opts ServerOptions) *Servers {
 	}
 	args := []string{"--host", "127.0.0.1"}
 	for _, s := range opts.Servers {
-		args = append(args, "--serve", s.Version+"@"+strconv.Itoa(s.CompressionThreshold))
+		serve := s.Version + "@" + strconv.Itoa(s.CompressionThreshold)
+		if s.Online {
+			serve += "@online"
+		}
+		args = append(args, "--serve", serve)
 	}
 	if opts.Online {
 		args = append(args, "--online")
@@ -125,7 +133,7 @@ func StartServers(t testing.TB, opts ServerOptions) *Servers {
 				}
 				return s
 			case "listening":
-				i := s.match(opts.Servers, listening, ev)
+				i := s.match(opts.Servers, opts.Online, listening, ev)
 				if i < 0 {
 					t.Fatalf("node server.js listens for %+v, which was not asked for", ev)
 				}
@@ -143,11 +151,11 @@ func StartServers(t testing.TB, opts ServerOptions) *Servers {
 	}
 }
 
-// match finds the server ev is for: the first of that version and
-// threshold not yet listening.
-func (s *Servers) match(specs []ServerSpec, listening []bool, ev Event) int {
+// match finds the server ev is for: the first of that version, threshold
+// and mode not yet listening (online is every server's mode).
+func (s *Servers) match(specs []ServerSpec, online bool, listening []bool, ev Event) int {
 	for i, spec := range specs {
-		if !listening[i] && spec.Version == ev.Version && spec.CompressionThreshold == ev.CompressionThreshold {
+		if !listening[i] && spec.Version == ev.Version && spec.CompressionThreshold == ev.CompressionThreshold && (spec.Online || online) == ev.Online {
 			return i
 		}
 	}

@@ -1,9 +1,10 @@
 'use strict'
 // node-minecraft-protocol servers for tidegate's tests, several in one
 // process (node's start-up is the slow part): one per --serve
-// VERSION@THRESHOLD, where THRESHOLD is the compression threshold
-// (-1 turns compression off). Offline mode unless --online, which asks the
-// session server at --session-server (Mojang's when not given) hasJoined.
+// VERSION@THRESHOLD[@online], where THRESHOLD is the compression threshold
+// (-1 turns compression off). Offline mode unless --online (every server)
+// or @online (that one), which asks the session server at --session-server
+// (Mojang's when not given) hasJoined.
 //
 // In play each server sends the client a custom payload on tidegate:hello
 // (JSON: the username, UUID, protocol and handshake address it saw, the
@@ -20,7 +21,7 @@ const [opts] = parseGroups(process.argv.slice(2), {
   host: 'string', serve: 'list', online: 'bool', 'session-server': 'string', motd: 'string'
 })
 if (!opts || !opts.serve) {
-  console.error('usage: node server.js --serve VERSION@THRESHOLD [--serve ...] [--host H] [--online [--session-server URL]]')
+  console.error('usage: node server.js --serve VERSION@THRESHOLD[@online] [--serve ...] [--host H] [--online [--session-server URL]]')
   process.exit(2)
 }
 if (opts['session-server']) {
@@ -36,22 +37,23 @@ function emit (obj) { process.stdout.write(JSON.stringify(obj) + '\n') }
 // A reader that went away (the test ended) ends the servers too.
 process.stdout.on('error', () => process.exit(0))
 
+let serverKey = null // sharedServerKey's, made at the first online server
 let pending = opts.serve.length
 for (const spec of opts.serve) {
-  const m = /^([^@]+)@(-?\d+)$/.exec(spec)
+  const m = /^([^@]+)@(-?\d+)(@online)?$/.exec(spec)
   if (!m) {
-    console.error(`--serve ${JSON.stringify(spec)}: want VERSION@THRESHOLD, such as 1.20.4@256 or 1.8.8@-1`)
+    console.error(`--serve ${JSON.stringify(spec)}: want VERSION@THRESHOLD[@online], such as 1.20.4@256 or 1.8.8@-1@online`)
     process.exit(2)
   }
-  serve(m[1], Number(m[2]))
+  serve(m[1], Number(m[2]), !!opts.online || m[3] !== undefined)
 }
 
-function serve (version, threshold) {
+function serve (version, threshold, online) {
   const server = mc.createServer({
     host: opts.host || '127.0.0.1',
     port: 0,
     version,
-    'online-mode': !!opts.online,
+    'online-mode': online,
     motd: opts.motd || 'tidegate nodemc server',
     hideErrors: true,
     // Checking the plugin channels' type definitions (with ajv, for every
@@ -65,9 +67,13 @@ function serve (version, threshold) {
     // with the wanted threshold, or drops it.
     beforeLogin: (client) => setThreshold(client, threshold)
   })
+  // Each server would make its own key pair in JavaScript (node-rsa) at
+  // its first online login, taking seconds of CPU on a loaded machine;
+  // node's own RSA makes one for all of them at once.
+  if (online) server.serverKey = sharedServerKey()
   const protocol = server.mcversion.version
   server.on('listening', () => {
-    emit({ event: 'listening', version, protocol, compressionThreshold: threshold, port: server.socketServer.address().port })
+    emit({ event: 'listening', version, protocol, compressionThreshold: threshold, online, port: server.socketServer.address().port })
     if (--pending === 0) emit({ event: 'ready' })
   })
   server.on('error', (err) => {
@@ -86,6 +92,17 @@ function serve (version, threshold) {
       data: Buffer.from(JSON.stringify({ username: client.username, uuid: client.uuid, protocol: client.protocolVersion, serverHost: client.serverHost }))
     })
   })
+}
+
+// sharedServerKey is the process's RSA-1024 key pair as node-rsa's
+// NodeRSA, which minecraft-protocol's login uses.
+function sharedServerKey () {
+  if (serverKey === null) {
+    const NodeRSA = require('node-rsa')
+    const { privateKey } = require('crypto').generateKeyPairSync('rsa', { modulusLength: 1024 })
+    serverKey = new NodeRSA(privateKey.export({ type: 'pkcs1', format: 'pem' }), 'pkcs1-private-pem', { encryptionScheme: 'pkcs1' })
+  }
+  return serverKey
 }
 
 // setThreshold makes the coming Set Compression carry threshold, or not
