@@ -342,6 +342,7 @@ func handOverFaultRows() []handOverFault {
 		handOverFault{step: atOnItsWay, what: "new process stalls, then exits", side: stalls(true), fails: true, gone: true},
 		handOverFault{step: atOnItsWay, what: "new process stalls", side: stalls(false), fails: true, lost: true},
 		handOverFault{step: atOnItsWay, what: "new process answers garbage", side: answersGarbage, fails: true, lost: true},
+		handOverFault{step: atOnItsWay, what: "descriptor limit as the new process receives", setup: descriptorLimitAtReceive, fails: true},
 		handOverFault{step: atAdopted, what: "descriptor limit in the new process", setup: descriptorLimitAtAdoption, fails: true},
 	)
 }

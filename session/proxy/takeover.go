@@ -65,7 +65,11 @@ func (p *Proxy) TakeOver(hc *handoverwire.Conn) (int, error) {
 	var rerr error
 	for place := int64(0); ; place++ {
 		data, files, err := hc.Recv()
-		if err != nil {
+		if errors.Is(err, handoverwire.ErrFilesDropped) {
+			// Its sockets did not come (this process's descriptor limit):
+			// adopt refuses it, and the old process takes it back.
+			p.log.Warn().Err(err).Int64("place", place).Msg("take-over: a session came without its sockets")
+		} else if err != nil {
 			if !errors.Is(err, net.ErrClosed) && !errors.Is(err, io.EOF) {
 				rerr = err
 			}
