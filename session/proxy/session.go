@@ -202,7 +202,9 @@ func (h *clientHandler) OnClose(c *reactor.Conn, err error) {
 		return // refused at admission
 	}
 	p := s.p
-	s.dropPre()
+	if !s.adopted { // an adopted one's goAhead drops it: until then it needs what it holds
+		s.dropPre()
+	}
 	if !s.unadmitted {
 		p.release(s.gen, s.ip)
 	}

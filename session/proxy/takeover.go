@@ -98,6 +98,10 @@ func (p *Proxy) TakingOver() bool { return p.takingOver.Load() > 0 }
 // while a session is on its way.
 var testHookTakeOverAdopt func(place int64, files []*os.File)
 
+// testHookAdoptRegistered, when a test sets it, runs in adopt once both
+// sockets are registered, before the session's goAhead is queued on c's loop.
+var testHookAdoptRegistered func(c *reactor.Conn)
+
 // testHookTakeOverAdopted, when a test sets it, runs in TakeOver after each
 // adoption, with its place and error (before a failed one is acknowledged).
 var testHookTakeOverAdopted func(place int64, err error)
@@ -159,6 +163,9 @@ func (p *Proxy) adopt(data []byte, files []*os.File, tell func(), keep bool) err
 	if err != nil {
 		return err
 	}
+	if testHookAdoptRegistered != nil {
+		testHookAdoptRegistered(c)
+	}
 	if tell != nil {
 		tell()
 	}
@@ -207,8 +214,9 @@ func (s *session) goAhead() {
 		s.pre.adoptTk = nil
 	}
 	if s.state != stAdopting {
-		// One socket ended before the other opened: the one left gets what
-		// the old process left for it, and closes.
+		// One socket ended before the other opened, or a drain's deadline
+		// here closed the session first: a socket left gets what the old
+		// process left for it, and closes.
 		for side, c := range []*reactor.Conn{s.client, s.backend} {
 			if c != nil && !c.Closing() {
 				s.flushAdopted(c, side)
@@ -216,6 +224,7 @@ func (s *session) goAhead() {
 			}
 		}
 		s.releaseTicket()
+		s.dropPre()
 		return
 	}
 	s.resumeAdopted()
