@@ -305,10 +305,10 @@ type handOverFault struct {
 	side  newSide   // nil: takeOver
 	// setup arms a fault of the new process (an adoption seam).
 	setup func(t *testing.T)
-	// stopNew, when set, arms the new process's SIGTERM: a seam that runs
-	// its drain (Shutdown) as the take-over goes on. The test waits for
-	// drained once HandOver returned.
-	stopNew func(t *testing.T, newP *Proxy) (drained <-chan struct{})
+	// arm, when set, arms a fault that needs the proxies (the new
+	// process's SIGTERM: its drain, Shutdown). The test waits for done,
+	// when not nil, once HandOver returned.
+	arm func(t *testing.T, oldP, newP *Proxy) (done <-chan struct{})
 	// lost says the fault may take sessions with it that nothing could
 	// keep: those sent to a new process that stalls, or that answers
 	// garbage.
@@ -349,12 +349,12 @@ func handOverFaultRows() []handOverFault {
 		handOverFault{step: atOnItsWay, what: "new process stalls, then exits", side: stalls(true), fails: true, gone: true},
 		handOverFault{step: atOnItsWay, what: "new process stalls", side: stalls(false), fails: true, lost: true},
 		handOverFault{step: atOnItsWay, what: "new process answers garbage", side: answersGarbage, fails: true, lost: true},
-		handOverFault{step: atOnItsWay, what: "descriptor limit as the new process receives", setup: descriptorLimitAtReceive, fails: true},
+		handOverFault{step: atOnItsWay, what: "descriptor limit as the new process receives", arm: descriptorLimitAtReceive, fails: true},
 		handOverFault{step: atAdopted, what: "descriptor limit in the new process", setup: descriptorLimitAtAdoption, fails: true},
-		handOverFault{step: atOnItsWay, what: "SIGTERM to the new process", stopNew: sigtermBeforeAdopting, fails: true},
+		handOverFault{step: atOnItsWay, what: "SIGTERM to the new process", arm: sigtermBeforeAdopting, fails: true},
 		// Sessions adopted before the drain ends are closed at its
 		// deadline; those that arrive after are refused and come back.
-		handOverFault{step: atAdopted, what: "SIGTERM to the new process", stopNew: sigtermWhileAdopting, lost: true, maybe: true},
+		handOverFault{step: atAdopted, what: "SIGTERM to the new process", arm: sigtermWhileAdopting, lost: true, maybe: true},
 		handOverFault{step: atAdopted, what: "the new process's drain deadline before it relays", ends: 1,
 			setup: func(t *testing.T) { drainDeadlineBeforeRelaying(t, "") }},
 	)
@@ -386,8 +386,8 @@ func TestHandOverFaults(t *testing.T) {
 				tc.setup(t)
 			}
 			var drained <-chan struct{}
-			if tc.stopNew != nil {
-				drained = tc.stopNew(t, newP)
+			if tc.arm != nil {
+				drained = tc.arm(t, oldP, newP)
 			}
 			if v != nil && tc.step == atRelaying {
 				v.strike()
@@ -443,25 +443,17 @@ func TestHandOverFaults(t *testing.T) {
 	}
 }
 
-// sigtermBeforeAdopting drains the new process, as its SIGTERM does, once
-// the first session has arrived and before it is adopted: with nothing
-// open there, the drain ends at once and stops the new process's loops, so
-// it refuses that session and every later one, and the old process takes
-// them all back.
-func sigtermBeforeAdopting(t *testing.T, newP *Proxy) <-chan struct{} {
-	drained := make(chan struct{})
-	var once sync.Once
-	seam.Set(t, &testHookTakeOverAdopt, func(int64, []*os.File) {
-		once.Do(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			if err := newP.Shutdown(ctx); err != nil {
-				t.Errorf("draining the new process with nothing open: %v", err)
-			}
-			close(drained)
-		})
-	})
-	return drained
+// sigtermBeforeAdopting drains the new process, as its SIGTERM right after
+// it said it is ready does, before the first session arrives: with nothing
+// open there, the drain ends at once and stops its loops, so its take-over
+// refuses every session, and the old process takes them all back.
+func sigtermBeforeAdopting(t *testing.T, _, newP *Proxy) <-chan struct{} {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := newP.Shutdown(ctx); err != nil {
+		t.Fatalf("draining the new process with nothing open: %v", err)
+	}
+	return nil
 }
 
 // sigtermWhileAdopting drains the new process, as its SIGTERM does with a
@@ -469,7 +461,7 @@ func sigtermBeforeAdopting(t *testing.T, newP *Proxy) <-chan struct{} {
 // adoptions run beside the drain, which closes what it has at its deadline
 // and stops the loops; a session that arrives after is refused and comes
 // back to the old process.
-func sigtermWhileAdopting(t *testing.T, newP *Proxy) <-chan struct{} {
+func sigtermWhileAdopting(t *testing.T, _, newP *Proxy) <-chan struct{} {
 	drained := make(chan struct{})
 	var once sync.Once
 	seam.Set(t, &testHookTakeOverAdopted, func(_ int64, err error) {

@@ -70,15 +70,25 @@ func descriptorLimitAtAdoption(t *testing.T) {
 // descriptorLimitAtReceive brings the process to its descriptor limit once
 // the old side has the first session's duplicates and sends it: the kernel
 // drops that session's sockets as the new side receives it (MSG_CTRUNC),
-// the new side refuses it, and the old one takes it back. The limit is put
-// back before that adoption is tried (sessions the old side detaches or
-// the new one receives meanwhile meet the limit too, and stay or come back
-// as well).
-func descriptorLimitAtReceive(t *testing.T) {
+// the new side refuses it, and the old one takes it back. The old loops
+// run what they have queued first (the closes of gnet's copies of the
+// sessions detached, which would open room under the limit). The limit is
+// put back before that adoption is tried (sessions the old side detaches
+// or the new one receives meanwhile meet the limit too, and stay or come
+// back as well).
+func descriptorLimitAtReceive(t *testing.T, oldP, _ *Proxy) <-chan struct{} {
 	var once sync.Once
 	lowered := make(chan func(), 1) // the restore, from one side to the other
 	seam.Set(t, &testHookHandOverSend, func(*os.File) {
-		once.Do(func() { lowered <- fdlimit.Free(t, 0) })
+		once.Do(func() {
+			for _, l := range oldP.Reactor().Loops() {
+				ran := make(chan struct{})
+				if l.Execute(func() { close(ran) }) == nil {
+					<-ran
+				}
+			}
+			lowered <- fdlimit.Free(t, 0)
+		})
 	})
 	seam.Set(t, &testHookTakeOverAdopt, func(place int64, files []*os.File) {
 		if place == 0 {
@@ -88,4 +98,5 @@ func descriptorLimitAtReceive(t *testing.T) {
 			}
 		}
 	})
+	return nil
 }

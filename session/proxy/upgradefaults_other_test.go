@@ -10,6 +10,7 @@ func descriptorLimitAtAdoption(t *testing.T) {
 }
 
 // descriptorLimitAtReceive is Linux's (upgradefaults_linux_test.go).
-func descriptorLimitAtReceive(t *testing.T) {
+func descriptorLimitAtReceive(t *testing.T, _, _ *Proxy) <-chan struct{} {
 	t.Skip("the descriptor limit is set with Linux's RLIMIT_NOFILE type")
+	return nil
 }
