@@ -300,54 +300,19 @@ func readFile(t *testing.T, path string) string {
 // echo through it, a go-mc bot joins through it.
 func TestUpgradeWhoseNewProcessDiesMidHandOver(t *testing.T) {
 	sock := notifysock.Listen(t, filepath.Join(t.TempDir(), "notify"))
-	listen, mcListen, metrics := freePort(t), freePort(t), freePort(t)
-	cfg := filepath.Join(t.TempDir(), "proxy.yaml")
-	yaml := fmt.Sprintf("listeners: [{listen: %q, mode: raw, group: main}, {listen: %q, mode: minecraft}]\n"+
-		"default_group: mc\ngroups: {main: {backends: [{addr: %q}]}, mc: {backends: [{addr: %q}]}}\n"+
-		"limits: {handshake_timeout: 60s}\nshutdown: {drain_timeout: 60s}\n", listen, mcListen, echoBackend(t), minecraftBackend(t))
-	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ch := startChild(t, 0, "proxy", "--config", cfg, "--metrics-listen", metrics, "--log-level", "info")
-	waitListening(t, ch, listen)
-	oldPID := healthPID(t, metrics)
-	waiting, err := net.DialTimeout("tcp", mcListen, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ch, listen, mcListen, metrics, oldPID := startUpgradable(t)
+	waiting, newPID := upgradeWithAClientWaiting(t, ch, mcListen, metrics, oldPID)
 	defer waiting.Close()
-	if err := ch.cmd.Process.Signal(syscall.SIGUSR2); err != nil {
-		t.Fatal(err)
-	}
-	newPID := newHealthPID(t, metrics, oldPID)
 	if err := syscall.Kill(newPID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	ch.waitLog(t, "exited during the hand-over") // the old process noticed the new one's death
-	if !ch.running() {
-		t.Fatalf("the old process exited: %v", <-ch.done)
-	}
-	if got := healthPID(t, metrics); got != oldPID {
-		t.Fatalf("/healthz answers from pid %d, want the old process %d", got, oldPID)
-	}
 	// MAINPID went to the new process at "ready", and must come back.
 	mainPIDs := mainPIDNotifications(t, sock)
 	if want := []int{newPID, oldPID}; !slices.Equal(mainPIDs, want) {
 		t.Fatalf("MAINPID notifications %v, want %v (to the new process, then back)", mainPIDs, want)
 	}
-	for i := 0; i < 5; i++ { // each a new accept, which only the old process can make now
-		c, err := net.DialTimeout("tcp", listen, 5*time.Second)
-		if err != nil {
-			t.Fatalf("session %d after the new process died: %v", i, err)
-		}
-		err = echoFrame(c, []byte("still here"), 5*time.Second)
-		c.Close()
-		if err != nil {
-			t.Fatalf("session %d after the new process died: %v", i, err)
-		}
-	}
-	b := gomcbot.Join(t, mcListen, "Survivor", 30*time.Second)
-	b.Echo(t, []byte("through the old process"))
+	servesAgain(t, ch, oldPID, listen, mcListen, metrics)
 	waiting.Close()
 }
 

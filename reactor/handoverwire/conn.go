@@ -7,6 +7,7 @@
 package handoverwire
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -86,10 +87,17 @@ func (h *Conn) Send(payload []byte, files ...*os.File) error {
 	return nil
 }
 
+// ErrFilesDropped is Recv's error for a message whose descriptors did not
+// all arrive: the kernel installs what this process's descriptor limit
+// allows and closes the rest (MSG_CTRUNC). Recv then returns the message's
+// payload with it and no files (it closes those that came), and the Conn
+// stays in step: the next Recv reads the next message.
+var ErrFilesDropped = errors.New("handoverwire: the descriptors of a handover message were dropped on receipt")
+
 // Recv reads one message and the files that came with it.
 func (h *Conn) Recv() ([]byte, []*os.File, error) {
 	var hdr [4]byte
-	n, oobn, _, _, err := h.c.ReadMsgUnix(hdr[:], h.oob)
+	n, oobn, flags, _, err := h.c.ReadMsgUnix(hdr[:], h.oob)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -111,6 +119,11 @@ func (h *Conn) Recv() ([]byte, []*os.File, error) {
 	payload := make([]byte, size)
 	if _, err := io.ReadFull(h.c, payload); err != nil {
 		return fail(fmt.Errorf("handoverwire: reading a handover message of %d bytes: %w", size, err))
+	}
+	if flags&unix.MSG_CTRUNC != 0 {
+		// Some of them may have come: a message is whole or refused.
+		closeFiles(files)
+		return payload, nil, fmt.Errorf("%w (%d of them arrived, in %d bytes of control data)", ErrFilesDropped, len(files), oobn)
 	}
 	return payload, files, nil
 }

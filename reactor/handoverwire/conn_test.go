@@ -3,10 +3,14 @@ package handoverwire
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/tidegate/tidegate/internal/testkit/fdlimit"
+	"github.com/tidegate/tidegate/internal/testkit/leaktest"
 )
 
 // pair returns the two ends of a hand-over socket, closed when the test ends.
@@ -26,17 +30,23 @@ func pair(t *testing.T) (send, recv *Conn) {
 	return send, recv
 }
 
+// pipe returns the two ends of a pipe, closed when the test ends.
+func pipe(t *testing.T) (r, w *os.File) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close(); w.Close() })
+	return r, w
+}
+
 // TestMessagesCarryPayloadAndFiles: a message arrives whole with the
 // descriptors sent with it, each one a working copy of the sent file, and
 // the end of the sender's messages reads as io.EOF.
 func TestMessagesCarryPayloadAndFiles(t *testing.T) {
 	send, recv := pair(t)
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	defer w.Close()
+	r, w := pipe(t)
 	big := bytes.Repeat([]byte("x"), 1<<20) // more than one write's worth
 	go func() {
 		_ = send.Send([]byte("first"), w)
@@ -71,5 +81,39 @@ func TestSendRefusesOverTheBounds(t *testing.T) {
 	files := make([]*os.File, maxFiles+1)
 	if err := send.Send(nil, files...); err == nil || !strings.Contains(err.Error(), "over the bounds") {
 		t.Fatalf("Send with %d files: %v, want an error over the bounds", len(files), err)
+	}
+}
+
+// TestRecvAtTheDescriptorLimit: a message whose descriptors the kernel
+// drops on receipt (this process at its descriptor limit: MSG_CTRUNC)
+// comes with ErrFilesDropped, its payload and no files, whether none or
+// some of them arrived; those that did are closed, and the next message
+// arrives whole with its own.
+func TestRecvAtTheDescriptorLimit(t *testing.T) {
+	for _, free := range []int{0, 1} {
+		t.Run(fmt.Sprintf("%d free", free), func(t *testing.T) {
+			send, recv := pair(t)
+			r, w := pipe(t)
+			for _, p := range []string{"dropped", "whole"} {
+				if err := send.Send([]byte(p), r, w); err != nil {
+					t.Fatal(err)
+				}
+			}
+			open := leaktest.OpenFDs()
+			restore := fdlimit.Free(t, free)
+			payload, files, err := recv.Recv()
+			restore()
+			if !errors.Is(err, ErrFilesDropped) || string(payload) != "dropped" || files != nil {
+				t.Fatalf("Recv at the limit: %q, %d files, %v; want \"dropped\", no files and ErrFilesDropped", payload, len(files), err)
+			}
+			if now := leaktest.OpenFDs(); now != open {
+				t.Fatalf("%d descriptors open after a message whose descriptors were dropped, %d before", now, open)
+			}
+			payload, files, err = recv.Recv()
+			if err != nil || string(payload) != "whole" || len(files) != 2 {
+				t.Fatalf("Recv after the limit: %q, %d files, %v; want \"whole\" with 2", payload, len(files), err)
+			}
+			closeFiles(files)
+		})
 	}
 }

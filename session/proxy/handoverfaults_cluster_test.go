@@ -25,6 +25,10 @@ func TestHandOverFaultsKeepClusterTickets(t *testing.T) {
 		// setup arms the fault; victim is the first player's connection.
 		setup func(t *testing.T, victim net.Conn)
 		want  int // players published after the hand-over
+		// again says where the player whose session is gone logs in again:
+		// the old proxy ("") or the new one ("new"), which serves once it
+		// took over.
+		again string
 	}{
 		{step: "all", fault: "none", want: 2},
 		{step: "detached", fault: "client reset", want: 1, setup: func(t *testing.T, victim net.Conn) {
@@ -46,12 +50,14 @@ func TestHandOverFaultsKeepClusterTickets(t *testing.T) {
 		{step: "on its way", fault: "new process killed", side: dies(1), gone: true, want: 2},
 		{step: "adopted", fault: "descriptor limit in the new process", want: 2,
 			setup: func(t *testing.T, _ net.Conn) { descriptorLimitAtAdoption(t) }},
+		{step: "adopted", fault: "the new process's drain deadline before it relays", want: 1, again: "new",
+			setup: func(t *testing.T, victim net.Conn) { drainDeadlineBeforeRelaying(t, victim.LocalAddr().String()) }},
 	} {
 		t.Run(tc.step+"/"+tc.fault, func(t *testing.T) {
 			rs := testredis.Start(t)
 			be := startBackend(t, mcbackend.Config{})
 			oldP, addr := startProxy(t, clusterYAML(be, rs.URL(), "proxy-a", ""))
-			newP, _ := startProxy(t, clusterYAML(be, rs.URL(), "proxy-a", ""), func(p *Proxy) { p.clusterReset = false })
+			newP, newAddr := startProxy(t, clusterYAML(be, rs.URL(), "proxy-a", ""), func(p *Proxy) { p.clusterReset = false })
 			var players []net.Conn
 			for _, name := range []string{"Alex", "Steve"} {
 				c, ok, text := rawLogin(t, addr, name)
@@ -72,7 +78,11 @@ func TestHandOverFaultsKeepClusterTickets(t *testing.T) {
 			waitForNetwork(t, tc.want, oldP, newP)
 			if tc.want < 2 {
 				// The player whose session is gone is not refused as a duplicate.
-				c, ok, text := rawLogin(t, addr, "alex")
+				at := addr
+				if tc.again == "new" {
+					at = newAddr
+				}
+				c, ok, text := rawLogin(t, at, "alex")
 				if !ok {
 					t.Fatalf("the player whose session was lost cannot log in again: %s", text)
 				}

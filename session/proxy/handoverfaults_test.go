@@ -305,6 +305,10 @@ type handOverFault struct {
 	side  newSide   // nil: takeOver
 	// setup arms a fault of the new process (an adoption seam).
 	setup func(t *testing.T)
+	// arm, when set, arms a fault that needs the proxies (the new
+	// process's SIGTERM: its drain, Shutdown). The test waits for done,
+	// when not nil, once HandOver returned.
+	arm func(t *testing.T, oldP, newP *Proxy) (done <-chan struct{})
 	// lost says the fault may take sessions with it that nothing could
 	// keep: those sent to a new process that stalls, or that answers
 	// garbage.
@@ -312,6 +316,9 @@ type handOverFault struct {
 	// gone says the new process ends its side of the hand-over socket by
 	// itself (it exits): the process side then calls HandOverLost.
 	gone bool
+	// ends is how many sessions the new process's fault ends (none of
+	// them could be kept).
+	ends int
 	// fails says HandOver reports an error; maybe that it may.
 	fails, maybe bool
 }
@@ -342,7 +349,14 @@ func handOverFaultRows() []handOverFault {
 		handOverFault{step: atOnItsWay, what: "new process stalls, then exits", side: stalls(true), fails: true, gone: true},
 		handOverFault{step: atOnItsWay, what: "new process stalls", side: stalls(false), fails: true, lost: true},
 		handOverFault{step: atOnItsWay, what: "new process answers garbage", side: answersGarbage, fails: true, lost: true},
+		handOverFault{step: atOnItsWay, what: "descriptor limit as the new process receives", arm: descriptorLimitAtReceive, fails: true},
 		handOverFault{step: atAdopted, what: "descriptor limit in the new process", setup: descriptorLimitAtAdoption, fails: true},
+		handOverFault{step: atOnItsWay, what: "SIGTERM to the new process", arm: sigtermBeforeAdopting, fails: true},
+		// Sessions adopted before the drain ends are closed at its
+		// deadline; those that arrive after are refused and come back.
+		handOverFault{step: atAdopted, what: "SIGTERM to the new process", arm: sigtermWhileAdopting, lost: true, maybe: true},
+		handOverFault{step: atAdopted, what: "the new process's drain deadline before it relays", ends: 1,
+			setup: func(t *testing.T) { drainDeadlineBeforeRelaying(t, "") }},
 	)
 }
 
@@ -371,6 +385,10 @@ func TestHandOverFaults(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(t)
 			}
+			var drained <-chan struct{}
+			if tc.arm != nil {
+				drained = tc.arm(t, oldP, newP)
+			}
 			if v != nil && tc.step == atRelaying {
 				v.strike()
 				v.ended(oldP, len(others))
@@ -382,6 +400,9 @@ func TestHandOverFaults(t *testing.T) {
 			}
 			if (err != nil) != tc.fails && !tc.maybe {
 				t.Fatalf("HandOver: %v, want an error: %v", err, tc.fails)
+			}
+			if drained != nil {
+				<-drained
 			}
 			if tc.gone {
 				// What the process side does when the new process is gone.
@@ -399,8 +420,8 @@ func TestHandOverFaults(t *testing.T) {
 			h.send.Close()
 			<-sideDone
 			kept := relaying(others, 2*time.Second)
-			if !tc.lost && kept != len(others) {
-				t.Fatalf("%d of %d sessions relay after the hand-over", kept, len(others))
+			if !tc.lost && kept != len(others)-tc.ends {
+				t.Fatalf("%d of %d sessions relay after the hand-over, want %d", kept, len(others), len(others)-tc.ends)
 			}
 			if v != nil && v.kept() {
 				if relaying([]net.Conn{v.client}, 2*time.Second) != 1 {
@@ -420,6 +441,75 @@ func TestHandOverFaults(t *testing.T) {
 				func(h int64) bool { return h == held+int64(kept*fdsPerHandedSession) })
 		})
 	}
+}
+
+// sigtermBeforeAdopting drains the new process, as its SIGTERM right after
+// it said it is ready does, before the first session arrives: with nothing
+// open there, the drain ends at once and stops its loops, so its take-over
+// refuses every session, and the old process takes them all back.
+func sigtermBeforeAdopting(t *testing.T, _, newP *Proxy) <-chan struct{} {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := newP.Shutdown(ctx); err != nil {
+		t.Fatalf("draining the new process with nothing open: %v", err)
+	}
+	return nil
+}
+
+// sigtermWhileAdopting drains the new process, as its SIGTERM does with a
+// short drain timeout, once it has adopted the first session: the next
+// adoptions run beside the drain, which closes what it has at its deadline
+// and stops the loops; a session that arrives after is refused and comes
+// back to the old process.
+func sigtermWhileAdopting(t *testing.T, _, newP *Proxy) <-chan struct{} {
+	drained := make(chan struct{})
+	var once sync.Once
+	seam.Set(t, &testHookTakeOverAdopted, func(_ int64, err error) {
+		if err != nil {
+			return
+		}
+		once.Do(func() {
+			go func() {
+				defer close(drained)
+				ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+				defer cancel()
+				if err := newP.Shutdown(ctx); !errors.Is(err, reactor.ErrDrainDeadline) {
+					t.Errorf("draining the new process with a session open: %v, want the drain deadline", err)
+				}
+			}()
+			waitfor.Value(t, "the new process to drain", func() bool { return newP.Reactor().Health().Draining },
+				func(d bool) bool { return d })
+		})
+	})
+	return drained
+}
+
+// drainDeadlineBeforeRelaying does to the session of the client at
+// victim (the first one registered when "") what the new process's drain
+// deadline does (Loop.closeAll), on its loop once both its sockets are
+// registered and before its goAhead runs: the session ends, and nothing of
+// it is left behind (its goAhead once panicked on what the close dropped).
+func drainDeadlineBeforeRelaying(t *testing.T, victim string) {
+	var once sync.Once
+	seam.Set(t, &testHookAdoptRegistered, func(c *reactor.Conn) {
+		if victim != "" && c.RemoteAddr().String() != victim {
+			return
+		}
+		once.Do(func() {
+			// gnet runs the close itself as a task after this one: it is
+			// queued before the goAhead once this one has run.
+			closed := make(chan struct{})
+			if err := c.Loop().Execute(func() {
+				defer close(closed)
+				(*clientHandler)(c.Value.(*session).p).OnDrainDeadline(c)
+				c.Close()
+			}); err != nil {
+				t.Errorf("closing the session at its registration: %v", err)
+				return
+			}
+			<-closed
+		})
+	})
 }
 
 // handOverRun is a hand-over runHandOver ran: HandOver's results and how

@@ -66,7 +66,11 @@ func (p *Proxy) TakeOver(hc *handoverwire.Conn) (int, error) {
 	var rerr error
 	for place := int64(0); ; place++ {
 		data, files, err := hc.Recv()
-		if err != nil {
+		if errors.Is(err, handoverwire.ErrFilesDropped) {
+			// Its sockets did not come (this process's descriptor limit):
+			// adopt refuses it, and the old process takes it back.
+			p.log.Warn().Err(err).Int64("place", place).Msg("take-over: a session came without its sockets")
+		} else if err != nil {
 			if !errors.Is(err, net.ErrClosed) && !errors.Is(err, io.EOF) {
 				rerr = err
 			}
@@ -94,6 +98,10 @@ func (p *Proxy) TakingOver() bool { return p.takingOver.Load() > 0 }
 // session is adopted, with its place and descriptors: a seam for faults
 // while a session is on its way.
 var testHookTakeOverAdopt func(place int64, files []*os.File)
+
+// testHookAdoptRegistered, when a test sets it, runs in adopt once both
+// sockets are registered, before the session's goAhead is queued on c's loop.
+var testHookAdoptRegistered func(c *reactor.Conn)
 
 // testHookTakeOverAdopted, when a test sets it, runs in TakeOver after each
 // adoption, with its place and error (before a failed one is acknowledged).
@@ -156,6 +164,9 @@ func (p *Proxy) adopt(data []byte, files []*os.File, tell func(), keep bool) err
 	if err != nil {
 		return err
 	}
+	if testHookAdoptRegistered != nil {
+		testHookAdoptRegistered(c)
+	}
 	if tell != nil {
 		tell()
 	}
@@ -204,8 +215,9 @@ func (s *session) goAhead() {
 		s.pre.adoptTk = nil
 	}
 	if s.state != stAdopting {
-		// One socket ended before the other opened: the one left gets what
-		// the old process left for it, and closes.
+		// One socket ended before the other opened, or a drain's deadline
+		// here closed the session first: a socket left gets what the old
+		// process left for it, and closes.
 		for side, c := range []*reactor.Conn{s.client, s.backend} {
 			if c != nil && !c.Closing() {
 				s.flushAdopted(c, side)
@@ -213,6 +225,7 @@ func (s *session) goAhead() {
 			}
 		}
 		s.releaseTicket()
+		s.dropPre()
 		return
 	}
 	s.resumeAdopted()

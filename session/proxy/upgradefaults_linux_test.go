@@ -7,49 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/tidegate/tidegate/internal/testkit/fdlimit"
 	"github.com/tidegate/tidegate/internal/testkit/seam"
 )
 
 // The descriptor-limit test is Linux's: RLIMIT_NOFILE's type differs
 // between the systems.
-
-// limitFDsTo lets the process open free more descriptors, by lowering the
-// soft RLIMIT_NOFILE to just above the lowest free descriptor numbers, until
-// the returned function puts it back.
-func limitFDsTo(t *testing.T, free int) (restore func()) {
-	t.Helper()
-	var rl unix.Rlimit
-	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err != nil {
-		t.Fatal(err)
-	}
-	limit, seen := 0, 0
-	for fd := 0; fd < int(min(rl.Cur, 1<<20)); fd++ {
-		if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != nil {
-			if seen == free {
-				limit = fd
-				break
-			}
-			seen++
-		}
-	}
-	low := rl
-	low.Cur = uint64(limit)
-	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &low); err != nil {
-		t.Fatal(err)
-	}
-	var once sync.Once
-	restore = func() {
-		once.Do(func() {
-			if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &rl); err != nil {
-				t.Errorf("restoring RLIMIT_NOFILE: %v", err)
-			}
-		})
-	}
-	t.Cleanup(restore)
-	return restore
-}
 
 // TestHandOverAtTheDescriptorLimitKeepsSessions: at the descriptor limit,
 // the client's socket can be duplicated for the hand-over and the backend's
@@ -71,7 +34,7 @@ func TestHandOverAtTheDescriptorLimitKeepsSessions(t *testing.T) {
 			}
 		}
 	}()
-	restore := limitFDsTo(t, 1) // the client's duplicate, not the backend's
+	restore := fdlimit.Free(t, 1) // the client's duplicate, not the backend's
 	_, err := p.HandOver(context.Background(), send, HandOverOptions{Stall: 300 * time.Millisecond})
 	restore()
 	if err == nil {
@@ -96,10 +59,44 @@ func descriptorLimitAtAdoption(t *testing.T) {
 	var restore func()
 	seam.Set(t, &testHookTakeOverAdopt, func(int64, []*os.File) {
 		mu.Lock()
-		once.Do(func() { restore = limitFDsTo(t, 0) })
+		once.Do(func() { restore = fdlimit.Free(t, 0) })
 	})
 	seam.Set(t, &testHookTakeOverAdopted, func(int64, error) {
 		restore()
 		mu.Unlock()
 	})
+}
+
+// descriptorLimitAtReceive brings the process to its descriptor limit once
+// the old side has the first session's duplicates and sends it: the kernel
+// drops that session's sockets as the new side receives it (MSG_CTRUNC),
+// the new side refuses it, and the old one takes it back. The old loops
+// run what they have queued first (the closes of gnet's copies of the
+// sessions detached, which would open room under the limit). The limit is
+// put back before that adoption is tried (sessions the old side detaches
+// or the new one receives meanwhile meet the limit too, and stay or come
+// back as well).
+func descriptorLimitAtReceive(t *testing.T, oldP, _ *Proxy) <-chan struct{} {
+	var once sync.Once
+	lowered := make(chan func(), 1) // the restore, from one side to the other
+	seam.Set(t, &testHookHandOverSend, func(*os.File) {
+		once.Do(func() {
+			for _, l := range oldP.Reactor().Loops() {
+				ran := make(chan struct{})
+				if l.Execute(func() { close(ran) }) == nil {
+					<-ran
+				}
+			}
+			lowered <- fdlimit.Free(t, 0)
+		})
+	})
+	seam.Set(t, &testHookTakeOverAdopt, func(place int64, files []*os.File) {
+		if place == 0 {
+			(<-lowered)()
+			if len(files) != 0 {
+				t.Errorf("the session received at the descriptor limit came with %d descriptors, want none", len(files))
+			}
+		}
+	})
+	return nil
 }
