@@ -85,7 +85,7 @@ func (p *Proxy) RecentRejections(ctx context.Context, limit int) ([]admin.Reject
 var stateNames = map[state]string{
 	stHandshake: "handshake", stLoginStart: "login", stLocalStatus: "status", stLegacyPing: "legacy_ping",
 	stConnecting: "connecting", stRelay: "relay", stDone: "closing", stAdopting: "adopting",
-	stHandedOver: "handed_over", stProxyHeader: "proxy_header",
+	stHandedOver: "handed_over", stProxyHeader: "proxy_header", stEncryption: "encryption", stAuthWait: "authenticating",
 }
 
 func (st state) String() string {

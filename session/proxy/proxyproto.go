@@ -28,37 +28,6 @@ import (
 // connected to (the proxy's, or the one the incoming header named), and a
 // LOCAL header (v2) or "PROXY UNKNOWN" (v1) on active health checks.
 
-// proxyAccept is a listener's proxy_protocol as sessions use it.
-type proxyAccept struct {
-	versions proxyproto.Versions
-	trusted  []netip.Prefix
-}
-
-// trusts reports whether a may send a PROXY header.
-func (a *proxyAccept) trusts(addr netip.Addr) bool {
-	addr = addr.Unmap().WithZone("")
-	for _, p := range a.trusted {
-		if p.Contains(addr) {
-			return true
-		}
-	}
-	return false
-}
-
-// proxyAccepts returns the PROXY settings of the listeners that accept a
-// header, from a validated configuration.
-func proxyAccepts(byIndex map[int]*config.ListenerConfig) map[*config.ListenerConfig]*proxyAccept {
-	out := map[*config.ListenerConfig]*proxyAccept{}
-	for _, l := range byIndex {
-		vs := l.ProxyProtocol.Versions()
-		if vs == 0 {
-			continue
-		}
-		out[l] = &proxyAccept{versions: vs, trusted: l.ProxyProtocol.TrustedPrefixes()}
-	}
-	return out
-}
-
 // proxied is what a session's PROXY header said of its client.
 type proxied struct {
 	src netip.AddrPort // the client
@@ -77,8 +46,8 @@ func addrPortOf(a net.Addr) netip.AddrPort {
 
 // trustedProxySource checks, at accept, that the peer of c may send a PROXY
 // header; a refusal is counted and logged, and the caller aborts c.
-func (p *Proxy) trustedProxySource(c *reactor.Conn, ls *loopState, l *config.ListenerConfig, a *proxyAccept) bool {
-	if a.trusts(addrPortOf(c.RemoteAddr()).Addr()) {
+func (p *Proxy) trustedProxySource(c *reactor.Conn, ls *loopState, l *config.ListenerConfig, a *config.ProxyAccept) bool {
+	if a.Trusts(addrPortOf(c.RemoteAddr()).Addr()) {
 		return true
 	}
 	ls.refused(reasons.ProxyProtocolUntrusted, addrPortOf(c.RemoteAddr()), "", "", "")
@@ -94,7 +63,7 @@ func (s *session) readProxyHeader() {
 	c := s.client
 	buf, _ := c.Peek(-1)
 	a := s.gen.proxyIn[s.listenerCfg()]
-	h, n, err := proxyproto.Parse(buf, proxyproto.Options{Versions: a.versions})
+	h, n, err := proxyproto.Parse(buf, proxyproto.Options{Versions: a.Versions})
 	if err != nil {
 		s.refuseProxyHeader(err, len(buf))
 		return
