@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
@@ -338,4 +339,45 @@ func TestOnlineRelayRawClient(t *testing.T) {
 	}
 	_ = c.Close()
 	waitStats(t, p, "the session to end", func(st proxymetrics.Stats) bool { return st.Active == 0 })
+}
+
+// TestHandOverKeepsOnlineSessionsHere: a live upgrade does not carry
+// cipher state, so an encrypted session is not handed over: it stays in
+// the old proxy and goes on relaying there, its streams intact.
+func TestHandOverKeepsOnlineSessionsHere(t *testing.T) {
+	ss := sessionserver.Start(t)
+	ss.AddPlayer(alice)
+	_, be := startBackendServer(t, mcbackend.Config{Forwarding: mcbackend.ForwardBungeeCord})
+	cfg := onlineConfig(t, be, "bungeecord", ss.URL, 5*time.Second, 5*time.Second)
+	oldP, addr := startProxy(t, cfg)
+	newP, _ := startProxy(t, cfg)
+	c := onlineLogin17(t, dial(t, addr), ss)
+	echo(t, c, []byte("before"))
+	send, recv := handoverPair(t)
+	took := make(chan int, 1)
+	go func() {
+		n, err := newP.TakeOver(recv)
+		if err != nil {
+			t.Errorf("TakeOver: %v", err)
+		}
+		recv.Close()
+		took <- n
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	n, err := oldP.HandOver(ctx, send, HandOverOptions{Stall: 300 * time.Millisecond, Acked: true, AckEach: true})
+	send.Close()
+	// The hand-over ends as one that stopped moving, the session still here.
+	if n != 0 || <-took != 0 || err == nil || !strings.Contains(err.Error(), "1 sessions still here") {
+		t.Fatalf("HandOver sent %d sessions (%v), want none and the session left here", n, err)
+	}
+	for i := range 10 {
+		echo(t, c, []byte(fmt.Sprintf("after %d", i)))
+	}
+	if st := oldP.Stats(); st.Active != 1 || st.HandedOver != 0 {
+		t.Fatalf("old proxy: %d sessions, %d handed over; want 1, 0", st.Active, st.HandedOver)
+	}
+	if st := newP.Stats(); st.Active != 0 {
+		t.Fatalf("new proxy has %d sessions, want 0", st.Active)
+	}
 }
