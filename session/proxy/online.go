@@ -49,7 +49,10 @@ func (s *session) readEncryptionResponse() {
 
 // authVerdict goes on with a login the pool decided, on the loop.
 func (s *session) authVerdict(r mcauth.Result) {
-	s.crypt = login.CiphersOf(r) // first: the client encrypts from its response on
+	if cr := login.CiphersOf(r); cr != nil { // first: the client encrypts from its response on
+		s.p.loopOf(s.client).ciphers.Set(s, cr)
+		s.encrypted = true
+	}
 	if r.Failure != nil {
 		s.authFailed(r.Failure)
 		return
@@ -72,16 +75,16 @@ func (s *session) authFailed(err error) {
 }
 
 // sendClient writes b to the client, encrypted once it is (b unchanged).
-func (s *session) sendClient(b []byte) { _ = s.client.Write(s.crypt.Seal(b)) }
+func (s *session) sendClient(b []byte) { _ = s.client.Write(s.ciphers().Seal(b)) }
 
 // connectInput returns what goes to the backend at connect after the
 // proxy's own header: the client's input, or what was kept of it when the
 // client half-closed or its input is encrypted.
 func (s *session) connectInput(c *reactor.Conn) []byte {
-	if s.crypt != nil {
+	if s.encrypted {
 		s.holdInput(c)
 	}
-	if s.clientEOF || s.crypt != nil {
+	if s.clientEOF || s.encrypted {
 		return s.pre.early
 	}
 	buf, _ := c.Peek(-1)
@@ -94,6 +97,14 @@ func (s *session) holdInput(c *reactor.Conn) {
 	in, _ := c.Peek(-1)
 	n := len(s.pre.early)
 	s.pre.early = append(s.pre.early, in...)
-	s.crypt.Open(s.pre.early[n:])
+	s.ciphers().Open(s.pre.early[n:])
 	c.Discard(-1)
+}
+
+// ciphers returns the session's client ciphers, nil when not encrypted.
+func (s *session) ciphers() *login.Ciphers {
+	if !s.encrypted {
+		return nil
+	}
+	return s.p.loopOf(s.client).ciphers.Get(s)
 }

@@ -77,7 +77,8 @@ type loopState struct {
 	rnd            uint64
 	addrBuf, hsBuf []byte
 	recent         admin.RefusalRing
-	compressor     mc.Compressor // terminated logins' frames (terminate.go)
+	compressor     mc.Compressor               // terminated logins' frames (terminate.go)
+	ciphers        login.CipherTable[*session] // of its encrypted sessions (online.go): a session has no room for them
 }
 
 // New builds a proxy from a validated configuration; log receives its logs.

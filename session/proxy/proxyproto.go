@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"fmt"
-	"net"
 	"net/netip"
 
 	"github.com/tidegate/tidegate/protocol/proxyproto"
@@ -34,23 +33,13 @@ type proxied struct {
 	dst netip.AddrPort // where it connected; may be invalid (after a hand-over)
 }
 
-// addrPortOf returns a TCP address as a netip.AddrPort, IPv4-mapped
-// addresses unmapped; the zero AddrPort for anything else.
-func addrPortOf(a net.Addr) netip.AddrPort {
-	if t, ok := a.(*net.TCPAddr); ok {
-		ap := t.AddrPort()
-		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
-	}
-	return netip.AddrPort{}
-}
-
 // trustedProxySource checks, at accept, that the peer of c may send a PROXY
 // header; a refusal is counted and logged, and the caller aborts c.
 func (p *Proxy) trustedProxySource(c *reactor.Conn, ls *loopState, l *config.ListenerConfig, a *config.ProxyAccept) bool {
-	if a.Trusts(addrPortOf(c.RemoteAddr()).Addr()) {
+	if a.Trusts(config.AddrPortOf(c.RemoteAddr()).Addr()) {
 		return true
 	}
-	ls.refused(reasons.ProxyProtocolUntrusted, addrPortOf(c.RemoteAddr()), "", "", "")
+	ls.refused(reasons.ProxyProtocolUntrusted, config.AddrPortOf(c.RemoteAddr()), "", "", "")
 	p.log.Warn().Str("remote", c.RemoteAddr().String()).Str("reason", reasons.ProxyProtocolUntrusted.String()).
 		Str("listen", l.Listen).Msg("session refused: this listener takes PROXY protocol connections only from its trusted sources")
 	return false
@@ -72,7 +61,7 @@ func (s *session) readProxyHeader() {
 		return // bounded: Parse waits for at most one header's length
 	}
 	if h.Source.IsValid() {
-		s.pp = &proxied{src: unmapAddrPort(h.Source), dst: unmapAddrPort(h.Destination)}
+		s.pp = &proxied{src: config.UnmapAddrPort(h.Source), dst: config.UnmapAddrPort(h.Destination)}
 		s.ip = s.pp.src.Addr().String()
 	}
 	c.Discard(n)
@@ -90,10 +79,6 @@ func (s *session) readProxyHeader() {
 	if !s.raw && s.state == stHandshake && c.InboundBuffered() > 0 {
 		s.readHandshake()
 	}
-}
-
-func unmapAddrPort(a netip.AddrPort) netip.AddrPort {
-	return netip.AddrPortFrom(a.Addr().Unmap(), a.Port())
 }
 
 // refuseProxyHeader ends a session whose PROXY header is bad or missing:
@@ -147,10 +132,10 @@ func (s *session) appendProxyHeader(b []byte, v proxyproto.Versions) []byte {
 	if s.pp != nil {
 		src, dst = s.pp.src, s.pp.dst
 	} else {
-		src = addrPortOf(s.client.RemoteAddr())
+		src = config.AddrPortOf(s.client.RemoteAddr())
 	}
 	if !dst.IsValid() {
-		dst = addrPortOf(s.client.LocalAddr())
+		dst = config.AddrPortOf(s.client.LocalAddr())
 	}
 	return proxyproto.Append(b, v, src, dst)
 }

@@ -53,7 +53,6 @@ type session struct {
 	pp      *proxied        // what the PROXY header said of the client; nil without one
 	ticket  *cluster.Ticket // in the network's state (cluster.go); nil without cluster or before login
 	pre     *preRelay       // nil once relaying
-	crypt   *login.Ciphers  // the client connection's ciphers (login: online); nil when it is not encrypted
 
 	ip       string
 	host     string // normalized virtual host
@@ -77,6 +76,7 @@ type session struct {
 	unadmitted            bool // not yet counted by admit: its PROXY header has not arrived
 	adopted               bool // taken over from another process (upgrade.go)
 	keptHere              bool // taken back by this hand-over (handoversettle.go): it does not go again in it
+	encrypted             bool // login: online: its ciphers are in its loop's ciphers (online.go)
 }
 
 // preRelay is the part of a session's state that it needs only until it
@@ -138,7 +138,7 @@ func (h *clientHandler) OnOpen(c *reactor.Conn) {
 			return
 		}
 	} else if r, ok := p.admit(gen, ip); !ok {
-		ls.refused(r, addrPortOf(c.RemoteAddr()), "", "", "")
+		ls.refused(r, config.AddrPortOf(c.RemoteAddr()), "", "", "")
 		p.refusalEvent(r).Str("remote", c.RemoteAddr().String()).Str("reason", r.String()).Msg("session refused")
 		c.Abort()
 		return
@@ -224,11 +224,12 @@ func (h *clientHandler) OnClose(c *reactor.Conn, err error) {
 	}
 	s.releaseTicket()
 	s.state = stDone
+	defer ls.ciphers.Delete(s) // after the rest is decrypted
 	if b := s.backend; b != nil {
 		if b.Opened() && !b.Closing() {
 			// Whatever the client sent before it left still goes to the backend.
 			if rest, _ := c.Peek(-1); len(rest) > 0 {
-				s.crypt.Open(rest)
+				s.ciphers().Open(rest)
 				_ = b.Write(rest)
 				ls.counters.bytesC2S.Add(int64(len(rest)))
 			}
@@ -343,7 +344,7 @@ func (h *backendHandler) OnClose(bc *reactor.Conn, err error) {
 	if s.state == stRelay && !c.Closing() {
 		// Whatever the backend sent before it left still goes to the client.
 		if rest, _ := bc.Peek(-1); len(rest) > 0 {
-			_ = c.Write(s.crypt.Seal(rest))
+			_ = c.Write(s.ciphers().Seal(rest))
 			p.loopOf(bc).counters.bytesS2C.Add(int64(len(rest)))
 		}
 	}
@@ -431,7 +432,8 @@ func (s *session) relay(from, to *reactor.Conn, fs *mc.FrameCounter, bytes, fram
 		from.Discard(-1)
 		return
 	}
-	s.crypt.Inbound(buf, from == s.client) // in place: the bytes are consumed below
+	cr := s.ciphers()
+	cr.Inbound(buf, from == s.client) // in place: the bytes are consumed below
 	bytes.Add(int64(len(buf)))
 	if !s.raw && !fs.Broken() {
 		frames.Add(int64(fs.Count(buf)))
@@ -439,7 +441,7 @@ func (s *session) relay(from, to *reactor.Conn, fs *mc.FrameCounter, bytes, fram
 			s.p.loopOf(from).counters.unframed.Add(1)
 		}
 	}
-	s.crypt.Outbound(buf, to == s.client) // counted above, in the clear
+	cr.Outbound(buf, to == s.client) // counted above, in the clear
 	_ = to.Write(buf)
 	from.Discard(len(buf))
 	s.lastActive = from.Loop().Now()

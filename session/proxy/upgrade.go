@@ -243,7 +243,7 @@ func (p *Proxy) handOverOnLoop(l *reactor.Loop, out chan<- handed, quota int) in
 			return
 		}
 		// An encrypted session stays: the hand-over does not carry cipher state.
-		if s.state != stRelay || s.crypt != nil || s.clientEOF || s.backendEOF || s.backend == nil || !s.backend.Opened() || c.Closing() || s.backend.Closing() {
+		if s.state != stRelay || s.encrypted || s.clientEOF || s.backendEOF || s.backend == nil || !s.backend.Opened() || c.Closing() || s.backend.Closing() {
 			return
 		}
 		c.PauseRead()

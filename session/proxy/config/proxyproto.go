@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
 
 	"github.com/tidegate/tidegate/protocol/proxyproto"
@@ -137,4 +138,18 @@ func ProxyAccepts(byIndex map[int]*ListenerConfig) map[*ListenerConfig]*ProxyAcc
 		out[l] = &ProxyAccept{Versions: vs, Trusted: l.ProxyProtocol.TrustedPrefixes()}
 	}
 	return out
+}
+
+// AddrPortOf returns a TCP address as a netip.AddrPort, IPv4-mapped
+// addresses unmapped; the zero AddrPort for anything else.
+func AddrPortOf(a net.Addr) netip.AddrPort {
+	if t, ok := a.(*net.TCPAddr); ok {
+		ap := t.AddrPort()
+		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	}
+	return netip.AddrPort{}
+}
+
+func UnmapAddrPort(a netip.AddrPort) netip.AddrPort {
+	return netip.AddrPortFrom(a.Addr().Unmap(), a.Port())
 }

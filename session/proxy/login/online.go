@@ -172,3 +172,21 @@ func AuthDisconnect(err error) []byte {
 	}
 	return mc.AppendLoginDisconnect(nil, f.AppendDisconnectJSON(nil))
 }
+
+// CipherTable holds the ciphers of a loop's encrypted sessions, by key;
+// its zero value is empty and ready.
+type CipherTable[K comparable] struct{ m map[K]*Ciphers }
+
+// Get returns k's ciphers, nil when it has none.
+func (t *CipherTable[K]) Get(k K) *Ciphers { return t.m[k] }
+
+// Set gives k the ciphers c.
+func (t *CipherTable[K]) Set(k K, c *Ciphers) {
+	if t.m == nil {
+		t.m = make(map[K]*Ciphers)
+	}
+	t.m[k] = c
+}
+
+// Delete forgets k's ciphers.
+func (t *CipherTable[K]) Delete(k K) { delete(t.m, k) }
