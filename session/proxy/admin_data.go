@@ -8,6 +8,7 @@ import (
 
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/proxy/admin"
+	"github.com/tidegate/tidegate/session/proxy/config"
 	"github.com/tidegate/tidegate/session/proxy/reasons"
 )
 
@@ -40,7 +41,7 @@ func (s *session) remoteAddrPort() netip.AddrPort {
 	if s.pp != nil {
 		return s.pp.src
 	}
-	return addrPortOf(s.client.RemoteAddr())
+	return config.AddrPortOf(s.client.RemoteAddr())
 }
 
 // onLoops runs f on every loop of p (with the loop's state) and returns
@@ -85,7 +86,7 @@ func (p *Proxy) RecentRejections(ctx context.Context, limit int) ([]admin.Reject
 var stateNames = map[state]string{
 	stHandshake: "handshake", stLoginStart: "login", stLocalStatus: "status", stLegacyPing: "legacy_ping",
 	stConnecting: "connecting", stRelay: "relay", stDone: "closing", stAdopting: "adopting",
-	stHandedOver: "handed_over", stProxyHeader: "proxy_header",
+	stHandedOver: "handed_over", stProxyHeader: "proxy_header", stEncryption: "encryption", stAuthWait: "authenticating",
 }
 
 func (st state) String() string {

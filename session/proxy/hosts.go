@@ -15,6 +15,10 @@ func (s *session) backendHandshake(ls *loopState) ([]byte, bool) {
 	if s.raw || !rw.Bungee && rw.Host == nil {
 		return nil, false
 	}
+	if t := s.pre.term; t != nil { // the authenticated identity (login: online)
+		u, props := t.Identity()
+		rw.UUID, rw.Properties = &u, props
+	}
 	ls.hsBuf, ls.addrBuf = login.AppendHandshake(ls.hsBuf[:0], ls.addrBuf[:0], s.pre.handshake, rw, s.ip, s.username)
 	return ls.hsBuf, true
 }

@@ -16,8 +16,10 @@ import (
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/reactor/bufferbudget"
 	"github.com/tidegate/tidegate/session/cluster"
+	"github.com/tidegate/tidegate/session/mcauth"
 	"github.com/tidegate/tidegate/session/proxy/admin"
 	"github.com/tidegate/tidegate/session/proxy/config"
+	"github.com/tidegate/tidegate/session/proxy/login"
 	"github.com/tidegate/tidegate/session/proxy/probe"
 	"github.com/tidegate/tidegate/session/proxy/proxymetrics"
 	"github.com/tidegate/tidegate/session/proxy/ratelimit"
@@ -53,9 +55,10 @@ type Proxy struct {
 
 	refresher status.Refresher // status cache refreshes (status.go)
 
-	handedOver, handedOverQueued atomic.Int64    // live upgrades (upgrade.go), see Stats
-	cluster                      *cluster.Client // shared player state (cluster.go); nil when cluster.redis is off
-	clusterReset                 bool            // at Start, remove what a previous run left under the proxy's ID
+	handedOver, handedOverQueued atomic.Int64          // live upgrades (upgrade.go), see Stats
+	cluster                      *cluster.Client       // shared player state (cluster.go); nil when cluster.redis is off
+	auth                         *mcauth.Authenticator // login: online (online.go); nil when no group had it at New
+	clusterReset                 bool                  // at Start, remove what a previous run left under the proxy's ID
 
 	sentMu      sync.Mutex
 	sentTickets []*cluster.Ticket // of the sessions a hand-over sent (HandOverLost)
@@ -74,7 +77,8 @@ type loopState struct {
 	rnd            uint64
 	addrBuf, hsBuf []byte
 	recent         admin.RefusalRing
-	compressor     mc.Compressor // terminated logins' frames (terminate.go)
+	compressor     mc.Compressor               // terminated logins' frames (terminate.go)
+	ciphers        login.CipherTable[*session] // of its encrypted sessions (online.go): a session has no room for them
 }
 
 // New builds a proxy from a validated configuration; log receives its logs.
@@ -97,6 +101,9 @@ func NewWithListeners(cfg *config.Config, log zerolog.Logger, listeners []net.Li
 	var err error
 	if p.cluster, err = p.newClusterClient(cfg); err != nil {
 		return nil, err
+	}
+	if p.auth, err = login.NewAuthenticator(cfg); err != nil {
+		return nil, fmt.Errorf("proxy: %w", err)
 	}
 	// A process started with listeners handed over takes the sessions of
 	// the one before it, which stay published under the same ID.
@@ -169,7 +176,7 @@ func (p *Proxy) Reactor() *reactor.Server { return p.rs }
 // probers and the loops to exit.
 func (p *Proxy) Stop(ctx context.Context) error {
 	err := errors.Join(p.stopProbes(ctx), p.refresher.Stop(ctx), p.rs.Stop(ctx))
-	return errors.Join(err, p.stopCluster(ctx))
+	return errors.Join(err, login.CloseAuthenticator(ctx, p.auth), p.stopCluster(ctx))
 }
 
 // Shutdown drains the proxy: it stops accepting at once and lets open

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"fmt"
-	"net"
 	"net/netip"
 
 	"github.com/tidegate/tidegate/protocol/proxyproto"
@@ -28,60 +27,19 @@ import (
 // connected to (the proxy's, or the one the incoming header named), and a
 // LOCAL header (v2) or "PROXY UNKNOWN" (v1) on active health checks.
 
-// proxyAccept is a listener's proxy_protocol as sessions use it.
-type proxyAccept struct {
-	versions proxyproto.Versions
-	trusted  []netip.Prefix
-}
-
-// trusts reports whether a may send a PROXY header.
-func (a *proxyAccept) trusts(addr netip.Addr) bool {
-	addr = addr.Unmap().WithZone("")
-	for _, p := range a.trusted {
-		if p.Contains(addr) {
-			return true
-		}
-	}
-	return false
-}
-
-// proxyAccepts returns the PROXY settings of the listeners that accept a
-// header, from a validated configuration.
-func proxyAccepts(byIndex map[int]*config.ListenerConfig) map[*config.ListenerConfig]*proxyAccept {
-	out := map[*config.ListenerConfig]*proxyAccept{}
-	for _, l := range byIndex {
-		vs := l.ProxyProtocol.Versions()
-		if vs == 0 {
-			continue
-		}
-		out[l] = &proxyAccept{versions: vs, trusted: l.ProxyProtocol.TrustedPrefixes()}
-	}
-	return out
-}
-
 // proxied is what a session's PROXY header said of its client.
 type proxied struct {
 	src netip.AddrPort // the client
 	dst netip.AddrPort // where it connected; may be invalid (after a hand-over)
 }
 
-// addrPortOf returns a TCP address as a netip.AddrPort, IPv4-mapped
-// addresses unmapped; the zero AddrPort for anything else.
-func addrPortOf(a net.Addr) netip.AddrPort {
-	if t, ok := a.(*net.TCPAddr); ok {
-		ap := t.AddrPort()
-		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
-	}
-	return netip.AddrPort{}
-}
-
 // trustedProxySource checks, at accept, that the peer of c may send a PROXY
 // header; a refusal is counted and logged, and the caller aborts c.
-func (p *Proxy) trustedProxySource(c *reactor.Conn, ls *loopState, l *config.ListenerConfig, a *proxyAccept) bool {
-	if a.trusts(addrPortOf(c.RemoteAddr()).Addr()) {
+func (p *Proxy) trustedProxySource(c *reactor.Conn, ls *loopState, l *config.ListenerConfig, a *config.ProxyAccept) bool {
+	if a.Trusts(config.AddrPortOf(c.RemoteAddr()).Addr()) {
 		return true
 	}
-	ls.refused(reasons.ProxyProtocolUntrusted, addrPortOf(c.RemoteAddr()), "", "", "")
+	ls.refused(reasons.ProxyProtocolUntrusted, config.AddrPortOf(c.RemoteAddr()), "", "", "")
 	p.log.Warn().Str("remote", c.RemoteAddr().String()).Str("reason", reasons.ProxyProtocolUntrusted.String()).
 		Str("listen", l.Listen).Msg("session refused: this listener takes PROXY protocol connections only from its trusted sources")
 	return false
@@ -94,7 +52,7 @@ func (s *session) readProxyHeader() {
 	c := s.client
 	buf, _ := c.Peek(-1)
 	a := s.gen.proxyIn[s.listenerCfg()]
-	h, n, err := proxyproto.Parse(buf, proxyproto.Options{Versions: a.versions})
+	h, n, err := proxyproto.Parse(buf, proxyproto.Options{Versions: a.Versions})
 	if err != nil {
 		s.refuseProxyHeader(err, len(buf))
 		return
@@ -103,7 +61,7 @@ func (s *session) readProxyHeader() {
 		return // bounded: Parse waits for at most one header's length
 	}
 	if h.Source.IsValid() {
-		s.pp = &proxied{src: unmapAddrPort(h.Source), dst: unmapAddrPort(h.Destination)}
+		s.pp = &proxied{src: config.UnmapAddrPort(h.Source), dst: config.UnmapAddrPort(h.Destination)}
 		s.ip = s.pp.src.Addr().String()
 	}
 	c.Discard(n)
@@ -121,10 +79,6 @@ func (s *session) readProxyHeader() {
 	if !s.raw && s.state == stHandshake && c.InboundBuffered() > 0 {
 		s.readHandshake()
 	}
-}
-
-func unmapAddrPort(a netip.AddrPort) netip.AddrPort {
-	return netip.AddrPortFrom(a.Addr().Unmap(), a.Port())
 }
 
 // refuseProxyHeader ends a session whose PROXY header is bad or missing:
@@ -178,10 +132,10 @@ func (s *session) appendProxyHeader(b []byte, v proxyproto.Versions) []byte {
 	if s.pp != nil {
 		src, dst = s.pp.src, s.pp.dst
 	} else {
-		src = addrPortOf(s.client.RemoteAddr())
+		src = config.AddrPortOf(s.client.RemoteAddr())
 	}
 	if !dst.IsValid() {
-		dst = addrPortOf(s.client.LocalAddr())
+		dst = config.AddrPortOf(s.client.LocalAddr())
 	}
 	return proxyproto.Append(b, v, src, dst)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/tidegate/tidegate/internal/testkit/waitfor"
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/protocol/proxyproto"
+	"github.com/tidegate/tidegate/session/proxy/config"
 )
 
 // The PROXY protocol against real peers: HAProxy in front of the proxy
@@ -247,7 +248,7 @@ groups: {main: {backends: [{addr: %q}], send_proxy_protocol: %s}}
 			if err != nil || n != len(line) {
 				t.Fatalf("%s's view %q: %v", tc.peer, line, err)
 			}
-			client, listen := addrPortOf(c.LocalAddr()), addrPortOf(c.RemoteAddr())
+			client, listen := config.AddrPortOf(c.LocalAddr()), config.AddrPortOf(c.RemoteAddr())
 			if h.Source != client || h.Destination != listen {
 				t.Fatalf("%s read %v -> %v from the header; want %v -> %v", tc.peer, h.Source, h.Destination, client, listen)
 			}

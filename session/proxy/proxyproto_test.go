@@ -14,6 +14,7 @@ import (
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/protocol/proxyproto"
 	"github.com/tidegate/tidegate/reactor"
+	"github.com/tidegate/tidegate/session/proxy/config"
 	"github.com/tidegate/tidegate/session/proxy/proxymetrics"
 )
 
@@ -278,7 +279,7 @@ func TestSendProxyProtocol(t *testing.T) {
 			}
 			defer bc.Close()
 			_ = bc.SetDeadline(time.Now().Add(5 * time.Second))
-			src, dst := addrPortOf(c.LocalAddr()), addrPortOf(c.RemoteAddr())
+			src, dst := config.AddrPortOf(c.LocalAddr()), config.AddrPortOf(c.RemoteAddr())
 			if tc.in != nil && !bytes.Equal(tc.in, proxyproto.AppendV2Local(nil)) {
 				src, dst = ppClient, ppFront
 			}

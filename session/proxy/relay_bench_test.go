@@ -4,7 +4,9 @@ import (
 	"io"
 	"runtime"
 	"testing"
+	"time"
 
+	"github.com/tidegate/tidegate/internal/testkit/sessionserver"
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/session/mcbackend"
 )
@@ -14,22 +16,33 @@ import (
 // roundtrips, 64 relayed frames. B/frame is every byte the whole process
 // allocated (proxy, backend and client together) per relayed frame, so it
 // bounds what the relay allocates. offline is a login the proxy completed
-// (velocity forwarding): its relay is the same.
+// (velocity forwarding): its relay is the same. online is a 1.7.10 login
+// authenticated by the proxy (bungeecord forwarding): the relay decrypts
+// and encrypts the client's side in place, and the client does the same
+// (in place or in a reused buffer).
 func BenchmarkRelay(b *testing.B) {
-	for _, mode := range []string{"minecraft", "raw", "offline"} {
+	for _, mode := range []string{"minecraft", "raw", "offline", "online"} {
 		b.Run(mode, func(b *testing.B) {
-			be := startBackend(b, mcbackend.Config{Forwarding: map[bool]mcbackend.Forwarding{true: mcbackend.ForwardVelocity}[mode == "offline"],
-				ForwardingSecret: []byte(testForwardingSecret)})
+			fw := map[string]mcbackend.Forwarding{"offline": mcbackend.ForwardVelocity, "online": mcbackend.ForwardBungeeCord}[mode]
+			be := startBackend(b, mcbackend.Config{Forwarding: fw, ForwardingSecret: []byte(testForwardingSecret)})
+			ss := sessionserver.Start(b)
+			ss.AddPlayer(alice)
 			cfg := mcConfig(be, "")
 			switch mode {
 			case "raw":
 				cfg = rawConfig(be)
 			case "offline":
 				cfg = offlineConfig(b, be, "velocity")
+			case "online":
+				cfg = onlineConfig(b, be, "bungeecord", ss.URL, 5*time.Second, 5*time.Second)
 			}
 			_, addr := startProxy(b, cfg)
 			c := dial(b, addr)
-			login17(b, c, "localhost", "Bench")
+			if mode == "online" {
+				c = onlineLogin17(b, c, ss)
+			} else {
+				login17(b, c, "localhost", "Bench")
+			}
 			const burst = 32
 			var out []byte
 			for i := 0; i < burst; i++ {

@@ -29,7 +29,7 @@ type generation struct {
 	hash               string                            // of the configuration, for logs and metrics
 	usernames          *mc.UsernamePolicy                // limits.username_pattern, compiled once
 
-	proxyIn map[*config.ListenerConfig]*proxyAccept // listeners that take a PROXY header (proxyproto.go)
+	proxyIn map[*config.ListenerConfig]*config.ProxyAccept // listeners that take a PROXY header (proxyproto.go)
 }
 
 // newGeneration builds a generation from a validated cfg whose listeners
@@ -64,7 +64,7 @@ func newGeneration(cfg *config.Config, old *generation, live []int, loops int) *
 			g.raw[l] = g.router.groups[l.Group]
 		}
 	}
-	g.proxyIn = proxyAccepts(g.byIndex)
+	g.proxyIn = config.ProxyAccepts(g.byIndex)
 	if old != nil { // removed listeners keep their old group for late arrivals
 		for _, l := range old.byIndex {
 			if _, ok := g.raw[l]; !ok && l.Mode == config.ModeRaw {

@@ -32,6 +32,8 @@ const (
 	stProxyHeader               // waiting for the PROXY protocol header (proxyproto.go)
 	stClusterWait               // Login Start read: waiting, not read, for the network's verdict (cluster.go)
 	stBackendLogin              // a login the proxy completes: the backend's login is under way (terminate.go)
+	stEncryption                // login: online: waiting for the Encryption Response (online.go)
+	stAuthWait                  // login: online: waiting, not read, for the authenticator's verdict
 )
 
 // session joins a client and its backend. Both connections' callbacks run
@@ -74,6 +76,7 @@ type session struct {
 	unadmitted            bool // not yet counted by admit: its PROXY header has not arrived
 	adopted               bool // taken over from another process (upgrade.go)
 	keptHere              bool // taken back by this hand-over (handoversettle.go): it does not go again in it
+	encrypted             bool // login: online: its ciphers are in its loop's ciphers (online.go)
 }
 
 // preRelay is the part of a session's state that it needs only until it
@@ -92,6 +95,7 @@ type preRelay struct {
 	adoptTk  *handoverCluster
 
 	term       *login.Backend    // a login the proxy completes: its backend side; nil for a relayed one
+	online     *login.Online     // login: online, until the verdict
 	clusterSeq uint32            // the login's verdict in flight; a later one is ignored
 	legacy     mc.LegacyPingKind // a legacy ping's form, once it is whole
 	heldInput  int               // the client's unread input, as counted in the buffer budget (inputbudget.go)
@@ -134,7 +138,7 @@ func (h *clientHandler) OnOpen(c *reactor.Conn) {
 			return
 		}
 	} else if r, ok := p.admit(gen, ip); !ok {
-		ls.refused(r, addrPortOf(c.RemoteAddr()), "", "", "")
+		ls.refused(r, config.AddrPortOf(c.RemoteAddr()), "", "", "")
 		p.refusalEvent(r).Str("remote", c.RemoteAddr().String()).Str("reason", r.String()).Msg("session refused")
 		c.Abort()
 		return
@@ -186,8 +190,10 @@ func (h *clientHandler) OnTraffic(c *reactor.Conn) {
 	case stRelay:
 		cnt := &s.p.loopOf(c).counters
 		s.relay(c, s.backend, &s.c2s, &cnt.bytesC2S, &cnt.framesC2S)
-	case stClusterWait, stBackendLogin:
-		c.PauseRead() // read once the network has answered, or the backend's login is done
+	case stEncryption:
+		s.readEncryptionResponse()
+	case stClusterWait, stBackendLogin, stAuthWait:
+		c.PauseRead() // read once the network or the authenticator has answered, or the backend's login is done
 	case stAdopting: // kept for the backend, which is being adopted
 	case stProxyHeader:
 		s.readProxyHeader()
@@ -218,10 +224,12 @@ func (h *clientHandler) OnClose(c *reactor.Conn, err error) {
 	}
 	s.releaseTicket()
 	s.state = stDone
+	defer ls.ciphers.Delete(s) // after the rest is decrypted
 	if b := s.backend; b != nil {
 		if b.Opened() && !b.Closing() {
 			// Whatever the client sent before it left still goes to the backend.
 			if rest, _ := c.Peek(-1); len(rest) > 0 {
+				s.ciphers().Open(rest)
 				_ = b.Write(rest)
 				ls.counters.bytesC2S.Add(int64(len(rest)))
 			}
@@ -252,10 +260,7 @@ func (h *backendHandler) OnOpen(bc *reactor.Conn) {
 	if s.pre.term != nil {
 		s.state = stBackendLogin // until the backend's Login Success (terminate.go)
 	}
-	buf, _ := c.Peek(-1)
-	if s.clientEOF {
-		buf = s.pre.early // the client half-closed while this connect was pending
-	}
+	buf := s.connectInput(c)
 	batch := bc.Loop().Batch()
 	if v := s.group.sendPP; v != 0 {
 		var hdr [proxyproto.MaxV1Length]byte
@@ -339,7 +344,7 @@ func (h *backendHandler) OnClose(bc *reactor.Conn, err error) {
 	if s.state == stRelay && !c.Closing() {
 		// Whatever the backend sent before it left still goes to the client.
 		if rest, _ := bc.Peek(-1); len(rest) > 0 {
-			_ = c.Write(rest)
+			_ = c.Write(s.ciphers().Seal(rest))
 			p.loopOf(bc).counters.bytesS2C.Add(int64(len(rest)))
 		}
 	}
@@ -374,9 +379,7 @@ func (h *clientHandler) OnReadEOF(c *reactor.Conn) {
 		// The input is gone after this call: keep it for the replay, after
 		// which the backend's write side is shut down (CloseWrite waits for
 		// the connect).
-		buf, _ := c.Peek(-1)
-		s.pre.early = append([]byte(nil), buf...)
-		c.Discard(-1)
+		s.holdInput(c)
 		s.clientEOF = true
 		s.backend.CloseWrite()
 	case stLegacyPing:
@@ -418,30 +421,6 @@ func (s *session) halfClosed() {
 	s.client.Loop().Schedule(&s.timer, s.gen.cfg.Limits.FinTimeout)
 }
 
-// OnDrainDeadline says goodbye to a client still connected when a drain
-// ends: a player still logging in gets the shutdown message as a
-// disconnect (in play the proxy does not speak the game's protocol and the
-// session is closed, its queued output delivered).
-func (h *clientHandler) OnDrainDeadline(c *reactor.Conn) {
-	s, ok := c.Value.(*session)
-	if !ok {
-		return
-	}
-	p := s.p
-	if s.state == stRelay {
-		p.loopOf(c).counters.ended[reasons.Shutdown].Add(1)
-	} else {
-		s.refused(reasons.Shutdown)
-	}
-	if s.loginDisconnectable() {
-		_ = c.Write(s.gen.shutdownDisconnect)
-	}
-	s.state = stDone
-	if s.backend != nil {
-		s.backend.Close()
-	}
-}
-
 // relay moves what from has buffered to to, with one write, and applies
 // flow control to from.
 func (s *session) relay(from, to *reactor.Conn, fs *mc.FrameCounter, bytes, frames *atomic.Int64) {
@@ -453,7 +432,8 @@ func (s *session) relay(from, to *reactor.Conn, fs *mc.FrameCounter, bytes, fram
 		from.Discard(-1)
 		return
 	}
-	_ = to.Write(buf)
+	cr := s.ciphers()
+	cr.Inbound(buf, from == s.client) // in place: the bytes are consumed below
 	bytes.Add(int64(len(buf)))
 	if !s.raw && !fs.Broken() {
 		frames.Add(int64(fs.Count(buf)))
@@ -461,6 +441,8 @@ func (s *session) relay(from, to *reactor.Conn, fs *mc.FrameCounter, bytes, fram
 			s.p.loopOf(from).counters.unframed.Add(1)
 		}
 	}
+	cr.Outbound(buf, to == s.client) // counted above, in the clear
+	_ = to.Write(buf)
 	from.Discard(len(buf))
 	s.lastActive = from.Loop().Now()
 	from.Backpressure()
@@ -568,6 +550,10 @@ func (s *session) readLoginStart() {
 	}
 	if r, ok := s.p.admitLogin(s.gen, s.ip); !ok {
 		s.reject(r, nil)
+		return
+	}
+	if s.pre.term != nil && s.group.login.Online {
+		s.requestEncryption(buf, off+n, buf[off+hl:off+n])
 		return
 	}
 	if s.p.cluster != nil {

@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"github.com/tidegate/tidegate/protocol/mc"
+	"github.com/tidegate/tidegate/reactor"
+	"github.com/tidegate/tidegate/session/proxy/login"
 	"github.com/tidegate/tidegate/session/proxy/reasons"
 )
 
@@ -46,6 +48,10 @@ func (s *session) onTimer() {
 		s.proxyHeaderTimeout()
 	case stClusterWait:
 		s.clusterWaitOver()
+	case stEncryption:
+		s.reject(reasons.EncryptionTimeout, nil)
+	case stAuthWait:
+		s.reject(reasons.AuthUnavailable, login.ErrNoVerdict)
 	default:
 		s.reject(reasons.HandshakeTimeout, nil)
 	}
@@ -71,9 +77,9 @@ func (s *session) reject(r reasons.Reason, err error) {
 	if s.loginDisconnectable() {
 		switch msg := reasons.DisconnectText(r); {
 		case (r == reasons.BackendUnavailable || r == reasons.NoHealthyBackend) && s.group != nil:
-			_ = c.Write(s.group.offlineDisconnect)
+			s.sendClient(s.group.offlineDisconnect)
 		case msg != "":
-			_ = c.Write(mc.AppendLoginDisconnect(nil, []byte(`{"text":"`+msg+`"}`)))
+			s.sendClient(mc.AppendLoginDisconnect(nil, []byte(`{"text":"`+msg+`"}`)))
 		}
 	}
 	s.dropProbe()
@@ -100,5 +106,29 @@ func (s *session) dropProbe() {
 	if s.probe {
 		s.probe = false
 		s.target.DropProbe(s.gen.router.now())
+	}
+}
+
+// OnDrainDeadline says goodbye to a client still connected when a drain
+// ends: a player still logging in gets the shutdown message as a
+// disconnect (in play the proxy does not speak the game's protocol and the
+// session is closed, its queued output delivered).
+func (h *clientHandler) OnDrainDeadline(c *reactor.Conn) {
+	s, ok := c.Value.(*session)
+	if !ok {
+		return
+	}
+	p := s.p
+	if s.state == stRelay {
+		p.loopOf(c).counters.ended[reasons.Shutdown].Add(1)
+	} else {
+		s.refused(reasons.Shutdown)
+	}
+	if s.loginDisconnectable() {
+		s.sendClient(s.gen.shutdownDisconnect)
+	}
+	s.state = stDone
+	if s.backend != nil {
+		s.backend.Close()
 	}
 }

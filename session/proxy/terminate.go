@@ -25,7 +25,7 @@ func (s *session) backendLogin(bc *reactor.Conn) {
 	}
 	bc.Discard(n)
 	if toClient != nil {
-		_ = s.client.Write(toClient)
+		s.sendClient(toClient)
 		s.startRelay()
 		s.relay(bc, s.client, &s.s2c, &ls.counters.bytesS2C, &ls.counters.framesS2C) // what followed Login Success
 	}
@@ -35,7 +35,7 @@ func (s *session) backendLogin(bc *reactor.Conn) {
 // the player reads the backend's reason or what went wrong.
 func (s *session) backendLoginFailed(err error) {
 	if msg := login.DisconnectFrame(err); msg != nil {
-		_ = s.client.Write(msg) // reject has no text of its own for this reason
+		s.sendClient(msg) // reject has no text of its own for this reason
 	}
 	s.backend.Close()
 	s.reject(reasons.BackendLogin, fmt.Errorf("backend %s: %w", s.target.addr, err))

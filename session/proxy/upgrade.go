@@ -242,7 +242,8 @@ func (p *Proxy) handOverOnLoop(l *reactor.Loop, out chan<- handed, quota int) in
 		if n >= quota || !ok || s.client != c || s.keptHere {
 			return
 		}
-		if s.state != stRelay || s.clientEOF || s.backendEOF || s.backend == nil || !s.backend.Opened() || c.Closing() || s.backend.Closing() {
+		// An encrypted session stays: the hand-over does not carry cipher state.
+		if s.state != stRelay || s.encrypted || s.clientEOF || s.backendEOF || s.backend == nil || !s.backend.Opened() || c.Closing() || s.backend.Closing() {
 			return
 		}
 		c.PauseRead()

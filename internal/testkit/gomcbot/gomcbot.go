@@ -50,8 +50,17 @@ type Bot struct {
 // closed when the test ends.
 func Join(t testing.TB, addr, name string, deadline time.Duration) *Bot {
 	t.Helper()
+	return JoinAs(t, addr, bot.Auth{Name: name}, deadline)
+}
+
+// JoinAs is Join with the bot's whole identity: with a UUID and access
+// token it logs in online (its join goes to the session server go-mc
+// calls, see internal/testkit/sessionserver's RedirectDefaultClient).
+func JoinAs(t testing.TB, addr string, auth bot.Auth, deadline time.Duration) *Bot {
+	t.Helper()
+	name := auth.Name
 	b := &Bot{Client: bot.NewClient(), echoes: make(chan []byte, 8), gameDone: make(chan struct{})}
-	b.Client.Auth.Name = name
+	b.Client.Auth = auth
 	joined := make(chan struct{}, 1)
 	b.Client.Events.AddListener(
 		bot.PacketHandler{ID: packetid.ClientboundLogin, F: func(p pk.Packet) error {

@@ -202,6 +202,7 @@ func (c *Config) check(isSet func(path string) bool) []Problem {
 	validOfflineMessage(bad, "shutdown.message", c.Shutdown.Message)
 	c.checkStatus(bad)
 	c.checkCluster(bad)
+	c.checkAuth(bad)
 	c.Admin.check(bad)
 	if c.Loops < 0 {
 		bad("loops", "%d is negative (0 means one per core)", c.Loops)

@@ -45,6 +45,8 @@ type Config struct {
 	// Cluster joins the proxy to a network of proxies sharing player state
 	// through Redis (session/cluster); off by default.
 	Cluster ClusterConfig `yaml:"cluster"`
+	// Auth is the online-mode authentication of groups with login: online.
+	Auth AuthConfig `yaml:"online_mode"`
 	// Loops is the number of event loops; 0 means one per core.
 	Loops int `yaml:"loops"`
 	// ReusePort sets SO_REUSEPORT on the listeners, so that several proxy

@@ -156,5 +156,6 @@ func defaultConfig() Config {
 		Shutdown: ShutdownConfig{DrainTimeout: 30 * time.Second, Message: DefaultShutdownMessage},
 		Admin:    AdminConfig{Enabled: true},
 		Cluster:  defaultClusterConfig(),
+		Auth:     defaultAuthConfig(),
 	}
 }

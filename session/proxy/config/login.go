@@ -20,8 +20,9 @@ const (
 	// the offline-mode UUID of its name, and log the backend in offline
 	// carrying the player's identity (groups.NAME.forwarding).
 	LoginOffline Login = "offline"
-	// LoginOnline is online-mode authentication at the proxy; not yet
-	// supported.
+	// LoginOnline authenticates the player at the proxy (online_mode:), then
+	// logs the backend in as LoginOffline does, with the authenticated
+	// identity.
 	LoginOnline Login = "online"
 )
 
@@ -74,11 +75,9 @@ func (g GroupConfig) ClientThreshold() (threshold int, backend bool) {
 func (c *Config) checkLogin(bad func(path, format string, args ...any), p string, g GroupConfig) {
 	auth := g.LoginMode()
 	switch auth {
-	case LoginTransparent, LoginOffline:
-	case LoginOnline:
-		bad(p+".login", "online is not yet supported: want transparent or offline")
+	case LoginTransparent, LoginOffline, LoginOnline:
 	default:
-		bad(p+".login", "%q: want transparent or offline", g.Login)
+		bad(p+".login", "%q: want transparent, offline or online", g.Login)
 	}
 	switch fw := c.ForwardingOf(g); fw {
 	case ForwardNone, ForwardBungeeCord:

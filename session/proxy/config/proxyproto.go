@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
 
 	"github.com/tidegate/tidegate/protocol/proxyproto"
@@ -106,4 +107,49 @@ func (pp ProxyProtocolConfig) TrustedPrefixes() []netip.Prefix {
 func (g GroupConfig) SendVersions() proxyproto.Versions {
 	vs, _ := proxyVersions(g.SendProxyProtocol)
 	return vs
+}
+
+// ProxyAccept is a listener's proxy_protocol as sessions use it.
+type ProxyAccept struct {
+	Versions proxyproto.Versions
+	Trusted  []netip.Prefix
+}
+
+// Trusts reports whether addr may send a PROXY header.
+func (a *ProxyAccept) Trusts(addr netip.Addr) bool {
+	addr = addr.Unmap().WithZone("")
+	for _, p := range a.Trusted {
+		if p.Contains(addr) {
+			return true
+		}
+	}
+	return false
+}
+
+// ProxyAccepts returns the PROXY settings of the listeners that accept a
+// header, from a validated configuration.
+func ProxyAccepts(byIndex map[int]*ListenerConfig) map[*ListenerConfig]*ProxyAccept {
+	out := map[*ListenerConfig]*ProxyAccept{}
+	for _, l := range byIndex {
+		vs := l.ProxyProtocol.Versions()
+		if vs == 0 {
+			continue
+		}
+		out[l] = &ProxyAccept{Versions: vs, Trusted: l.ProxyProtocol.TrustedPrefixes()}
+	}
+	return out
+}
+
+// AddrPortOf returns a TCP address as a netip.AddrPort, IPv4-mapped
+// addresses unmapped; the zero AddrPort for anything else.
+func AddrPortOf(a net.Addr) netip.AddrPort {
+	if t, ok := a.(*net.TCPAddr); ok {
+		ap := t.AddrPort()
+		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	}
+	return netip.AddrPort{}
+}
+
+func UnmapAddrPort(a netip.AddrPort) netip.AddrPort {
+	return netip.AddrPortFrom(a.Addr().Unmap(), a.Port())
 }

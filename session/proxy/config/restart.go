@@ -22,6 +22,12 @@ func (a *Config) RestartChanges(b *Config) []string {
 	if a.Cluster != b.Cluster {
 		out = append(out, "cluster changed (the Redis connection, the proxy's ID and what it publishes need a restart)")
 	}
+	if !a.OnlineGroups() && b.OnlineGroups() {
+		out = append(out, "a group has login: online now (the key pair and the session server pool are made at start: needs a restart)")
+	}
+	if a.Auth != b.Auth {
+		out = append(out, "online_mode changed (the key pair and the session server pool are the process's: needs a restart)")
+	}
 	la, lb := a.Limits, b.Limits
 	for _, f := range []struct {
 		name string

@@ -12,6 +12,10 @@ type Rewrite struct {
 	// host\0clientIP\0uuid, with the offline-mode UUID of the player (no
 	// Forge marker).
 	Bungee bool
+	// UUID, when set, is the player's UUID for Bungee in place of the
+	// offline-mode one, and Properties the profile's properties as JSON.
+	UUID       *[16]byte
+	Properties []byte
 }
 
 // AppendHandshake appends the handshake frame to send the backend in place
@@ -26,7 +30,11 @@ func AppendHandshake(dst, addr []byte, hs mc.Handshake, rw Rewrite, clientIP, us
 		}
 	}
 	if rw.Bungee {
-		addr = mc.AppendBungeeAddress(addr, host, clientIP, mc.OfflineUUID([]byte(username)), nil)
+		uuid := mc.OfflineUUID([]byte(username))
+		if rw.UUID != nil {
+			uuid = *rw.UUID
+		}
+		addr = mc.AppendBungeeAddress(addr, host, clientIP, uuid, rw.Properties)
 	} else {
 		addr = append(append(addr, host...), marker...)
 	}

@@ -39,16 +39,19 @@ type Settings struct {
 	// is false (-1: off); the backend's must equal it.
 	Threshold     int
 	FollowBackend bool
+	// Online: the client is authenticated first (login: online).
+	Online bool
 }
 
 // NewSettings returns the settings of group g of cfg, or nil when the
 // group's logins are relayed untouched.
 func NewSettings(cfg *config.Config, g config.GroupConfig) *Settings {
-	if g.LoginMode() != config.LoginOffline {
+	mode := g.LoginMode()
+	if mode == config.LoginTransparent {
 		return nil
 	}
 	th, follow := g.ClientThreshold()
-	return &Settings{Forwarding: cfg.ForwardingOf(g), Secret: []byte(g.ForwardingSecret.Reveal()), Threshold: th, FollowBackend: follow}
+	return &Settings{Forwarding: cfg.ForwardingOf(g), Secret: []byte(g.ForwardingSecret.Reveal()), Threshold: th, FollowBackend: follow, Online: mode == config.LoginOnline}
 }
 
 // Failure kinds, the detail label of an Error.
@@ -95,6 +98,8 @@ type Backend struct {
 	uuid      [16]byte
 	clientIP  string
 	key       *mc.PlayerKey
+	props     []mc.Property // the authenticated profile's (online.go)
+	propsJSON []byte
 	threshold int // the backend's; -1 until Set Compression
 	asked     bool
 	out       []byte // to the backend
@@ -118,7 +123,8 @@ func NewBackend(set *Settings, v int32, loginStart []byte, clientIP string) (*Ba
 	return b, nil
 }
 
-// UUID returns the player's offline-mode UUID.
+// UUID returns the player's UUID: the offline-mode one, or the
+// authenticated one (Authenticated).
 func (b *Backend) UUID() [16]byte { return b.uuid }
 
 // Feed consumes the backend's login frames in in and returns the bytes
@@ -234,7 +240,7 @@ func (b *Backend) pluginRequest(body []byte, k *mc.Compressor) error {
 		}
 		info := mc.VelocityInfo{
 			Version: mc.VelocityVersionFor(requested, b.protocol, b.key),
-			Address: []byte(b.clientIP), UUID: b.uuid, Name: b.name, Key: b.key,
+			Address: []byte(b.clientIP), UUID: b.uuid, Name: b.name, Properties: b.props, Key: b.key,
 		}
 		resp.Successful = true
 		resp.Data = mc.AppendVelocityResponse(nil, b.set.Secret, info)
@@ -258,6 +264,6 @@ func (b *Backend) AppendClientLogin(dst []byte, k *mc.Compressor) ([]byte, error
 		b.packet = mc.AppendSetCompression(b.packet[:0], int32(b.threshold))
 		dst = k.AppendFrame(dst, b.packet, -1) // the last plain frame
 	}
-	b.packet = mc.AppendLoginSuccess(b.packet[:0], b.protocol, mc.LoginSuccess{UUID: b.uuid, Name: b.name})
+	b.packet = mc.AppendLoginSuccess(b.packet[:0], b.protocol, mc.LoginSuccess{UUID: b.uuid, Name: b.name, Properties: b.props})
 	return k.AppendFrame(dst, b.packet, b.threshold), nil
 }

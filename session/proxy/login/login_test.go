@@ -6,7 +6,9 @@ import (
 	"testing"
 
 	"github.com/tidegate/tidegate/protocol/mc"
+	"github.com/tidegate/tidegate/session/mcauth"
 	"github.com/tidegate/tidegate/session/proxy/config"
+	"github.com/tidegate/tidegate/session/proxy/reasons"
 )
 
 var secret = []byte("test-secret")
@@ -215,5 +217,42 @@ func BenchmarkVelocityLogin(b *testing.B) {
 		if _, _, toClient, err := be.Feed(in, &k); err != nil || toClient == nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestAuthenticatedIdentity: an online login's backend side carries the
+// session server's profile: UUID, name and properties in the bungeecord
+// address (as JSON), the velocity player info and the client's Login
+// Success.
+func TestAuthenticatedIdentity(t *testing.T) {
+	const v = 764
+	b, err := NewBackend(&Settings{Forwarding: config.ForwardBungeeCord, FollowBackend: true, Online: true}, v,
+		mc.AppendLoginStart(nil, v, mc.LoginStart{Name: []byte("alice")}), "192.0.2.9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := mcauth.Profile{UUID: [16]byte{1, 2, 3}, Name: "Alice", Properties: []mcauth.Property{{Name: "textures", Value: "dg==", Signature: "c2ln"}}}
+	b.Authenticated(p)
+	uuid, props := b.Identity()
+	if uuid != p.UUID || string(props) != `[{"name":"textures","value":"dg==","signature":"c2ln"}]` {
+		t.Fatalf("identity %x %s", uuid, props)
+	}
+	frame, _ := AppendHandshake(nil, nil, mc.Handshake{ProtocolVersion: v, Address: []byte("play.example"), Port: 25565, NextState: 2},
+		Rewrite{Bungee: true, UUID: &uuid, Properties: props}, "192.0.2.9", "alice")
+	if want := "play.example\x00192.0.2.9\x0001020300000000000000000000000000\x00" + string(props); !bytes.Contains(frame, []byte(want)) {
+		t.Fatalf("handshake %q, want the address %q", frame, want)
+	}
+	var k mc.Compressor
+	out, err := b.AppendClientLogin(nil, &k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, hl, _ := mc.SplitFrame(out, mc.MaxFrameLength)
+	ls, err := mc.ParseLoginSuccess(out[hl:], v)
+	if err != nil || ls.UUID != p.UUID || string(ls.Name) != "Alice" || len(ls.Properties) != 1 || string(ls.Properties[0].Value) != "dg==" || !ls.Properties[0].Signed {
+		t.Fatalf("login success %+v (%v)", ls, err)
+	}
+	if FailureReason(errors.New("malformed")) != reasons.AuthBadResponse {
+		t.Error("a malformed response is not auth_bad_response")
 	}
 }

@@ -38,6 +38,14 @@ const (
 	LoginRateSubnet
 	BufferBudget
 	BackendLogin // a login the proxy completes failed on the backend's side (terminate.go)
+	// Online-mode logins (login: online): the client's Encryption Response
+	// was bad (malformed, wrong verify token, bad secret), the session
+	// server refused the player, or it failed (error, timeout, full queue);
+	// a client that did not answer the Encryption Request in time.
+	AuthBadResponse
+	AuthRefused
+	AuthUnavailable
+	EncryptionTimeout
 	Count
 )
 
@@ -68,6 +76,10 @@ var labels = [Count]string{
 	LoginRateSubnet:        "login_rate_subnet",
 	BufferBudget:           "buffer_budget",
 	BackendLogin:           "backend_login",
+	AuthBadResponse:        "auth_bad_response",
+	AuthRefused:            "auth_refused",
+	AuthUnavailable:        "auth_unavailable",
+	EncryptionTimeout:      "encryption_timeout",
 }
 
 // String returns the reason's label, as counted and logged.
@@ -107,6 +119,8 @@ func DisconnectText(r Reason) string {
 		return "You are already logged in to this network"
 	case LoggedInElsewhere:
 		return "You logged in from another location"
+	case EncryptionTimeout:
+		return "Took too long to log in" // vanilla's multiplayer.disconnect.slow_login
 	}
 	return ""
 }
