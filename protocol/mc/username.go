@@ -105,3 +105,13 @@ func ValidVanillaUsername(name []byte) bool {
 	}
 	return true
 }
+
+// UsernamePolicyOrDefault compiles pattern as NewUsernamePolicy does, for
+// a pattern a configuration check has already accepted; were it not, the
+// vanilla policy, the strictest, stands in.
+func UsernamePolicyOrDefault(pattern string) *UsernamePolicy {
+	if p, err := NewUsernamePolicy(pattern); err == nil {
+		return p
+	}
+	return DefaultUsernamePolicy()
+}

@@ -153,3 +153,15 @@ func FuzzUsernamePolicy(f *testing.F) {
 		}
 	})
 }
+
+// TestUsernamePolicyOrDefault: a pattern that compiles is used; one that
+// does not gives the vanilla policy, never a nil one.
+func TestUsernamePolicyOrDefault(t *testing.T) {
+	if p := UsernamePolicyOrDefault(`^[a-z.]{1,16}$`); !p.Allows([]byte("a.b")) {
+		t.Fatalf("pattern %q refused a.b", p.Pattern())
+	}
+	p := UsernamePolicyOrDefault(`(`)
+	if p == nil || p.Pattern() != DefaultUsernamePolicy().Pattern() || p.Allows([]byte("a.b")) {
+		t.Fatalf("an invalid pattern gave %v, want the vanilla policy", p)
+	}
+}

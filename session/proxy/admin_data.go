@@ -46,29 +46,15 @@ func (s *session) remoteAddrPort() netip.AddrPort {
 
 // onLoops runs f on every loop of p (with the loop's state) and returns
 // the answers that came before ctx ended, and how many loops did not
-// answer. f runs on the loop: it must copy what it returns and not block.
-// A loop that answers late sends into a buffered channel, so nothing waits
-// for it.
+// answer (admin.Gather). f runs on the loop: it must copy what it returns
+// and not block.
 func onLoops[T any](ctx context.Context, p *Proxy, f func(*reactor.Loop, *loopState) T) ([]T, int) {
 	loops := p.rs.Loops()
-	ch := make(chan T, len(loops))
-	asked := 0
-	for _, l := range loops {
+	return admin.Gather(ctx, len(loops), func(i int, answer func(T)) bool {
+		l := loops[i]
 		ls := &p.loops[l.Index()%len(p.loops)]
-		if l.Execute(func() { ch <- f(l, ls) }) == nil {
-			asked++
-		}
-	}
-	out := make([]T, 0, asked)
-	for range asked {
-		select {
-		case v := <-ch:
-			out = append(out, v)
-		case <-ctx.Done():
-			return out, len(loops) - len(out)
-		}
-	}
-	return out, len(loops) - len(out)
+		return l.Execute(func() { answer(f(l, ls)) }) == nil
+	})
 }
 
 // RecentRejections returns, newest first, at most limit of the last

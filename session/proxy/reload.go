@@ -48,7 +48,7 @@ func newGeneration(cfg *config.Config, old *generation, live []int, loops int) *
 		shutdownDisconnect: mc.AppendLoginDisconnect(nil, status.ChatJSON(cfg.Shutdown.Message)),
 		unknownHost:        status.Offline(cfg.Status.Offline, unknownHostText),
 		hash:               cfg.Hash(),
-		usernames:          usernamePolicy(cfg.Limits.UsernamePattern),
+		usernames:          mc.UsernamePolicyOrDefault(cfg.Limits.UsernamePattern),
 		byIndex:            map[int]*config.ListenerConfig{},
 		live:               live,
 	}
@@ -77,15 +77,6 @@ func newGeneration(cfg *config.Config, old *generation, live []int, loops int) *
 		}
 	}
 	return g
-}
-
-// usernamePolicy compiles pattern, which the configuration check has
-// accepted; were it not, the vanilla policy, the strictest, stands in.
-func usernamePolicy(pattern string) *mc.UsernamePolicy {
-	if p, err := mc.NewUsernamePolicy(pattern); err == nil {
-		return p
-	}
-	return mc.DefaultUsernamePolicy()
 }
 
 // indices returns 0..n-1, the reactor indices of the listeners a proxy starts with.

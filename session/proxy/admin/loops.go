@@ -2,6 +2,7 @@ package admin
 
 import (
 	"cmp"
+	"context"
 	"net/netip"
 	"slices"
 	"time"
@@ -151,4 +152,29 @@ func Summarize(loops []LoopSessions, missing, limit int) SessionsSummary {
 		sum.Sessions = append(sum.Sessions, info)
 	}
 	return sum
+}
+
+// Gather asks each of n loops for its answer and returns the answers that
+// came before ctx ended, and how many loops did not answer. post(i, answer)
+// queues the question on loop i, which calls answer once with its copy; it
+// reports false when the loop cannot run it (stopped). A loop that answers
+// late sends into a buffered channel, so nothing waits for it.
+func Gather[T any](ctx context.Context, n int, post func(i int, answer func(T)) bool) ([]T, int) {
+	ch := make(chan T, n)
+	asked := 0
+	for i := range n {
+		if post(i, func(v T) { ch <- v }) {
+			asked++
+		}
+	}
+	out := make([]T, 0, asked)
+	for range asked {
+		select {
+		case v := <-ch:
+			out = append(out, v)
+		case <-ctx.Done():
+			return out, n - len(out)
+		}
+	}
+	return out, n - len(out)
 }
