@@ -67,17 +67,7 @@ func TestGoMCBotOnlineLoginThroughProxy(t *testing.T) {
 				if q := ss.Queries(); len(q) != 1 || q[0].Username != alice.Name || q[0].HasIP {
 					t.Fatalf("hasJoined queries %+v, want one for %s without ip", q, alice.Name)
 				}
-				st := srv.Stats()
-				if st.Rejected() != 0 || st.PlayStarted != 1 {
-					t.Fatalf("backend: %d rejected, %d in play", st.Rejected(), st.PlayStarted)
-				}
-				if want := int64(map[bool]int{true: 1}[fw.backend == mcbackend.ForwardVelocity]); st.Forwarded != want {
-					t.Fatalf("backend verified %d velocity forwardings, want %d", st.Forwarded, want)
-				}
-				if err := b.Client.Close(); err != nil {
-					t.Fatal(err)
-				}
-				waitStats(t, p, "the session to end", func(st proxymetrics.Stats) bool { return st.Active == 0 })
+				expectOnePlayerThenEnd(t, srv, p, b, fw.backend)
 			})
 		}
 	}

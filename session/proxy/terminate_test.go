@@ -65,17 +65,7 @@ func TestGoMCBotOfflineLoginThroughProxy(t *testing.T) {
 				b.Echo(t, bytes.Repeat([]byte("terminated "), 30))
 				b.Echo(t, []byte("small"))
 				waitStats(t, p, "the routed session", func(st proxymetrics.Stats) bool { return st.Routed == 1 && st.Rejected["backend_login"] == 0 })
-				st := srv.Stats()
-				if st.Rejected() != 0 || st.PlayStarted != 1 {
-					t.Fatalf("backend: %d rejected, %d in play", st.Rejected(), st.PlayStarted)
-				}
-				if want := int64(map[bool]int{true: 1}[fw.backend == mcbackend.ForwardVelocity]); st.Forwarded != want {
-					t.Fatalf("backend verified %d velocity forwardings, want %d", st.Forwarded, want)
-				}
-				if err := b.Client.Close(); err != nil {
-					t.Fatal(err)
-				}
-				waitStats(t, p, "the session to end", func(st proxymetrics.Stats) bool { return st.Active == 0 })
+				expectOnePlayerThenEnd(t, srv, p, b, fw.backend)
 			})
 		}
 	}
@@ -359,4 +349,22 @@ func TestHandOverTerminatedSessions(t *testing.T) {
 	if a := oldS.Stats().Active; a != 1 {
 		t.Fatalf("the old proxy holds %d sessions, want the pending one", a)
 	}
+}
+
+// expectOnePlayerThenEnd checks that the backend took exactly one player
+// into play without a refusal, verifying a velocity forwarding when fw is
+// velocity, and that the session ends in the proxy once the bot leaves.
+func expectOnePlayerThenEnd(t *testing.T, srv *mcbackend.Server, p *Proxy, b *gomcbot.Bot, fw mcbackend.Forwarding) {
+	t.Helper()
+	st := srv.Stats()
+	if st.Rejected() != 0 || st.PlayStarted != 1 {
+		t.Fatalf("backend: %d rejected, %d in play", st.Rejected(), st.PlayStarted)
+	}
+	if want := int64(map[bool]int{true: 1}[fw == mcbackend.ForwardVelocity]); st.Forwarded != want {
+		t.Fatalf("backend verified %d velocity forwardings, want %d", st.Forwarded, want)
+	}
+	if err := b.Client.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitStats(t, p, "the session to end", func(st proxymetrics.Stats) bool { return st.Active == 0 })
 }
