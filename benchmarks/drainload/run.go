@@ -198,12 +198,12 @@ func runTrial(ctx context.Context, cfg Config, srv Server) (t Trial) {
 		return t
 	}
 	_ = harness.Sleep(ctx, cfg.Settle)
-	idle, err := sampleCPU(ctx, pids, cfg.IdleWindow)
+	idle, err := procstat.SampleWindow(ctx, pids, cfg.IdleWindow)
 	if err != nil {
 		t.Error = err.Error()
 		return t
 	}
-	t.IdleCPU, t.IdleRuns, t.IdleOther = idle.pct, idle.runs, idle.other
+	t.IdleCPU, t.IdleRuns, t.IdleOther = idle.Pct, idle.Runs, idle.Other
 	k0, err := readKernelCounters()
 	if err != nil {
 		t.Error = err.Error()
@@ -250,17 +250,17 @@ func runTrial(ctx context.Context, cfg Config, srv Server) (t Trial) {
 	if mem, err := kernelTCPMemory(); err == nil {
 		t.KernelTCPMiB = float64(mem) / (1 << 20)
 	}
-	paused, err := sampleCPU(ctx, pids, cfg.Window)
+	paused, err := procstat.SampleWindow(ctx, pids, cfg.Window)
 	if err != nil {
 		t.Error = err.Error()
 		return t
 	}
-	t.PausedCPU, t.PausedRuns, t.PausedOther = paused.pct, paused.runs, paused.other
+	t.PausedCPU, t.PausedRuns, t.PausedOther = paused.Pct, paused.Runs, paused.Other
 
 	buf, scratch := make([]byte, 256<<10), make([]byte, 256<<10)
 	var resume, after []float64
 	var backlog []int64
-	phase, err := startPhase(pids)
+	phase, err := procstat.StartWindow(pids)
 	if err != nil {
 		t.Error = err.Error()
 		return t
@@ -277,12 +277,12 @@ func runTrial(ctx context.Context, cfg Config, srv Server) (t Trial) {
 		after = append(after, harness.Ms(s.AfterDrain))
 		backlog = append(backlog, s.Backlog)
 	}
-	resumed, err := phase.end(pids, true)
+	resumed, err := phase.End(pids, true)
 	if err != nil {
 		t.Error = err.Error()
 		return t
 	}
-	t.ResumeOther = resumed.other
+	t.ResumeOther = resumed.Other
 	slices.Sort(resume)
 	slices.Sort(after)
 	t.ResumeP50, t.ResumeP99 = harness.Percentile(resume, 50), harness.Percentile(resume, 99)
@@ -303,7 +303,7 @@ func waitQuiet(ctx context.Context, cfg Config, pids []int) (float64, error) {
 	}
 	start := time.Now()
 	for {
-		s, err := sampleCPU(ctx, pids, time.Second)
+		s, err := procstat.SampleWindow(ctx, pids, time.Second)
 		if err != nil {
 			return 0, err
 		}
@@ -313,12 +313,12 @@ func waitQuiet(ctx context.Context, cfg Config, pids []int) (float64, error) {
 		}
 		mib := float64(mem) / (1 << 20)
 		waited := time.Since(start)
-		if s.other < cfg.QuietCPU && mib < cfg.QuietTCPMiB {
+		if s.Other < cfg.QuietCPU && mib < cfg.QuietTCPMiB {
 			return waited.Seconds(), nil
 		}
 		if waited > cfg.QuietWait {
 			return waited.Seconds(), fmt.Errorf("the machine was not quiet within %v: the rest of it busy %.0f%% of a core, TCP sockets holding %.0f MiB (want under %.0f%% and %.0f MiB)",
-				cfg.QuietWait, s.other, mib, cfg.QuietCPU, cfg.QuietTCPMiB)
+				cfg.QuietWait, s.Other, mib, cfg.QuietCPU, cfg.QuietTCPMiB)
 		}
 		if ctx.Err() != nil {
 			return waited.Seconds(), ctx.Err()
@@ -467,73 +467,4 @@ func pausedGauge(ctx context.Context, addr string) (int, error) {
 		return 0, fmt.Errorf("metrics at %s: no %s", addr, name)
 	}
 	return int(v), nil
-}
-
-// cpuSample is one sampling window.
-type cpuSample struct {
-	pct   float64 // the server's on-CPU time, percent of one core
-	runs  float64 // its threads' wake-ups per second
-	other float64 // the rest of the machine's busy time, percent of one core
-}
-
-// phase is the CPU of the server, of the machine and of this process at
-// its start, for the figures of what followed.
-type phase struct {
-	start time.Time
-	srv   procstat.Sample
-	mach  int64
-	self  time.Duration
-}
-
-func startPhase(pids []int) (phase, error) {
-	a, err := procstat.Read(pids)
-	if err != nil {
-		return phase{}, err
-	}
-	m, err := procstat.MachineCPU()
-	if err != nil {
-		return phase{}, err
-	}
-	self, err := procstat.SelfCPU()
-	if err != nil {
-		return phase{}, err
-	}
-	return phase{start: time.Now(), srv: a, mach: m.Processes, self: self}, nil
-}
-
-// end returns the figures since p started. In a phase in which this process
-// works too (the resumptions), lessSelf takes its CPU out of the rest of
-// the machine's; in a sampling window it sleeps.
-func (p phase) end(pids []int, lessSelf bool) (cpuSample, error) {
-	b, err := procstat.Read(pids)
-	if err != nil {
-		return cpuSample{}, err
-	}
-	m, err := procstat.MachineCPU()
-	if err != nil {
-		return cpuSample{}, err
-	}
-	self, err := procstat.SelfCPU()
-	if err != nil {
-		return cpuSample{}, err
-	}
-	el := time.Since(p.start).Seconds()
-	srv := float64(b.CPUNs-p.srv.CPUNs) / 1e9
-	s := cpuSample{pct: srv / el * 100, runs: float64(b.Slices-p.srv.Slices) / el,
-		other: max(0, float64(m.Processes-p.mach)/1e9-srv) / el * 100}
-	if lessSelf {
-		rest := float64(m.Processes-p.mach-(b.CPUNs-p.srv.CPUNs)-int64(self-p.self)) / 1e9
-		s.other = max(0, rest) / el * 100
-	}
-	return s, nil
-}
-
-// sampleCPU samples pids and the machine over d.
-func sampleCPU(ctx context.Context, pids []int, d time.Duration) (cpuSample, error) {
-	p, err := startPhase(pids)
-	if err != nil {
-		return cpuSample{}, err
-	}
-	_ = harness.Sleep(ctx, d)
-	return p.end(pids, false)
 }

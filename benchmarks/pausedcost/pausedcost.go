@@ -121,12 +121,12 @@ func runTrial(ctx context.Context, cfg Config, srv Server) (t Trial) {
 	}()
 	pids := proc.PIDs()
 	_ = harness.Sleep(ctx, cfg.Settle)
-	idle, err := sample(ctx, pids, cfg.IdleWindow)
+	idle, err := procstat.SampleWindow(ctx, pids, cfg.IdleWindow)
 	if err != nil {
 		t.Error = err.Error()
 		return t
 	}
-	t.IdleCPU, t.IdleRuns, t.IdleOther = idle.pct, idle.runs, idle.other
+	t.IdleCPU, t.IdleRuns, t.IdleOther = idle.Pct, idle.Runs, idle.Other
 	var conns []net.Conn
 	defer func() {
 		for _, c := range conns {
@@ -147,12 +147,12 @@ func runTrial(ctx context.Context, cfg Config, srv Server) (t Trial) {
 		return t
 	}
 	_ = harness.Sleep(ctx, cfg.Settle)
-	paused, err := sample(ctx, pids, cfg.Window)
+	paused, err := procstat.SampleWindow(ctx, pids, cfg.Window)
 	if err != nil {
 		t.Error = err.Error()
 		return t
 	}
-	t.PausedCPU, t.PausedRuns, t.PausedOther = paused.pct, paused.runs, paused.other
+	t.PausedCPU, t.PausedRuns, t.PausedOther = paused.Pct, paused.Runs, paused.Other
 	if !proc.Running() {
 		t.Error = "the server exited during the trial"
 	}
@@ -406,34 +406,4 @@ func stableGauge(ctx context.Context, m *gometrics.Client, metric string, quiet,
 		}
 	}
 	return best, nil
-}
-
-type cpuSample struct{ pct, runs, other float64 }
-
-// sample measures pids and the rest of the machine over d.
-func sample(ctx context.Context, pids []int, d time.Duration) (cpuSample, error) {
-	a, err := procstat.Read(pids)
-	if err != nil {
-		return cpuSample{}, err
-	}
-	ma, err := procstat.MachineCPU()
-	if err != nil {
-		return cpuSample{}, err
-	}
-	start := time.Now()
-	if err := harness.Sleep(ctx, d); err != nil {
-		return cpuSample{}, err
-	}
-	b, err := procstat.Read(pids)
-	if err != nil {
-		return cpuSample{}, err
-	}
-	mb, err := procstat.MachineCPU()
-	if err != nil {
-		return cpuSample{}, err
-	}
-	el := time.Since(start).Seconds()
-	srv := float64(b.CPUNs-a.CPUNs) / 1e9
-	return cpuSample{pct: srv / el * 100, runs: float64(b.Slices-a.Slices) / el,
-		other: max(0, float64(mb.Processes-ma.Processes)/1e9-srv) / el * 100}, nil
 }
