@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -125,13 +124,6 @@ func (e *StepError) Error() string {
 
 func (e *StepError) Unwrap() error { return e.Err }
 
-// isTimeout reports whether err is a deadline that passed.
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) ||
-		(errors.As(err, &ne) && ne.Timeout())
-}
-
 // connectOnce makes connection i: connect, write req, read the response
 // (want), read EOF, close. It returns the time from the start of the
 // connect to the last byte of the response.
@@ -192,7 +184,7 @@ func (t *tally) add(h *hdrhistogram.Histogram, ok int, errs []error) {
 	t.ok += ok
 	for _, err := range errs {
 		t.errors++
-		if isTimeout(err) {
+		if harness.IsTimeout(err) {
 			t.timeouts++
 		}
 		if len(t.first) < keptErrors {

@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/sockopt"
 )
 
@@ -130,7 +130,7 @@ func (f *flow) write(fillCtx, ctx context.Context, diag *lockedDiag, maxBytes, t
 				fail(fmt.Errorf("the server took %d bytes of requests without the reply backing up enough to stop reading", sent))
 				return
 			}
-			if err != nil && !isTimeout(err) {
+			if err != nil && !harness.IsTimeout(err) {
 				fail(fmt.Errorf("writing requests after %d bytes: %w", f.sent.Load(), err))
 				return
 			}
@@ -185,7 +185,7 @@ func (f *flow) write(fillCtx, ctx context.Context, diag *lockedDiag, maxBytes, t
 		n, err := f.c.Write(rem)
 		rem = rem[n:]
 		f.sent.Add(int64(n))
-		if err != nil && !isTimeout(err) {
+		if err != nil && !harness.IsTimeout(err) {
 			f.final.Store(f.sent.Load())
 			f.wrote <- fmt.Errorf("writing the rest of the requests after %d bytes: %w", f.sent.Load(), err)
 			return
@@ -257,7 +257,7 @@ func (f *flow) drain(diag *lockedDiag, buf, scratch []byte, timeout time.Duratio
 				resumedAt = now
 			}
 		}
-		if rerr != nil && !isTimeout(rerr) {
+		if rerr != nil && !harness.IsTimeout(rerr) {
 			if errors.Is(rerr, io.EOF) {
 				return sample{}, fmt.Errorf("the server closed the connection after %d response bytes", pos)
 			}
@@ -272,5 +272,3 @@ func (f *flow) drain(diag *lockedDiag, buf, scratch []byte, timeout time.Duratio
 	}
 	return sample{Resume: resumedAt.Sub(t0), AfterDrain: resumedAt.Sub(drainedAt), Backlog: backlog}, nil
 }
-
-func isTimeout(err error) bool { return errors.Is(err, os.ErrDeadlineExceeded) }

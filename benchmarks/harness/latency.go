@@ -1,7 +1,10 @@
 package harness
 
 import (
+	"context"
 	"errors"
+	"net"
+	"os"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -41,3 +44,12 @@ var ErrStalled = errors.New("no echo for the stall timeout")
 
 // Ms converts d to milliseconds, the unit of the reports' durations.
 func Ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// IsTimeout reports whether err is a deadline that passed: a connection's
+// (os.ErrDeadlineExceeded, a net.Error that says so) or a context's. The
+// load clients count such failures apart from refusals and errors.
+func IsTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) ||
+		(errors.As(err, &ne) && ne.Timeout())
+}

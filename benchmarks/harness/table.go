@@ -2,6 +2,7 @@ package harness
 
 import (
 	"io"
+	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -77,4 +78,21 @@ func (t TextTable) Write(w io.Writer, header []string, rows [][]string) error {
 		}
 	}
 	return tw.Flush()
+}
+
+// ByCount returns the keys of counts, the largest count first and equal
+// counts by name: the order in which the reports list reasons (refusals,
+// failures) so that the common ones lead and a rerun lists them alike.
+func ByCount(counts map[string]int) []string {
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if counts[keys[i]] != counts[keys[j]] {
+			return counts[keys[i]] > counts[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	return keys
 }

@@ -12,39 +12,8 @@
 package mcload
 
 import (
-	"fmt"
-	"net"
 	"strings"
 )
-
-// ParseSources parses a comma-separated list of source IP addresses; an
-// empty list means the system's choice.
-func ParseSources(list string) ([]net.IP, error) {
-	var out []net.IP
-	for _, f := range strings.Split(list, ",") {
-		f = strings.TrimSpace(f)
-		if f == "" {
-			continue
-		}
-		ip := net.ParseIP(f)
-		if ip == nil {
-			return nil, fmt.Errorf("source address %q is not an IP address", f)
-		}
-		out = append(out, ip)
-	}
-	return out, nil
-}
-
-// dialer returns a dialer bound to sources[i % len(sources)], or an unbound
-// one for no sources.
-func dialer(sources []net.IP, i int) *net.Dialer {
-	d := &net.Dialer{}
-	if len(sources) > 0 {
-		d.LocalAddr = &net.TCPAddr{IP: sources[i%len(sources)]}
-		d.Control = noPortAtBind
-	}
-	return d
-}
 
 // Reason labels a failed connection: the login error's reason, with a
 // disconnect's text, or "connect: ..." for a failed dial.

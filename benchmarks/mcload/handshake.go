@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/mcclient"
+	"github.com/tidegate/tidegate/benchmarks/sockopt"
 )
 
 // HandshakeConfig is a login storm.
@@ -71,7 +71,7 @@ func Handshake(ctx context.Context, cfg HandshakeConfig) (*HandshakeResult, erro
 					return
 				}
 				t0 := time.Now()
-				reason := attempt(ctx, cfg, dialer(cfg.Sources, i), host, port, fmt.Sprintf("hs%d", i), buf)
+				reason := attempt(ctx, cfg, sockopt.SourceDialer(cfg.Sources, i), host, port, fmt.Sprintf("hs%d", i), buf)
 				d := time.Since(t0)
 				mu.Lock()
 				if reason == "" {
@@ -125,16 +125,4 @@ func attempt(ctx context.Context, cfg HandshakeConfig, d *net.Dialer, host strin
 }
 
 // SortedRejections returns the rejection reasons, most frequent first.
-func (r *HandshakeResult) SortedRejections() []string {
-	keys := make([]string, 0, len(r.Rejections))
-	for k := range r.Rejections {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if r.Rejections[keys[i]] != r.Rejections[keys[j]] {
-			return r.Rejections[keys[i]] > r.Rejections[keys[j]]
-		}
-		return keys[i] < keys[j]
-	})
-	return keys
-}
+func (r *HandshakeResult) SortedRejections() []string { return harness.ByCount(r.Rejections) }

@@ -21,6 +21,7 @@ import (
 	"github.com/tidegate/tidegate/benchmarks/mcclient"
 	"github.com/tidegate/tidegate/benchmarks/parallel"
 	"github.com/tidegate/tidegate/benchmarks/procstat"
+	"github.com/tidegate/tidegate/benchmarks/sockopt"
 )
 
 // idleEchoPayload is the body size of the one PLAY packet each idle session
@@ -99,7 +100,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, in io.Reader, out io.Write
 		reason := ""
 		deadline := time.Now().Add(cfg.Timeout)
 		cctx, cancel := context.WithDeadline(ctx, deadline)
-		c, err := dialer(cfg.Sources, i).DialContext(cctx, "tcp", cfg.Addr)
+		c, err := sockopt.SourceDialer(cfg.Sources, i).DialContext(cctx, "tcp", cfg.Addr)
 		cancel()
 		if err != nil {
 			reason = connectReason(err)

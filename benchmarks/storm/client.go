@@ -7,15 +7,14 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"slices"
-	"sort"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/parallel"
+	"github.com/tidegate/tidegate/benchmarks/sockopt"
 )
 
 // heldMessage and stormMessage are the sizes of the checked messages a held
@@ -35,17 +34,6 @@ func message(tag byte, id, seq, size int) []byte {
 		b = append(b, 'a'+byte((id+seq+i)%26))
 	}
 	return b[:size]
-}
-
-// dialer returns a dialer bound to sources[i % len(sources)], or an unbound
-// one for no sources.
-func dialer(sources []net.IP, i int) *net.Dialer {
-	d := &net.Dialer{}
-	if len(sources) > 0 {
-		d.LocalAddr = &net.TCPAddr{IP: sources[i%len(sources)]}
-		d.Control = bindNoPort
-	}
-	return d
 }
 
 // echo writes msg on c and reads it back; it returns when the first echoed
@@ -112,17 +100,13 @@ func (o Outcome) String() string {
 // its echo (echoErr) into its outcome and a reason without addresses, so
 // that reasons group. Both nil is Accepted.
 func Classify(dialErr, echoErr error) (Outcome, string) {
-	var ne net.Error
-	timeout := func(err error) bool {
-		return errors.As(err, &ne) && ne.Timeout() || errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded)
-	}
 	switch err := dialErr; {
 	case err == nil:
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return Refused, "connect refused"
 	case errors.Is(err, syscall.ECONNRESET):
 		return Refused, "reset during connect"
-	case timeout(err):
+	case harness.IsTimeout(err):
 		return TimedOut, "no connection"
 	case errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE):
 		return Errored, "client out of descriptors"
@@ -140,7 +124,7 @@ func Classify(dialErr, echoErr error) (Outcome, string) {
 		return Refused, "reset"
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return Refused, "closed"
-	case timeout(err):
+	case harness.IsTimeout(err):
 		return TimedOut, "no echo"
 	default:
 		return Errored, "echo: " + err.Error()
@@ -193,22 +177,7 @@ type StormResult struct {
 func (r *StormResult) Sum() int { return r.Accepted + r.Refused + r.TimedOut + r.Errored }
 
 // SortedReasons returns the reasons, most frequent first.
-func (r *StormResult) SortedReasons() []string { return sortedKeys(r.Reasons) }
-
-// sortedKeys returns m's keys, the largest count first, then by name.
-func sortedKeys(m map[string]int) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if m[keys[i]] != m[keys[j]] {
-			return m[keys[i]] > m[keys[j]]
-		}
-		return keys[i] < keys[j]
-	})
-	return keys
-}
+func (r *StormResult) SortedReasons() []string { return harness.ByCount(r.Reasons) }
 
 // StormRun is a fired storm: its result and the connections that were
 // served, kept open until Close so that they hold their place in the proxy.
@@ -259,7 +228,7 @@ func Storm(ctx context.Context, cfg StormConfig) (*StormRun, error) {
 				t0 := time.Now()
 				deadline := t0.Add(cfg.Timeout)
 				dctx, cancel := context.WithDeadline(ctx, deadline)
-				c, err := dialer(cfg.Sources, i).DialContext(dctx, "tcp", cfg.Addr)
+				c, err := sockopt.SourceDialer(cfg.Sources, i).DialContext(dctx, "tcp", cfg.Addr)
 				cancel()
 				out := &outs[i]
 				if err != nil {
@@ -368,7 +337,7 @@ func OpenHeld(ctx context.Context, cfg HeldConfig) (*Held, error) {
 	stopped := parallel.Each(ctx, cfg.Count, cfg.Parallel, func(i int) error {
 		deadline := time.Now().Add(cfg.Timeout)
 		dctx, cancel := context.WithDeadline(ctx, deadline)
-		c, err := dialer(cfg.Sources, i).DialContext(dctx, "tcp", cfg.Addr)
+		c, err := sockopt.SourceDialer(cfg.Sources, i).DialContext(dctx, "tcp", cfg.Addr)
 		cancel()
 		if err != nil {
 			errs[i] = fmt.Errorf("held session %d: connect to %s: %w", i, cfg.Addr, err)

@@ -178,7 +178,7 @@ func (t *Trial) Failures() []string {
 // reasonList writes counts by reason as "closed x3, reset x1".
 func reasonList(m map[string]int) string {
 	var parts []string
-	for _, k := range sortedKeys(m) {
+	for _, k := range harness.ByCount(m) {
 		parts = append(parts, fmt.Sprintf("%s x%d", k, m[k]))
 	}
 	return strings.Join(parts, ", ")

@@ -15,6 +15,7 @@ import (
 	"github.com/tidegate/tidegate/benchmarks/mcload"
 	"github.com/tidegate/tidegate/benchmarks/peers"
 	"github.com/tidegate/tidegate/benchmarks/session"
+	"github.com/tidegate/tidegate/benchmarks/sockopt"
 )
 
 // benchIdleCommand holds many idle proxied sessions and measures the proxy.
@@ -222,7 +223,7 @@ func benchIdleWorkerCommand() *cli.Command {
 			&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second},
 		}, logflags.Flags()...),
 		Action: func(c *cli.Context) error {
-			sources, err := mcload.ParseSources(c.String("sources"))
+			sources, err := sockopt.ParseSources(c.String("sources"))
 			if err != nil {
 				return err
 			}

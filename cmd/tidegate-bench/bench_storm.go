@@ -15,8 +15,8 @@ import (
 
 	"github.com/tidegate/tidegate/benchmarks/echo"
 	"github.com/tidegate/tidegate/benchmarks/harness"
-	"github.com/tidegate/tidegate/benchmarks/mcload"
 	"github.com/tidegate/tidegate/benchmarks/peers"
+	"github.com/tidegate/tidegate/benchmarks/sockopt"
 	"github.com/tidegate/tidegate/benchmarks/storm"
 )
 
@@ -76,7 +76,7 @@ func runBenchStorm(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("--targets: %w", err)
 	}
-	sources, err := mcload.ParseSources(c.String("sources"))
+	sources, err := sockopt.ParseSources(c.String("sources"))
 	if err != nil {
 		return fmt.Errorf("--sources: %w", err)
 	}

@@ -26,7 +26,7 @@ import (
 	"github.com/tidegate/tidegate/internal/revision"
 
 	"github.com/tidegate/tidegate/benchmarks/harness"
-	"github.com/tidegate/tidegate/benchmarks/mcload"
+	"github.com/tidegate/tidegate/benchmarks/sockopt"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -71,7 +71,7 @@ func stormSetup(c *cli.Context) (zerolog.Logger, []net.IP, error) {
 	if err != nil {
 		return log, nil, err
 	}
-	sources, err := mcload.ParseSources(c.String("sources"))
+	sources, err := sockopt.ParseSources(c.String("sources"))
 	if err != nil {
 		return log, nil, fmt.Errorf("--sources: %w", err)
 	}
@@ -79,7 +79,7 @@ func stormSetup(c *cli.Context) (zerolog.Logger, []net.IP, error) {
 }
 
 // sourcesFlag is --sources, the local addresses a login storm's
-// connections come from (mcload.ParseSources reads it).
+// connections come from (sockopt.ParseSources reads it).
 func sourcesFlag() cli.Flag {
 	return &cli.StringFlag{Name: "sources", Value: "127.0.0.1,127.0.0.2,127.0.0.3,127.0.0.4", Usage: "local source addresses, comma-separated"}
 }

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package mcload
+package sockopt
 
 import "syscall"
 
