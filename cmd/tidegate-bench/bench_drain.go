@@ -29,7 +29,7 @@ func benchDrainCommand() *cli.Command {
 			"It exits non-zero when a connection lost or reordered a byte, did not stall or resume, or a\n" +
 			"server died. Linux only.",
 		Flags: append([]cli.Flag{
-			&cli.StringSliceFlag{Name: "server", Usage: "`LABEL=BINARY`: a tidegate build to measure; repeat the flag", DefaultText: "--tidegate-bin as 'tidegate'"},
+			serverFlag(),
 			tidegateBinFlag(),
 			&cli.IntFlag{Name: "conns", Value: drainload.DefaultConns, Usage: "connections paused at once"},
 			&cli.IntFlag{Name: "repeats", Value: drainload.DefaultRepeats, Usage: "trials per server, each on a fresh server"},
@@ -61,13 +61,9 @@ func runBenchDrain(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	builds, err := serverBuilds(c)
+	servers, err := serverBuilds(c, func(label, bin string) drainload.Server { return drainload.Server{Label: label, Binary: bin} })
 	if err != nil {
 		return err
-	}
-	servers := make([]drainload.Server, len(builds))
-	for i, b := range builds {
-		servers[i] = drainload.Server{Label: b.label, Binary: b.binary}
 	}
 	ctx, stop := sessionContext(c)
 	defer stop()
@@ -98,26 +94,28 @@ func runBenchDrain(c *cli.Context) error {
 	return nil
 }
 
-// serverBuild is one --server LABEL=BINARY.
-type serverBuild struct{ label, binary string }
+// serverFlag is --server, which serverBuilds reads.
+func serverFlag() cli.Flag {
+	return &cli.StringSliceFlag{Name: "server", Usage: "`LABEL=BINARY`: a tidegate build to measure; repeat the flag", DefaultText: "--tidegate-bin as 'tidegate'"}
+}
 
-// serverBuilds returns the --server flags, or --tidegate-bin as "tidegate"
-// when there is none.
-func serverBuilds(c *cli.Context) ([]serverBuild, error) {
-	var builds []serverBuild
+// serverBuilds returns the --server flags, each made a tool's server by
+// build, or --tidegate-bin as "tidegate" when there is none.
+func serverBuilds[S any](c *cli.Context, build func(label, binary string) S) ([]S, error) {
+	var builds []S
 	for _, s := range c.StringSlice("server") {
 		label, bin, ok := strings.Cut(s, "=")
 		if !ok || label == "" || bin == "" {
 			return nil, fmt.Errorf("--server %q: want LABEL=BINARY", s)
 		}
-		builds = append(builds, serverBuild{label, bin})
+		builds = append(builds, build(label, bin))
 	}
 	if len(builds) == 0 {
 		exe, err := tidegateBinary(c)
 		if err != nil {
 			return nil, err
 		}
-		builds = []serverBuild{{"tidegate", exe}}
+		builds = []S{build("tidegate", exe)}
 	}
 	return builds, nil
 }

@@ -24,7 +24,7 @@ func benchPausedCommand() *cli.Command {
 		Flags: append([]cli.Flag{
 			tidegateBinFlag(),
 			&cli.StringFlag{Name: "target", Value: pausedcost.TargetPush, Usage: "push or proxy"},
-			&cli.StringSliceFlag{Name: "server", Usage: "`LABEL=BINARY`: a tidegate build to measure; repeat the flag", DefaultText: "--tidegate-bin as 'tidegate'"},
+			serverFlag(),
 			&cli.IntFlag{Name: "conns", Value: 1000, Usage: "connections held back at once"},
 			&cli.IntFlag{Name: "repeats", Value: 4, Usage: "trials per server, each on a fresh server"},
 			&cli.IntFlag{Name: "loops", Value: 2, Usage: "the servers' loops (and GOMAXPROCS)"},
@@ -42,13 +42,9 @@ func runBenchPaused(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	builds, err := serverBuilds(c)
+	servers, err := serverBuilds(c, func(label, bin string) pausedcost.Server { return pausedcost.Server{Label: label, Binary: bin} })
 	if err != nil {
 		return err
-	}
-	servers := make([]pausedcost.Server, len(builds))
-	for i, b := range builds {
-		servers[i] = pausedcost.Server{Label: b.label, Binary: b.binary}
 	}
 	ctx, stop := sessionContext(c)
 	defer stop()
