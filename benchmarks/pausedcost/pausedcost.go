@@ -24,19 +24,23 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
-	"golang.org/x/sys/unix"
 
 	"github.com/tidegate/tidegate/benchmarks/gometrics"
 	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/peers"
 	"github.com/tidegate/tidegate/benchmarks/procstat"
+	"github.com/tidegate/tidegate/benchmarks/sockopt"
 	"github.com/tidegate/tidegate/protocol/push"
 	"github.com/tidegate/tidegate/protocol/tlv"
 )
+
+// smallBuffer is the SO_RCVBUF of the stalled backend's and the stuck
+// subscribers' sockets and the SO_SNDBUF of the sessions' clients: 4 KiB, so
+// that the server's own queue, not the kernel's, holds what does not move.
+const smallBuffer = 4096
 
 // Targets the tool measures.
 const (
@@ -210,7 +214,7 @@ type backend struct {
 }
 
 func startBackend() (*backend, error) {
-	lc := net.ListenConfig{Control: smallBuffers(unix.SO_RCVBUF)}
+	lc := net.ListenConfig{Control: sockopt.Control(smallBuffer, 0, 0)}
 	ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("pausedcost: backend listen: %w", err)
@@ -239,23 +243,11 @@ func (b *backend) close() {
 	}
 }
 
-// smallBuffers sets opt (SO_RCVBUF or SO_SNDBUF) to 4 KiB on a socket
-// before it connects or listens.
-func smallBuffers(opt int) func(string, string, syscall.RawConn) error {
-	return func(_, _ string, rc syscall.RawConn) error {
-		var serr error
-		if err := rc.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, opt, 4096) }); err != nil {
-			return err
-		}
-		return serr
-	}
-}
-
 // holdSubscribers connects cfg.Conns SSE subscribers that never read and
 // publishes until the server holds output for each.
 func holdSubscribers(ctx context.Context, cfg Config, addrs []string, m *gometrics.Client, t *Trial) ([]net.Conn, error) {
 	const topic = "paused"
-	d := net.Dialer{Timeout: 5 * time.Second, Control: smallBuffers(unix.SO_RCVBUF)}
+	d := net.Dialer{Timeout: 5 * time.Second, Control: sockopt.Control(smallBuffer, 0, 0)}
 	req := "GET /events?topic=" + url.QueryEscape(topic) + " HTTP/1.1\r\nHost: pausedcost\r\n\r\n"
 	var conns []net.Conn
 	for i := 0; i < cfg.Conns; i++ {
@@ -319,7 +311,7 @@ func holdSubscribers(ctx context.Context, cfg Config, addrs []string, m *gometri
 // holdSessions opens cfg.Conns raw sessions and writes on each until the
 // proxy stops reading it.
 func holdSessions(ctx context.Context, cfg Config, addr string, m *gometrics.Client, t *Trial) ([]net.Conn, error) {
-	d := net.Dialer{Timeout: 5 * time.Second, Control: smallBuffers(unix.SO_SNDBUF)}
+	d := net.Dialer{Timeout: 5 * time.Second, Control: sockopt.Control(0, smallBuffer, 0)}
 	var conns []net.Conn
 	for i := 0; i < cfg.Conns; i++ {
 		c, err := d.DialContext(ctx, "tcp", addr)

@@ -10,13 +10,11 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/tidegate/tidegate/benchmarks/gometrics"
 	"github.com/tidegate/tidegate/benchmarks/harness"
+	"github.com/tidegate/tidegate/benchmarks/sockopt"
 )
 
 // StuckConfig describes a run with subscribers that never read: Load's
@@ -278,16 +276,7 @@ func dropShare(a, b serverSample, stuck int) float64 {
 
 // dialStuck connects the stuck SSE subscribers and sends their requests.
 func dialStuck(cfg StuckConfig) ([]net.Conn, error) {
-	d := net.Dialer{Timeout: 5 * time.Second}
-	if n := cfg.StuckRcvBuf; n > 0 {
-		d.Control = func(_, _ string, rc syscall.RawConn) error {
-			var serr error
-			if err := rc.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, n) }); err != nil {
-				return err
-			}
-			return serr
-		}
-	}
+	d := net.Dialer{Timeout: 5 * time.Second, Control: sockopt.Control(cfg.StuckRcvBuf, 0, 0)}
 	req := "GET /events?topic=" + url.QueryEscape(cfg.Load.Topic) + " HTTP/1.1\r\nHost: pushload\r\n\r\n"
 	conns := make([]net.Conn, 0, cfg.Stuck)
 	for i := 0; i < cfg.Stuck; i++ {
