@@ -106,8 +106,6 @@ type CompareConfig struct {
 	Loops int
 	// GoMaxProcs, when positive, is the server's GOMAXPROCS.
 	GoMaxProcs int
-	// ServeArgs are more arguments for `serve`.
-	ServeArgs []string
 	// Syscalls adds, after the measured repeats, as many trials per started
 	// server under perf, counting its system calls during the measured run
 	// (they vary with timing: epoll waits, futex wake-ups, sleeps).
@@ -226,8 +224,7 @@ func Compare(ctx context.Context, cfg CompareConfig) (*Comparison, error) {
 
 // serveArgv is the command line that starts bin as a TLV echo server.
 func serveArgv(cfg CompareConfig, bin, addr string) []string {
-	argv := []string{bin, "serve", "--listen", addr, "--loops", strconv.Itoa(cfg.Loops), "--log-level", "warn"}
-	return append(argv, cfg.ServeArgs...)
+	return []string{bin, "serve", "--listen", addr, "--loops", strconv.Itoa(cfg.Loops), "--log-level", "warn"}
 }
 
 // runTrial measures one server once. The error is for ctx only; anything

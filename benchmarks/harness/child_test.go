@@ -180,7 +180,9 @@ func TestAChildThatIgnoresSIGTERMIsKilledAtTheDeadline(t *testing.T) {
 func TestAChildThatNeverListensFailsStartAndIsStopped(t *testing.T) {
 	linuxOnly(t)
 	s := childSpec(t, "mute")
-	s.ReadyTimeout = 300 * time.Millisecond
+	// Long enough for the child to have written its first line on a loaded
+	// machine: the error must show it.
+	s.ReadyTimeout = 2 * time.Second
 	s.StopTimeout = 300 * time.Millisecond
 	s.Dir = t.TempDir()
 	c, err := Start(context.Background(), s)
@@ -188,7 +190,7 @@ func TestAChildThatNeverListensFailsStartAndIsStopped(t *testing.T) {
 		c.Stop()
 		t.Fatal("Start succeeded for a child that never listens")
 	}
-	if !strings.Contains(err.Error(), "not accepting connections on "+s.Listen+" after 300ms") ||
+	if !strings.Contains(err.Error(), "not accepting connections on "+s.Listen+" after 2s") ||
 		!strings.Contains(err.Error(), "child up in mode mute") {
 		t.Errorf("Start's error %q does not say what it waited for and show the log", err)
 	}
