@@ -273,7 +273,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	var published atomic.Int64
 	stop := make(chan struct{})
 	pubErr := make(chan error, 1)
-	go func() { pubErr <- publish(pc, cfg, &published, stop) }()
+	// The publisher gets the channel, not the variable: stopPublishing sets
+	// stop to nil, maybe before the goroutine has started.
+	go func(stop <-chan struct{}) { pubErr <- publish(pc, cfg, &published, stop) }(stop)
 
 	// stopPublishing ends the publisher and returns its error; on a return
 	// before that, the deferred call also closes the connection, which
