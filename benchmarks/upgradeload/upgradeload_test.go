@@ -324,7 +324,8 @@ func testConfig(t *testing.T) Config {
 		}
 	})
 	return Config{Executable: os.Args[0], Sessions: 50, Interval: 20 * time.Millisecond, Repeats: 1,
-		Warmup: 500 * time.Millisecond, Baseline: 300 * time.Millisecond, Settle: 150 * time.Millisecond,
+		// A warm-up of 2 s: at load 50 the sessions' first echoes took over 500 ms.
+		Warmup: 2 * time.Second, Baseline: 300 * time.Millisecond, Settle: 150 * time.Millisecond,
 		UpgradeTimeout: 20 * time.Second, EchoTimeout: 3 * time.Second, Dir: dir,
 		Log: zerolog.New(zerolog.ConsoleWriter{Out: t.Output(), NoColor: true, TimeFormat: "15:04:05.000"}).With().Timestamp().Logger()}
 }
@@ -455,6 +456,9 @@ func TestRunFails(t *testing.T) {
 func TestRunFailsFastWhenTheUpgradeIsGivenUp(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.env = []string{fakeRefuseEnv + "=1"}
+	// Long enough that half of it bounds the whole run on a loaded machine
+	// (it took 10 s at load 50); a run that waited for it would take a minute.
+	cfg.UpgradeTimeout = time.Minute
 	start := time.Now()
 	res, err := Run(context.Background(), cfg)
 	if err != nil {
