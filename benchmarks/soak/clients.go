@@ -263,7 +263,45 @@ func (s *shortLived) churn(ctx context.Context, w, seq int) error {
 	}
 	s.record(time.Since(sent))
 	// Hold the session for part of the hold; the rest the worker sleeps.
-	return harness.Sleep(ctx, s.hold/2)
+	if err := harness.Sleep(ctx, s.hold/2); err != nil || s.leak {
+		return err
+	}
+	return leave(c)
+}
+
+// leaveTimeout bounds the wait for the proxy to end a session this side
+// has shut its write side of.
+const leaveTimeout = 30 * time.Second
+
+// leave ends a session in order: shutdown(SHUT_WR), then nothing more but
+// the end of the stream, which comes once the proxy has closed the
+// session's backend and client sockets. So a worker's next connect never
+// overlaps its previous session in the proxy, however late a loaded proxy
+// closes it: the sessions the soak asks for at once are the proxy's
+// sessions at once, which is what its descriptor budget is sized for
+// (doc.go). Without it, each closed session lingered in the proxy while
+// its worker connected again, and at 9,000 sessions the overlap took the
+// budget to its reserve (benchmarks/results/2026-12-02-soak-hour.md).
+func leave(c net.Conn) error {
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		return fmt.Errorf("connection %T is not TCP", c)
+	}
+	if err := tc.CloseWrite(); err != nil {
+		return fmt.Errorf("leaving: shutting the write side: %w", err)
+	}
+	return expectEOF(c, "leaving")
+}
+
+// expectEOF reads from c until the end of the stream, which must come
+// within leaveTimeout with no byte before it; what names the step.
+func expectEOF(c net.Conn, what string) error {
+	_ = c.SetReadDeadline(time.Now().Add(leaveTimeout))
+	var one [1]byte
+	if n, err := c.Read(one[:]); n > 0 || !errors.Is(err, io.EOF) {
+		return fmt.Errorf("%s: want the end of the stream; got %d bytes, %v", what, n, err)
+	}
+	return nil
 }
 
 // stalled sends a burst it does not read for a hold, then reads it all.
@@ -292,7 +330,10 @@ func (s *shortLived) stalled(ctx context.Context, w, seq int) error {
 	if werr := <-wrote; werr != nil {
 		err = errors.Join(fmt.Errorf("writing the burst: %w", werr), err)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	return leave(c)
 }
 
 // halfClose sends a frame, shuts its write side and reads the echo and
@@ -317,9 +358,5 @@ func (s *shortLived) halfClose(ctx context.Context, w, seq int) error {
 	if err := expect(c, left, f, 10*time.Second); err != nil {
 		return err
 	}
-	var one [1]byte
-	if n, err := c.Read(one[:]); n > 0 || !errors.Is(err, io.EOF) {
-		return fmt.Errorf("after the echo, want the end of the stream; got %d bytes, %v", n, err)
-	}
-	return nil
+	return expectEOF(c, "after the echo")
 }

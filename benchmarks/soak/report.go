@@ -128,6 +128,7 @@ func (r *Result) summarize(c Config) {
 			r.Failures = append(r.Failures, fmt.Sprintf("%s: no segment had %d samples after warm-up to test", fig, MinTrendSamples))
 		}
 	}
+	r.budgetFailures()
 	if st := r.Steady; st.Wrong > 0 {
 		r.Failures = append(r.Failures, fmt.Sprintf("steady players: %d replies lost, duplicated, corrupted or unanswered: %s", st.Wrong, strings.Join(st.Samples, "; ")))
 	}
@@ -137,6 +138,30 @@ func (r *Result) summarize(c Config) {
 		}
 	}
 	r.OK = len(r.Failures) == 0
+}
+
+// budgetFailures fails the run when a process's descriptor budget paused
+// its accepting or refused a metrics connection: the soak is sized so that
+// its sessions fit (doc.go), so either says that more descriptors were in
+// use than the sessions asked for, a leak or a late release. The counters
+// are per process, so each segment's largest reading is its count.
+func (r *Result) budgetFailures() {
+	for seg := range r.SegmentStarts {
+		var pauses, refused, peak float64
+		for _, s := range r.Samples {
+			if s.Segment == seg && s.Error == "" {
+				pauses, refused, peak = max(pauses, s.AcceptPauses), max(refused, s.MetricsRefused), max(peak, s.FDAccounted)
+			}
+		}
+		if pauses > 0 {
+			r.Failures = append(r.Failures, fmt.Sprintf("segment %d: accepting paused %s times at the descriptor budget (%s; peak %s accounted of %d)",
+				seg, num(pauses), acceptPausesMetric, num(peak), r.FDLimit.Soft))
+		}
+		if refused > 0 {
+			r.Failures = append(r.Failures, fmt.Sprintf("segment %d: %s metrics connections refused for want of descriptors (%s; peak %s accounted of %d)",
+				seg, num(refused), metricsRefusedMetric, num(peak), r.FDLimit.Soft))
+		}
+	}
 }
 
 // shortKinds lists the short-lived kinds in report order.
@@ -188,11 +213,11 @@ func WriteSamples(w io.Writer, r *Result) error {
 	rows := make([][]string, 0, len(r.Samples))
 	for _, s := range r.Samples {
 		rows = append(rows, []string{harness.Fixed(s.At, 0), strconv.Itoa(s.Segment), strconv.Itoa(s.PID), mib(float64(s.RSSBytes)), mib(s.HeapLiveBytes),
-			strconv.Itoa(s.FDs), strconv.Itoa(s.Goroutines), strconv.Itoa(s.Threads), harness.Fixed(s.QueuedBytes/1024, 0),
+			strconv.Itoa(s.FDs), num(s.FDAccounted), strconv.Itoa(s.Goroutines), strconv.Itoa(s.Threads), harness.Fixed(s.QueuedBytes/1024, 0),
 			strconv.FormatInt(s.Latencies, 10), harness.Fixed(s.LatencyP50Ms, 2), harness.Fixed(s.LatencyP99Ms, 2), harness.OrDash(s.Error)})
 	}
-	return harness.MarkdownTable(w, []string{"t s", "seg", "pid", "RSS MiB", "live heap MiB", "fds", "goroutines", "threads", "queued KiB",
-		"latencies", "p50 ms", "p99 ms", "error"}, "rrrrrrrrrrrrl", rows)
+	return harness.MarkdownTable(w, []string{"t s", "seg", "pid", "RSS MiB", "live heap MiB", "fds", "fds accounted", "goroutines", "threads", "queued KiB",
+		"latencies", "p50 ms", "p99 ms", "error"}, "rrrrrrrrrrrrrl", rows)
 }
 
 // WriteEvents writes the reloads, restarts and the upgrade.
@@ -224,7 +249,10 @@ func Markdown(r *Result) (string, error) {
 		p.Steady, p.Rate, p.Churn, p.HoldS/2, p.Stalled, p.StalledBurst>>10, p.HoldS, p.HalfClose)
 	fmt.Fprintf(&b, "- events: SIGHUP (the configuration rewritten) every %gs, the churn backend restarted every %gs, one SIGUSR2 at %gs; proxy: one Minecraft listener, %d loops, "+
 		"steady players routed to a backend never restarted, the rest to the churn backend (both `tidegate backend`)\n", p.ReloadEveryS, p.RestartEveryS, p.UpgradeAtS, p.Loops)
-	fmt.Fprintf(&b, "- sampled every %gs: RSS, descriptors and threads from /proc/PID, live heap, goroutines and %s from /metrics, the churn sessions' login and echo latencies\n", p.IntervalS, queuedMetric)
+	fmt.Fprintf(&b, "- sampled every %gs: RSS, descriptors and threads from /proc/PID, live heap, goroutines, %s and the descriptor budget (%s, %s, %s) from /metrics, the churn sessions' login and echo latencies\n",
+		p.IntervalS, queuedMetric, fdAccountedMetric, acceptPausesMetric, metricsRefusedMetric)
+	fmt.Fprintf(&b, "- descriptors: %d sessions at once (a short-lived session connects again only after the proxy has ended its last one: SHUT_WR, then the end of the stream) "+
+		"take 2 each in the proxy, %d, against its limit of %d; peak accounted by the proxy's budget: %s\n", p.Sessions, 2*p.Sessions, r.FDLimit.Soft, num(r.peakAccounted()))
 	if r.Dir != "" {
 		fmt.Fprintf(&b, "- proxy log and configuration: %s\n", r.Dir)
 	}
@@ -269,6 +297,15 @@ func Markdown(r *Result) (string, error) {
 	}
 	harness.WriteFailures(&b, r.Failures)
 	return b.String(), nil
+}
+
+// peakAccounted is the largest tidegate_fd_accounted sampled.
+func (r *Result) peakAccounted() float64 {
+	peak := 0.0
+	for _, s := range r.Samples {
+		peak = max(peak, s.FDAccounted)
+	}
+	return peak
 }
 
 // count says how many events of kind there were: "1 reload", "3 reloads".

@@ -19,8 +19,8 @@ const (
 	// DefaultMetricsMaxConns is how many connections the metrics listener
 	// holds at once unless MetricsOptions.MaxConns says otherwise: a
 	// Prometheus or two, probes, an operator's curl and a profile leave
-	// room to spare, and 64 descriptors are half the proxy's reserve
-	// (reactor.DefaultFDReserve) of which they are never taken.
+	// room to spare, and 64 descriptors are the half of the proxy's
+	// reserve (reactor.DefaultFDReserve) they may take (metricsReserve).
 	DefaultMetricsMaxConns = 64
 	// metricsReadHeaderTimeout bounds reading a request's header.
 	metricsReadHeaderTimeout = 5 * time.Second
@@ -117,8 +117,16 @@ func (c *cappedConn) Close() error {
 }
 
 // metricsReserve is the descriptor reserve the metrics listener leaves to
-// the proxy: the reactor's, which no command configures otherwise.
-const metricsReserve = reactor.DefaultFDReserve
+// the proxy: half the reactor's (which no command configures otherwise),
+// as a hand-over leaves (reactor.Server.HandoverFDs). The reactor's reserve
+// is kept for listeners, dials, metrics and logs, and a server stops
+// accepting before it touches it, so the metrics listener may take the
+// other half: a scrape then still answers while accepting is paused at the
+// descriptor budget, when an operator most needs to see the budget
+// (before, every scrape was refused then: the soak's "connection reset by
+// peer", benchmarks/results/2026-12-02-soak-hour.md). Its cap,
+// DefaultMetricsMaxConns, fits in that half.
+const metricsReserve = reactor.DefaultFDReserve / 2
 
 // collector exports the listener's connections held and refused.
 func (l *capListener) collector() prometheus.Collector {
