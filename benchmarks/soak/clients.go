@@ -23,6 +23,7 @@ import (
 	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/mcclient"
 	"github.com/tidegate/tidegate/protocol/mc"
+	"github.com/tidegate/tidegate/protocol/tlv"
 )
 
 // Kinds of short-lived session.
@@ -58,8 +59,9 @@ type KindCount struct {
 // shortLived runs the short-lived sessions and counts what they did.
 type shortLived struct {
 	addr string
-	host string
-	port uint16
+	// wire is the protocol the sessions speak: Minecraft through the
+	// proxy, or TLV to serve.
+	wire wire
 	hold time.Duration
 	// burst is what each stalled reader sends, in frames of
 	// stalledFrameBody bytes.
@@ -82,14 +84,56 @@ type shortLived struct {
 	leaked   []net.Conn
 }
 
-func newShortLived(addr string, hold time.Duration, burst int) (*shortLived, error) {
-	_, port, err := mcclient.SplitHostPort(addr)
-	if err != nil {
-		return nil, err
-	}
-	s := &shortLived{addr: addr, host: ChurnHost, port: port, hold: hold, burst: burst, lat: harness.NewLatencyHistogram(),
+func newShortLived(addr string, w wire, hold time.Duration, burst int) *shortLived {
+	return &shortLived{addr: addr, wire: w, hold: hold, burst: burst, lat: harness.NewLatencyHistogram(),
 		counts: map[string]*KindCount{kindChurn: {}, kindStalled: {}, kindHalfClose: {}}}
-	return s, nil
+}
+
+// wire is what the short-lived sessions speak: how a session starts once
+// connected, and what one frame of it is. Every frame comes back as it was
+// sent (the fake backend behind the proxy and serve both echo).
+type wire interface {
+	// start begins a session on nc (a login, for the proxy) by deadline
+	// and returns what arrived past its start.
+	start(nc net.Conn, name string, deadline time.Time) ([]byte, error)
+	// frame returns a frame with body bytes of payload unique to kind's
+	// worker w and its session seq.
+	frame(kind string, w, seq, body int) []byte
+}
+
+// minecraftWire logs in as the proxy's player, to host:port, and sends
+// PLAY frames.
+type minecraftWire struct {
+	host string
+	port uint16
+}
+
+// newMinecraftWire logs in to the proxy at addr with host as the server
+// address.
+func newMinecraftWire(addr, host string) (minecraftWire, error) {
+	_, port, err := mcclient.SplitHostPort(addr)
+	return minecraftWire{host: host, port: port}, err
+}
+
+func (m minecraftWire) start(nc net.Conn, name string, deadline time.Time) ([]byte, error) {
+	return mcclient.Login(nc, m.host, m.port, name, nil, deadline)
+}
+
+func (minecraftWire) frame(kind string, w, seq, body int) []byte {
+	return mc.AppendPacket(nil, mcclient.PlayPacketID, payload(kind, w, seq, body-1))
+}
+
+// tlvWire sends keep-alive TLV requests (tidegate serve) in the default
+// format; a session needs no start.
+type tlvWire struct{}
+
+func (tlvWire) start(net.Conn, string, time.Time) ([]byte, error) { return nil, nil }
+
+func (tlvWire) frame(kind string, w, seq, body int) []byte {
+	p := payload(kind, w, seq, body)
+	f := make([]byte, tlv.DefaultFormat.HeaderLen(), tlv.DefaultFormat.HeaderLen()+len(p))
+	tlv.DefaultFormat.PutHeader(f, tlv.Header{Type: uint16(seq % 64), KeepAlive: true, Length: len(p)})
+	return append(f, p...)
 }
 
 // run starts n workers of kind, which loop until ctx ends; wg tracks them.
@@ -190,18 +234,17 @@ func (s *shortLived) closeLeaked() {
 	s.leaked = nil
 }
 
-// frame returns a PLAY frame of body bytes (packet ID included) unique to
-// kind's worker w and its session seq.
-func frame(kind string, w, seq, body int) []byte {
+// payload returns n bytes (or the label, if longer) unique to kind's
+// worker w and its session seq.
+func payload(kind string, w, seq, n int) []byte {
 	data := fmt.Appendf(nil, "%s %d %d ", kind, w, seq)
-	pattern := mcclient.FillerPattern(body)
+	pattern := mcclient.FillerPattern(n + 1)
 	off := (w*31 + seq) % mcclient.PatternPeriod
-	data = append(data, pattern[off:off+max(body-1-len(data), 0)]...)
-	return mc.AppendPacket(nil, mcclient.PlayPacketID, data)
+	return append(data, pattern[off:off+max(n-len(data), 0)]...)
 }
 
-// login dials the proxy (with dialer d; nil for a plain one) and logs in
-// as name within timeout.
+// login dials the server (with dialer d; nil for a plain one) and starts a
+// session as name within timeout.
 func (s *shortLived) login(ctx context.Context, d *net.Dialer, name string, timeout time.Duration) (net.Conn, []byte, error) {
 	if d == nil {
 		d = &net.Dialer{Timeout: timeout}
@@ -210,7 +253,7 @@ func (s *shortLived) login(ctx context.Context, d *net.Dialer, name string, time
 	if err != nil {
 		return nil, nil, fmt.Errorf("connecting to %s: %w", s.addr, err)
 	}
-	left, err := mcclient.Login(nc, s.host, s.port, name, nil, time.Now().Add(timeout))
+	left, err := s.wire.start(nc, name, time.Now().Add(timeout))
 	if err != nil {
 		nc.Close()
 		return nil, nil, err
@@ -253,7 +296,7 @@ func (s *shortLived) churn(ctx context.Context, w, seq int) error {
 		defer c.Close()
 	}
 	s.record(time.Since(start))
-	f := frame(kindChurn, w, seq, churnFrameBody)
+	f := s.wire.frame(kindChurn, w, seq, churnFrameBody)
 	sent := time.Now()
 	if _, err := c.Write(f); err != nil {
 		return fmt.Errorf("writing: %w", err)
@@ -315,7 +358,7 @@ func (s *shortLived) stalled(ctx context.Context, w, seq int) error {
 	var burst []byte
 	frames := max(s.burst/stalledFrameBody, 1)
 	for i := range frames {
-		burst = append(burst, frame(kindStalled, w, seq*frames+i, stalledFrameBody)...)
+		burst = append(burst, s.wire.frame(kindStalled, w, seq*frames+i, stalledFrameBody)...)
 	}
 	wrote := make(chan error, 1)
 	go func() {
@@ -344,7 +387,7 @@ func (s *shortLived) halfClose(ctx context.Context, w, seq int) error {
 		return err
 	}
 	defer c.Close()
-	f := frame(kindHalfClose, w, seq, churnFrameBody)
+	f := s.wire.frame(kindHalfClose, w, seq, churnFrameBody)
 	if _, err := c.Write(f); err != nil {
 		return fmt.Errorf("writing: %w", err)
 	}

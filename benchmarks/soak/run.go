@@ -40,8 +40,15 @@ const (
 // short-lived sessions') to the churn backend; no limits in the way of
 // thousands of logins from one address; a backend that refused connects
 // (the churn backend while it restarts) is tried again after 2 s rather
-// than the default 10 s, so that a restart cuts few sessions. offline is the offline message,
-// which the reloads change, so that each reload changes something.
+// than the default 10 s, so that a restart cuts few sessions; a connect
+// may take 10 s rather than the default 3 s, because on the shared machine
+// the soak runs on (load 20 to 30 on 2 cores) a process stalls for seconds
+// (the steady players' round trips reach 5 s): with 3 s, the connects to
+// the churn backend begun in a stall timed out together, marked it down
+// and refused the sessions of its cooldown (the "soak offline" failures of
+// benchmarks/results/2026-12-02-soak-hour.md and of a 4-minute run before
+// the second hour). offline is the offline message, which the reloads
+// change, so that each reload changes something.
 func proxyConfig(listen, steadyHost, steady, churn string, loops int, offline string) string {
 	return fmt.Sprintf(`# written by tidegate-bench bench soak (benchmarks/soak)
 listeners:
@@ -65,6 +72,7 @@ limits:
   idle_timeout: 0s
   connection_rate: 0          # every session comes from 127.0.0.1
   login_rate: 0
+  connect_timeout: 10s        # a loaded machine stalls for seconds
   subnet_connection_rate: 0
   subnet_login_rate: 0
   max_sessions_per_subnet: 0
@@ -213,10 +221,12 @@ func (r *run) execute(ctx context.Context) {
 		r.fail("the proxy's metrics: %v", err)
 		return
 	}
-	if r.short, err = newShortLived(r.listen, cfg.Hold, cfg.StalledBurst); err != nil {
+	mcw, err := newMinecraftWire(r.listen, ChurnHost)
+	if err != nil {
 		r.fail("%v", err)
 		return
 	}
+	r.short = newShortLived(r.listen, mcw, cfg.Hold, cfg.StalledBurst)
 	r.short.leak = cfg.leak
 	defer r.short.closeLeaked()
 
@@ -312,7 +322,7 @@ func (r *run) sample(ctx context.Context) {
 		s.Error = err.Error()
 	}
 	r.res.Samples = append(r.res.Samples, s)
-	r.cfg.Log.Info().Float64("t_s", s.At).Int("pid", s.PID).Int64("rss", s.RSSBytes).Float64("heap", s.HeapLiveBytes).Int("fds", s.FDs).Float64("fd_accounted", s.FDAccounted).
+	r.cfg.Log.Info().Float64("t_s", s.At).Int("pid", s.PID).Int64("rss", s.RSSBytes).Float64("heap", s.HeapLiveBytes).Int("fds", s.FDs).Float64("fd_accounted", s.FDAccounted).Float64("connect_failures", s.ConnectFailures).
 		Int("goroutines", s.Goroutines).Int("threads", s.Threads).Float64("queued", s.QueuedBytes).Float64("latency_p99_ms", s.LatencyP99Ms).
 		Str("error", s.Error).Msg("sample")
 }

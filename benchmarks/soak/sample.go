@@ -46,6 +46,10 @@ type Sample struct {
 	FDAccounted    float64 `json:"fd_accounted"`
 	AcceptPauses   float64 `json:"accept_pauses"`
 	MetricsRefused float64 `json:"metrics_refused"`
+	// ConnectFailures is the proxy's failed backend connects since the
+	// process started (tidegate_proxy_backend_connect_failures_total), 0
+	// for another server.
+	ConnectFailures float64 `json:"connect_failures"`
 	// Error says why the sample is incomplete (the process was handing
 	// over); such a sample is left out of the slope test.
 	Error string `json:"error,omitempty"`
@@ -84,6 +88,7 @@ const (
 	fdAccountedMetric    = "tidegate_fd_accounted"
 	acceptPausesMetric   = "tidegate_accept_pauses_total"
 	metricsRefusedMetric = "tidegate_metrics_connections_refused_total"
+	connectFailedMetric  = "tidegate_proxy_backend_connect_failures_total"
 )
 
 // sumOf sums metric over its labels in v, and reports whether it was there.
@@ -126,6 +131,7 @@ func readProxy(ctx context.Context, m *gometrics.Client, pid int, s *Sample) err
 	s.FDAccounted, _ = sumOf(v, fdAccountedMetric)
 	s.AcceptPauses, _ = sumOf(v, acceptPausesMetric)
 	s.MetricsRefused, _ = sumOf(v, metricsRefusedMetric)
+	s.ConnectFailures, _ = sumOf(v, connectFailedMetric)
 	var found bool
 	if s.QueuedBytes, found = sumOf(v, queuedMetric); !found {
 		return fmt.Errorf("%s/metrics lacks %s", m.Base, queuedMetric)

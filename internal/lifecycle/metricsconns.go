@@ -45,8 +45,9 @@ const (
 // calling accept, so that further connections wait in the kernel's backlog,
 // which costs no descriptor, and are served as earlier ones close (every
 // one does within the timeouts); a scrape then waits instead of failing. A
-// connection accepted when its descriptor would take the proxy's reserve
-// is closed at once: that descriptor is the proxy's.
+// connection accepted when its descriptor would take more than the half of
+// the proxy's reserve it may use (metricsReserve) is closed at once: that
+// descriptor is the proxy's.
 type capListener struct {
 	net.Listener
 	slots   chan struct{} // one token per connection held
@@ -79,7 +80,7 @@ func (l *capListener) Accept() (net.Conn, error) {
 			return nil, err
 		}
 		// The accepted descriptor is open already; it stays only if the
-		// budget has room for it beside the proxy's reserve.
+		// budget has room for it beside what it leaves of the proxy's reserve.
 		if !fdbudget.Room(1, l.reserve) {
 			l.refused.Add(1)
 			_ = c.Close()
@@ -135,7 +136,7 @@ func (l *capListener) collector() prometheus.Collector {
 			Help: "Connections the metrics listener holds now (at most its cap; each counted in the descriptor budget)."},
 			func() float64 { return float64(l.open.Load()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tidegate_metrics_connections_refused_total",
-			Help: "Metrics connections closed at once because their descriptor would take the proxy's reserve."},
+			Help: "Metrics connections closed at once because their descriptor would take more than half the proxy's reserve."},
 			func() float64 { return float64(l.refused.Load()) }),
 	}
 }
