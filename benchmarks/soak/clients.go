@@ -136,8 +136,12 @@ func (tlvWire) frame(kind string, w, seq, body int) []byte {
 	return append(f, p...)
 }
 
-// run starts n workers of kind, which loop until ctx ends; wg tracks them.
-func (s *shortLived) run(ctx context.Context, wg *sync.WaitGroup, kind string, n int) {
+// session is one short-lived session of worker w, its seq-th.
+type session func(ctx context.Context, w, seq int) error
+
+// run starts n workers of kind, each running one session after another
+// until ctx ends; wg tracks them.
+func (s *shortLived) run(ctx context.Context, wg *sync.WaitGroup, kind string, n int, one session) {
 	for w := range n {
 		wg.Add(1)
 		go func() {
@@ -150,15 +154,7 @@ func (s *shortLived) run(ctx context.Context, wg *sync.WaitGroup, kind string, n
 				started := time.Now()
 				epoch := s.restart.Load()
 				startedAt := s.clock()
-				var err error
-				switch kind {
-				case kindChurn:
-					err = s.churn(ctx, w, seq)
-				case kindStalled:
-					err = s.stalled(ctx, w, seq)
-				case kindHalfClose:
-					err = s.halfClose(ctx, w, seq)
-				}
+				err := one(ctx, w, seq)
 				s.count(ctx, kind, epoch, startedAt, err)
 				// One session a hold per worker at most, however fast it went.
 				if harness.Sleep(ctx, s.hold-time.Since(started)) != nil {

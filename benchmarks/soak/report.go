@@ -1,6 +1,7 @@
 package soak
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -14,6 +15,7 @@ import (
 
 // Params is the run's configuration as the report states it.
 type Params struct {
+	Server        string               `json:"server"`
 	DurationS     float64              `json:"duration_s"`
 	IntervalS     float64              `json:"interval_s"`
 	WarmupS       float64              `json:"warmup_s"`
@@ -33,7 +35,7 @@ type Params struct {
 }
 
 func paramsOf(c Config) Params {
-	return Params{DurationS: c.Duration.Seconds(), IntervalS: c.Interval.Seconds(), WarmupS: c.Warmup.Seconds(),
+	return Params{Server: c.Server, DurationS: c.Duration.Seconds(), IntervalS: c.Interval.Seconds(), WarmupS: c.Warmup.Seconds(),
 		Sessions: c.Sessions, Steady: c.steady(), Churn: c.Churn, Stalled: c.Stalled, HalfClose: c.HalfClose, Rate: c.Rate, StalledBurst: c.StalledBurst,
 		HoldS: c.Hold.Seconds(), ReloadEveryS: c.ReloadEvery.Seconds(), RestartEveryS: c.RestartEvery.Seconds(),
 		UpgradeAtS: c.UpgradeAt.Seconds(), Loops: c.Loops, Tolerances: c.Tolerances}
@@ -198,7 +200,8 @@ func WriteTrends(w io.Writer, r *Result) error {
 // WriteSessions writes what every kind of session did.
 func WriteSessions(w io.Writer, r *Result) error {
 	st := r.Steady
-	rows := [][]string{{"steady players", strconv.Itoa(st.Sessions), fmt.Sprintf("%d frames, %d replies", st.Frames, st.Replies), "–",
+	steady := map[string]string{ServerServe: "steady clients", ServerPush: "steady subscribers"}[r.Params.Server]
+	rows := [][]string{{cmp.Or(steady, "steady players"), strconv.Itoa(st.Sessions), fmt.Sprintf("%d frames, %d replies", st.Frames, st.Replies), "–",
 		strconv.FormatInt(st.Wrong, 10), fmt.Sprintf("rtt p50 %s, p99 %s, max %s ms", harness.Fixed(st.RTTP50Ms, 2), harness.Fixed(st.RTTP99Ms, 2), harness.Fixed(st.RTTMaxMs, 1))}}
 	per := map[string]int{kindChurn: r.Params.Churn, kindStalled: r.Params.Stalled, kindHalfClose: r.Params.HalfClose}
 	for _, k := range shortKinds {
@@ -236,23 +239,22 @@ func WriteJSON(w io.Writer, r *Result) error { return harness.WriteJSON(w, r) }
 func Markdown(r *Result) (string, error) {
 	var b strings.Builder
 	p := r.Params
-	fmt.Fprintf(&b, "# Soak: %d sessions through tidegate proxy for %s\n\n", p.Sessions, harness.Fixed(p.DurationS/60, 1)+" min")
+	server := cmp.Or(p.Server, ServerProxy)
+	fmt.Fprintf(&b, "# Soak: %d sessions of tidegate %s for %s\n\n", p.Sessions, server, harness.Fixed(p.DurationS/60, 1)+" min")
 	harness.WriteVerdict(&b, r.OK, fmt.Sprintf("PASS: no sampled figure trended upward after warm-up and no byte was lost or wrong, across %s, %s and %s.",
 		count(r.Events, "reload", "reloads"), count(r.Events, "backend restart", "backend restarts"), count(r.Events, "live upgrade", "live upgrades")))
 	proxy := " (tool)"
 	if r.Meta.ProxyVersion != "" {
-		proxy += "; proxy binary: " + r.Meta.ProxyVersion
+		proxy += "; server binary: " + r.Meta.ProxyVersion
 	}
 	r.Meta.WriteHeader(&b, proxy, fmt.Sprintf("; descriptor limit %d soft / %d hard", r.FDLimit.Soft, r.FDLimit.Hard))
-	fmt.Fprintf(&b, "- load: %d steady players (a 60–200-byte PLAY frame %d times a second each, every echo checked), %d churn (log in, echo one frame, hold %gs, leave), "+
-		"%d stalled readers (a %d KiB burst left unread for %gs behind a 4 KiB receive buffer, then read and checked), %d half-closes (a frame, shutdown(SHUT_WR), the echo and the end of the stream)\n",
-		p.Steady, p.Rate, p.Churn, p.HoldS/2, p.Stalled, p.StalledBurst>>10, p.HoldS, p.HalfClose)
-	fmt.Fprintf(&b, "- events: SIGHUP (the configuration rewritten) every %gs, the churn backend restarted every %gs, one SIGUSR2 at %gs; proxy: one Minecraft listener, %d loops, "+
-		"steady players routed to a backend never restarted, the rest to the churn backend (both `tidegate backend`)\n", p.ReloadEveryS, p.RestartEveryS, p.UpgradeAtS, p.Loops)
+	load, events := serverDescription(p)
+	fmt.Fprintf(&b, "- load: %s\n- events: %s\n", load, events)
 	fmt.Fprintf(&b, "- sampled every %gs: RSS, descriptors and threads from /proc/PID, live heap, goroutines, %s and the descriptor budget (%s, %s, %s) from /metrics, the churn sessions' login and echo latencies\n",
 		p.IntervalS, queuedMetric, fdAccountedMetric, acceptPausesMetric, metricsRefusedMetric)
-	fmt.Fprintf(&b, "- descriptors: %d sessions at once (a short-lived session connects again only after the proxy has ended its last one: SHUT_WR, then the end of the stream) "+
-		"take 2 each in the proxy, %d, against its limit of %d; peak accounted by the proxy's budget: %s\n", p.Sessions, 2*p.Sessions, r.FDLimit.Soft, num(r.peakAccounted()))
+	per := serverFDs(server)
+	fmt.Fprintf(&b, "- descriptors: %d sessions at once (a short-lived session connects again only after the server has ended its last one: SHUT_WR, then the end of the stream) "+
+		"take %d each in the server, %d, against its limit of %d; peak accounted by its budget: %s\n", p.Sessions, per, per*p.Sessions, r.FDLimit.Soft, num(r.peakAccounted()))
 	if r.Dir != "" {
 		fmt.Fprintf(&b, "- proxy log and configuration: %s\n", r.Dir)
 	}
