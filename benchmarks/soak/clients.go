@@ -184,7 +184,7 @@ func (s *shortLived) count(ctx context.Context, kind string, epoch int64, starte
 		c.Done++
 	case epoch%2 == 1 || s.restart.Load() != epoch:
 		c.Cut++
-	case ctx.Err() != nil:
+	case ctx.Err() != nil || ended(ctx):
 		// The run ended under it: neither done nor failed.
 	default:
 		c.Failed++
@@ -192,6 +192,13 @@ func (s *shortLived) count(ctx context.Context, kind string, epoch int64, starte
 			s.failures = append(s.failures, fmt.Sprintf("%s session started at %.1fs, failed at %.1fs: %v", kind, startedAt, s.clock(), err))
 		}
 	}
+}
+
+// ended reports whether ctx's deadline has passed: a connect bounded by it
+// can fail with a timeout a moment before ctx itself reports it done.
+func ended(ctx context.Context) bool {
+	dl, ok := ctx.Deadline()
+	return ok && !time.Now().Before(dl)
 }
 
 // snapshot returns the counts and failure samples so far.
