@@ -59,7 +59,7 @@ func (l *Loop) Dial(addr string, timeout time.Duration, h Handler, value any) *C
 	a := c.more()
 	a.dialTimer.F = func() { l.dialFailed(c, &DialError{Addr: addr, Timeout: true}) }
 	l.Schedule(&a.dialTimer, timeout)
-	if !l.srv.dialer.Submit(dialJob{l: l, c: c, addr: addr, timeout: timeout}) {
+	if !l.srv.dialer.Submit(dialJob{l: l, c: c, addr: addr, deadline: time.Now().Add(timeout)}) {
 		// Not from here: the caller is still setting up around the Conn.
 		_ = l.Execute(func() { l.dialFailed(c, &DialError{Addr: addr, Local: true, Err: errDialQueueFull}) })
 	}
@@ -77,10 +77,10 @@ const (
 
 // dialJob is one connect for the dial pool.
 type dialJob struct {
-	l       *Loop
-	c       *Conn
-	addr    string
-	timeout time.Duration
+	l        *Loop
+	c        *Conn
+	addr     string
+	deadline time.Time // the connect's, from its Dial (also the loop's timer)
 }
 
 // newDialPool returns the pool a server's dials run on.
@@ -92,13 +92,14 @@ func newDialPool() *workerpool.Pool[dialJob] {
 // waiting for gnet's registration when stop closes (the loop may be gone).
 func (j dialJob) Run(stop <-chan struct{}) {
 	l, c, addr := j.l, j.c, j.addr
-	// KeepAlive -1: Go would otherwise set four keep-alive options, four
-	// system calls on every backend connect (HAProxy's default, no
-	// srvtcpka, sets none either); a dead backend ends its sessions through
-	// the proxy's own timeouts (limits.idle_timeout; with it off, nothing
-	// ends a silent session to a vanished backend, as for a vanished client,
-	// whose accepted socket has no keep-alive either).
-	d := net.Dialer{Timeout: j.timeout, KeepAlive: -1}
+	if time.Now().After(j.deadline) { // timed out in the queue (soak-hour-2.md: stale dials took every worker)
+		return // the loop's timer tells the handler
+	}
+	// KeepAlive -1: Go would otherwise make four system calls on every
+	// backend connect (HAProxy's default sets none); a dead backend ends its
+	// sessions through limits.idle_timeout (or, with it off, nothing, as for
+	// a vanished client, whose accepted socket has no keep-alive either).
+	d := net.Dialer{Deadline: j.deadline, KeepAlive: -1}
 	nc, err := d.Dial("tcp", addr)
 	if err != nil {
 		_ = l.Execute(func() { l.dialFailed(c, &DialError{Addr: addr, Local: isLocalDialError(err), Err: err}) })

@@ -79,3 +79,37 @@ func TestDialPoolIsBoundedAndReportsFailures(t *testing.T) {
 		t.Fatalf("DialFailed %d, want 500", st.DialFailed)
 	}
 }
+
+// TestStaleDialIsNotMade: a dial job taken by a worker after its deadline
+// (it waited in the queue behind others) is not made: under a lagging loop
+// the dials of sessions long gone would otherwise take every worker, for a
+// whole connect timeout each, while new ones are refused as too many.
+func TestStaleDialIsNotMade(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	h := &loopCatcher{loop: make(chan *Loop, 1)}
+	_, addr := startServer(t, Config{Loops: 1}, h)
+	dial(t, addr)
+	l := <-h.loop
+	dialJob{l: l, c: newConn(l, h), addr: ln.Addr().String(), deadline: time.Now().Add(-time.Millisecond)}.Run(nil)
+	_ = ln.(*net.TCPListener).SetDeadline(time.Now().Add(500 * time.Millisecond))
+	if c, err := ln.Accept(); err == nil {
+		c.Close()
+		t.Fatal("a dial job past its deadline connected to its address")
+	}
+}
+
+// loopCatcher hands over the loop of the first connection it accepts.
+type loopCatcher struct{ loop chan *Loop }
+
+func (h *loopCatcher) OnOpen(c *Conn) {
+	select {
+	case h.loop <- c.Loop():
+	default:
+	}
+}
+func (h *loopCatcher) OnTraffic(c *Conn)    { c.Discard(-1) }
+func (h *loopCatcher) OnClose(*Conn, error) {}

@@ -23,6 +23,7 @@ import (
 	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/mcclient"
 	"github.com/tidegate/tidegate/protocol/mc"
+	"github.com/tidegate/tidegate/protocol/tlv"
 )
 
 // Kinds of short-lived session.
@@ -58,8 +59,9 @@ type KindCount struct {
 // shortLived runs the short-lived sessions and counts what they did.
 type shortLived struct {
 	addr string
-	host string
-	port uint16
+	// wire is the protocol the sessions speak: Minecraft through the
+	// proxy, or TLV to serve.
+	wire wire
 	hold time.Duration
 	// burst is what each stalled reader sends, in frames of
 	// stalledFrameBody bytes.
@@ -82,18 +84,64 @@ type shortLived struct {
 	leaked   []net.Conn
 }
 
-func newShortLived(addr string, hold time.Duration, burst int) (*shortLived, error) {
-	_, port, err := mcclient.SplitHostPort(addr)
-	if err != nil {
-		return nil, err
-	}
-	s := &shortLived{addr: addr, host: ChurnHost, port: port, hold: hold, burst: burst, lat: harness.NewLatencyHistogram(),
+func newShortLived(addr string, w wire, hold time.Duration, burst int) *shortLived {
+	return &shortLived{addr: addr, wire: w, hold: hold, burst: burst, lat: harness.NewLatencyHistogram(),
 		counts: map[string]*KindCount{kindChurn: {}, kindStalled: {}, kindHalfClose: {}}}
-	return s, nil
 }
 
-// run starts n workers of kind, which loop until ctx ends; wg tracks them.
-func (s *shortLived) run(ctx context.Context, wg *sync.WaitGroup, kind string, n int) {
+// wire is what the short-lived sessions speak: how a session starts once
+// connected, and what one frame of it is. Every frame comes back as it was
+// sent (the fake backend behind the proxy and serve both echo).
+type wire interface {
+	// start begins a session on nc (a login, for the proxy) by deadline
+	// and returns what arrived past its start.
+	start(nc net.Conn, name string, deadline time.Time) ([]byte, error)
+	// frame returns a frame with body bytes of payload unique to kind's
+	// worker w and its session seq.
+	frame(kind string, w, seq, body int) []byte
+}
+
+// minecraftWire logs in as the proxy's player, to host:port, and sends
+// PLAY frames.
+type minecraftWire struct {
+	host string
+	port uint16
+}
+
+// newMinecraftWire logs in to the proxy at addr with host as the server
+// address.
+func newMinecraftWire(addr, host string) (minecraftWire, error) {
+	_, port, err := mcclient.SplitHostPort(addr)
+	return minecraftWire{host: host, port: port}, err
+}
+
+func (m minecraftWire) start(nc net.Conn, name string, deadline time.Time) ([]byte, error) {
+	return mcclient.Login(nc, m.host, m.port, name, nil, deadline)
+}
+
+func (minecraftWire) frame(kind string, w, seq, body int) []byte {
+	return mc.AppendPacket(nil, mcclient.PlayPacketID, payload(kind, w, seq, body-1))
+}
+
+// tlvWire sends keep-alive TLV requests (tidegate serve) in the default
+// format; a session needs no start.
+type tlvWire struct{}
+
+func (tlvWire) start(net.Conn, string, time.Time) ([]byte, error) { return nil, nil }
+
+func (tlvWire) frame(kind string, w, seq, body int) []byte {
+	p := payload(kind, w, seq, body)
+	f := make([]byte, tlv.DefaultFormat.HeaderLen(), tlv.DefaultFormat.HeaderLen()+len(p))
+	tlv.DefaultFormat.PutHeader(f, tlv.Header{Type: uint16(seq % 64), KeepAlive: true, Length: len(p)})
+	return append(f, p...)
+}
+
+// session is one short-lived session of worker w, its seq-th.
+type session func(ctx context.Context, w, seq int) error
+
+// run starts n workers of kind, each running one session after another
+// until ctx ends; wg tracks them.
+func (s *shortLived) run(ctx context.Context, wg *sync.WaitGroup, kind string, n int, one session) {
 	for w := range n {
 		wg.Add(1)
 		go func() {
@@ -106,15 +154,7 @@ func (s *shortLived) run(ctx context.Context, wg *sync.WaitGroup, kind string, n
 				started := time.Now()
 				epoch := s.restart.Load()
 				startedAt := s.clock()
-				var err error
-				switch kind {
-				case kindChurn:
-					err = s.churn(ctx, w, seq)
-				case kindStalled:
-					err = s.stalled(ctx, w, seq)
-				case kindHalfClose:
-					err = s.halfClose(ctx, w, seq)
-				}
+				err := one(ctx, w, seq)
 				s.count(ctx, kind, epoch, startedAt, err)
 				// One session a hold per worker at most, however fast it went.
 				if harness.Sleep(ctx, s.hold-time.Since(started)) != nil {
@@ -144,7 +184,7 @@ func (s *shortLived) count(ctx context.Context, kind string, epoch int64, starte
 		c.Done++
 	case epoch%2 == 1 || s.restart.Load() != epoch:
 		c.Cut++
-	case ctx.Err() != nil:
+	case ctx.Err() != nil || ended(ctx):
 		// The run ended under it: neither done nor failed.
 	default:
 		c.Failed++
@@ -152,6 +192,13 @@ func (s *shortLived) count(ctx context.Context, kind string, epoch int64, starte
 			s.failures = append(s.failures, fmt.Sprintf("%s session started at %.1fs, failed at %.1fs: %v", kind, startedAt, s.clock(), err))
 		}
 	}
+}
+
+// ended reports whether ctx's deadline has passed: a connect bounded by it
+// can fail with a timeout a moment before ctx itself reports it done.
+func ended(ctx context.Context) bool {
+	dl, ok := ctx.Deadline()
+	return ok && !time.Now().Before(dl)
 }
 
 // snapshot returns the counts and failure samples so far.
@@ -190,18 +237,17 @@ func (s *shortLived) closeLeaked() {
 	s.leaked = nil
 }
 
-// frame returns a PLAY frame of body bytes (packet ID included) unique to
-// kind's worker w and its session seq.
-func frame(kind string, w, seq, body int) []byte {
+// payload returns n bytes (or the label, if longer) unique to kind's
+// worker w and its session seq.
+func payload(kind string, w, seq, n int) []byte {
 	data := fmt.Appendf(nil, "%s %d %d ", kind, w, seq)
-	pattern := mcclient.FillerPattern(body)
+	pattern := mcclient.FillerPattern(n + 1)
 	off := (w*31 + seq) % mcclient.PatternPeriod
-	data = append(data, pattern[off:off+max(body-1-len(data), 0)]...)
-	return mc.AppendPacket(nil, mcclient.PlayPacketID, data)
+	return append(data, pattern[off:off+max(n-len(data), 0)]...)
 }
 
-// login dials the proxy (with dialer d; nil for a plain one) and logs in
-// as name within timeout.
+// login dials the server (with dialer d; nil for a plain one) and starts a
+// session as name within timeout.
 func (s *shortLived) login(ctx context.Context, d *net.Dialer, name string, timeout time.Duration) (net.Conn, []byte, error) {
 	if d == nil {
 		d = &net.Dialer{Timeout: timeout}
@@ -210,7 +256,7 @@ func (s *shortLived) login(ctx context.Context, d *net.Dialer, name string, time
 	if err != nil {
 		return nil, nil, fmt.Errorf("connecting to %s: %w", s.addr, err)
 	}
-	left, err := mcclient.Login(nc, s.host, s.port, name, nil, time.Now().Add(timeout))
+	left, err := s.wire.start(nc, name, time.Now().Add(timeout))
 	if err != nil {
 		nc.Close()
 		return nil, nil, err
@@ -253,7 +299,7 @@ func (s *shortLived) churn(ctx context.Context, w, seq int) error {
 		defer c.Close()
 	}
 	s.record(time.Since(start))
-	f := frame(kindChurn, w, seq, churnFrameBody)
+	f := s.wire.frame(kindChurn, w, seq, churnFrameBody)
 	sent := time.Now()
 	if _, err := c.Write(f); err != nil {
 		return fmt.Errorf("writing: %w", err)
@@ -263,7 +309,45 @@ func (s *shortLived) churn(ctx context.Context, w, seq int) error {
 	}
 	s.record(time.Since(sent))
 	// Hold the session for part of the hold; the rest the worker sleeps.
-	return harness.Sleep(ctx, s.hold/2)
+	if err := harness.Sleep(ctx, s.hold/2); err != nil || s.leak {
+		return err
+	}
+	return leave(c)
+}
+
+// leaveTimeout bounds the wait for the proxy to end a session this side
+// has shut its write side of.
+const leaveTimeout = 30 * time.Second
+
+// leave ends a session in order: shutdown(SHUT_WR), then nothing more but
+// the end of the stream, which comes once the proxy has closed the
+// session's backend and client sockets. So a worker's next connect never
+// overlaps its previous session in the proxy, however late a loaded proxy
+// closes it: the sessions the soak asks for at once are the proxy's
+// sessions at once, which is what its descriptor budget is sized for
+// (doc.go). Without it, each closed session lingered in the proxy while
+// its worker connected again, and at 9,000 sessions the overlap took the
+// budget to its reserve (benchmarks/results/2026-12-02-soak-hour.md).
+func leave(c net.Conn) error {
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		return fmt.Errorf("connection %T is not TCP", c)
+	}
+	if err := tc.CloseWrite(); err != nil {
+		return fmt.Errorf("leaving: shutting the write side: %w", err)
+	}
+	return expectEOF(c, "leaving")
+}
+
+// expectEOF reads from c until the end of the stream, which must come
+// within leaveTimeout with no byte before it; what names the step.
+func expectEOF(c net.Conn, what string) error {
+	_ = c.SetReadDeadline(time.Now().Add(leaveTimeout))
+	var one [1]byte
+	if n, err := c.Read(one[:]); n > 0 || !errors.Is(err, io.EOF) {
+		return fmt.Errorf("%s: want the end of the stream; got %d bytes, %v", what, n, err)
+	}
+	return nil
 }
 
 // stalled sends a burst it does not read for a hold, then reads it all.
@@ -277,7 +361,7 @@ func (s *shortLived) stalled(ctx context.Context, w, seq int) error {
 	var burst []byte
 	frames := max(s.burst/stalledFrameBody, 1)
 	for i := range frames {
-		burst = append(burst, frame(kindStalled, w, seq*frames+i, stalledFrameBody)...)
+		burst = append(burst, s.wire.frame(kindStalled, w, seq*frames+i, stalledFrameBody)...)
 	}
 	wrote := make(chan error, 1)
 	go func() {
@@ -292,7 +376,10 @@ func (s *shortLived) stalled(ctx context.Context, w, seq int) error {
 	if werr := <-wrote; werr != nil {
 		err = errors.Join(fmt.Errorf("writing the burst: %w", werr), err)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	return leave(c)
 }
 
 // halfClose sends a frame, shuts its write side and reads the echo and
@@ -303,7 +390,7 @@ func (s *shortLived) halfClose(ctx context.Context, w, seq int) error {
 		return err
 	}
 	defer c.Close()
-	f := frame(kindHalfClose, w, seq, churnFrameBody)
+	f := s.wire.frame(kindHalfClose, w, seq, churnFrameBody)
 	if _, err := c.Write(f); err != nil {
 		return fmt.Errorf("writing: %w", err)
 	}
@@ -317,9 +404,5 @@ func (s *shortLived) halfClose(ctx context.Context, w, seq int) error {
 	if err := expect(c, left, f, 10*time.Second); err != nil {
 		return err
 	}
-	var one [1]byte
-	if n, err := c.Read(one[:]); n > 0 || !errors.Is(err, io.EOF) {
-		return fmt.Errorf("after the echo, want the end of the stream; got %d bytes, %v", n, err)
-	}
-	return nil
+	return expectEOF(c, "after the echo")
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -37,8 +38,12 @@ const ChurnHost = "churn.soak.invalid"
 // Config is one soak run.
 type Config struct {
 	// Executable is the tidegate binary: the proxy (`proxy`) and the two
-	// fake backends (`backend`) are started from it.
+	// fake backends (`backend`), or serve or push, are started from it.
 	Executable string
+	// Server is the server under test: ServerProxy (the default),
+	// ServerServe or ServerPush. Serve and push have no reload, backend or
+	// upgrade events; push has no half-closes.
+	Server string
 	// Duration is how long the load runs, Interval how often the proxy is
 	// sampled, Warmup how long after the start (and after the upgrade)
 	// samples are left out of the slope test.
@@ -106,6 +111,10 @@ var DefaultTolerances = map[string]Tolerance{
 }
 
 func (c *Config) defaults() error {
+	c.Server = cmp.Or(c.Server, ServerProxy)
+	if c.Server == ServerPush {
+		c.HalfClose = -1 // a subscriber's half-close ends it: the churn does it
+	}
 	c.Duration = cmp.Or(c.Duration, DefaultDuration)
 	c.Sessions = cmp.Or(c.Sessions, DefaultSessions)
 	c.Interval = cmp.Or(c.Interval, DefaultInterval)
@@ -120,7 +129,7 @@ func (c *Config) defaults() error {
 	c.Stall = cmp.Or(c.Stall, DefaultStall)
 	c.Churn = cmp.Or(c.Churn, c.Sessions/10)
 	c.Stalled = cmp.Or(c.Stalled, c.Sessions/20)
-	c.HalfClose = cmp.Or(c.HalfClose, c.Sessions/20)
+	c.HalfClose = max(cmp.Or(c.HalfClose, c.Sessions/20), 0)
 	tol := make(map[string]Tolerance, len(DefaultTolerances))
 	for k, v := range DefaultTolerances {
 		tol[k] = v
@@ -133,6 +142,8 @@ func (c *Config) defaults() error {
 	}
 	c.Tolerances = tol
 	switch {
+	case !slices.Contains(Servers, c.Server):
+		return fmt.Errorf("server %q: want one of %v", c.Server, Servers)
 	case c.Executable == "":
 		return errors.New("no tidegate binary to run as the proxy and the backends")
 	case c.Interval < time.Second:

@@ -1,5 +1,6 @@
-// Package soak runs the proxy for a long time under a mixed load and
-// fails when anything it holds keeps growing: `tidegate-bench bench soak`.
+// Package soak runs the proxy (or serve, or push) for a long time under a
+// mixed load and fails when anything it holds keeps growing:
+// `tidegate-bench bench soak`.
 //
 // One run starts two fake backends (`tidegate backend`) and a `tidegate
 // proxy` (one Minecraft listener, --metrics-listen, logs at warn in JSON
@@ -43,5 +44,27 @@
 // duplicate its epoll readers read) and one per short-lived session, the
 // proxy two per session. Run raises the soft RLIMIT_NOFILE to the hard one
 // (the proxy inherits it) and refuses a session count that does not fit,
-// counting two per session in both: 9,000 sessions fit in 20,000.
+// counting two per session in both: 9,000 sessions take 18,000 of 20,000,
+// and the proxy's reserve and base leave some 1,800 spare. A short-lived
+// session leaves in order (shutdown(SHUT_WR), then the end of the stream,
+// which comes once the server has closed it), and its worker connects again
+// only then: the sessions at once are the server's sessions at once, not
+// those plus the ones a loaded server has yet to close. The samples carry
+// the server's descriptor budget (tidegate_fd_accounted, accept pauses,
+// refused metrics connections); accepting paused at the budget or a scrape
+// refused for want of descriptors fails the run, since the sessions were
+// sized to fit.
+//
+// Config.Server soaks the other servers the same way, sampled and tested
+// alike, each with its own clients and no events (neither reloads):
+//
+//   - serve (`tidegate serve`): steady clients sending a pipeline of TLV
+//     requests Rate times a second, every response checked and the sha256
+//     of each connection's bytes compared both ways (tlvsteady.go); churn,
+//     stalled readers and half-closes as for the proxy, in TLV;
+//   - push (`tidegate push`): a publisher and steady TCP subscribers
+//     (package pushload: every event, in order, to every subscriber), churn
+//     subscribers (subscribe, two events in order, hold, leave) and slow
+//     ones (a small receive buffer, nothing read for a hold, then every
+//     event in order or reported dropped: pushclients.go).
 package soak

@@ -1,6 +1,7 @@
 package soak
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -14,6 +15,7 @@ import (
 
 // Params is the run's configuration as the report states it.
 type Params struct {
+	Server        string               `json:"server"`
 	DurationS     float64              `json:"duration_s"`
 	IntervalS     float64              `json:"interval_s"`
 	WarmupS       float64              `json:"warmup_s"`
@@ -33,7 +35,7 @@ type Params struct {
 }
 
 func paramsOf(c Config) Params {
-	return Params{DurationS: c.Duration.Seconds(), IntervalS: c.Interval.Seconds(), WarmupS: c.Warmup.Seconds(),
+	return Params{Server: c.Server, DurationS: c.Duration.Seconds(), IntervalS: c.Interval.Seconds(), WarmupS: c.Warmup.Seconds(),
 		Sessions: c.Sessions, Steady: c.steady(), Churn: c.Churn, Stalled: c.Stalled, HalfClose: c.HalfClose, Rate: c.Rate, StalledBurst: c.StalledBurst,
 		HoldS: c.Hold.Seconds(), ReloadEveryS: c.ReloadEvery.Seconds(), RestartEveryS: c.RestartEvery.Seconds(),
 		UpgradeAtS: c.UpgradeAt.Seconds(), Loops: c.Loops, Tolerances: c.Tolerances}
@@ -128,6 +130,7 @@ func (r *Result) summarize(c Config) {
 			r.Failures = append(r.Failures, fmt.Sprintf("%s: no segment had %d samples after warm-up to test", fig, MinTrendSamples))
 		}
 	}
+	r.budgetFailures()
 	if st := r.Steady; st.Wrong > 0 {
 		r.Failures = append(r.Failures, fmt.Sprintf("steady players: %d replies lost, duplicated, corrupted or unanswered: %s", st.Wrong, strings.Join(st.Samples, "; ")))
 	}
@@ -137,6 +140,30 @@ func (r *Result) summarize(c Config) {
 		}
 	}
 	r.OK = len(r.Failures) == 0
+}
+
+// budgetFailures fails the run when a process's descriptor budget paused
+// its accepting or refused a metrics connection: the soak is sized so that
+// its sessions fit (doc.go), so either says that more descriptors were in
+// use than the sessions asked for, a leak or a late release. The counters
+// are per process, so each segment's largest reading is its count.
+func (r *Result) budgetFailures() {
+	for seg := range r.SegmentStarts {
+		var pauses, refused, peak float64
+		for _, s := range r.Samples {
+			if s.Segment == seg && s.Error == "" {
+				pauses, refused, peak = max(pauses, s.AcceptPauses), max(refused, s.MetricsRefused), max(peak, s.FDAccounted)
+			}
+		}
+		if pauses > 0 {
+			r.Failures = append(r.Failures, fmt.Sprintf("segment %d: accepting paused %s times at the descriptor budget (%s; peak %s accounted of %d)",
+				seg, num(pauses), acceptPausesMetric, num(peak), r.FDLimit.Soft))
+		}
+		if refused > 0 {
+			r.Failures = append(r.Failures, fmt.Sprintf("segment %d: %s metrics connections refused for want of descriptors (%s; peak %s accounted of %d)",
+				seg, num(refused), metricsRefusedMetric, num(peak), r.FDLimit.Soft))
+		}
+	}
 }
 
 // shortKinds lists the short-lived kinds in report order.
@@ -173,7 +200,8 @@ func WriteTrends(w io.Writer, r *Result) error {
 // WriteSessions writes what every kind of session did.
 func WriteSessions(w io.Writer, r *Result) error {
 	st := r.Steady
-	rows := [][]string{{"steady players", strconv.Itoa(st.Sessions), fmt.Sprintf("%d frames, %d replies", st.Frames, st.Replies), "–",
+	steady := map[string]string{ServerServe: "steady clients", ServerPush: "steady subscribers"}[r.Params.Server]
+	rows := [][]string{{cmp.Or(steady, "steady players"), strconv.Itoa(st.Sessions), fmt.Sprintf("%d frames, %d replies", st.Frames, st.Replies), "–",
 		strconv.FormatInt(st.Wrong, 10), fmt.Sprintf("rtt p50 %s, p99 %s, max %s ms", harness.Fixed(st.RTTP50Ms, 2), harness.Fixed(st.RTTP99Ms, 2), harness.Fixed(st.RTTMaxMs, 1))}}
 	per := map[string]int{kindChurn: r.Params.Churn, kindStalled: r.Params.Stalled, kindHalfClose: r.Params.HalfClose}
 	for _, k := range shortKinds {
@@ -188,11 +216,11 @@ func WriteSamples(w io.Writer, r *Result) error {
 	rows := make([][]string, 0, len(r.Samples))
 	for _, s := range r.Samples {
 		rows = append(rows, []string{harness.Fixed(s.At, 0), strconv.Itoa(s.Segment), strconv.Itoa(s.PID), mib(float64(s.RSSBytes)), mib(s.HeapLiveBytes),
-			strconv.Itoa(s.FDs), strconv.Itoa(s.Goroutines), strconv.Itoa(s.Threads), harness.Fixed(s.QueuedBytes/1024, 0),
+			strconv.Itoa(s.FDs), num(s.FDAccounted), strconv.Itoa(s.Goroutines), strconv.Itoa(s.Threads), harness.Fixed(s.QueuedBytes/1024, 0),
 			strconv.FormatInt(s.Latencies, 10), harness.Fixed(s.LatencyP50Ms, 2), harness.Fixed(s.LatencyP99Ms, 2), harness.OrDash(s.Error)})
 	}
-	return harness.MarkdownTable(w, []string{"t s", "seg", "pid", "RSS MiB", "live heap MiB", "fds", "goroutines", "threads", "queued KiB",
-		"latencies", "p50 ms", "p99 ms", "error"}, "rrrrrrrrrrrrl", rows)
+	return harness.MarkdownTable(w, []string{"t s", "seg", "pid", "RSS MiB", "live heap MiB", "fds", "fds accounted", "goroutines", "threads", "queued KiB",
+		"latencies", "p50 ms", "p99 ms", "error"}, "rrrrrrrrrrrrrl", rows)
 }
 
 // WriteEvents writes the reloads, restarts and the upgrade.
@@ -211,20 +239,22 @@ func WriteJSON(w io.Writer, r *Result) error { return harness.WriteJSON(w, r) }
 func Markdown(r *Result) (string, error) {
 	var b strings.Builder
 	p := r.Params
-	fmt.Fprintf(&b, "# Soak: %d sessions through tidegate proxy for %s\n\n", p.Sessions, harness.Fixed(p.DurationS/60, 1)+" min")
+	server := cmp.Or(p.Server, ServerProxy)
+	fmt.Fprintf(&b, "# Soak: %d sessions of tidegate %s for %s\n\n", p.Sessions, server, harness.Fixed(p.DurationS/60, 1)+" min")
 	harness.WriteVerdict(&b, r.OK, fmt.Sprintf("PASS: no sampled figure trended upward after warm-up and no byte was lost or wrong, across %s, %s and %s.",
 		count(r.Events, "reload", "reloads"), count(r.Events, "backend restart", "backend restarts"), count(r.Events, "live upgrade", "live upgrades")))
 	proxy := " (tool)"
 	if r.Meta.ProxyVersion != "" {
-		proxy += "; proxy binary: " + r.Meta.ProxyVersion
+		proxy += "; server binary: " + r.Meta.ProxyVersion
 	}
 	r.Meta.WriteHeader(&b, proxy, fmt.Sprintf("; descriptor limit %d soft / %d hard", r.FDLimit.Soft, r.FDLimit.Hard))
-	fmt.Fprintf(&b, "- load: %d steady players (a 60–200-byte PLAY frame %d times a second each, every echo checked), %d churn (log in, echo one frame, hold %gs, leave), "+
-		"%d stalled readers (a %d KiB burst left unread for %gs behind a 4 KiB receive buffer, then read and checked), %d half-closes (a frame, shutdown(SHUT_WR), the echo and the end of the stream)\n",
-		p.Steady, p.Rate, p.Churn, p.HoldS/2, p.Stalled, p.StalledBurst>>10, p.HoldS, p.HalfClose)
-	fmt.Fprintf(&b, "- events: SIGHUP (the configuration rewritten) every %gs, the churn backend restarted every %gs, one SIGUSR2 at %gs; proxy: one Minecraft listener, %d loops, "+
-		"steady players routed to a backend never restarted, the rest to the churn backend (both `tidegate backend`)\n", p.ReloadEveryS, p.RestartEveryS, p.UpgradeAtS, p.Loops)
-	fmt.Fprintf(&b, "- sampled every %gs: RSS, descriptors and threads from /proc/PID, live heap, goroutines and %s from /metrics, the churn sessions' login and echo latencies\n", p.IntervalS, queuedMetric)
+	load, events := serverDescription(p)
+	fmt.Fprintf(&b, "- load: %s\n- events: %s\n", load, events)
+	fmt.Fprintf(&b, "- sampled every %gs: RSS, descriptors and threads from /proc/PID, live heap, goroutines, %s and the descriptor budget (%s, %s, %s) from /metrics, the churn sessions' login and echo latencies\n",
+		p.IntervalS, queuedMetric, fdAccountedMetric, acceptPausesMetric, metricsRefusedMetric)
+	per := serverFDs(server)
+	fmt.Fprintf(&b, "- descriptors: %d sessions at once (a short-lived session connects again only after the server has ended its last one: SHUT_WR, then the end of the stream) "+
+		"take %d each in the server, %d, against its limit of %d; peak accounted by its budget: %s\n", p.Sessions, per, per*p.Sessions, r.FDLimit.Soft, num(r.peakAccounted()))
 	if r.Dir != "" {
 		fmt.Fprintf(&b, "- proxy log and configuration: %s\n", r.Dir)
 	}
@@ -269,6 +299,15 @@ func Markdown(r *Result) (string, error) {
 	}
 	harness.WriteFailures(&b, r.Failures)
 	return b.String(), nil
+}
+
+// peakAccounted is the largest tidegate_fd_accounted sampled.
+func (r *Result) peakAccounted() float64 {
+	peak := 0.0
+	for _, s := range r.Samples {
+		peak = max(peak, s.FDAccounted)
+	}
+	return peak
 }
 
 // count says how many events of kind there were: "1 reload", "3 reloads".

@@ -20,6 +20,15 @@ import (
 	"github.com/tidegate/tidegate/internal/procs"
 )
 
+// serverFDs is the descriptors server holds per session: the proxy a
+// client and its backend, serve and push the client.
+func serverFDs(server string) int {
+	if server == ServerProxy || server == "" {
+		return 2
+	}
+	return 1
+}
+
 // Descriptor reserves beyond two per session, in this tool and the proxy.
 const (
 	toolReserve  = 256
@@ -40,8 +49,15 @@ const (
 // short-lived sessions') to the churn backend; no limits in the way of
 // thousands of logins from one address; a backend that refused connects
 // (the churn backend while it restarts) is tried again after 2 s rather
-// than the default 10 s, so that a restart cuts few sessions. offline is the offline message,
-// which the reloads change, so that each reload changes something.
+// than the default 10 s, so that a restart cuts few sessions; a connect
+// may take 10 s rather than the default 3 s, because on the shared machine
+// the soak runs on (load 20 to 30 on 2 cores) a process stalls for seconds
+// (the steady players' round trips reach 5 s): with 3 s, the connects to
+// the churn backend begun in a stall timed out together, marked it down
+// and refused the sessions of its cooldown (the "soak offline" failures of
+// benchmarks/results/2026-12-02-soak-hour.md and of a 4-minute run before
+// the second hour). offline is the offline message, which the reloads
+// change, so that each reload changes something.
 func proxyConfig(listen, steadyHost, steady, churn string, loops int, offline string) string {
 	return fmt.Sprintf(`# written by tidegate-bench bench soak (benchmarks/soak)
 listeners:
@@ -65,6 +81,7 @@ limits:
   idle_timeout: 0s
   connection_rate: 0          # every session comes from 127.0.0.1
   login_rate: 0
+  connect_timeout: 10s        # a loaded machine stalls for seconds
   subnet_connection_rate: 0
   subnet_login_rate: 0
   max_sessions_per_subnet: 0
@@ -112,12 +129,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Steady players hold two descriptors here (their socket and its
-	// duplicate for the epoll readers), the short-lived sessions one: two
-	// for all is the bound.
+	// Steady players and subscribers hold two descriptors here (their
+	// socket and its duplicate for the epoll readers or gnet), the others
+	// one: two for all is the bound.
 	if err := fdlimit.Check(cfg.Sessions, lim.Soft, fmt.Sprintf("raise the hard limit of %d (ulimit -Hn) or use fewer --sessions", lim.Hard),
 		fdlimit.Holder{Name: "this tool", PerSession: 2, Holds: "a socket and, for steady players, its duplicate", Reserve: toolReserve},
-		fdlimit.Holder{Name: "the proxy, which inherits this tool's limit", PerSession: 2, Holds: "client and backend", Reserve: proxyReserve}); err != nil {
+		fdlimit.Holder{Name: "the " + cfg.Server + ", which inherits this tool's limit", PerSession: serverFDs(cfg.Server), Reserve: proxyReserve}); err != nil {
 		return nil, err
 	}
 	r := &run{cfg: cfg, res: &Result{Params: paramsOf(cfg), FDLimit: lim}}
@@ -130,7 +147,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, fmt.Errorf("work directory %s: %w", cfg.Dir, err)
 	}
 	r.dir, r.res.Dir = cfg.Dir, cfg.Dir
-	r.execute(ctx)
+	switch cfg.Server {
+	case ServerServe:
+		r.executeServe(ctx)
+	case ServerPush:
+		r.executePush(ctx)
+	default:
+		r.execute(ctx)
+	}
 	r.res.summarize(cfg)
 	if ownDir && r.res.OK && os.Getenv(harness.KeepDirsEnv) == "" {
 		os.RemoveAll(cfg.Dir)
@@ -200,23 +224,19 @@ func (r *run) execute(ctx context.Context) {
 		return
 	}
 	argv := []string{cfg.Executable, "proxy", "--config", r.cfgPath, "--metrics-listen", metricsAddr, "--log-level", "warn", "--log-format", "json"}
-	r.proxy, err = harness.Start(ctx, harness.ChildSpec{Name: "tidegate-proxy", Listen: r.listen, Argv: argv, Dir: r.dir, Env: []string{"GOTRACEBACK=all"}})
+	started := r.startServer(ctx, "tidegate-proxy", argv, metricsAddr)
+	if r.proxy != nil {
+		defer r.stopProxy()
+	}
+	if !started {
+		return
+	}
+	mcw, err := newMinecraftWire(r.listen, ChurnHost)
 	if err != nil {
 		r.fail("%v", err)
 		return
 	}
-	r.res.ProxyLog = r.proxy.LogPath()
-	r.pid = r.proxy.PID()
-	defer r.stopProxy()
-	r.metrics = newMetricsClient(metricsAddr)
-	if err := r.metrics.WaitReady(ctx, 10*time.Second); err != nil {
-		r.fail("the proxy's metrics: %v", err)
-		return
-	}
-	if r.short, err = newShortLived(r.listen, cfg.Hold, cfg.StalledBurst); err != nil {
-		r.fail("%v", err)
-		return
-	}
+	r.short = newShortLived(r.listen, mcw, cfg.Hold, cfg.StalledBurst)
 	r.short.leak = cfg.leak
 	defer r.short.closeLeaked()
 
@@ -227,49 +247,25 @@ func (r *run) execute(ctx context.Context) {
 		r.fail("%v", err)
 		return
 	}
-	began := make(chan struct{})
-	type steadyResult struct {
-		m   players.Measurement
-		err error
-	}
-	steadyDone := make(chan steadyResult, 1)
-	go func() {
-		m, err := players.Run(ctx, r.listen, p, cfg.Stall, harness.PhaseHooks{Before: func() error { close(began); return nil }})
-		steadyDone <- steadyResult{m, err}
-	}()
-	var steady steadyResult
-	select {
-	case <-began:
-	case steady = <-steadyDone:
-		r.fail("the steady players did not start: %v", steady.err)
+	wait, ok := startSteady(r, "steady players", func(began func()) (players.Measurement, error) {
+		return players.Run(ctx, r.listen, p, cfg.Stall, harness.PhaseHooks{Before: func() error { began(); return nil }})
+	})
+	if !ok {
 		return
 	}
 	r.start = time.Now()
 	r.short.zero.Store(&r.start)
 	r.res.SegmentStarts = []float64{0}
-	cfg.Log.Info().Int("steady", p.Sessions).Int("pid", r.pid).Msg("steady players logged in; soak started")
 	loadCtx, stopLoad := context.WithTimeout(ctx, cfg.Duration)
 	defer stopLoad()
 	var wg sync.WaitGroup
-	r.short.run(loadCtx, &wg, kindChurn, cfg.Churn)
-	r.short.run(loadCtx, &wg, kindStalled, cfg.Stalled)
-	r.short.run(loadCtx, &wg, kindHalfClose, cfg.HalfClose)
+	r.short.run(loadCtx, &wg, kindChurn, cfg.Churn, r.short.churn)
+	r.short.run(loadCtx, &wg, kindStalled, cfg.Stalled, r.short.stalled)
+	r.short.run(loadCtx, &wg, kindHalfClose, cfg.HalfClose, r.short.halfClose)
 
-	sample := time.NewTicker(cfg.Interval)
-	defer sample.Stop()
 	nextReload, nextRestart := cfg.ReloadEvery, cfg.RestartEvery
 	upgraded := cfg.UpgradeAt < 0
-	for loadCtx.Err() == nil {
-		select {
-		case <-loadCtx.Done():
-			continue
-		case <-sample.C:
-			if loadCtx.Err() != nil || time.Since(r.start) > cfg.Duration-cfg.Interval/2 {
-				continue // the run is ending: no sample of the sessions closing, no event
-			}
-			r.sample(ctx)
-		}
-		since := time.Since(r.start)
+	r.sampleUntil(ctx, loadCtx, func(since time.Duration) {
 		switch {
 		case !upgraded && since >= cfg.UpgradeAt:
 			upgraded = true
@@ -281,12 +277,12 @@ func (r *run) execute(ctx context.Context) {
 			nextRestart += cfg.RestartEvery
 			r.restart(ctx, restartBackend)
 		}
-	}
+	})
 	wg.Wait()
-	steady = <-steadyDone
-	r.res.Steady = steadyOf(p, steady.m)
-	if steady.err != nil {
-		r.fail("steady players: %v", steady.err)
+	m, err := wait()
+	r.res.Steady = steadyOf(p, m)
+	if err != nil {
+		r.fail("steady players: %v", err)
 	}
 	if ctx.Err() != nil {
 		r.fail("interrupted: %v", ctx.Err())
@@ -299,7 +295,29 @@ func (r *run) execute(ctx context.Context) {
 	}
 }
 
-// sample reads the proxy and appends a sample.
+// sampleUntil samples the server every Interval until loadCtx ends, and
+// after each sample calls event (if not nil) with the time since the start,
+// to run what is due.
+func (r *run) sampleUntil(ctx, loadCtx context.Context, event func(since time.Duration)) {
+	sample := time.NewTicker(r.cfg.Interval)
+	defer sample.Stop()
+	for loadCtx.Err() == nil {
+		select {
+		case <-loadCtx.Done():
+			continue
+		case <-sample.C:
+			if loadCtx.Err() != nil || time.Since(r.start) > r.cfg.Duration-r.cfg.Interval/2 {
+				continue // the run is ending: no sample of the sessions closing, no event
+			}
+			r.sample(ctx)
+		}
+		if event != nil {
+			event(time.Since(r.start))
+		}
+	}
+}
+
+// sample reads the server and appends a sample.
 func (r *run) sample(ctx context.Context) {
 	s := Sample{At: time.Since(r.start).Seconds(), Segment: r.segment}
 	h := r.short.takeLatency()
@@ -312,7 +330,7 @@ func (r *run) sample(ctx context.Context) {
 		s.Error = err.Error()
 	}
 	r.res.Samples = append(r.res.Samples, s)
-	r.cfg.Log.Info().Float64("t_s", s.At).Int("pid", s.PID).Int64("rss", s.RSSBytes).Float64("heap", s.HeapLiveBytes).Int("fds", s.FDs).
+	r.cfg.Log.Info().Float64("t_s", s.At).Int("pid", s.PID).Int64("rss", s.RSSBytes).Float64("heap", s.HeapLiveBytes).Int("fds", s.FDs).Float64("fd_accounted", s.FDAccounted).Float64("connect_failures", s.ConnectFailures).
 		Int("goroutines", s.Goroutines).Int("threads", s.Threads).Float64("queued", s.QueuedBytes).Float64("latency_p99_ms", s.LatencyP99Ms).
 		Str("error", s.Error).Msg("sample")
 }
@@ -435,6 +453,9 @@ func (r *run) stopProxy() {
 		if err := stopPID(r.res.NewPID); err != nil {
 			r.fail("stopping the upgraded proxy: %v", err)
 		}
+	}
+	if r.cfgPath == "" {
+		return // serve and push: no upgrade started a process this tool does not hold
 	}
 	for _, pid := range procs.WithMarker(r.cfgPath) {
 		_ = syscall.Kill(pid, syscall.SIGKILL)

@@ -36,6 +36,20 @@ type Sample struct {
 	Latencies    int64   `json:"latencies"`
 	LatencyP50Ms float64 `json:"latency_p50_ms"`
 	LatencyP99Ms float64 `json:"latency_p99_ms"`
+	// The descriptor budget from /metrics: what it counts as used
+	// (tidegate_fd_accounted, the figure its admission compares with the
+	// limit), the times accepting paused at a limit since the process
+	// started (tidegate_accept_pauses_total: the soak sets no session
+	// limit, so only the budget pauses it) and the metrics connections
+	// closed for want of descriptors
+	// (tidegate_metrics_connections_refused_total).
+	FDAccounted    float64 `json:"fd_accounted"`
+	AcceptPauses   float64 `json:"accept_pauses"`
+	MetricsRefused float64 `json:"metrics_refused"`
+	// ConnectFailures is the proxy's failed backend connects since the
+	// process started (tidegate_proxy_backend_connect_failures_total), 0
+	// for another server.
+	ConnectFailures float64 `json:"connect_failures"`
 	// Error says why the sample is incomplete (the process was handing
 	// over); such a sample is left out of the slope test.
 	Error string `json:"error,omitempty"`
@@ -68,6 +82,26 @@ var heapFigures = []string{"go_gc_heap_live_bytes", "go_memstats_heap_alloc_byte
 // queuedMetric is summed over its labels.
 const queuedMetric = "tidegate_buffer_queued_bytes"
 
+// The descriptor budget's metrics (Sample.FDAccounted and the next two),
+// each summed over its labels; a process without them reads 0.
+const (
+	fdAccountedMetric    = "tidegate_fd_accounted"
+	acceptPausesMetric   = "tidegate_accept_pauses_total"
+	metricsRefusedMetric = "tidegate_metrics_connections_refused_total"
+	connectFailedMetric  = "tidegate_proxy_backend_connect_failures_total"
+)
+
+// sumOf sums metric over its labels in v, and reports whether it was there.
+func sumOf(v map[string]float64, metric string) (sum float64, found bool) {
+	for k, x := range v {
+		if k == metric || strings.HasPrefix(k, metric+"{") {
+			sum += x
+			found = true
+		}
+	}
+	return sum, found
+}
+
 // readProxy fills s's figures of the proxy pid from /proc and its metrics.
 func readProxy(ctx context.Context, m *gometrics.Client, pid int, s *Sample) error {
 	s.PID = pid
@@ -94,14 +128,12 @@ func readProxy(ctx context.Context, m *gometrics.Client, pid int, s *Sample) err
 		return fmt.Errorf("%s/metrics lacks go_goroutines or all of %v", m.Base, heapFigures)
 	}
 	s.Goroutines = int(g)
-	found := false
-	for k, x := range v {
-		if k == queuedMetric || strings.HasPrefix(k, queuedMetric+"{") {
-			s.QueuedBytes += x
-			found = true
-		}
-	}
-	if !found {
+	s.FDAccounted, _ = sumOf(v, fdAccountedMetric)
+	s.AcceptPauses, _ = sumOf(v, acceptPausesMetric)
+	s.MetricsRefused, _ = sumOf(v, metricsRefusedMetric)
+	s.ConnectFailures, _ = sumOf(v, connectFailedMetric)
+	var found bool
+	if s.QueuedBytes, found = sumOf(v, queuedMetric); !found {
 		return fmt.Errorf("%s/metrics lacks %s", m.Base, queuedMetric)
 	}
 	return nil

@@ -31,9 +31,14 @@ func benchSoakCommand() *cli.Command {
 			"grows by more than its tolerance (stated in the report) with t >= 3, when a byte was lost or\n" +
 			"wrong, a short-lived session failed outside a backend restart, or an event did not take effect.\n" +
 			"This process needs 2 descriptors per session and the proxy 2 + a reserve: the soft RLIMIT_NOFILE\n" +
-			"is raised to the hard one and a --sessions that does not fit is refused. Linux (/proc).",
+			"is raised to the hard one and a --sessions that does not fit is refused. A short-lived session\n" +
+			"connects again only once the server has ended its last one (SHUT_WR, then the end of the stream), so\n" +
+			"--sessions is what the server holds at once; its descriptor budget pausing accepting, or refusing a\n" +
+			"metrics connection, fails the run. --server serve and --server push soak those servers under their\n" +
+			"own clients, sampled and tested the same way. Linux (/proc).",
 		Flags: append([]cli.Flag{
 			tidegateBinFlag(),
+			&cli.StringFlag{Name: "server", Value: soak.ServerProxy, Usage: "the server soaked: proxy, serve (steady pipelined TLV clients, sha256 per connection, churn, stalled readers, half-closes) or push (a publisher, steady TCP subscribers, churn and slow subscribers); serve and push have no reload, restart or upgrade"},
 			&cli.DurationFlag{Name: "duration", Value: soak.DefaultDuration, Usage: "how long the load runs"},
 			&cli.IntFlag{Name: "sessions", Value: soak.DefaultSessions, Usage: "sessions open at once (2 descriptors each here and in the proxy)"},
 			&cli.DurationFlag{Name: "interval", Value: soak.DefaultInterval, Usage: "how often the proxy is sampled"},
@@ -61,7 +66,7 @@ func runBenchSoak(c *cli.Context) error {
 	}
 	defer stop()
 	cfg := soak.Config{
-		Executable: exe, Duration: c.Duration("duration"), Interval: c.Duration("interval"), Warmup: c.Duration("warmup"),
+		Executable: exe, Server: c.String("server"), Duration: c.Duration("duration"), Interval: c.Duration("interval"), Warmup: c.Duration("warmup"),
 		Sessions: c.Int("sessions"), Churn: c.Int("churn"), Stalled: c.Int("stalled"), HalfClose: c.Int("half-close"),
 		Rate: c.Int("rate"), StalledBurst: c.Int("stalled-burst"), Hold: c.Duration("hold"), ReloadEvery: c.Duration("reload-every"), RestartEvery: c.Duration("restart-every"),
 		UpgradeAt: c.Duration("upgrade-at"), Loops: c.Int("loops"), Dir: c.String("log-dir"), Log: log,

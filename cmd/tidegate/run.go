@@ -55,7 +55,7 @@ func metricsFlag() cli.Flag {
 // metricsMaxConnsFlag is --metrics-max-conns, which startMetrics reads.
 func metricsMaxConnsFlag() cli.Flag {
 	return &cli.IntFlag{Name: "metrics-max-conns", Value: lifecycle.DefaultMetricsMaxConns,
-		Usage: "hold at most `N` connections to --metrics-listen at once (more wait in the backlog); each takes a descriptor, never of the proxy's reserve"}
+		Usage: "hold at most `N` connections to --metrics-listen at once (more wait in the backlog); each takes a descriptor, at most half of the proxy's reserve"}
 }
 
 // profilesKnob says, in the refusal of a profile, how to turn profiles on.

@@ -19,8 +19,8 @@ const (
 	// DefaultMetricsMaxConns is how many connections the metrics listener
 	// holds at once unless MetricsOptions.MaxConns says otherwise: a
 	// Prometheus or two, probes, an operator's curl and a profile leave
-	// room to spare, and 64 descriptors are half the proxy's reserve
-	// (reactor.DefaultFDReserve) of which they are never taken.
+	// room to spare, and 64 descriptors are the half of the proxy's
+	// reserve (reactor.DefaultFDReserve) they may take (metricsReserve).
 	DefaultMetricsMaxConns = 64
 	// metricsReadHeaderTimeout bounds reading a request's header.
 	metricsReadHeaderTimeout = 5 * time.Second
@@ -45,8 +45,9 @@ const (
 // calling accept, so that further connections wait in the kernel's backlog,
 // which costs no descriptor, and are served as earlier ones close (every
 // one does within the timeouts); a scrape then waits instead of failing. A
-// connection accepted when its descriptor would take the proxy's reserve
-// is closed at once: that descriptor is the proxy's.
+// connection accepted when its descriptor would take more than the half of
+// the proxy's reserve it may use (metricsReserve) is closed at once: that
+// descriptor is the proxy's.
 type capListener struct {
 	net.Listener
 	slots   chan struct{} // one token per connection held
@@ -79,7 +80,7 @@ func (l *capListener) Accept() (net.Conn, error) {
 			return nil, err
 		}
 		// The accepted descriptor is open already; it stays only if the
-		// budget has room for it beside the proxy's reserve.
+		// budget has room for it beside what it leaves of the proxy's reserve.
 		if !fdbudget.Room(1, l.reserve) {
 			l.refused.Add(1)
 			_ = c.Close()
@@ -117,8 +118,16 @@ func (c *cappedConn) Close() error {
 }
 
 // metricsReserve is the descriptor reserve the metrics listener leaves to
-// the proxy: the reactor's, which no command configures otherwise.
-const metricsReserve = reactor.DefaultFDReserve
+// the proxy: half the reactor's (which no command configures otherwise),
+// as a hand-over leaves (reactor.Server.HandoverFDs). The reactor's reserve
+// is kept for listeners, dials, metrics and logs, and a server stops
+// accepting before it touches it, so the metrics listener may take the
+// other half: a scrape then still answers while accepting is paused at the
+// descriptor budget, when an operator most needs to see the budget
+// (before, every scrape was refused then: the soak's "connection reset by
+// peer", benchmarks/results/2026-12-02-soak-hour.md). Its cap,
+// DefaultMetricsMaxConns, fits in that half.
+const metricsReserve = reactor.DefaultFDReserve / 2
 
 // collector exports the listener's connections held and refused.
 func (l *capListener) collector() prometheus.Collector {
@@ -127,7 +136,7 @@ func (l *capListener) collector() prometheus.Collector {
 			Help: "Connections the metrics listener holds now (at most its cap; each counted in the descriptor budget)."},
 			func() float64 { return float64(l.open.Load()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tidegate_metrics_connections_refused_total",
-			Help: "Metrics connections closed at once because their descriptor would take the proxy's reserve."},
+			Help: "Metrics connections closed at once because their descriptor would take more than half the proxy's reserve."},
 			func() float64 { return float64(l.refused.Load()) }),
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tidegate/tidegate/internal/testkit/waitfor"
+	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/reactor/fdbudget"
 )
 
@@ -178,6 +179,31 @@ func TestMetricsLeavesTheProxysReserve(t *testing.T) {
 	if body := scrape(t, m); !strings.Contains(body, "\ntidegate_metrics_connections_refused_total 1\n") {
 		t.Fatalf("no refused count of 1 in /metrics:\n%s", body)
 	}
+}
+
+// TestMetricsAnswersWhileAcceptingIsPaused: at the descriptor budget where
+// a server stops accepting (its reserve, reactor.DefaultFDReserve, and no
+// more, left free), a scrape is still answered from the reserve's half the
+// metrics listener may take, and accounted while it is open.
+func TestMetricsAnswersWhileAcceptingIsPaused(t *testing.T) {
+	limit := fdbudget.Limit()
+	t.Cleanup(func() { fdbudget.SetLimit(uint64(limit)) })
+	m := serveCapped(t, 4, time.Minute)
+	held := fdbudget.Held()
+	fdbudget.SetLimit(uint64(fdbudget.Accounted() + reactor.DefaultFDReserve))
+	if fdbudget.Room(1, reactor.DefaultFDReserve) {
+		t.Fatal("the budget set has room beside the full reserve: the test tests nothing")
+	}
+	k := dialKeepAlive(t, m)
+	if err := k.get(5 * time.Second); err != nil {
+		t.Fatalf("GET while a server's accepting would be paused at the budget: %v, want an answer", err)
+	}
+	if got := fdbudget.Held() - held; got != 1 {
+		t.Fatalf("descriptor budget holds %d for one open metrics connection, want 1", got)
+	}
+	k.c.Close()
+	waitfor.Value(t, "the metrics connection's descriptor back in the budget", func() int64 { return fdbudget.Held() - held },
+		func(n int64) bool { return n == 0 })
 }
 
 // scrape returns m's /metrics.
