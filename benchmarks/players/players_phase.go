@@ -52,6 +52,9 @@ type player struct {
 	// nil otherwise: its sender encrypts each frame in place, its reader
 	// decrypts what it reads.
 	enc, dec *mc.CFB8
+	// lastOther is the start of the last frame of the server's own its
+	// reader skipped (Params.Modern), for the message of a closed stream.
+	lastOther []byte
 	// broken is set when the connection failed or its framing was lost:
 	// nothing more is sent to it, and its missing replies are not counted
 	// again as unanswered.

@@ -86,6 +86,10 @@ func (ph *playersPhase) readFailed(pl *player, err error) {
 		return
 	}
 	pl.broken.Store(true)
+	if len(pl.lastOther) > 0 {
+		// A proxy's kick (Disconnect) is one of its own frames: say it.
+		err = fmt.Errorf("%w (the proxy's last own frame: packet 0x%02x, %q)", err, pl.lastOther[0], pl.lastOther[1:])
+	}
 	ph.fail(fmt.Errorf("session %d: reading the reply to frame %d: %w", pl.id, pl.recv.Load(), err))
 }
 
@@ -99,6 +103,7 @@ func (ph *playersPhase) check(pl *player, rb *replyBuffer, body []byte, now int6
 		// registration, say): not a reply. Skipping it hides nothing, as a
 		// reply missing for it shows as lost or unanswered.
 		ph.others.Add(1)
+		pl.lastOther = append(pl.lastOther[:0], body[:min(len(body), 120)]...)
 		return
 	}
 	session, seq, sent, ok := ph.k.replyFields(body)
