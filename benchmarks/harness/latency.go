@@ -30,6 +30,9 @@ func NewLatencyHistogram() *hdrhistogram.Histogram {
 type PhaseHooks struct {
 	// Start, if set, runs before the first connection is made.
 	Start func()
+	// LoggedIn, if set, runs once every connection has logged in, before
+	// the load starts (a phase whose connections log in first).
+	LoggedIn func()
 	// Before and After, if set, run at the start and the end of the
 	// measured interval; an error they return fails the phase.
 	Before, After func() error

@@ -16,10 +16,27 @@ const (
 	KindHAProxy       Kind = "haproxy"        // HAProxy mode tcp, nosplice
 	KindHAProxySplice Kind = "haproxy-splice" // HAProxy mode tcp with option splice-auto
 	KindNginx         Kind = "nginx"          // nginx stream {} proxy_pass
+	// The proxies that terminate the login (issue #22): they log the
+	// backend in themselves with Velocity modern forwarding, so their
+	// clients log in at protocol 764 (players.Params.Modern).
+	KindTidegateOffline Kind = "tidegate-offline" // tidegate, login: offline
+	KindTidegateOnline  Kind = "tidegate-online"  // tidegate, login: online against RelayConfig.SessionServer
+	KindGate            Kind = "gate"             // Gate in full mode, onlineMode true (Spec.Gate)
+	KindGateOffline     Kind = "gate-offline"     // Gate in full mode, onlineMode false
 )
 
 // Kinds lists every Kind in a stable order.
-var Kinds = []Kind{KindTidegate, KindTidegateRaw, KindGoproxy, KindHAProxy, KindHAProxySplice, KindNginx}
+var Kinds = []Kind{KindTidegate, KindTidegateRaw, KindGoproxy, KindHAProxy, KindHAProxySplice, KindNginx,
+	KindTidegateOffline, KindTidegateOnline, KindGate, KindGateOffline}
+
+// IsTidegate reports whether k is one of tidegate's own targets.
+func (k Kind) IsTidegate() bool { return strings.HasPrefix(string(k), "tidegate") }
+
+// Terminates reports whether k completes the login itself and forwards the
+// player to the backend with Velocity modern forwarding.
+func (k Kind) Terminates() bool {
+	return k == KindTidegateOffline || k == KindTidegateOnline || k == KindGate || k == KindGateOffline
+}
 
 // ParseKinds parses a comma-separated list of kinds such as
 // "tidegate,haproxy"; duplicates are refused.
@@ -82,6 +99,13 @@ type RelayConfig struct {
 	// and nginx's worker_rlimit_nofile say the same number (so neither
 	// tries to raise it). 0 leaves the limit this program has.
 	NoFile int
+	// SessionServer is the base URL of the session server online-mode
+	// targets authenticate players with; ForwardingKeyFile holds the
+	// Velocity forwarding secret of the targets that terminate the login.
+	SessionServer, ForwardingKeyFile string
+	// Login is a tidegate group's login: "" (transparent), offline or
+	// online (TidegateConfig).
+	Login string
 }
 
 // sessionLimit is the concurrent-session limit written into a proxy's
@@ -206,6 +230,9 @@ func NginxConfig(c RelayConfig) string {
 // from one loopback address at thousands a second, which the default
 // connection and login rates and subnet cap would refuse (HAProxy and
 // nginx have none here either).
+// A Login of offline or online makes the group terminate the login and
+// forward with Velocity modern forwarding under ForwardingKeyFile; online
+// mode asks SessionServer.
 func TidegateConfig(c RelayConfig, raw bool) string {
 	var b strings.Builder
 	b.WriteString("# written by tidegate-bench (benchmarks/peers)\n")
@@ -222,6 +249,12 @@ func TidegateConfig(c RelayConfig, raw bool) string {
 	b.WriteString("  main:\n")
 	b.WriteString("    backends:\n")
 	fmt.Fprintf(&b, "      - addr: %s\n", c.Backend)
+	if c.Login != "" {
+		fmt.Fprintf(&b, "    login: %s\n    forwarding: velocity\n    forwarding_key_file: %s\n", c.Login, c.ForwardingKeyFile)
+	}
+	if c.Login == "online" {
+		fmt.Fprintf(&b, "online_mode:\n  session_server: %s\n", c.SessionServer)
+	}
 	fmt.Fprintf(&b, "loops: %d\n", c.Cores)
 	b.WriteString("limits:\n")
 	b.WriteString("  idle_timeout: 0s\n")
@@ -231,5 +264,29 @@ func TidegateConfig(c RelayConfig, raw bool) string {
 	b.WriteString("  subnet_connection_rate: 0\n")
 	b.WriteString("  subnet_login_rate: 0\n")
 	fmt.Fprintf(&b, "  max_sessions: %d\n", c.sessionLimit())
+	return b.String()
+}
+
+// GateConfig returns a configuration of Gate in full mode (not Lite), as
+// Velocity runs: onlineMode as online (authenticating with SessionServer's
+// hasJoined), the backend as its one server tried first, Velocity modern
+// forwarding with secret, compression off (as the fake backend's; the
+// benchmarks compress nowhere) and no per-address quota (the load
+// generators connect from one address by the thousand).
+func GateConfig(c RelayConfig, online bool, secret string) string {
+	var b strings.Builder
+	b.WriteString("# written by tidegate-bench (benchmarks/peers): gate\n")
+	b.WriteString("config:\n")
+	fmt.Fprintf(&b, "  bind: %s\n", c.Listen)
+	fmt.Fprintf(&b, "  onlineMode: %t\n", online)
+	fmt.Fprintf(&b, "  servers:\n    backend: %s\n  try:\n    - backend\n", c.Backend)
+	b.WriteString("  compression:\n    threshold: -1\n")
+	b.WriteString("  readTimeout: 1h\n")
+	fmt.Fprintf(&b, "  forwarding:\n    mode: velocity\n    velocitySecret: %q\n", secret)
+	b.WriteString("  quota:\n    connections:\n      enabled: false\n    logins:\n      enabled: false\n")
+	if online {
+		fmt.Fprintf(&b, "  auth:\n    sessionServerUrl: %s/session/minecraft/hasJoined\n", c.SessionServer)
+	}
+	b.WriteString("  lite:\n    enabled: false\n")
 	return b.String()
 }

@@ -27,6 +27,10 @@ type Spec struct {
 	// HAProxy and Nginx are the programs to run; empty means "haproxy" and
 	// "nginx" from PATH.
 	HAProxy, Nginx string
+	// Gate is Gate's program (KindGate, KindGateOffline), which its users
+	// build themselves; GateSecret is the Velocity forwarding secret its
+	// configuration carries (the others read RelayConfig.ForwardingKeyFile).
+	Gate, GateSecret string
 	// Wrap prefixes the command line, such as ip netns exec NAME.
 	Wrap []string
 	// CPUProfile, when set, makes a tidegate proxy write a Go CPU profile
@@ -62,6 +66,12 @@ type BackendSpec struct {
 	// ChunkReplies answers chunk requests with large frames (tidegate
 	// backend --chunk-replies).
 	ChunkReplies bool
+	// VelocityKeyFile, when set, makes the backend expect Velocity modern
+	// forwarding signed with the secret in this file.
+	VelocityKeyFile string
+	// JoinDelay, when positive, holds the Login (play) of 1.20.2 clients
+	// this long (tidegate backend --join-delay).
+	JoinDelay time.Duration
 }
 
 // Process is a started proxy or backend: its child process, with what
@@ -113,11 +123,12 @@ func Start(s Spec) (*Process, error) {
 	}
 	var argv, env []string
 	switch s.Kind {
-	case KindTidegate, KindTidegateRaw:
+	case KindTidegate, KindTidegateRaw, KindTidegateOffline, KindTidegateOnline:
 		exe, err := executable(s.Executable)
 		if err != nil {
 			return nil, err
 		}
+		r.Login = map[Kind]string{KindTidegateOffline: "offline", KindTidegateOnline: "online"}[s.Kind]
 		cfg, err := write("tidegate.yaml", TidegateConfig(r, s.Kind == KindTidegateRaw))
 		if err != nil {
 			return nil, err
@@ -144,6 +155,17 @@ func Start(s Spec) (*Process, error) {
 		procs = cmp.Or(procs, r.Cores)
 		argv = []string{exe, "peer", "goproxy", "--listen", r.Listen, "--backend", r.Backend, "--log-level", "warn"}
 		env = []string{"GOMAXPROCS=" + strconv.Itoa(procs)}
+	case KindGate, KindGateOffline:
+		if s.Gate == "" {
+			return nil, fmt.Errorf("%s: no Gate program given (--gate-bin)", s.Kind)
+		}
+		cfg, err := write("config.yml", GateConfig(r, s.Kind == KindGate, s.GateSecret))
+		if err != nil {
+			return nil, err
+		}
+		argv = []string{s.Gate, "--config", cfg}
+		// As many Ps as tidegate has: its loops and one more.
+		env = []string{"GOMAXPROCS=" + strconv.Itoa(max(r.Cores, 1)+1)}
 	case KindHAProxy, KindHAProxySplice:
 		cfg, err := write("haproxy.cfg", HAProxyConfig(r, s.Kind == KindHAProxySplice))
 		if err != nil {
@@ -179,7 +201,7 @@ func Start(s Spec) (*Process, error) {
 		return nil, err
 	}
 	p := &Process{Child: c, sys: s.Syscalls}
-	if s.Kind == KindTidegate || s.Kind == KindTidegateRaw {
+	if s.Kind.IsTidegate() {
 		p.MetricsAddr = s.MetricsListen
 	}
 	return p, nil
@@ -205,6 +227,12 @@ func StartBackend(s BackendSpec) (*Process, error) {
 	}
 	if s.ChunkReplies {
 		argv = append(argv, "--chunk-replies")
+	}
+	if s.JoinDelay > 0 {
+		argv = append(argv, "--join-delay", s.JoinDelay.String())
+	}
+	if s.VelocityKeyFile != "" {
+		argv = append(argv, "--forwarding", "velocity", "--forwarding-key-file", s.VelocityKeyFile)
 	}
 	c, err := harness.Start(context.Background(), harness.ChildSpec{Name: "backend", Listen: s.Listen, Argv: argv, Wrap: s.Wrap, Dir: s.Dir})
 	if err != nil {

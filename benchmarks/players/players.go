@@ -44,7 +44,22 @@ type Params struct {
 	// tick late (half of one on average); its frame carries its real send
 	// time.
 	SendTick time.Duration `json:"send_tick_ns"`
+	// Modern logs the sessions in at protocol 764 (1.20.2) with
+	// mcclient.ModernLogin, which follows the server into online mode
+	// (encryption) and through the configuration state, where proxies
+	// that terminate the login need a client of their time; their echo
+	// frames then carry ModernEchoID, a packet ID no proxy knows. Without
+	// it, protocol 5 (1.7.10) and PlayPacketID.
+	Modern bool `json:"modern,omitempty"`
+	// VelocitySecret, with Modern, is the secret of a backend behind
+	// modern forwarding that the direct phases log in to (ModernOptions).
+	VelocitySecret []byte `json:"-"`
 }
+
+// ModernEchoID is the packet ID of a Modern workload's echo frames: unused
+// in 1.20.2's play state either way, so a proxy that decodes the packets
+// it knows (Gate) passes them on untouched, as it does chunk requests (0x7F).
+const ModernEchoID = 0x7E
 
 // Default is the workload of issue #14: 5,000 sessions at 20 frames
 // a second each way, 60–200-byte frames and 1 in 20 answered with 8–32 KiB.

@@ -23,7 +23,7 @@ const playersFieldsLen = 4 + 4 + 8 + 4
 // ChunkEvery, offset by the session so that the sessions' requests are
 // spread over time) and the chunk's size. An echo frame's body is
 //
-//	0x03 | session | seq | send time | check | filler
+//	echo ID (0x03, Modern 0x7E) | session | seq | send time | check | filler
 //
 // and a chunk request's is the backend's request header (AppendChunkRequest)
 // followed by the same fields and filler; its reply is that body followed
@@ -34,10 +34,14 @@ type playersCodec struct {
 	p       Params
 	pattern []byte // the frames' filler
 	chunk   []byte // the backend's chunk filler, positions 0..ChunkMax
+	echoID  byte   // the echo frames' packet ID
 }
 
 func newPlayersCodec(p Params) *playersCodec {
-	k := &playersCodec{p: p, pattern: mcclient.FillerPattern(p.FrameMax)}
+	k := &playersCodec{p: p, pattern: mcclient.FillerPattern(p.FrameMax), echoID: mcclient.PlayPacketID}
+	if p.Modern {
+		k.echoID = ModernEchoID
+	}
 	if p.ChunkEvery > 0 {
 		k.chunk = mcbackend.AppendChunkFiller(make([]byte, 0, p.ChunkMax), 0, p.ChunkMax)
 	}
@@ -79,7 +83,7 @@ func (k *playersCodec) appendFrame(dst []byte, session, seq uint32, sent int64) 
 	if chunk > 0 {
 		dst = mcbackend.AppendChunkRequest(dst, chunk)
 	} else {
-		dst = append(dst, mcclient.PlayPacketID)
+		dst = append(dst, k.echoID)
 	}
 	dst = binary.BigEndian.AppendUint32(dst, session)
 	dst = binary.BigEndian.AppendUint32(dst, seq)
@@ -92,12 +96,12 @@ func (k *playersCodec) appendFrame(dst []byte, session, seq uint32, sent int64) 
 // replyFields reads the session, sequence number and send time a reply
 // body says it answers; ok is false for a body that is neither an echo nor
 // a chunk reply of this workload.
-func replyFields(body []byte) (session, seq uint32, sent int64, ok bool) {
+func (k *playersCodec) replyFields(body []byte) (session, seq uint32, sent int64, ok bool) {
 	off := 1
 	if len(body) >= mcbackend.ChunkRequestHeaderLen && body[0] == mcbackend.ChunkRequestPacketID &&
 		string(body[1:1+len(mcbackend.ChunkRequestMagic)]) == mcbackend.ChunkRequestMagic {
 		off = mcbackend.ChunkRequestHeaderLen
-	} else if len(body) == 0 || body[0] != mcclient.PlayPacketID {
+	} else if len(body) == 0 || body[0] != k.echoID {
 		return 0, 0, 0, false
 	}
 	if len(body) < off+playersFieldsLen {

@@ -25,6 +25,9 @@ const (
 	// dials the backend for each, and a burst of thousands of dials would
 	// overflow the listen backlogs.
 	playersLoginParallel = 64
+	// modernLoginParallel is as many for Modern logins, which wait for
+	// the backend's Login (play) (held 20 ms by the session benchmark).
+	modernLoginParallel = 128
 	// smallReadBuffer holds a few small frames; a session's reader
 	// borrows a large buffer from largeBuffers only while a chunk is in it.
 	smallReadBuffer = 1024
@@ -45,6 +48,13 @@ type player struct {
 	sentBytes, recvBytes atomic.Int64
 	// leftover is what came after Login Success, the start of the replies.
 	leftover []byte
+	// enc and dec are the ciphers of an encrypted (online-mode) session,
+	// nil otherwise: its sender encrypts each frame in place, its reader
+	// decrypts what it reads.
+	enc, dec *mc.CFB8
+	// lastOther is the start of the last frame of the server's own its
+	// reader skipped (Params.Modern), for the message of a closed stream.
+	lastOther []byte
 	// broken is set when the connection failed or its framing was lost:
 	// nothing more is sent to it, and its missing replies are not counted
 	// again as unanswered.
@@ -104,6 +114,8 @@ type Measurement struct {
 	// Samples holds some of their messages.
 	Lost, Duplicated, Corrupted, Unanswered int64
 	Samples                                 []string
+	// Others counts the frames of the server's own a Modern phase skipped.
+	Others int64
 }
 
 // Errors is the number of wrong replies of every kind.
@@ -124,7 +136,8 @@ type playersPhase struct {
 	shards       []*latencyShard
 	largeBuffers sync.Pool
 
-	closing atomic.Bool // the phase is over: connection errors are expected
+	closing atomic.Bool  // the phase is over: connection errors are expected
+	others  atomic.Int64 // frames of the server's own skipped (Params.Modern)
 	abort   chan struct{}
 	once    sync.Once
 	why     atomic.Pointer[error] // the first failure
@@ -191,6 +204,9 @@ func Run(ctx context.Context, addr string, p Params, stall time.Duration, hooks 
 		return Measurement{}, err
 	}
 	run := Measurement{Login: time.Since(started)}
+	if hooks.LoggedIn != nil {
+		hooks.LoggedIn()
+	}
 	readers, err := ph.startReaders()
 	if err != nil {
 		ph.closeAll()
@@ -282,6 +298,7 @@ func Run(ctx context.Context, addr string, p Params, stall time.Duration, hooks 
 	}
 	run.Lost, run.Duplicated, run.Corrupted, run.Unanswered = ph.lost, ph.duplicated, ph.corrupted, ph.unanswered
 	run.Samples = ph.samples
+	run.Others = ph.others.Load()
 	if hooks.Progress != nil {
 		hooks.Progress(1, 1)
 	}
@@ -303,12 +320,31 @@ var errPhaseOver = errors.New("phase over")
 // login connects and logs in every session, playersLoginParallel at a time.
 func (ph *playersPhase) login(ctx context.Context, addr, host string, port uint16) error {
 	ph.players = make([]*player, ph.p.Sessions)
-	return parallel.Each(ctx, len(ph.players), playersLoginParallel, func(i int) error {
-		nc, left, err := mcclient.DialLogin(ctx, addr, host, port, fmt.Sprintf("session %d", i), fmt.Sprintf("player%d", i))
-		if err != nil {
-			return err
+	inFlight := playersLoginParallel
+	if ph.p.Modern {
+		inFlight = modernLoginParallel
+	}
+	return parallel.Each(ctx, len(ph.players), inFlight, func(i int) error {
+		what, name := fmt.Sprintf("session %d", i), fmt.Sprintf("player%d", i)
+		if !ph.p.Modern {
+			nc, left, err := mcclient.DialLogin(ctx, addr, host, port, what, name)
+			if err != nil {
+				return err
+			}
+			ph.players[i] = &player{id: uint32(i), nc: nc, leftover: append([]byte(nil), left...)}
+			return nil
 		}
-		ph.players[i] = &player{id: uint32(i), nc: nc, leftover: append([]byte(nil), left...)}
+		d := net.Dialer{Timeout: 5 * time.Second}
+		nc, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return fmt.Errorf("%s: connecting to %s: %w", what, addr, err)
+		}
+		s, err := mcclient.ModernLogin(nc, host, port, name, mcclient.ModernOptions{VelocitySecret: ph.p.VelocitySecret}, time.Now().Add(20*time.Second))
+		if err != nil {
+			nc.Close()
+			return fmt.Errorf("%s via %s: %w", what, addr, err)
+		}
+		ph.players[i] = &player{id: uint32(i), nc: nc, leftover: s.Left, enc: s.Encrypt, dec: s.Decrypt}
 		return nil
 	})
 }
@@ -485,6 +521,9 @@ func (s *sender) send(pl *player, seq uint32, due int64, buf []byte) {
 	now := ph.now()
 	buf = ph.k.appendFrame(buf[:0], pl.id, seq, now)
 	pl.sent.Store(seq + 1)
+	if pl.enc != nil {
+		pl.enc.XORKeyStream(buf, buf)
+	}
 	if _, err := pl.nc.Write(buf); err != nil {
 		pl.broken.Store(true)
 		if !ph.closing.Load() {

@@ -176,7 +176,11 @@ func (r *epollReaders) run(g *epollGroup, buffers []*replyBuffer) {
 // read reads what session pl has, once, and checks it.
 func (r *epollReaders) read(pl *player, rb *replyBuffer) {
 	ph := r.ph
-	m, err := unix.Read(r.fds[pl.id], ph.space(rb))
+	sp := ph.space(rb)
+	m, err := unix.Read(r.fds[pl.id], sp)
+	if m > 0 && pl.dec != nil {
+		pl.dec.XORKeyStream(sp[:m], sp[:m])
+	}
 	// The arrival time is taken after this read, not once per batch of
 	// events: the reads and checks before it would make later replies
 	// look earlier than they came.

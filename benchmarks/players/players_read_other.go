@@ -33,7 +33,11 @@ func (ph *playersPhase) startReaders() (replyReaders, error) {
 				return
 			}
 			for {
-				m, err := pl.nc.Read(ph.space(rb))
+				sp := ph.space(rb)
+				m, err := pl.nc.Read(sp)
+				if m > 0 && pl.dec != nil {
+					pl.dec.XORKeyStream(sp[:m], sp[:m])
+				}
 				if m > 0 && !ph.consume(pl, rb, m, ph.now()) {
 					return
 				}

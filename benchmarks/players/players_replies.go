@@ -9,6 +9,7 @@ import (
 
 	"github.com/tidegate/tidegate/benchmarks/mcclient"
 	"github.com/tidegate/tidegate/protocol/mc"
+	"github.com/tidegate/tidegate/session/mcbackend"
 )
 
 // replyBuffer holds the reply bytes of one session not yet checked. Only
@@ -85,6 +86,10 @@ func (ph *playersPhase) readFailed(pl *player, err error) {
 		return
 	}
 	pl.broken.Store(true)
+	if len(pl.lastOther) > 0 {
+		// A proxy's kick (Disconnect) is one of its own frames: say it.
+		err = fmt.Errorf("%w (the proxy's last own frame: packet 0x%02x, %q)", err, pl.lastOther[0], pl.lastOther[1:])
+	}
 	ph.fail(fmt.Errorf("session %d: reading the reply to frame %d: %w", pl.id, pl.recv.Load(), err))
 }
 
@@ -93,7 +98,15 @@ func (ph *playersPhase) readFailed(pl *player, err error) {
 // holds the expected frame.
 func (ph *playersPhase) check(pl *player, rb *replyBuffer, body []byte, now int64) {
 	want := pl.recv.Load()
-	session, seq, sent, ok := replyFields(body)
+	if ph.p.Modern && len(body) > 0 && body[0] != ph.k.echoID && body[0] != mcbackend.ChunkRequestPacketID {
+		// A packet of the server's own in play (Gate's channel
+		// registration, say): not a reply. Skipping it hides nothing, as a
+		// reply missing for it shows as lost or unanswered.
+		ph.others.Add(1)
+		pl.lastOther = append(pl.lastOther[:0], body[:min(len(body), 120)]...)
+		return
+	}
+	session, seq, sent, ok := ph.k.replyFields(body)
 	switch {
 	case !ok || session != pl.id:
 		ph.count(&ph.corrupted, 1, fmt.Errorf("session %d, reply to frame %d: not a reply of this session (%d bytes, session field %d)",

@@ -130,7 +130,7 @@ func TestCodecRoundTrip(t *testing.T) {
 			}
 			reply = mcbackend.AppendChunkFiller(append([]byte(nil), body...), len(body), chunk)
 		}
-		sess, s, sent, ok := replyFields(reply)
+		sess, s, sent, ok := k.replyFields(reply)
 		if !ok || sess != session || s != seq || sent != int64(seq)*1000+5 {
 			t.Fatalf("frame %d: fields %d %d %d %v", seq, sess, s, sent, ok)
 		}
@@ -143,7 +143,7 @@ func TestCodecRoundTrip(t *testing.T) {
 		for _, at := range append(rangeTo(min(len(reply), 64)), len(reply)/2, len(reply)-1) {
 			bad := bytes.Clone(reply)
 			bad[at] ^= 0x20
-			if s2, q2, t2, ok := replyFields(bad); ok {
+			if s2, q2, t2, ok := k.replyFields(bad); ok {
 				if _, _, err := k.verify(bad, s2, q2, t2, nil); err == nil {
 					t.Fatalf("frame %d: a flipped byte %d passed", seq, at)
 				}

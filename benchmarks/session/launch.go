@@ -1,6 +1,8 @@
 package session
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -30,6 +32,8 @@ type LaunchOptions struct {
 	// this program.
 	PeerExecutable string
 	HAProxy, Nginx string
+	// Gate is Gate's program, for the gate targets.
+	Gate string
 	// CPUProfileDir, when set, makes each tidegate proxy write a Go CPU
 	// profile into this directory (named after its target and index).
 	CPUProfileDir string
@@ -51,8 +55,14 @@ type LaunchOptions struct {
 
 // Environment is a started backend and the proxies under test.
 type Environment struct {
-	opts     LaunchOptions
-	backend  *peers.Process
+	opts    LaunchOptions
+	backend *peers.Process
+	// With a target that terminates the login: the Velocity forwarding
+	// secret (its file in dir) and the session server, when one
+	// authenticates players.
+	secret   []byte
+	dir      string
+	sessions *sessionServer
 	proxies  []*peers.Process
 	perfDirs []string
 	counted  int
@@ -70,6 +80,13 @@ func Launch(opts LaunchOptions) (*Environment, error) {
 	}
 	bs := peers.BackendSpec{Listen: backendAddr, Loops: max(opts.BackendLoops, 1), Executable: opts.Executable, ReplyDelay: opts.ReplyDelay,
 		ChunkReplies: opts.ChunkReplies}
+	if Modern(opts.Kinds) {
+		if bs.VelocityKeyFile, err = e.terminating(); err != nil {
+			e.Close()
+			return nil, err
+		}
+		bs.JoinDelay = ModernJoinDelay
+	}
 	if opts.Netns != nil {
 		bs.Wrap = opts.Netns.Exec(opts.Netns.BackendNS)
 	}
@@ -85,6 +102,63 @@ func Launch(opts LaunchOptions) (*Environment, error) {
 		e.proxies = append(e.proxies, p)
 	}
 	return e, nil
+}
+
+// ModernJoinDelay is how long the backend of a Modern run holds Login
+// (play), as a server sends it on its next tick: Gate v0.56.2 switches its
+// backend connection to its transition handler only after forwarding the
+// configuration's acknowledgement, and loses the player (stuck until
+// restarted: "You are already connected") when Login (play) comes back
+// before, which a backend on loopback did for about one login in 50 here.
+const ModernJoinDelay = 20 * time.Millisecond
+
+// Modern reports whether a run of kinds needs the players workload's
+// Modern clients: when one of them terminates the login.
+func Modern(kinds []peers.Kind) bool {
+	for _, k := range kinds {
+		if k.Terminates() {
+			return true
+		}
+	}
+	return false
+}
+
+// terminating makes what the targets that terminate the login share: a
+// Velocity forwarding secret, in a file whose path it returns, and, for
+// the online-mode ones, the session server.
+func (e *Environment) terminating() (string, error) {
+	var err error
+	if e.dir, err = os.MkdirTemp("", "tidegate-forwarding-"); err != nil {
+		return "", fmt.Errorf("forwarding secret directory: %w", err)
+	}
+	key := make([]byte, 16)
+	rand.Read(key)
+	e.secret = []byte(hex.EncodeToString(key))
+	path := filepath.Join(e.dir, "forwarding.secret")
+	if err := os.WriteFile(path, e.secret, 0o600); err != nil {
+		return "", fmt.Errorf("writing the forwarding secret: %w", err)
+	}
+	for _, k := range e.opts.Kinds {
+		if (k == peers.KindTidegateOnline || k == peers.KindGate) && e.sessions == nil {
+			if e.sessions, err = startSessionServer(); err != nil {
+				return "", err
+			}
+		}
+	}
+	return path, nil
+}
+
+// VelocitySecret is the forwarding secret the backend expects, nil when
+// no target terminates the login: a direct phase's clients answer the
+// backend's request with it.
+func (e *Environment) VelocitySecret() []byte { return e.secret }
+
+// SessionServerAnswers is how many hasJoined the session server answered.
+func (e *Environment) SessionServerAnswers() int64 {
+	if e.sessions == nil {
+		return 0
+	}
+	return e.sessions.answers.Load()
 }
 
 // addr picks a listen address: a free loopback port, or a fixed port on
@@ -105,12 +179,18 @@ func (e *Environment) startProxy(k peers.Kind, i int, sys *peers.SyscallCounter)
 			Kind:       k,
 			Relay:      peers.RelayConfig{Listen: listen, Backend: e.backend.Addr(), Cores: e.opts.ProxyCores, Sessions: max(e.opts.Sessions, 64)},
 			GoMaxProcs: e.opts.GoMaxProcs, Executable: e.opts.Executable, PeerExecutable: e.opts.PeerExecutable,
-			HAProxy: e.opts.HAProxy, Nginx: e.opts.Nginx, Syscalls: sys,
+			HAProxy: e.opts.HAProxy, Nginx: e.opts.Nginx, Syscalls: sys, Gate: e.opts.Gate, GateSecret: string(e.secret),
+		}
+		if e.dir != "" {
+			s.Relay.ForwardingKeyFile = filepath.Join(e.dir, "forwarding.secret")
+		}
+		if e.sessions != nil {
+			s.Relay.SessionServer = e.sessions.URL()
 		}
 		if e.opts.CPUProfileDir != "" && sys == nil {
 			s.CPUProfile = filepath.Join(e.opts.CPUProfileDir, fmt.Sprintf("%s-%d.pprof", k, i))
 		}
-		if k == peers.KindTidegate || k == peers.KindTidegateRaw {
+		if k.IsTidegate() {
 			s.Env = e.opts.TidegateEnv
 			if e.opts.TidegateMetrics {
 				var err error
@@ -178,6 +258,12 @@ func (e *Environment) Close() error {
 	}
 	for _, d := range e.perfDirs {
 		os.RemoveAll(d)
+	}
+	if e.sessions != nil {
+		errs = append(errs, e.sessions.Close())
+	}
+	if e.dir != "" {
+		os.RemoveAll(e.dir)
 	}
 	return errors.Join(errs...)
 }

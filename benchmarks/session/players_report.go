@@ -46,6 +46,9 @@ func writePlayersTables(w io.Writer, r *Result) {
 	for _, g := range r.Goals {
 		fmt.Fprintf(w, "goal %s\n", g)
 	}
+	for _, g := range r.TerminatedGoals {
+		fmt.Fprintf(w, "goal #22 %s\n", g)
+	}
 }
 
 // writePlayersMarkdown writes the players workload's summary tables and goals.
@@ -59,6 +62,9 @@ func writePlayersMarkdown(b *strings.Builder, r *Result) {
 	b.WriteString("\n")
 	for _, g := range r.Goals {
 		fmt.Fprintf(b, "Goal, %s.\n\n", g)
+	}
+	for _, g := range r.TerminatedGoals {
+		fmt.Fprintf(b, "Goal of issue #22, %s.\n\n", g)
 	}
 }
 
@@ -92,15 +98,17 @@ func playersPhaseTable(r *Result) playersTable {
 // playersProxyTable is a line per target of the proxy's figures.
 func playersProxyTable(r *Result) playersTable {
 	t := playersTable{
-		head: []string{"target", "CPU ns/frame", "vs best peer", "added p50 ms", "added p99 ms", "added p99.9 ms", "RSS KiB/session", "RSS MiB", "syscalls/frame"},
+		head: []string{"target", "CPU ns/frame", "vs best peer", "added p50 ms", "added p99 ms", "added p99.9 ms", "RSS KiB/session", "RSS MiB",
+			"syscalls/frame", "logins/s", "CPU µs/login"},
 		title: []string{"Target", "CPU ns/frame", "vs best peer", "Added p50 ms", "Added p99 ms", "Added p99.9 ms", "RSS KiB/session", "RSS MiB",
-			"Syscalls/frame"},
+			"Syscalls/frame", "Logins/s", "CPU µs/login"},
 		names: 1,
 	}
 	for _, s := range r.Summary {
 		pl := playersOf(s)
 		t.rows = append(t.rows, []string{s.Target, s.CPUNsPerFrame.Short(0), vsBestPeer(pl), pl.AddedP50Ms.Short(3), pl.AddedP99Ms.Short(3),
-			pl.AddedP999Ms.Short(3), pl.RSSPerSessionKiB.Short(1), s.RSSMiB.Short(1), s.SyscallsPerFrame.Short(3)})
+			pl.AddedP999Ms.Short(3), pl.RSSPerSessionKiB.Short(1), s.RSSMiB.Short(1), s.SyscallsPerFrame.Short(3),
+			pl.LoginsPerSec.Short(0), pl.LoginCPUUs.Short(0)})
 	}
 	return t
 }

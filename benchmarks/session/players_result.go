@@ -48,6 +48,20 @@ type PlayersPhase struct {
 	// phase connected (the proxy is not restarted between phases), per
 	// session.
 	RSSPerSessionKiB *float64 `json:"rss_per_session_kib,omitempty"`
+	// LoginCPUUs is, in a proxy phase, the proxy's CPU from before the
+	// first session connected until every session was in play, per
+	// session, in µs. OtherFrames counts the frames of the proxy's own a
+	// Modern phase skipped.
+	LoginCPUUs  *float64 `json:"login_cpu_us,omitempty"`
+	OtherFrames int64    `json:"other_frames,omitempty"`
+}
+
+// loginsPerSec is how fast the phase's sessions logged in.
+func (pl *PlayersPhase) loginsPerSec() float64 {
+	if pl.LoginSeconds <= 0 {
+		return 0
+	}
+	return float64(pl.Sessions) / pl.LoginSeconds
 }
 
 // PlayersSummary is one target's players figures over the repeats.
@@ -57,8 +71,11 @@ type PlayersSummary struct {
 	AddedP50Ms  harness.Spread `json:"added_p50_ms"`
 	AddedP99Ms  harness.Spread `json:"added_p99_ms"`
 	AddedP999Ms harness.Spread `json:"added_p999_ms"`
-	// RSSPerSessionKiB is over the proxy phases.
+	// RSSPerSessionKiB, LoginsPerSec and LoginCPUUs are over the proxy
+	// phases.
 	RSSPerSessionKiB harness.Spread `json:"rss_per_session_kib"`
+	LoginsPerSec     harness.Spread `json:"logins_per_sec"`
+	LoginCPUUs       harness.Spread `json:"login_cpu_us"`
 	// SendLate figures are over the target's direct and proxy phases.
 	Direct SendLate `json:"direct_send_late"`
 	Proxy  SendLate `json:"proxy_send_late"`
@@ -142,6 +159,7 @@ func playersPhaseOf(target, kind string, repeat, order int, params players.Param
 	pl.SendLateMaxMs = float64(run.Late.Max()) / 1e6
 	pl.GeneratorCPUPercent = 100 * run.GeneratorCPU.Seconds() / secs
 	pl.Lost, pl.Duplicated, pl.Corrupted, pl.Unanswered = run.Lost, run.Duplicated, run.Corrupted, run.Unanswered
+	pl.OtherFrames = run.Others
 	p.Seconds = secs
 	p.Roundtrips = run.Hist.TotalCount()
 	p.RoundtripsPerSec = float64(p.Roundtrips) / secs
@@ -191,6 +209,10 @@ func (r *Result) summarizePlayers() {
 			}
 		}
 		var added [3][]float64
+		var logins []float64
+		for _, x := range proxy {
+			logins = append(logins, x.Players.loginsPerSec())
+		}
 		for _, x := range proxy {
 			for _, d := range direct {
 				if d.Repeat == x.Repeat {
@@ -203,6 +225,8 @@ func (r *Result) summarizePlayers() {
 		s.Players = &PlayersSummary{
 			AddedP50Ms: harness.Of(added[0]), AddedP99Ms: harness.Of(added[1]), AddedP999Ms: harness.Of(added[2]),
 			RSSPerSessionKiB: harness.SpreadOfPresent(proxy, func(p Phase) *float64 { return p.Players.RSSPerSessionKiB }),
+			LoginsPerSec:     harness.Of(logins),
+			LoginCPUUs:       harness.SpreadOfPresent(proxy, func(p Phase) *float64 { return p.Players.LoginCPUUs }),
 			Direct:           sendLateOf(direct),
 			Proxy:            sendLateOf(proxy),
 		}
@@ -235,6 +259,7 @@ func (r *Result) summarizePlayers() {
 		g.LatencyMet = g.AddedP99Ms <= g.PeerAddedP99Ms
 		r.Goals = append(r.Goals, g)
 	}
+	r.summarizeTerminated()
 }
 
 // bestPeer returns the summary of the peer other than target with the

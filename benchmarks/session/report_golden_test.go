@@ -38,13 +38,43 @@ func goldenResult(players bool) *Result {
 	return &r
 }
 
+// terminatedResult is goldenResult's players run with the targets of
+// issue #22: the transparent relay, tidegate online and Gate online, with
+// the figures their goals compare (CPU/frame 800, 1,100 and 2,400 ns; RSS
+// per session 10 and 50 KiB).
+func terminatedResult() *Result {
+	r := goldenResult(true)
+	r.Targets = []string{"tidegate", "tidegate-online", "gate"}
+	cpu := map[string]float64{"tidegate": 800, "tidegate-online": 1100, "gate": 2400}
+	rss := map[string]float64{"tidegate": 6, "tidegate-online": 10, "gate": 50}
+	var phases []Phase
+	for i, p := range r.Phases[:6] {
+		p.Target = r.Targets[i/2]
+		p.Kind = []string{KindDirect, KindProxy}[i%2]
+		p.Failure, p.Errors, p.ErrorSamples = "", 0, nil
+		pl := *p.Players
+		p.Players = &pl
+		if p.Kind == KindProxy {
+			c, k := cpu[p.Target], rss[p.Target]
+			p.CPUNsPerFrame, p.Players.RSSPerSessionKiB = &c, &k
+		}
+		phases = append(phases, p)
+	}
+	r.Phases = phases
+	r.summarize()
+	return r
+}
+
 func TestReportGolden(t *testing.T) {
 	for _, c := range []struct {
 		name    string
 		players bool
-	}{{"echo", false}, {"players", true}} {
+	}{{"echo", false}, {"players", true}, {"terminated", true}} {
 		t.Run(c.name, func(t *testing.T) {
 			r := goldenResult(c.players)
+			if c.name == "terminated" {
+				r = terminatedResult()
+			}
 			golden.Render(t, c.name+"-table.txt", func(w io.Writer) error { return WriteTable(w, r) })
 			golden.Render(t, c.name+"-result.json", func(w io.Writer) error { return WriteJSON(w, r) })
 			dir := t.TempDir()

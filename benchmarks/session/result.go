@@ -100,6 +100,8 @@ type Result struct {
 	Notes   []string        `json:"notes,omitempty"`
 	// Goals compares each tidegate target with the peers (players workload).
 	Goals []PlayersGoal `json:"goals,omitempty"`
+	// TerminatedGoals holds the goals of issue #22 (players workload).
+	TerminatedGoals []TerminatedGoal `json:"terminated_goals,omitempty"`
 }
 
 // Setup describes how the run was set up, for the report.

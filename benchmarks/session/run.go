@@ -146,9 +146,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 				seg = pids[0]
 			}
 		}
-		var start, before, after procstat.Sample
+		var start, loggedIn, before, after procstat.Sample
 		var segBefore, segAfter int64
-		var probeErr, startErr error
+		var probeErr, startErr, loginErr error
 		hooks := harness.PhaseHooks{
 			Before: func() error {
 				if len(pids) > 0 {
@@ -167,6 +167,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		if len(pids) > 0 && cfg.Players != nil {
 			hooks.Start = func() { start, startErr = procstat.Read(pids) }
+			hooks.LoggedIn = func() { loggedIn, loginErr = procstat.Read(pids) }
 		}
 		if cfg.Progress != nil {
 			hooks.Progress = cfg.Progress.Echoes
@@ -192,6 +193,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 					}
 					kib := float64(after.RSSBytes-freshRSS[s.target.Name]) / 1024 / float64(p.Players.Sessions)
 					p.Players.RSSPerSessionKiB = &kib
+					if loginErr == nil {
+						us := float64(loggedIn.CPUNs-start.CPUNs) / 1e3 / float64(p.Players.Sessions)
+						p.Players.LoginCPUUs = &us
+					}
 				} else if p.Players != nil && startErr != nil {
 					res.note(fmt.Sprintf("%s: RSS per session unavailable: %v", s.target.Name, startErr))
 				}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"time"
@@ -48,7 +49,15 @@ func benchSessionCommand() *cli.Command {
 			"peer, round trips p50/p99/p99.9 direct and through each proxy and the latency the proxy added,\n" +
 			"proxy RSS per session, how late the load generator's sends went out, and the issue #14 goals\n" +
 			"(tidegate's CPU/frame at most 0.8x the best peer's, its added p99 no worse). A proxy holds two\n" +
-			"descriptors per session: a --sessions that cannot fit in the descriptor limit is refused.",
+			"descriptors per session: a --sessions that cannot fit in the descriptor limit is refused.\n\n" +
+			"Targets that terminate the login (issue #22; players workload only): tidegate-offline and tidegate-online\n" +
+			"(login: offline or online) and Gate in full mode (gate: onlineMode true, gate-offline: false; --gate-bin,\n" +
+			"a Gate its users built), each forwarding to the backend with Velocity modern forwarding. With one of\n" +
+			"them, every session logs in at protocol 764 (1.20.2) through the configuration state, follows the\n" +
+			"proxy into encryption, and answers the backend's forwarding request itself in the direct phases;\n" +
+			"online mode authenticates against a session server on loopback. The report adds logins/s, proxy\n" +
+			"CPU per login and the issue's goals (CPU/frame at most 0.5x Gate's and 1.6x tidegate's, RSS per\n" +
+			"session at most 0.25x Gate's).",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "workload", Usage: "preset: " + strings.Join(session.PresetNames(), ", ") + ", or " + session.WorkloadPlayers},
 			&cli.IntFlag{Name: "connections", Value: 4, Usage: "client connections"},
@@ -72,7 +81,8 @@ func benchSessionCommand() *cli.Command {
 			&cli.DurationFlag{Name: "send-tick", Value: players.Default.SendTick, Usage: "players: a sender wakes at most this often and writes every frame then due"},
 			&cli.IntFlag{Name: "repeats", Value: 3, Usage: "direct/proxy pairs per target"},
 			&cli.StringFlag{Name: "target", Value: "tidegate", Usage: "proxies to measure, comma-separated: " +
-				"tidegate, tidegate-raw, goproxy, haproxy, haproxy-splice, nginx"},
+				"tidegate, tidegate-raw, goproxy, haproxy, haproxy-splice, nginx, tidegate-offline, tidegate-online, gate, gate-offline"},
+			&cli.StringFlag{Name: "gate-bin", Usage: "Gate's program (`PATH`), for the gate targets"},
 			&cli.IntFlag{Name: "proxy-cores", Value: 1, Usage: "threads/loops/workers of every proxy (tidegate loops, haproxy nbthread, nginx worker_processes)"},
 			&cli.IntFlag{Name: "goproxy-gomaxprocs", Usage: "GOMAXPROCS of goproxy", DefaultText: "--proxy-cores"},
 			&cli.IntFlag{Name: "backend-loops", Value: 1, Usage: "event loops of the fake backend"},
@@ -204,6 +214,9 @@ func runBenchSession(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if session.Modern(kinds) && players == nil {
+		return fmt.Errorf("--target %s: the targets that terminate the login need --workload %s", c.String("target"), session.WorkloadPlayers)
+	}
 	rtt, appRTT := c.Duration("rtt"), c.Duration("app-rtt")
 	if rtt < 0 || appRTT < 0 {
 		return fmt.Errorf("--rtt %v, --app-rtt %v: want no negative time", rtt, appRTT)
@@ -236,6 +249,7 @@ func runBenchSession(c *cli.Context) error {
 	opts := launchOptions(c, kinds, tg)
 	opts.BackendLoops, opts.Sessions, opts.ChunkReplies = c.Int("backend-loops"), sessions, players != nil
 	opts.CPUProfileDir, opts.ReplyDelay, opts.TidegateEnv = c.String("tidegate-cpuprofile-dir"), appRTT/2, tgEnv
+	opts.Gate = c.String("gate-bin")
 	setup := session.Setup{ProxyCores: opts.ProxyCores, GoMaxProcs: opts.GoMaxProcs, BackendLoops: opts.BackendLoops, Host: harness.ThisHost()}
 	if appRTT > 0 {
 		setup.AppRTT = appRTT.String()
@@ -251,6 +265,9 @@ func runBenchSession(c *cli.Context) error {
 		return err
 	}
 	defer env.Close()
+	if players != nil && session.Modern(kinds) {
+		players.Modern, players.VelocitySecret = true, env.VelocitySecret()
+	}
 	cfg := session.Config{
 		Workload: c.String("workload"), Params: params, Players: players, Repeats: c.Int("repeats"), Backend: env.Backend(),
 		Targets: env.Targets(), StallTimeout: c.Duration("stall-timeout"), Setup: setup, Log: log,
@@ -282,6 +299,9 @@ func runBenchSession(c *cli.Context) error {
 		return err
 	}
 	res.Notes = append(res.Notes, notes...)
+	if players != nil && players.Modern {
+		res.Notes = append(res.Notes, modernNotes(opts.Gate, env.SessionServerAnswers())...)
+	}
 	if err != nil {
 		res.Notes = append(res.Notes, "run interrupted: "+err.Error())
 	}
@@ -298,4 +318,24 @@ func runBenchSession(c *cli.Context) error {
 		return cli.Exit(fmt.Sprintf("session benchmark INVALID: %d %s, %d failed phases", res.Errors, res.ErrorsLabel(), res.Failed), 1)
 	}
 	return ctx.Err()
+}
+
+// modernNotes say how the sessions of a run with targets that terminate
+// the login logged in, and which Gate ran.
+func modernNotes(gate string, answers int64) []string {
+	notes := []string{"Sessions logged in at protocol 764 (1.20.2), through the configuration state, with echo frames of packet ID 0x7E " +
+		"(unused in 1.20.2's play state); the backend (tidegate backend --forwarding velocity) expected Velocity modern forwarding, " +
+		"which the terminating targets answered and the direct phases' and transparent targets' clients answered themselves. " +
+		"Online mode: the proxy's Encryption Request answered with RSA-1024, AES/CFB8 both ways, hasJoined answered by a session " +
+		"server on loopback in this process (" + strconv.FormatInt(answers, 10) + " answers), which the clients do not call join on. " +
+		"Logins/s and CPU µs/login span the proxy phase's logins, 64 at a time, from the first connection to the last session in play."}
+	if gate != "" {
+		out, err := exec.Command(gate, "--version").CombinedOutput()
+		v := strings.TrimSpace(string(out))
+		if err != nil {
+			v = "(--version failed: " + err.Error() + ")"
+		}
+		notes = append(notes, "Gate: "+gate+", "+strings.ReplaceAll(v, "\n", "; ")+"; GOMAXPROCS as tidegate's (loops + 1).")
+	}
+	return notes
 }

@@ -138,6 +138,13 @@ type Config struct {
 	// SkipJoinGame turns off the Login (play) packet sent to protocol 764 and
 	// 765 clients when play begins, for clients that want the echo only.
 	SkipJoinGame bool
+	// JoinGameDelay, when positive, holds that Login (play) packet this
+	// long after play begins, as a server that sends it on its next tick:
+	// Gate v0.56.2 switches its backend connection to its transition
+	// handler only after it forwarded the configuration's
+	// acknowledgement, and a Login (play) that comes back before loses
+	// the player (the benchmarks' --join-delay).
+	JoinGameDelay time.Duration
 
 	// StatusProtocol is the protocol number the status JSON announces, as
 	// a real server announces its own; 0 means each client's own (764 to a
@@ -186,6 +193,9 @@ func (c *Config) normalize() error {
 	}
 	if c.SlowSink > SlowSinkStall {
 		errs = append(errs, fmt.Errorf("slow-sink mode %d is unknown", c.SlowSink))
+	}
+	if c.JoinGameDelay < 0 {
+		errs = append(errs, fmt.Errorf("join game delay %v is negative", c.JoinGameDelay))
 	}
 	if c.ReplyDelay < 0 {
 		errs = append(errs, fmt.Errorf("reply delay %v is negative", c.ReplyDelay))

@@ -117,6 +117,8 @@ type machineConfig struct {
 	maxFrame     int
 	maxLoginSize int
 	skipJoinGame bool
+	// joinDelayed leaves Login (play) to the session (JoinGameDelay).
+	joinDelayed bool
 	// chunkReplies answers chunk requests (see chunk.go) on connections
 	// with plain framing.
 	chunkReplies bool
@@ -141,6 +143,7 @@ type machine struct {
 	protocol   int32
 	forge      mc.ForgeKind
 	statusSent bool
+	joinHeld   bool // Login (play) is due after JoinGameDelay
 	nameLen    uint8
 	name       [mc.MaxUsernameLen]byte
 	uuid       [16]byte // the offline-mode UUID of the name, or the forwarded one
@@ -354,6 +357,10 @@ func (m *machine) finishLogin(out emitter) {
 func (m *machine) startPlay(out emitter) {
 	m.phase = phasePlay
 	if hasJoinGame(m.protocol) && !m.cfg.skipJoinGame {
+		if m.cfg.joinDelayed {
+			m.joinHeld = true
+			return
+		}
 		m.emit(out, appendJoinGame(m.codec.packet[:0]))
 	}
 }

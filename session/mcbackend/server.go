@@ -56,6 +56,7 @@ func New(cfg Config) (*Server, error) {
 		maxFrame:     cfg.MaxFrameLength,
 		maxLoginSize: cfg.MaxLoginFrameLength,
 		skipJoinGame: cfg.SkipJoinGame,
+		joinDelayed:  cfg.JoinGameDelay > 0,
 		chunkReplies: cfg.ChunkReplies,
 		online:       s.playing,
 
@@ -179,6 +180,7 @@ type session struct {
 
 	deadline looptimer.Timer // login timeout
 	resume   looptimer.Timer // slow-sink: read again
+	join     looptimer.Timer // JoinGameDelay: send Login (play)
 	readyAt  int64           // slow-sink: loop time at which the bytes read so far are paid for
 
 	held      *delayq.Queue // ReplyDelay: echo not yet due
@@ -195,6 +197,7 @@ func (h *handler) OnOpen(c *reactor.Conn) {
 	s.m = newMachine(&srv.mcfg, &ls.codec, &ls.counters)
 	s.deadline.F = s.onDeadline
 	s.resume.F = s.onResume
+	s.join.F = s.onJoin
 	s.slot = len(ls.sessions)
 	ls.sessions = append(ls.sessions, s)
 	c.Value = s
@@ -264,6 +267,7 @@ func (h *handler) OnClose(c *reactor.Conn, _ error) {
 	l := c.Loop()
 	l.Stop(&s.deadline)
 	l.Stop(&s.resume)
+	l.Stop(&s.join)
 	if s.m.phase == phasePlay {
 		s.ls.counters.playing.Add(-1)
 	}
@@ -282,6 +286,9 @@ func (s *session) startPlay() {
 	s.ls.counters.playStarted.Add(1)
 	s.ls.counters.playing.Add(1)
 	c.SetSink(c) // the echo goes back into c: stop reading c while its output is full
+	if s.m.joinHeld {
+		l.Schedule(&s.join, s.srv.cfg.JoinGameDelay)
+	}
 	s.srv.log.Debug().Str("remote", remote(c)).Bytes("username", s.m.username()).
 		Int32("protocol", s.m.protocol).Str("forge", s.m.forge.String()).
 		Bool("compressed", s.m.compressed).Msg("client entered play")
@@ -335,6 +342,16 @@ func (s *session) spend(n int) {
 }
 
 func (s *session) onResume() { s.c.ResumeRead() }
+
+// onJoin sends the Login (play) held for JoinGameDelay.
+func (s *session) onJoin() {
+	if s.c.Closing() {
+		return
+	}
+	out := s.c.Loop().Batch()
+	s.m.emit(out, appendJoinGame(s.m.codec.packet[:0]))
+	_ = s.c.WriteBatch(out)
+}
 
 func (s *session) onDeadline() {
 	if s.c.Closing() {

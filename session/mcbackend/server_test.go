@@ -287,9 +287,10 @@ func TestLoginModernEcho(t *testing.T) {
 	}
 }
 
-func TestSkipJoinGame(t *testing.T) {
-	_, addr := startBackend(t, Config{SkipJoinGame: true})
-	c := dialClient(t, addr)
+// loginToConfiguration logs a 1.20.2 client in on c up to Finish
+// Configuration, which it leaves unacknowledged.
+func loginToConfiguration(t *testing.T, c *testClient) {
+	t.Helper()
 	c.write(handshake(mc.Protocol1_20_2, "localhost", mc.NextStateLogin))
 	c.send(mc.PacketLoginStart, loginStartData(mc.Protocol1_20_2, "a"))
 	if id, _ := c.recv(); id != mc.PacketLoginSuccess {
@@ -299,11 +300,37 @@ func TestSkipJoinGame(t *testing.T) {
 	if id, _ := c.recv(); id != 0x02 {
 		t.Fatalf("finish configuration id 0x%02x", id)
 	}
+}
+
+func TestSkipJoinGame(t *testing.T) {
+	_, addr := startBackend(t, Config{SkipJoinGame: true})
+	c := dialClient(t, addr)
+	loginToConfiguration(t, c)
 	// The acknowledgement and a play frame in one write: the first frame back is the echo.
 	c.write(append(c.frame(0x02, nil), c.frame(0x07, []byte("x"))...))
 	id, data := c.recv()
 	if id != 0x07 || string(data) != "x" {
 		t.Fatalf("first play frame 0x%02x %q, want the echo", id, data)
+	}
+}
+
+// TestJoinGameDelay: with JoinGameDelay, Login (play) comes that long after
+// the acknowledgement at the earliest, after the echo of a frame sent with it.
+func TestJoinGameDelay(t *testing.T) {
+	const delay = 300 * time.Millisecond
+	_, addr := startBackend(t, Config{JoinGameDelay: delay})
+	c := dialClient(t, addr)
+	loginToConfiguration(t, c)
+	acked := time.Now()
+	c.write(append(c.frame(0x02, nil), c.frame(0x07, []byte("x"))...))
+	if id, data := c.recv(); id != 0x07 || string(data) != "x" {
+		t.Fatalf("first play frame 0x%02x %q, want the echo before the held Login (play)", id, data)
+	}
+	if id, _ := c.recv(); id != packetJoinGame1202 {
+		t.Fatalf("second play frame 0x%02x, want Login (play) 0x%02x", id, packetJoinGame1202)
+	}
+	if waited := time.Since(acked); waited < delay {
+		t.Fatalf("Login (play) came %v after the acknowledgement, want at least %v", waited, delay)
 	}
 }
 
