@@ -22,8 +22,12 @@ BUILDFLAGS  := -trimpath -tags urfave_cli_no_docs
 # The production binary links no benchmark code; this bounds its size (MiB).
 # It was 15 before the cluster client: go-redis v9.23 adds 8.2 MiB, since
 # text/template (urfave/cli's help) looks methods up by name, which keeps
-# every exported method of go-redis's client types in the binary.
-MAX_BIN_MIB := 23
+# every exported method of go-redis's client types in the binary. The
+# terminating login (RSA, the session server's HTTP client, CFB8, zlib) and
+# goccy/go-yaml (the config's file:line:col problems) took it to 23.3 MiB;
+# make test builds it too, so a growth past this bound fails the suite, not
+# only make run.
+MAX_BIN_MIB := 25
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.6.1
 CROSS       := darwin/amd64 darwin/arm64 freebsd/amd64 freebsd/arm64
 
@@ -53,7 +57,7 @@ run: build
 run-offline: build
 	./$(BIN) proxy --demo --config docs/examples/offline-velocity/proxy.yaml
 
-test: fmt-check vet staticcheck cross unit
+test: fmt-check vet staticcheck cross build unit
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
