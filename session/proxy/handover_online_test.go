@@ -154,7 +154,7 @@ func shiftRegister(r [16]byte, x byte) [16]byte {
 // the cipher state at the wrong position.
 func TestHandOverOnlineSessionAtTheByteBoundary(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
+		name    string
 		corrupt func(*handover.Cipher)
 	}{
 		{"exact", nil},
