@@ -220,8 +220,7 @@ func (h *clientHandler) OnClose(c *reactor.Conn, err error) {
 	c.Loop().Stop(&s.timer)
 	s.leaveBackend()
 	s.dropProbe()
-	defer ls.ciphers.Delete(s) // after the rest is decrypted; a session handed over has them in its state
-	defer ls.kept.Delete(s)
+	defer login.Forget(s, &ls.kept, &ls.ciphers) // after the rest is decrypted; one handed over has them in its state
 	if errors.Is(err, reactor.ErrHandedOver) {
 		return // the backend socket goes to the other process too, and the ticket with it
 	}

@@ -121,16 +121,12 @@ func (p *Proxy) adopt(data []byte, files []*os.File, tell func(), keep bool) err
 			f.Close()
 		}
 	}()
-	st, err := handover.Decode(data)
+	st, resumed, err := login.DecodeState(data)
 	if err != nil {
 		return fmt.Errorf("session state: %w", err)
 	}
 	if len(files) != 2 {
 		return fmt.Errorf("session of %s came with %d descriptors, want 2", st.IP, len(files))
-	}
-	resumed, err := login.Resume(st.Login, st.Cipher)
-	if err != nil {
-		return fmt.Errorf("session of %s: %w", st.IP, err)
 	}
 	cn, err := net.FileConn(files[0])
 	if err != nil {
@@ -195,10 +191,9 @@ func (g *generation) listenerIndex(listen string, index int) int {
 func (s *session) adoptedClient(c *reactor.Conn) {
 	s.client = c
 	s.p.admitAdopted(s.gen, s.ip)
-	ls := s.p.loopOf(c)
-	ls.counters.active.Add(1)
-	s.encrypted = login.Install(s.pre.adoptLogin, s, &ls.kept, &ls.ciphers) // before any byte of it moves
-	c.PauseRead()                                                           // until goAhead
+	s.p.loopOf(c).counters.active.Add(1)
+	s.encrypted = login.Install(s.pre.adoptLogin, s, &s.p.loopOf(c).kept, &s.p.loopOf(c).ciphers) // before any byte of it moves
+	c.PauseRead()                                                                                 // until goAhead
 }
 
 // adoptedBackend is backendHandler.OnOpen for a handed-over session.
@@ -238,9 +233,8 @@ func (s *session) goAhead() {
 }
 
 // flushAdopted writes what the old process left for one side of a session
-// (side 0 the client, 1 the backend): first what it had queued (toward an
-// encrypted client, encrypted already), then what the other side had sent
-// that it had not relayed yet, through the resumed ciphers as relay does.
+// (side 0 the client, 1 the backend): first what it had queued, then what
+// the other side had sent that it had not relayed yet, through the ciphers.
 func (s *session) flushAdopted(to *reactor.Conn, side int) {
 	ls := s.p.loopOf(to)
 	pre := s.pre
@@ -248,8 +242,7 @@ func (s *session) flushAdopted(to *reactor.Conn, side int) {
 		_ = to.Write(q)
 	}
 	if in := pre.adoptIn[1-side]; len(in) > 0 {
-		cr := s.ciphers()
-		cr.Inbound(in, side == 1)
+		s.ciphers().Inbound(in, side == 1)
 		bytes, frames, sc := &ls.counters.bytesC2S, &ls.counters.framesC2S, &s.c2s
 		if side == 0 {
 			bytes, frames, sc = &ls.counters.bytesS2C, &ls.counters.framesS2C, &s.s2c
@@ -258,7 +251,7 @@ func (s *session) flushAdopted(to *reactor.Conn, side int) {
 		if !s.raw {
 			frames.Add(int64(sc.Count(in))) // in the clear
 		}
-		cr.Outbound(in, side == 0)
+		s.ciphers().Outbound(in, side == 0)
 		_ = to.Write(in)
 	}
 	pre.adoptOut[side], pre.adoptIn[1-side] = nil, nil

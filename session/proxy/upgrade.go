@@ -61,10 +61,8 @@ type HandOverOptions struct {
 	// and takes back what the other did not adopt (package handover). It
 	// needs Acked.
 	AckEach bool
-	// StateVersion is the newest state message the other process reads
-	// (its ready message says; 0 is version 1): with version 2, sessions
-	// whose login this proxy completed go with their cipher and compression
-	// state; with 1, those that need it stay here (handover.NeedsV2).
+	// StateVersion is the newest state message the other process reads (0:
+	// 1); sessions that need a later one stay here (handover.NeedsV2).
 	StateVersion int
 }
 
@@ -102,7 +100,6 @@ func (p *Proxy) HandOver(ctx context.Context, hc *handoverwire.Conn, opt HandOve
 	sendFailed := make(chan struct{})
 	var takenBack atomic.Int64
 	settle := func(h handed, v handover.Verdict) { p.settle(h, v, &takenBack) }
-	version := min(max(opt.StateVersion, handover.StateV1), handover.StateVersion)
 	go func() {
 		sent <- pending.SendAll(out, func(h handed) error {
 			if testHookHandOverSend != nil {
@@ -158,7 +155,7 @@ func (p *Proxy) HandOver(ctx context.Context, hc *handoverwire.Conn, opt HandOve
 			turn++ // which loops get the remainder: each in turn, or one that is short of room would starve the others
 			for i, l := range loops {
 				quota := handover.LoopQuota(room, len(loops), (i+turn)%len(loops))
-				if l.Execute(func() { done <- p.handOverOnLoop(l, out, quota, version) }) != nil {
+				if l.Execute(func() { done <- p.handOverOnLoop(l, out, quota, handover.Version(opt.StateVersion)) }) != nil {
 					done <- 0
 				}
 			}
@@ -247,10 +244,8 @@ func (p *Proxy) handOverOnLoop(l *reactor.Loop, out chan<- handed, quota, v int)
 		if n >= quota || !ok || s.client != c || s.keptHere {
 			return
 		}
-		if v < handover.StateV2 && handover.NeedsV2(p.loopOf(c).kept.Get(s), s.encrypted) {
-			return // the other process cannot take its login's state: it stays
-		}
-		if s.state != stRelay || s.clientEOF || s.backendEOF || s.backend == nil || !s.backend.Opened() || c.Closing() || s.backend.Closing() {
+		// A session whose login's state the other process cannot take stays.
+		if s.state != stRelay || s.clientEOF || s.backendEOF || s.backend == nil || !s.backend.Opened() || c.Closing() || s.backend.Closing() || v < handover.StateV2 && handover.NeedsV2(p.loopOf(c).kept.Get(s), s.encrypted) {
 			return
 		}
 		c.PauseRead()
@@ -265,11 +260,9 @@ func (p *Proxy) handOverOnLoop(l *reactor.Loop, out chan<- handed, quota, v int)
 }
 
 // detach takes both sockets of a relaying session, paused on both sides,
-// with what either side has queued or left unread, and its state in state
-// message version v. The ciphers' registers are taken in the same loop
-// callback as the sockets: they stand after every byte consumed from the
-// client (what it sent and is unread goes encrypted, ClientIn) and every
-// byte relayed or queued toward it (ToClient, encrypted already).
+// with what either side has queued or left unread, and its state (version
+// v). Its ciphers are read in the same callback: their registers stand
+// where its queued and unread bytes begin (handover.Cipher).
 func (s *session) detach(v int) (handed, bool) {
 	c, b := s.client, s.backend
 	st := handoverState{

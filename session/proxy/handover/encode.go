@@ -26,6 +26,10 @@ const (
 	StateVersion = StateV2
 )
 
+// Version is the state message version to send a process that reads up
+// to v (0 for one that does not say: version 1).
+func Version(v int) int { return min(max(v, StateV1), StateVersion) }
+
 // MaxState bounds a state message: a session's state is a few kilobytes
 // plus what its sockets had buffered, which the reactor's buffers bound
 // well below this.

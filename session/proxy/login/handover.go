@@ -95,6 +95,23 @@ func Resume(k *Kept, c *handover.Cipher) (Resumed, error) {
 	return r, nil
 }
 
+// DecodeState decodes a state message (handover.Decode) and makes the
+// login state it carries again (Resume).
+func DecodeState(data []byte) (handover.State, Resumed, error) {
+	st, err := handover.Decode(data)
+	if err != nil {
+		return st, Resumed{}, err
+	}
+	r, err := Resume(st.Login, st.Cipher)
+	return st, r, err
+}
+
+// Forget drops k from a loop's tables, as its session ends or leaves.
+func Forget[K comparable](k K, kept *KeptTable[K], ciphers *CipherTable[K]) {
+	kept.Delete(k)
+	ciphers.Delete(k)
+}
+
 // Install records r for k in a loop's tables, on that loop, and reports
 // whether k is encrypted.
 func Install[K comparable](r Resumed, k K, kept *KeptTable[K], ciphers *CipherTable[K]) (encrypted bool) {
