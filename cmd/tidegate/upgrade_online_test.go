@@ -105,6 +105,17 @@ func TestLiveUpgradeKeepsTerminatedPlayers(t *testing.T) {
 	}
 	newPID := newHealthPID(t, metrics, oldPID)
 	t.Cleanup(func() { _ = syscall.Kill(newPID, syscall.SIGKILL) })
+	waitOldProcessExit(t, ch)
+	for _, b := range []*gomcbot.Bot{online, offline} {
+		b.Echo(t, []byte("after the upgrade, from the new process"))
+	}
+}
+
+// waitOldProcessExit waits for the old process of an upgrade to exit 0
+// once it handed everything over; one still running after 40 s logs its
+// goroutines (SIGQUIT) and fails the test.
+func waitOldProcessExit(t *testing.T, ch *child) {
+	t.Helper()
 	select {
 	case err := <-ch.done:
 		ch.done <- err
@@ -112,9 +123,8 @@ func TestLiveUpgradeKeepsTerminatedPlayers(t *testing.T) {
 			t.Fatalf("old process: %v, want exit 0", err)
 		}
 	case <-time.After(40 * time.Second):
-		t.Fatal("the old process did not exit: it kept sessions it should have handed over")
-	}
-	for _, b := range []*gomcbot.Bot{online, offline} {
-		b.Echo(t, []byte("after the upgrade, from the new process"))
+		_ = ch.cmd.Process.Signal(syscall.SIGQUIT) // its goroutines go to the log
+		time.Sleep(2 * time.Second)
+		t.Fatal("the old process did not exit after handing everything over")
 	}
 }
