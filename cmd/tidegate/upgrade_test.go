@@ -136,17 +136,7 @@ func TestLiveUpgradeKeepsEverySession(t *testing.T) {
 	if f := failed.Load(); f > 0 {
 		t.Fatalf("%d of %d sessions failed across the upgrade", f, sessions)
 	}
-	select {
-	case err := <-ch.done:
-		ch.done <- err
-		if err != nil {
-			t.Fatalf("old process: %v, want exit 0", err)
-		}
-	case <-time.After(40 * time.Second):
-		_ = ch.cmd.Process.Signal(syscall.SIGQUIT) // its goroutines go to the log
-		time.Sleep(2 * time.Second)
-		t.Fatal("the old process did not exit after handing everything over")
-	}
+	waitOldProcessExit(t, ch)
 	for _, b := range bots {
 		b.Echo(t, bytes.Repeat([]byte("after the upgrade "), 30))
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tidegate/tidegate/reactor/handoverwire"
 	"github.com/tidegate/tidegate/session/proxy"
+	"github.com/tidegate/tidegate/session/proxy/handover"
 )
 
 // A live upgrade (SIGUSR2 to a running proxy): the old process starts the
@@ -44,6 +45,10 @@ type upgradeReady struct {
 	// its sockets, so the old process may keep its copies until then and
 	// take back what this one does not adopt (proxy.HandOverOptions.AckEach).
 	AcksEach bool `json:"acks_each,omitempty"`
+	// StateVersion is the newest session state message it reads (0: 1):
+	// from 2 on, the old process sends it the sessions whose login it
+	// completed, ciphers and all (proxy.HandOverOptions.StateVersion).
+	StateVersion int `json:"state_version,omitempty"`
 }
 
 // proxyListenerName is the hand-over name of the proxy's listener
@@ -148,7 +153,7 @@ func (in *Inheritance) TakeOver(log zerolog.Logger, p *proxy.Proxy) error {
 		log.Warn().Str("listener", name).Msg("upgrade: the old process had a listener this configuration does not: closed")
 		ln.Close()
 	}
-	data, _ := json.Marshal(upgradeReady{PID: os.Getpid(), Acks: true, AcksEach: true})
+	data, _ := json.Marshal(upgradeReady{PID: os.Getpid(), Acks: true, AcksEach: true, StateVersion: handover.StateVersion})
 	if err := in.hc.Send(data); err != nil {
 		in.hc.Close()
 		return fmt.Errorf("upgrade: telling the old process we are ready: %w", err)

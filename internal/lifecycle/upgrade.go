@@ -96,7 +96,7 @@ func (u *Upgrader) Upgrade() (bool, error) {
 	case <-time.After(upgradeReadyTimeout):
 		return fail(fmt.Errorf("upgrade: the new process (pid %d) was not ready within %s", cmd.Process.Pid, upgradeReadyTimeout))
 	}
-	return u.handOver(hc, cmd.Process.Pid, exited, proxy.HandOverOptions{Stall: u.HandoverStall, Acked: r.Acks, AckEach: r.AcksEach})
+	return u.handOver(hc, cmd.Process.Pid, exited, proxy.HandOverOptions{Stall: u.HandoverStall, Acked: r.Acks, AckEach: r.AcksEach, StateVersion: r.StateVersion})
 }
 
 // sendListeners sends the proxy's listening sockets and the metrics one,

@@ -331,9 +331,11 @@ func TestOnlineRelayRawClient(t *testing.T) {
 	waitStats(t, p, "the session to end", func(st proxymetrics.Stats) bool { return st.Active == 0 })
 }
 
-// TestHandOverKeepsOnlineSessionsHere: a live upgrade does not carry
-// cipher state, so an encrypted session is not handed over: it stays in
-// the old proxy and goes on relaying there, its streams intact.
+// TestHandOverKeepsOnlineSessionsHere: to a new process that reads only
+// version 1 of the state message (its ready message names no later one:
+// HandOverOptions.StateVersion 0), which cannot carry cipher state, an
+// encrypted session is not handed over: it stays in the old proxy and goes
+// on relaying there, its streams intact.
 func TestHandOverKeepsOnlineSessionsHere(t *testing.T) {
 	ss := sessionserver.Start(t)
 	ss.AddPlayer(alice)

@@ -79,6 +79,7 @@ type loopState struct {
 	recent         admin.RefusalRing
 	compressor     mc.Compressor               // terminated logins' frames (terminate.go)
 	ciphers        login.CipherTable[*session] // of its encrypted sessions (online.go): a session has no room for them
+	kept           login.KeptTable[*session]   // what its terminated sessions keep of their login (terminate.go), for a live upgrade
 }
 
 // New builds a proxy from a validated configuration; log receives its logs.

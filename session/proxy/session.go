@@ -90,9 +90,10 @@ type preRelay struct {
 	hsLen     int    // bytes of the handshake frame at the start of the client's input
 	early     []byte // what the client sent before a half-close while the backend was connecting
 
-	adoptIn  [2][]byte // taken over: what the client and the backend sent that is not yet relayed
-	adoptOut [2][]byte // taken over: what was relayed to the client and the backend but not yet sent
-	adoptTk  *handoverCluster
+	adoptIn    [2][]byte // taken over: what the client and the backend sent that is not yet relayed
+	adoptOut   [2][]byte // taken over: what was relayed to the client and the backend but not yet sent
+	adoptTk    *handoverCluster
+	adoptLogin login.Resumed // taken over: a terminated login's state, installed as its client opens
 
 	term       *login.Backend    // a login the proxy completes: its backend side; nil for a relayed one
 	online     *login.Online     // login: online, until the verdict
@@ -219,12 +220,12 @@ func (h *clientHandler) OnClose(c *reactor.Conn, err error) {
 	c.Loop().Stop(&s.timer)
 	s.leaveBackend()
 	s.dropProbe()
+	defer login.Forget(s, &ls.kept, &ls.ciphers) // after the rest is decrypted; one handed over has them in its state
 	if errors.Is(err, reactor.ErrHandedOver) {
 		return // the backend socket goes to the other process too, and the ticket with it
 	}
 	s.releaseTicket()
 	s.state = stDone
-	defer ls.ciphers.Delete(s) // after the rest is decrypted
 	if b := s.backend; b != nil {
 		if b.Opened() && !b.Closing() {
 			// Whatever the client sent before it left still goes to the backend.

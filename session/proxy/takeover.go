@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +15,7 @@ import (
 	"github.com/tidegate/tidegate/reactor/handoverwire"
 	"github.com/tidegate/tidegate/session/cluster"
 	"github.com/tidegate/tidegate/session/proxy/handover"
+	"github.com/tidegate/tidegate/session/proxy/login"
 )
 
 // The new process's side of a live upgrade (the old one's is upgrade.go):
@@ -121,8 +121,8 @@ func (p *Proxy) adopt(data []byte, files []*os.File, tell func(), keep bool) err
 			f.Close()
 		}
 	}()
-	var st handoverState
-	if err := json.Unmarshal(data, &st); err != nil {
+	st, resumed, err := login.DecodeState(data)
+	if err != nil {
 		return fmt.Errorf("session state: %w", err)
 	}
 	if len(files) != 2 {
@@ -142,7 +142,7 @@ func (p *Proxy) adopt(data []byte, files []*os.File, tell func(), keep bool) err
 	s := &session{p: p, gen: gen, ip: st.IP, state: stAdopting, adopted: true, raw: st.Raw, host: st.Host, username: st.User,
 		opened: st.Opened, protocol: st.Protocol, c2s: mc.FrameCounterAt(mc.FramePosition(st.C2S)), s2c: mc.FrameCounterAt(mc.FramePosition(st.S2C)),
 		pre: &preRelay{adoptIn: [2][]byte{st.ClientIn, st.BackendIn}, adoptOut: [2][]byte{st.ToClient, st.ToBackend},
-			adoptTk: st.Cluster}}
+			adoptTk: st.Cluster, adoptLogin: resumed}}
 	s.timer.F = s.onTimer
 	s.keptHere = keep
 	if ap, err := netip.ParseAddrPort(st.Remote); err == nil {
@@ -192,7 +192,8 @@ func (s *session) adoptedClient(c *reactor.Conn) {
 	s.client = c
 	s.p.admitAdopted(s.gen, s.ip)
 	s.p.loopOf(c).counters.active.Add(1)
-	c.PauseRead() // until goAhead
+	s.encrypted = login.Install(s.pre.adoptLogin, s, &s.p.loopOf(c).kept, &s.p.loopOf(c).ciphers) // before any byte of it moves
+	c.PauseRead()                                                                                 // until goAhead
 }
 
 // adoptedBackend is backendHandler.OnOpen for a handed-over session.
@@ -233,7 +234,7 @@ func (s *session) goAhead() {
 
 // flushAdopted writes what the old process left for one side of a session
 // (side 0 the client, 1 the backend): first what it had queued, then what
-// the other side had sent that it had not relayed yet.
+// the other side had sent that it had not relayed yet, through the ciphers.
 func (s *session) flushAdopted(to *reactor.Conn, side int) {
 	ls := s.p.loopOf(to)
 	pre := s.pre
@@ -241,15 +242,17 @@ func (s *session) flushAdopted(to *reactor.Conn, side int) {
 		_ = to.Write(q)
 	}
 	if in := pre.adoptIn[1-side]; len(in) > 0 {
-		_ = to.Write(in)
+		s.ciphers().Inbound(in, side == 1)
 		bytes, frames, sc := &ls.counters.bytesC2S, &ls.counters.framesC2S, &s.c2s
 		if side == 0 {
 			bytes, frames, sc = &ls.counters.bytesS2C, &ls.counters.framesS2C, &s.s2c
 		}
 		bytes.Add(int64(len(in)))
 		if !s.raw {
-			frames.Add(int64(sc.Count(in)))
+			frames.Add(int64(sc.Count(in))) // in the clear
 		}
+		s.ciphers().Outbound(in, side == 0)
+		_ = to.Write(in)
 	}
 	pre.adoptOut[side], pre.adoptIn[1-side] = nil, nil
 }

@@ -45,7 +45,8 @@ func (s *session) backendLoginFailed(err error) {
 func (s *session) startRelay() {
 	c, bc := s.client, s.backend
 	s.state = stRelay
-	s.dropPre() // what the login needed is sent; relaying needs none of it
+	s.p.loopOf(c).kept.Keep(s, s.pre.term) // a terminated login's thresholds and profile, for a live upgrade
+	s.dropPre()                            // what the login needed is sent; relaying needs none of it
 	c.SetSink(bc)
 	bc.SetSink(c)
 	c.ResumeRead() // if it was held while connecting

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -62,6 +61,9 @@ type HandOverOptions struct {
 	// and takes back what the other did not adopt (package handover). It
 	// needs Acked.
 	AckEach bool
+	// StateVersion is the newest state message the other process reads (0:
+	// 1); sessions that need a later one stay here (handover.NeedsV2).
+	StateVersion int
 }
 
 // handed is one detached session on its way to the sender.
@@ -153,7 +155,7 @@ func (p *Proxy) HandOver(ctx context.Context, hc *handoverwire.Conn, opt HandOve
 			turn++ // which loops get the remainder: each in turn, or one that is short of room would starve the others
 			for i, l := range loops {
 				quota := handover.LoopQuota(room, len(loops), (i+turn)%len(loops))
-				if l.Execute(func() { done <- p.handOverOnLoop(l, out, quota) }) != nil {
+				if l.Execute(func() { done <- p.handOverOnLoop(l, out, quota, handover.Version(opt.StateVersion)) }) != nil {
 					done <- 0
 				}
 			}
@@ -234,21 +236,21 @@ const fdsPerHandedSession = 2
 var handoverFDRoom = func(p *Proxy) int { return p.rs.HandoverFDs() }
 
 // handOverOnLoop, on l, detaches up to quota sessions that relay and puts
-// them on out; it returns how many it detached.
-func (p *Proxy) handOverOnLoop(l *reactor.Loop, out chan<- handed, quota int) int {
+// them on out, in state message version v; it returns how many it detached.
+func (p *Proxy) handOverOnLoop(l *reactor.Loop, out chan<- handed, quota, v int) int {
 	n := 0
 	l.EachConn(func(c *reactor.Conn) {
 		s, ok := c.Value.(*session)
 		if n >= quota || !ok || s.client != c || s.keptHere {
 			return
 		}
-		// An encrypted session stays: the hand-over does not carry cipher state.
-		if s.state != stRelay || s.encrypted || s.clientEOF || s.backendEOF || s.backend == nil || !s.backend.Opened() || c.Closing() || s.backend.Closing() {
+		// A session whose login's state the other process cannot take stays.
+		if s.state != stRelay || s.clientEOF || s.backendEOF || s.backend == nil || !s.backend.Opened() || c.Closing() || s.backend.Closing() || v < handover.StateV2 && handover.NeedsV2(p.loopOf(c).kept.Get(s), s.encrypted) {
 			return
 		}
 		c.PauseRead()
 		s.backend.PauseRead()
-		if h, ok := s.detach(); ok {
+		if h, ok := s.detach(v); ok {
 			reactor.HoldFDs(fdsPerHandedSession) // given back once sent or taken back
 			out <- h
 			n++
@@ -258,12 +260,15 @@ func (p *Proxy) handOverOnLoop(l *reactor.Loop, out chan<- handed, quota int) in
 }
 
 // detach takes both sockets of a relaying session, paused on both sides,
-// with what either side has queued or left unread.
-func (s *session) detach() (handed, bool) {
+// with what either side has queued or left unread, and its state (version
+// v). Its ciphers are read in the same callback: their registers stand
+// where its queued and unread bytes begin (handover.Cipher).
+func (s *session) detach(v int) (handed, bool) {
 	c, b := s.client, s.backend
 	st := handoverState{
 		Listener: c.Listener(), Listen: s.listenerCfg().Listen, Raw: s.raw, IP: s.ip, Host: s.host, User: s.username, Protocol: s.protocol,
 		Group: s.group.name, Backend: s.target.addr, Opened: s.opened, C2S: scannerState(s.c2s.Position()), S2C: scannerState(s.s2c.Position()),
+		Login: s.p.loopOf(c).kept.Get(s), Cipher: s.ciphers().HandOver(),
 	}
 	if s.pp != nil {
 		st.Remote = s.pp.src.String()
@@ -284,8 +289,8 @@ func (s *session) detach() (handed, bool) {
 	st.ToClient, st.ToBackend = cd.Queued, bd.Queued
 	s.p.handedOver.Add(1)
 	s.p.handedOverQueued.Add(int64(len(cd.Queued) + len(bd.Queued)))
-	data, err := json.Marshal(st)
-	if err != nil { // cannot happen for these types
+	data, err := handover.Encode(&st, v)
+	if err != nil { // cannot happen: handOverOnLoop kept what needs a later version
 		cd.File.Close()
 		bd.File.Close()
 		return handed{}, false

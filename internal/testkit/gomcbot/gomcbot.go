@@ -7,6 +7,7 @@ package gomcbot
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -117,5 +118,28 @@ func (b *Bot) Echo(t testing.TB, payload []byte) {
 		t.Fatalf("%s: HandleGame ended before the echo: %v", b.Client.Auth.Name, b.gameErr)
 	case <-time.After(10 * time.Second):
 		t.Fatalf("%s: no echo within 10s", b.Client.Auth.Name)
+	}
+}
+
+// Send writes one echo play packet with payload, without waiting for its
+// echo (NextEcho reads them in order).
+func (b *Bot) Send(payload []byte) error {
+	return b.Client.Conn.WritePacket(pk.Marshal(EchoID, pk.ByteArray(payload)))
+}
+
+// NextEcho returns the payload of the next echo the bot received, waiting
+// at most d.
+func (b *Bot) NextEcho(d time.Duration) ([]byte, error) {
+	select {
+	case got := <-b.echoes:
+		var payload pk.ByteArray
+		if _, err := payload.ReadFrom(bytes.NewReader(got)); err != nil {
+			return nil, fmt.Errorf("%s: echo of %d bytes: %w", b.Client.Auth.Name, len(got), err)
+		}
+		return payload, nil
+	case <-b.gameDone:
+		return nil, fmt.Errorf("%s: HandleGame ended: %w", b.Client.Auth.Name, b.gameErr)
+	case <-time.After(d):
+		return nil, fmt.Errorf("%s: no echo within %s", b.Client.Auth.Name, d)
 	}
 }

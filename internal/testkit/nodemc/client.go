@@ -45,6 +45,9 @@ type Client struct {
 	// PayloadBytes is the size of every other payload (the rest are 12
 	// bytes); zero means 300.
 	PayloadBytes int
+	// IntervalMS, when positive, spaces the payloads: one every IntervalMS
+	// milliseconds from play on, instead of all at once.
+	IntervalMS int
 	// RawEcho frames the payloads as the server's custom payload, for a
 	// backend that echoes frames unchanged (tidegate's fake backend); when
 	// false the client talks to server.js, which echoes them and sends
@@ -121,6 +124,9 @@ func (c Client) args(i int) ([]string, error) {
 	}
 	if c.RawEcho {
 		a = append(a, "--echo", "raw")
+	}
+	if c.IntervalMS > 0 {
+		a = append(a, "--interval-ms", strconv.Itoa(c.IntervalMS))
 	}
 	return a, nil
 }

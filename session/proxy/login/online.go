@@ -10,6 +10,7 @@ import (
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/session/mcauth"
 	"github.com/tidegate/tidegate/session/proxy/config"
+	"github.com/tidegate/tidegate/session/proxy/handover"
 	"github.com/tidegate/tidegate/session/proxy/reasons"
 )
 
@@ -79,8 +80,12 @@ func (o *Online) Authenticate(a *mcauth.Authenticator, b *Backend, resp []byte, 
 
 // Ciphers are the AES/CFB8 streams of an online session's client
 // connection: Encrypt for what goes to the client, Decrypt for what comes
-// from it. Both work in place, without allocating.
-type Ciphers struct{ Encrypt, Decrypt *mc.CFB8 }
+// from it. Both work in place, without allocating. The shared secret is
+// kept for a live upgrade (HandOver), and never shown.
+type Ciphers struct {
+	Encrypt, Decrypt *mc.CFB8
+	secret           handover.Key
+}
 
 // CiphersOf returns the ciphers of a verdict's shared secret, nil when it
 // has none (the client's response did not check out).
@@ -92,7 +97,7 @@ func CiphersOf(r mcauth.Result) *Ciphers {
 	if err != nil {
 		panic(fmt.Sprintf("login: AES with a %d-byte key: %v", len(r.SharedSecret), err)) // 16 bytes always make a key
 	}
-	return &Ciphers{Encrypt: enc, Decrypt: dec}
+	return &Ciphers{Encrypt: enc, Decrypt: dec, secret: r.SharedSecret}
 }
 
 // Seal returns b encrypted for the client; nil ciphers return b itself.

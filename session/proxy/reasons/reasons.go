@@ -88,6 +88,21 @@ func (r Reason) String() string { return labels[r] }
 // Labels returns every reason's label, in order.
 func Labels() []string { return labels[:] }
 
+// Split returns the labels of the reasons a session may be refused for
+// (every reason but the end-only ones) and of those a relaying session may
+// be ended for.
+func Split() (refusals, ends []string) {
+	for r := Reason(0); r < Count; r++ {
+		if !r.OnlyEnds() {
+			refusals = append(refusals, r.String())
+		}
+	}
+	for _, r := range Ends {
+		ends = append(ends, r.String())
+	}
+	return refusals, ends
+}
+
 // Ends are the reasons a relaying session is ended for.
 var Ends = []Reason{IdleTimeout, FinTimeout, Shutdown, LoggedInElsewhere}
 

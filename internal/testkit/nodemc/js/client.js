@@ -7,7 +7,7 @@
 // --access-token and --profile-id, which a test's own session server
 // accepts), and in play sends --packets custom payloads on tidegate:echo,
 // every other one --payload-bytes long (the rest 12 bytes), each starting
-// with its sequence number. With --echo server (the default) it talks to
+// with its sequence number: all at once, or one every --interval-ms. With --echo server (the default) it talks to
 // server.js, which echoes them and sends tidegate:hello; with --echo raw it
 // sends them framed as the server's custom payload, for a backend that
 // echoes frames unchanged (tidegate's fake backend, session/mcbackend).
@@ -35,7 +35,8 @@ try {
     packets: 'int',
     'payload-bytes': 'int',
     echo: 'string',
-    'timeout-ms': 'int'
+    'timeout-ms': 'int',
+    'interval-ms': 'int'
   })
   for (const g of groups) {
     for (const need of ['version', 'port', 'username']) {
@@ -128,7 +129,7 @@ function run (opts, index) {
       // packet this client parses.
       frame = mc.createSerializer({ state: 'play', isServer: true, version: client.version })
     }
-    for (let i = 0; i < packets; i++) {
+    const send = (i) => {
       const data = payload(i, i % 2 === 1 ? Math.max(payloadBytes, 4) : 12)
       expected.push(data)
       if (raw) {
@@ -137,6 +138,17 @@ function run (opts, index) {
         client.write('custom_payload', { channel: channels.echo, data })
       }
       result.sent++
+    }
+    const interval = opts['interval-ms'] || 0
+    if (interval > 0) {
+      // One at a time, so that the stream spans whatever the test does
+      // meanwhile (a live upgrade).
+      const ticker = setInterval(() => {
+        if (done || result.sent === packets) return clearInterval(ticker)
+        send(result.sent)
+      }, interval)
+    } else {
+      for (let i = 0; i < packets; i++) send(i)
     }
     check()
   })
