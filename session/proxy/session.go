@@ -34,6 +34,7 @@ const (
 	stBackendLogin              // a login the proxy completes: the backend's login is under way (terminate.go)
 	stEncryption                // login: online: waiting for the Encryption Response (online.go)
 	stAuthWait                  // login: online: waiting, not read, for the authenticator's verdict
+	stMoving                    // relaying, and being moved to another backend (moving.go)
 )
 
 // session joins a client and its backend. Both connections' callbacks run
@@ -187,7 +188,10 @@ func (h *clientHandler) OnTraffic(c *reactor.Conn) {
 		if c.InboundBuffered() > s.gen.cfg.Limits.PrerouteBytes {
 			c.PauseRead()
 		}
-	case stRelay:
+	case stRelay, stMoving:
+		if s.state == stMoving && s.moving().ClientTraffic() {
+			break
+		}
 		cnt := &s.p.loopOf(c).counters
 		s.relay(c, s.backend, &s.c2s, &cnt.bytesC2S, &cnt.framesC2S)
 	case stEncryption:
@@ -219,6 +223,7 @@ func (h *clientHandler) OnClose(c *reactor.Conn, err error) {
 	c.Loop().Stop(&s.timer)
 	s.leaveBackend()
 	s.dropProbe()
+	ls.players.Delete(s) // abandoning its move in flight
 	if errors.Is(err, reactor.ErrHandedOver) {
 		return // the backend socket goes to the other process too, and the ticket with it
 	}
@@ -292,7 +297,10 @@ func (h *backendHandler) OnTraffic(bc *reactor.Conn) {
 		s.backendLogin(bc)
 		return
 	}
-	if s.state != stRelay {
+	if s.state == stMoving && s.moving().OldTraffic() {
+		return
+	}
+	if s.state != stRelay && s.state != stMoving {
 		bc.Discard(-1)
 		return
 	}
@@ -341,6 +349,11 @@ func (h *backendHandler) OnClose(bc *reactor.Conn, err error) {
 		}
 		return
 	}
+	if s.state == stMoving {
+		s.moving().OldClosed(bc)
+		s.leaveBackend()
+		return
+	}
 	if s.state == stRelay && !c.Closing() {
 		// Whatever the backend sent before it left still goes to the client.
 		if rest, _ := bc.Peek(-1); len(rest) > 0 {
@@ -352,6 +365,9 @@ func (h *backendHandler) OnClose(bc *reactor.Conn, err error) {
 		if s.backendLogin(bc); s.state == stBackendLogin { // what it sent, then the end
 			s.backendLoginFailed(login.Closed())
 		}
+		return
+	}
+	if s.state == stRelay && s.fallBack(bc) {
 		return
 	}
 	s.leaveBackend()
@@ -403,6 +419,10 @@ func (h *backendHandler) OnReadEOF(bc *reactor.Conn) {
 	}
 	ls := s.p.loopOf(bc)
 	s.relay(bc, s.client, &s.s2c, &ls.counters.bytesS2C, &ls.counters.framesS2C)
+	if s.gen.cfg.Groups[s.group.name].Fallback != nil && ls.players.Get(s) != nil {
+		bc.Close() // its end moves the player (OnClose: fallBack)
+		return
+	}
 	s.backendEOF = true
 	s.client.CloseWrite()
 	s.halfClosed()

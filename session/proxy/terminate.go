@@ -45,7 +45,8 @@ func (s *session) backendLoginFailed(err error) {
 func (s *session) startRelay() {
 	c, bc := s.client, s.backend
 	s.state = stRelay
-	s.dropPre() // what the login needed is sent; relaying needs none of it
+	s.keepPlayer() // moving.go
+	s.dropPre()    // what the login needed is sent; relaying needs none of it
 	c.SetSink(bc)
 	bc.SetSink(c)
 	c.ResumeRead() // if it was held while connecting
