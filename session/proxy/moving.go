@@ -2,21 +2,18 @@ package proxy
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"sync"
 
-	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/proxy/admin"
 	"github.com/tidegate/tidegate/session/proxy/move"
 	"github.com/tidegate/tidegate/session/proxy/reasons"
 )
 
-// Moving players between servers (session/proxy/move): the session's hooks.
+// Moving players between servers: the session's hooks into
+// session/proxy/move, which does the work.
 
-// keepPlayer keeps what a terminated 1.20.2+ session needs to be moved,
-// as it starts to relay.
+// keepPlayer keeps what a terminated 1.20.2+ session needs to be moved.
 func (s *session) keepPlayer() {
 	if s.pre != nil && s.pre.term != nil {
 		if pl, err := move.NewPlayer(s.pre.term, s.pre.handshake, s.protocol, s.ip); err == nil {
@@ -28,81 +25,65 @@ func (s *session) keepPlayer() {
 // moving returns the session's move in flight (state stMoving).
 func (s *session) moving() *move.Move { return s.p.loopOf(s.client).players.Get(s).Move }
 
-// sendTo starts moving the session to group, or to the backend at addr;
-// the error says why it cannot be. notice, when set, is shown in the chat
-// first; done gets the outcome.
+// sendTo starts moving the session to group, or to the backend at addr,
+// with notice in the chat first (if set); done gets the outcome.
 func (s *session) sendTo(group, addr string, notice []byte, done func(error)) error {
-	pl := s.p.loopOf(s.client).players.Get(s)
-	old := s.backend
-	switch {
-	case s.raw || s.group == nil || s.group.login == nil:
-		return errors.New("its login is relayed untouched (login: transparent): only a login the proxy completes can be moved")
-	case !mc.HasConfigurationState(s.protocol):
-		return fmt.Errorf("protocol %d: %w", s.protocol, move.ErrTooOld)
-	case pl == nil || s.state != stRelay:
-		return fmt.Errorf("it is not in play (%s)", s.state)
-	case s.clientEOF || s.backendEOF || s.c2s.Broken() || s.s2c.Broken():
-		return errors.New("its relay is half-closed or unframed")
+	ls := s.p.loopOf(s.client)
+	pl := ls.players.Get(s)
+	if err := move.Check(move.Session{Terminated: s.group != nil && s.group.login != nil, Protocol: s.protocol, Player: pl,
+		Relaying: s.state == stRelay && !s.clientEOF && !s.backendEOF, Framed: !s.c2s.Broken() && !s.s2c.Broken()}); err != nil {
+		return err
 	}
 	g, b, err := s.moveTarget(group, addr)
 	if err != nil {
 		return err
 	}
-	if old != nil && (old.Closing() || !old.Opened()) {
-		old = nil
-	}
-	ls := s.p.loopOf(s.client)
-	pair := move.Pair{Client: s.client, Old: old, Ciphers: s.ciphers(), C2S: &s.c2s, S2C: &s.s2c, Compressor: &ls.compressor,
+	pair := move.Pair{Client: s.client, Ciphers: s.ciphers(), C2S: &s.c2s, S2C: &s.s2c, Compressor: &ls.compressor,
 		BytesC2S: &ls.counters.bytesC2S, BytesS2C: &ls.counters.bytesS2C, After: &s.p.backendSide}
+	if old := s.backend; old.Opened() && !old.Closing() {
+		pair.Old = old
+	}
 	s.state = stMoving
 	s.client.Loop().Stop(&s.timer) // the move has its own
-	lim := s.gen.cfg.Limits
 	move.Start((*moveHost)(s), pair, pl, move.Target{Group: g.name, Addr: b.addr, Settings: g.login, Bungee: g.bungee, Notice: notice, Done: done},
-		lim.ConnectTimeout+lim.HandshakeTimeout)
+		s.gen.cfg.Limits.ConnectTimeout+s.gen.cfg.Limits.HandshakeTimeout)
 	return nil
 }
 
 // moveTarget resolves a move's target: a backend up of group, or the
-// configured backend at addr.
+// backend at addr, of a group whose logins the proxy completes.
 func (s *session) moveTarget(group, addr string) (*group, *backend, error) {
 	r := s.gen.router
-	if group != "" {
-		g := r.groups[group]
-		if g == nil || g.login == nil {
-			return nil, nil, fmt.Errorf("group %q: no such group whose logins the proxy completes", group)
+	if g := r.groups[group]; g != nil && g.login != nil {
+		if b, probe := g.pick(&s.p.loopOf(s.client).rnd, s.client.Loop().Index(), r.now(), r.lease); b != nil {
+			if probe {
+				b.DropProbe(r.now()) // a move does not decide a backend's health
+			}
+			return g, b, nil
 		}
-		b, probe := g.pick(&s.p.loopOf(s.client).rnd, s.client.Loop().Index(), r.now(), r.lease)
-		if b == nil {
-			return nil, nil, fmt.Errorf("group %q has no backend up", group)
-		}
-		if probe {
-			b.DropProbe(r.now()) // a move does not decide a backend's health
-		}
-		return g, b, nil
+		return nil, nil, fmt.Errorf("group %q has no backend up", group)
 	}
 	for _, g := range r.ordered {
 		for _, b := range g.backends {
-			if b.addr == addr && g.login != nil {
+			if group == "" && b.addr == addr && g.login != nil {
 				return g, b, nil
 			}
 		}
 	}
-	return nil, nil, fmt.Errorf("backend %s: not a backend of a group whose logins the proxy completes", addr)
+	return nil, nil, fmt.Errorf("no group %q or backend %q whose logins the proxy completes", group, addr)
 }
 
-// fallBack moves a terminated session whose backend bc ended to the first
-// of its group's fallback groups that takes it, and reports whether one did.
+// fallBack moves a session whose backend bc ended to the first of its
+// group's fallback groups that takes it, and reports whether one did.
 func (s *session) fallBack(bc *reactor.Conn) bool {
-	if s.group == nil || s.client.Closing() || s.p.loopOf(bc).players.Get(s) == nil {
+	pl := s.p.loopOf(bc).players.Get(s)
+	if pl == nil || s.client.Closing() {
 		return false
 	}
-	rest, _ := bc.Peek(-1) // sent on to the client in the clear (OnClose), not yet counted
+	rest, _ := bc.Peek(-1) // sent on to the client (OnClose), not yet counted
 	s.s2c.Count(rest)
-	pk, _ := mc.ConfigPacketsOf(s.protocol)
 	for _, f := range s.gen.cfg.Groups[s.group.name].Fallback {
-		from := s.group.name
-		notice := mc.AppendTextComponent(nil, pk, "The server you were on ("+from+") went away: you are now on "+f, "yellow")
-		if err := s.sendTo(f, "", notice, nil); err == nil {
+		if s.sendTo(f, "", move.FallbackNotice(pl, s.group.name, f), nil) == nil {
 			s.leaveBackend()
 			return true
 		}
@@ -115,40 +96,30 @@ type moveHost session
 
 // Switched makes the move's backend the session's and relays again.
 func (h *moveHost) Switched(m *move.Move, bc *reactor.Conn) {
-	s := (*session)(h)
+	s, t := (*session)(h), m.Target()
 	s.leaveBackend()
-	if s.backend != nil {
-		s.backend.Value = &session{p: s.p} // its last events find a session without a client: ignored
-	}
-	t := m.Target()
+	s.backend.Value = &session{p: s.p} // its last events find a session without a client: ignored
 	s.group = s.gen.router.groups[t.Group]
 	for _, b := range s.group.backends {
 		if b.addr == t.Addr {
 			s.target = b
 		}
 	}
-	bc.Value, s.backend = s, bc
+	bc.Value, s.backend, s.onBackend = s, bc, true
 	s.target.Active.Add(1)
-	s.onBackend = true
 	s.startRelay()
 	ls := s.p.loopOf(bc)
 	s.relay(bc, s.client, &s.s2c, &ls.counters.bytesS2C, &ls.counters.framesS2C) // its configuration so far
 	s.p.log.Info().Str("user", s.username).Str("group", t.Group).Str("backend", t.Addr).Msg("player moved")
 }
 
-// Failed puts the session back to relaying its old backend, or ends it
-// when that is gone.
+// Failed relays the old backend again, or ends the session when it is gone.
 func (h *moveHost) Failed(m *move.Move, err error) {
 	s := (*session)(h)
-	t := m.Target()
-	s.p.log.Warn().Str("user", s.username).Str("group", t.Group).Str("backend", t.Addr).Err(err).Msg("move failed: the player stays")
-	s.state = stRelay
-	if b := s.backend; b == nil || b.Closing() || !b.Opened() {
-		pk, _ := mc.ConfigPacketsOf(s.protocol)
-		kick := mc.AppendVarInt(nil, pk.PlayDisconnect)
-		kick = mc.AppendTextComponent(kick, pk, "The server went away and no other took you in: "+move.Why(err), "")
-		frame := s.p.loopOf(s.client).compressor.AppendFrame(nil, kick, s.p.loopOf(s.client).players.Get(s).Threshold)
-		s.sendClient(frame)
+	s.p.log.Warn().Str("user", s.username).Str("backend", m.Target().Addr).Err(err).Msg("move failed: the player stays")
+	if s.state = stRelay; !s.backend.Opened() || s.backend.Closing() {
+		ls := s.p.loopOf(s.client)
+		s.sendClient(move.AppendGoneKick(nil, ls.players.Get(s), &ls.compressor, err))
 		s.state = stDone
 		s.client.Close()
 		return
@@ -163,75 +134,27 @@ func (h *moveHost) Lost(m *move.Move, r reasons.Reason, err error) {
 	s.p.log.Warn().Str("user", s.username).Str("backend", m.Target().Addr).Str("reason", r.String()).Err(err).Msg("move lost: closing the session")
 	s.state = stDone
 	s.client.Close()
-	if s.backend != nil {
-		s.backend.Close()
-	}
+	s.backend.Close()
 }
 
-// Send moves the sessions sel picks to to (the admin API's send), waiting
-// for the moves until ctx ends. It may be called from any goroutine.
+// Send moves the sessions sel picks (by player name or client address, or
+// every one of a group or backend) to the group or backend to, waiting for
+// the moves until ctx ends. It may be called from any goroutine.
 func (p *Proxy) Send(ctx context.Context, sel admin.SendSelector, to admin.SendTarget) admin.SendResponse {
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	var out admin.SendResponse
-	got, missing := onLoops(ctx, p, func(l *reactor.Loop, ls *loopState) []*admin.SendResult {
-		var rs []*admin.SendResult
+	var batch admin.SendBatch
+	_, missing := onLoops(ctx, p, func(l *reactor.Loop, ls *loopState) bool {
 		l.EachConn(func(c *reactor.Conn) {
 			s, ok := c.Value.(*session)
-			if !ok || s.client != c || !s.selected(sel) {
+			if !ok || s.client != c || s.target == nil || s.group == nil || s.state == stDone ||
+				!sel.Picks(s.username, s.remoteAddr(), s.group.name, s.target.addr) {
 				return
 			}
-			r := &admin.SendResult{Session: s.remoteAddr(), User: s.username, From: s.target.addr, To: to.Group + to.Backend, Result: "in progress"}
-			wg.Add(1)
-			err := s.sendTo(to.Group, to.Backend, nil, func(err error) {
-				mu.Lock()
-				defer mu.Unlock()
-				r.Result, r.Moved = "moved", err == nil
-				if err != nil {
-					r.Result = err.Error()
-				}
-				wg.Done()
-			})
-			if err != nil {
-				r.Result = err.Error()
-				wg.Done()
+			done := batch.Add(s.remoteAddr(), s.username, s.target.addr, to.Group+to.Backend)
+			if err := s.sendTo(to.Group, to.Backend, nil, done); err != nil {
+				done(err)
 			}
-			rs = append(rs, r)
 		})
-		return rs
+		return true
 	})
-	waited := make(chan struct{})
-	go func() { wg.Wait(); close(waited) }()
-	select {
-	case <-waited:
-	case <-ctx.Done():
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	for _, rs := range got {
-		for _, r := range rs {
-			out.Results = append(out.Results, *r)
-			if r.Moved {
-				out.Moved++
-			} else {
-				out.NotMoved++
-			}
-		}
-	}
-	out.LoopsUnanswered = missing
-	return out
-}
-
-// selected reports whether sel picks the session: by player name or
-// client address, or by group or backend.
-func (s *session) selected(sel admin.SendSelector) bool {
-	switch {
-	case s.target == nil || s.state == stDone:
-		return false
-	case sel.ID != "":
-		return sel.ID == s.username || sel.ID == s.remoteAddr()
-	case sel.Group != "":
-		return s.group != nil && s.group.name == sel.Group
-	}
-	return s.target.addr == sel.Backend
+	return batch.Wait(ctx, missing)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 	"time"
 )
 
@@ -123,4 +124,76 @@ func readSendBody(w http.ResponseWriter, r *http.Request, v any) bool {
 		return false
 	}
 	return true
+}
+
+// SendBatch gathers the results of a send's moves, which end on the event
+// loops, for the request that waits for them. Its zero value is ready.
+type SendBatch struct {
+	mu      sync.Mutex
+	results []*SendResult
+	pending int
+	done    chan struct{}
+}
+
+// Add records a move of session (the client's address) of user from the
+// backend from; the move's outcome goes to the function it returns, to be
+// called once, on any goroutine (nil: moved).
+func (b *SendBatch) Add(session, user, from, to string) func(error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r := &SendResult{Session: session, User: user, From: from, To: to, Result: "in progress"}
+	b.results = append(b.results, r)
+	b.pending++
+	return func(err error) {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		r.Result, r.Moved = "moved", err == nil
+		if err != nil {
+			r.Result = err.Error()
+		}
+		if b.pending--; b.pending == 0 && b.done != nil {
+			close(b.done)
+			b.done = nil // a late loop's move may start another wait's count
+		}
+	}
+}
+
+// Wait waits until every move added has ended or ctx ends, and returns
+// the results; missing is how many event loops did not answer (their
+// sessions are not in it).
+func (b *SendBatch) Wait(ctx context.Context, missing int) SendResponse {
+	b.mu.Lock()
+	if b.pending > 0 {
+		b.done = make(chan struct{})
+		done := b.done
+		b.mu.Unlock()
+		select {
+		case <-done:
+		case <-ctx.Done():
+		}
+		b.mu.Lock()
+	}
+	defer b.mu.Unlock()
+	out := SendResponse{Results: []SendResult{}, LoopsUnanswered: missing}
+	for _, r := range b.results {
+		out.Results = append(out.Results, *r)
+		if r.Moved {
+			out.Moved++
+		} else {
+			out.NotMoved++
+		}
+	}
+	return out
+}
+
+// Picks reports whether sel picks the session of player user, whose client
+// is at remote, on backend of group.
+func (sel SendSelector) Picks(user, remote, group, backend string) bool {
+	switch {
+	case sel.ID != "":
+		return sel.ID == user || sel.ID == remote
+	case sel.Group != "":
+		return sel.Group == group
+	}
+	return sel.Backend != "" && sel.Backend == backend
 }
