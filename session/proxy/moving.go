@@ -73,6 +73,27 @@ func (s *session) moveTarget(group, addr string) (*group, *backend, error) {
 	return nil, nil, fmt.Errorf("no group %q or backend %q whose logins the proxy completes", group, addr)
 }
 
+// oldBackendEnded handles the end of a session's backend bc during a move
+// or, with a fallback, in play; it reports false when the session ends.
+func (s *session) oldBackendEnded(bc *reactor.Conn) bool {
+	if s.state == stMoving {
+		s.moving().OldClosed(bc)
+		s.leaveBackend()
+		return true
+	}
+	return s.state == stRelay && s.fallBack(bc)
+}
+
+// fallsBack closes a half-closed backend bc whose end moves the player
+// (OnClose: fallBack), and reports whether it did.
+func (s *session) fallsBack(bc *reactor.Conn) bool {
+	if s.gen.cfg.Groups[s.group.name].Fallback == nil || s.p.loopOf(bc).players.Get(s) == nil {
+		return false
+	}
+	bc.Close()
+	return true
+}
+
 // fallBack moves a session whose backend bc ended to the first of its
 // group's fallback groups that takes it, and reports whether one did.
 func (s *session) fallBack(bc *reactor.Conn) bool {

@@ -349,11 +349,6 @@ func (h *backendHandler) OnClose(bc *reactor.Conn, err error) {
 		}
 		return
 	}
-	if s.state == stMoving {
-		s.moving().OldClosed(bc)
-		s.leaveBackend()
-		return
-	}
 	if s.state == stRelay && !c.Closing() {
 		// Whatever the backend sent before it left still goes to the client.
 		if rest, _ := bc.Peek(-1); len(rest) > 0 {
@@ -367,7 +362,7 @@ func (h *backendHandler) OnClose(bc *reactor.Conn, err error) {
 		}
 		return
 	}
-	if s.state == stRelay && s.fallBack(bc) {
+	if s.oldBackendEnded(bc) { // moving.go
 		return
 	}
 	s.leaveBackend()
@@ -419,8 +414,7 @@ func (h *backendHandler) OnReadEOF(bc *reactor.Conn) {
 	}
 	ls := s.p.loopOf(bc)
 	s.relay(bc, s.client, &s.s2c, &ls.counters.bytesS2C, &ls.counters.framesS2C)
-	if s.gen.cfg.Groups[s.group.name].Fallback != nil && ls.players.Get(s) != nil {
-		bc.Close() // its end moves the player (OnClose: fallBack)
+	if s.fallsBack(bc) {
 		return
 	}
 	s.backendEOF = true
