@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tidegate/tidegate/internal/testkit/gomcbot"
+	"github.com/tidegate/tidegate/internal/testkit/sessionserver"
 	"github.com/tidegate/tidegate/internal/testkit/waitfor"
 	"github.com/tidegate/tidegate/session/mcbackend"
 	"github.com/tidegate/tidegate/session/proxy/admin"
@@ -213,4 +214,46 @@ func TestSendRefusals(t *testing.T) {
 	if res.Moved != 1 || res.NotMoved != 0 {
 		t.Fatalf("bulk send of group a: %+v", res)
 	}
+}
+
+// TestGoMCBotOnlineMovedBetweenBackends: an online-mode player, its client
+// connection encrypted (CFB8 both ways) and compressed, is moved between
+// two backends and back; the proxy's frames to it (Start Configuration,
+// the chat of a failed move) are encrypted in line with the relay's.
+func TestGoMCBotOnlineMovedBetweenBackends(t *testing.T) {
+	checkNoLeaks(t)
+	ss := sessionserver.Start(t)
+	ss.AddPlayer(alice)
+	ss.RedirectDefaultClient(t)
+	sa, sb, a, b := startMoveBackends(t, mcbackend.ForwardVelocity, true)
+	cfg := strings.ReplaceAll(moveConfig(t, a, b, "velocity", ""), "login: offline", "login: online")
+	p, addr := startProxy(t, fmt.Sprintf("online_mode: {session_server: %q}\n", ss.URL)+cfg)
+	bot := gomcbot.JoinAs(t, addr, aliceAuth, 60*time.Second)
+	bot.Echo(t, bytes.Repeat([]byte("encrypted "), 30))
+	for i, to := range []string{"b", "a", "b"} {
+		if r := send(t, p, alice.Name, to); !r.Moved {
+			t.Fatalf("move %d to %s: %+v", i, to, r)
+		}
+		bot.WaitLogins(t, int64(i+2))
+		bot.Echo(t, bytes.Repeat([]byte("moved encrypted "), 30))
+	}
+	if sa.Stats().PlayStarted != 2 || sb.Stats().PlayStarted != 2 {
+		t.Fatalf("joins to play: a %d, b %d; want 2 each", sa.Stats().PlayStarted, sb.Stats().PlayStarted)
+	}
+	if r := send(t, p, alice.Name, "nope"); r.Moved {
+		t.Fatalf("a move to no group: %+v", r)
+	}
+	p.cur().router.groups["a"].backends[0].addr = closedAddr(t) // a dead backend, as the router sees it
+	if r := send(t, p, alice.Name, "a"); r.Moved {
+		t.Fatalf("a move to a dead backend: %+v", r)
+	}
+	select {
+	case chat := <-bot.Chats:
+		if !bytes.Contains(chat, []byte("Could not send you to a")) {
+			t.Fatalf("chat %q", chat)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no chat about the failed move")
+	}
+	bot.Echo(t, []byte("still on b, still encrypted"))
 }
