@@ -1,6 +1,7 @@
 package move
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/tidegate/tidegate/protocol/mc"
@@ -19,7 +20,8 @@ const Other = -1
 // prefix) in a stream compressed at threshold (-1: not compressed). A
 // compressed packet is inflated only when it declares at most
 // maxInspected bytes; a larger one is Other. k is the loop's scratch
-// compressor; nothing is allocated once its buffers have grown.
+// compressor; nothing is allocated but what inflating a small deflated
+// packet costs the standard library's zlib reader.
 func PacketID(body []byte, threshold int, k *mc.Compressor) (int32, error) {
 	if threshold >= 0 {
 		size, _, err := mc.ParseCompressedHeader(body)
@@ -33,7 +35,10 @@ func PacketID(body []byte, threshold int, k *mc.Compressor) (int32, error) {
 			return 0, err
 		}
 	}
-	id, _, err := mc.ReadVarInt(body)
+	id, n, err := mc.ReadVarInt(body)
+	if err == nil && n == 0 {
+		err = errors.New("the packet ends before its ID")
+	}
 	if err != nil {
 		return 0, fmt.Errorf("packet id of a %d-byte frame: %w", len(body), err)
 	}
