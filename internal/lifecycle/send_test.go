@@ -17,7 +17,9 @@ import (
 // refused without the request's token, served with it; the admin API's
 // reads still need none.
 func TestSendWritesNeedTheToken(t *testing.T) {
-	admin := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "admin "+r.Method+" "+r.URL.Path) })
+	admin := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "admin "+r.Method+" "+r.URL.Path)
+	})
 	h := NewRegistry()
 	base := "http://" + serve(t, h, MetricsOptions{Admin: admin, Log: zerolog.Nop(), Policy: testPolicy()})
 	noToken := adminaccess.New(adminaccess.Rules{}, adminaccess.Knobs{Token: "set admin.token_file"})
