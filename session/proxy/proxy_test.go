@@ -772,11 +772,14 @@ func TestIdleTimeoutIsAnEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
-# HELP tidegate_proxy_session_ends_total Relaying sessions the proxy ended, by reason (idle_timeout, fin_timeout, shutdown at the drain deadline, logged_in_elsewhere).
+# HELP tidegate_proxy_session_ends_total Relaying sessions the proxy ended, by reason (idle_timeout, fin_timeout, shutdown at the drain deadline, logged_in_elsewhere, move_timeout, move_queue_full, move_lost).
 # TYPE tidegate_proxy_session_ends_total counter
 tidegate_proxy_session_ends_total{reason="fin_timeout"} 0
 tidegate_proxy_session_ends_total{reason="idle_timeout"} 1
 tidegate_proxy_session_ends_total{reason="logged_in_elsewhere"} 0
+tidegate_proxy_session_ends_total{reason="move_lost"} 0
+tidegate_proxy_session_ends_total{reason="move_queue_full"} 0
+tidegate_proxy_session_ends_total{reason="move_timeout"} 0
 tidegate_proxy_session_ends_total{reason="shutdown"} 0
 `), "tidegate_proxy_session_ends_total"); err != nil {
 		t.Fatal(err)
