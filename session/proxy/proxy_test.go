@@ -788,7 +788,7 @@ tidegate_proxy_session_ends_total{reason="shutdown"} 0
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := int(reasons.Count) - 2; n != want {
-		t.Fatalf("rejected_total has %d reasons, want %d (all but the end-only idle_timeout and fin_timeout)", n, want)
+	if want := int(reasons.Count) - 5; n != want {
+		t.Fatalf("rejected_total has %d reasons, want %d (all but the end-only idle_timeout, fin_timeout and the three move ends)", n, want)
 	}
 }
