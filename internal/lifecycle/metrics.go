@@ -136,6 +136,9 @@ func newMetricsMux(h *Registry, reg *prometheus.Registry, admin http.Handler, po
 	mux.Handle("/debug/pprof/profile", policy.Profiles(http.HandlerFunc(httppprof.Profile)))
 	if admin != nil {
 		mux.Handle("/api/", policy.Read(admin))
+		send := policy.Write("sending players to another server", "", admin)
+		mux.Handle("POST /api/v1/send", send)
+		mux.Handle("POST /api/v1/sessions/{id}/send", send)
 		mux.Handle("/{$}", policy.Read(admin))
 	}
 	return mux

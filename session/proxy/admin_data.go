@@ -73,6 +73,7 @@ var stateNames = map[state]string{
 	stHandshake: "handshake", stLoginStart: "login", stLocalStatus: "status", stLegacyPing: "legacy_ping",
 	stConnecting: "connecting", stRelay: "relay", stDone: "closing", stAdopting: "adopting",
 	stHandedOver: "handed_over", stProxyHeader: "proxy_header", stEncryption: "encryption", stAuthWait: "authenticating",
+	stMoving: "moving",
 }
 
 func (st state) String() string {

@@ -20,6 +20,7 @@ import (
 	"github.com/tidegate/tidegate/session/proxy/admin"
 	"github.com/tidegate/tidegate/session/proxy/config"
 	"github.com/tidegate/tidegate/session/proxy/login"
+	"github.com/tidegate/tidegate/session/proxy/move"
 	"github.com/tidegate/tidegate/session/proxy/probe"
 	"github.com/tidegate/tidegate/session/proxy/proxymetrics"
 	"github.com/tidegate/tidegate/session/proxy/ratelimit"
@@ -80,6 +81,7 @@ type loopState struct {
 	compressor     mc.Compressor               // terminated logins' frames (terminate.go)
 	ciphers        login.CipherTable[*session] // of its encrypted sessions (online.go): a session has no room for them
 	kept           login.KeptTable[*session]   // what its terminated sessions keep of their login (terminate.go), for a live upgrade
+	players        move.Table[*session]        // of its movable sessions (moving.go)
 }
 
 // New builds a proxy from a validated configuration; log receives its logs.

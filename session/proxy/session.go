@@ -34,6 +34,7 @@ const (
 	stBackendLogin              // a login the proxy completes: the backend's login is under way (terminate.go)
 	stEncryption                // login: online: waiting for the Encryption Response (online.go)
 	stAuthWait                  // login: online: waiting, not read, for the authenticator's verdict
+	stMoving                    // relaying, and being moved to another backend (moving.go)
 )
 
 // session joins a client and its backend. Both connections' callbacks run
@@ -188,7 +189,10 @@ func (h *clientHandler) OnTraffic(c *reactor.Conn) {
 		if c.InboundBuffered() > s.gen.cfg.Limits.PrerouteBytes {
 			c.PauseRead()
 		}
-	case stRelay:
+	case stRelay, stMoving:
+		if s.state == stMoving && s.moving().ClientTraffic() {
+			break
+		}
 		cnt := &s.p.loopOf(c).counters
 		s.relay(c, s.backend, &s.c2s, &cnt.bytesC2S, &cnt.framesC2S)
 	case stEncryption:
@@ -221,6 +225,7 @@ func (h *clientHandler) OnClose(c *reactor.Conn, err error) {
 	s.leaveBackend()
 	s.dropProbe()
 	defer login.Forget(s, &ls.kept, &ls.ciphers) // after the rest is decrypted; one handed over has them in its state
+	ls.players.Delete(s)                         // abandoning its move in flight
 	if errors.Is(err, reactor.ErrHandedOver) {
 		return // the backend socket goes to the other process too, and the ticket with it
 	}
@@ -293,7 +298,10 @@ func (h *backendHandler) OnTraffic(bc *reactor.Conn) {
 		s.backendLogin(bc)
 		return
 	}
-	if s.state != stRelay {
+	if s.state == stMoving && s.moving().OldTraffic() {
+		return
+	}
+	if s.state != stRelay && s.state != stMoving {
 		bc.Discard(-1)
 		return
 	}
@@ -355,6 +363,9 @@ func (h *backendHandler) OnClose(bc *reactor.Conn, err error) {
 		}
 		return
 	}
+	if s.oldBackendEnded(bc) { // moving.go
+		return
+	}
 	s.leaveBackend()
 	s.state = stDone
 	c.Close()
@@ -404,6 +415,9 @@ func (h *backendHandler) OnReadEOF(bc *reactor.Conn) {
 	}
 	ls := s.p.loopOf(bc)
 	s.relay(bc, s.client, &s.s2c, &ls.counters.bytesS2C, &ls.counters.framesS2C)
+	if s.fallsBack(bc) {
+		return
+	}
 	s.backendEOF = true
 	s.client.CloseWrite()
 	s.halfClosed()

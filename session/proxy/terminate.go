@@ -46,6 +46,7 @@ func (s *session) startRelay() {
 	c, bc := s.client, s.backend
 	s.state = stRelay
 	s.p.loopOf(c).kept.Keep(s, s.pre.term) // a terminated login's thresholds and profile, for a live upgrade
+	s.keepPlayer()                         // moving.go
 	s.dropPre()                            // what the login needed is sent; relaying needs none of it
 	c.SetSink(bc)
 	bc.SetSink(c)

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +16,8 @@ import (
 	"github.com/Tnze/go-mc/data/packetid"
 	mcnet "github.com/Tnze/go-mc/net"
 	pk "github.com/Tnze/go-mc/net/packet"
+
+	"github.com/tidegate/tidegate/internal/testkit/waitfor"
 )
 
 // EchoID is the play packet the fake backend echoes to go-mc bots.
@@ -39,7 +42,16 @@ func (d Dialer) DialMCContext(ctx context.Context, addr string) (*mcnet.Conn, er
 
 // Bot is a go-mc bot that joined and is in play state.
 type Bot struct {
-	Client   *bot.Client
+	Client *bot.Client
+	// Logins counts the Login (play) packets: one per server joined.
+	// Reconfigurations counts Start Configuration packets (moves).
+	Logins, Reconfigurations atomic.Int64
+	// HoldAcknowledgement, when set, leaves Start Configuration
+	// unanswered (a client that stops answering mid-move).
+	HoldAcknowledgement atomic.Bool
+	// Chats gets the data of each System Chat (the component, then the
+	// overlay flag); one that finds it full is dropped.
+	Chats    chan []byte
 	echoes   chan []byte
 	gameDone chan struct{} // closed when HandleGame returns, with gameErr
 	gameErr  error
@@ -60,7 +72,7 @@ func Join(t testing.TB, addr, name string, deadline time.Duration) *Bot {
 func JoinAs(t testing.TB, addr string, auth bot.Auth, deadline time.Duration) *Bot {
 	t.Helper()
 	name := auth.Name
-	b := &Bot{Client: bot.NewClient(), echoes: make(chan []byte, 8), gameDone: make(chan struct{})}
+	b := &Bot{Client: bot.NewClient(), echoes: make(chan []byte, 8), Chats: make(chan []byte, 16), gameDone: make(chan struct{})}
 	b.Client.Auth = auth
 	joined := make(chan struct{}, 1)
 	b.Client.Events.AddListener(
@@ -70,7 +82,19 @@ func JoinAs(t testing.TB, addr string, auth bot.Auth, deadline time.Duration) *B
 			if err := p.Scan(&eid, &hardcore); err != nil {
 				return err
 			}
-			joined <- struct{}{}
+			b.Logins.Add(1)
+			select {
+			case joined <- struct{}{}:
+			default: // a later server's
+			}
+			return nil
+		}},
+		bot.PacketHandler{ID: packetid.ClientboundStartConfiguration, F: func(pk.Packet) error { return b.reconfigure() }},
+		bot.PacketHandler{ID: packetid.ClientboundSystemChat, F: func(p pk.Packet) error {
+			select {
+			case b.Chats <- bytes.Clone(p.Data):
+			default:
+			}
 			return nil
 		}},
 		bot.PacketHandler{ID: EchoID, F: func(p pk.Packet) error {
@@ -142,4 +166,63 @@ func (b *Bot) NextEcho(d time.Duration) ([]byte, error) {
 	case <-time.After(d):
 		return nil, fmt.Errorf("%s: no echo within %s", b.Client.Auth.Name, d)
 	}
+}
+
+// Configuration packet IDs at protocol 764, go-mc's.
+const (
+	configDisconnect = 0x01
+	configFinish     = 0x02 // both ways
+	configKeepAlive  = 0x03 // both ways
+)
+
+// reconfigure answers Start Configuration as a vanilla client does: the
+// acknowledgement, then the configuration state up to Finish
+// Configuration (keep-alives answered), back to play. go-mc's bot knows
+// the configuration state only at login.
+func (b *Bot) reconfigure() error {
+	b.Reconfigurations.Add(1)
+	if b.HoldAcknowledgement.Load() {
+		return nil
+	}
+	conn := b.Client.Conn
+	if err := conn.WritePacket(pk.Marshal(packetid.ServerboundConfigurationAcknowledged)); err != nil {
+		return err
+	}
+	for {
+		var p pk.Packet
+		if err := conn.ReadPacket(&p); err != nil {
+			return fmt.Errorf("reconfiguring: %w", err)
+		}
+		switch p.ID {
+		case configFinish:
+			return conn.WritePacket(pk.Packet{ID: configFinish})
+		case configKeepAlive:
+			if err := conn.WritePacket(pk.Packet{ID: configKeepAlive, Data: p.Data}); err != nil {
+				return err
+			}
+		case configDisconnect:
+			return fmt.Errorf("disconnected while reconfiguring: % x", p.Data)
+		}
+	}
+}
+
+// WaitLogins waits until the bot has joined n servers.
+func (b *Bot) WaitLogins(t testing.TB, n int64) {
+	t.Helper()
+	waitfor.Check(t, fmt.Sprintf("%s joining %d servers", b.Client.Auth.Name, n), func() error {
+		select {
+		case <-b.gameDone:
+			return fmt.Errorf("HandleGame ended after %d logins: %w", b.Logins.Load(), b.gameErr)
+		default:
+		}
+		if got := b.Logins.Load(); got < n {
+			return fmt.Errorf("%d logins", got)
+		}
+		return nil
+	})
+}
+
+// Ended returns a channel closed when the bot's game has ended, and its error then.
+func (b *Bot) Ended() (<-chan struct{}, func() error) {
+	return b.gameDone, func() error { return b.gameErr }
 }

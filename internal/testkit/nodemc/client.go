@@ -53,6 +53,10 @@ type Client struct {
 	// false the client talks to server.js, which echoes them and sends
 	// tidegate:hello first.
 	RawEcho bool
+	// Moves is how many more servers the client waits for after the
+	// first (a proxy moving it), echoing a batch on each; after each batch
+	// it sends one more payload, "ready", for the test to move it.
+	Moves int
 	// Timeout bounds the client's run from start to the last echo; zero
 	// means 90 s (30 clients in one node process were in play within 25 s
 	// on a machine loaded 10 times over its cores).
@@ -127,6 +131,9 @@ func (c Client) args(i int) ([]string, error) {
 	}
 	if c.IntervalMS > 0 {
 		a = append(a, "--interval-ms", strconv.Itoa(c.IntervalMS))
+	}
+	if c.Moves != 0 {
+		a = append(a, "--moves", strconv.Itoa(c.Moves))
 	}
 	return a, nil
 }

@@ -96,6 +96,8 @@ func Handler(src Source, opt Options) http.Handler {
 	mux.HandleFunc("GET /api/v1/rejections", h.serveRejections)
 	mux.HandleFunc("GET /api/v1/config", h.serveConfig)
 	mux.HandleFunc("GET /{$}", h.serveStatusPage)
+	mux.HandleFunc("POST /api/v1/sessions/{id}/send", h.serveSendOne) // writes (send.go)
+	mux.HandleFunc("POST /api/v1/send", h.serveSendAll)
 	mux.HandleFunc("/", serveNoEndpoint)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if running, _ := src.Running(); !running.Admin.Enabled {

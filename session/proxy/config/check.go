@@ -139,6 +139,7 @@ func (c *Config) check(isSet func(path string) bool) []Problem {
 			bad(p+".strategy", "%q: want %s", g.Strategy, strategyList)
 		}
 		c.checkLogin(bad, p, g)
+		c.checkFallback(bad, p, name, g)
 	}
 	switch c.Forwarding {
 	case ForwardNone, ForwardBungeeCord:

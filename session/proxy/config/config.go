@@ -114,6 +114,9 @@ type GroupConfig struct {
 	// ${VAR} placeholder would give it; Load and Parse set it from
 	// ForwardingKeyFile when that is set (only one of them may be).
 	ForwardingSecret Secret `yaml:"forwarding_secret"`
+	// Fallback are the groups, in order, a terminated 1.20.2+ player of
+	// this group is moved to when its backend ends (session/proxy/move).
+	Fallback []string `yaml:"fallback"`
 
 	// secretFromFile says ForwardingSecret was read from ForwardingKeyFile,
 	// so that validating the configuration again does not see it set twice.

@@ -46,6 +46,13 @@ const (
 	AuthRefused
 	AuthUnavailable
 	EncryptionTimeout
+	// A move between servers (session/proxy/move) that failed after the
+	// client was told to reconfigure, so that it cannot stay where it was:
+	// it did not acknowledge in time, sent more than the move holds, or the
+	// new backend was lost.
+	MoveTimeout
+	MoveQueueFull
+	MoveLost
 	Count
 )
 
@@ -80,6 +87,9 @@ var labels = [Count]string{
 	AuthRefused:            "auth_refused",
 	AuthUnavailable:        "auth_unavailable",
 	EncryptionTimeout:      "encryption_timeout",
+	MoveTimeout:            "move_timeout",
+	MoveQueueFull:          "move_queue_full",
+	MoveLost:               "move_lost",
 }
 
 // String returns the reason's label, as counted and logged.
@@ -104,10 +114,12 @@ func Split() (refusals, ends []string) {
 }
 
 // Ends are the reasons a relaying session is ended for.
-var Ends = []Reason{IdleTimeout, FinTimeout, Shutdown, LoggedInElsewhere}
+var Ends = []Reason{IdleTimeout, FinTimeout, Shutdown, LoggedInElsewhere, MoveTimeout, MoveQueueFull, MoveLost}
 
 // OnlyEnds reports whether r never refuses a session, only ends one.
-func (r Reason) OnlyEnds() bool { return r == IdleTimeout || r == FinTimeout }
+func (r Reason) OnlyEnds() bool {
+	return r == IdleTimeout || r == FinTimeout || r == MoveTimeout || r == MoveQueueFull || r == MoveLost
+}
 
 // DisconnectText is what a player reads for a refusal after the handshake;
 // the group's offline message stands for backend_unavailable and

@@ -11,7 +11,11 @@
 // server.js, which echoes them and sends tidegate:hello; with --echo raw it
 // sends them framed as the server's custom payload, for a backend that
 // echoes frames unchanged (tidegate's fake backend, session/mcbackend).
-// Every echo must come back once, in order, unchanged.
+// Every echo must come back once, in order, unchanged. With --moves N the
+// client stays for N more servers (a proxy moving it, through the
+// configuration state): after each batch is echoed it sends a last payload
+// "ready" (echoed or not), and once each new server's configuration is
+// finished it sends the next batch, until N+1 batches came back.
 //
 // Each client prints one JSON line: {"name","version","protocol","ok",
 // "error","sent","echoed","hello","joinMs","doneMs"}. The exit status is 1
@@ -36,7 +40,8 @@ try {
     'payload-bytes': 'int',
     echo: 'string',
     'timeout-ms': 'int',
-    'interval-ms': 'int'
+    'interval-ms': 'int',
+    moves: 'int'
   })
   for (const g of groups) {
     for (const need of ['version', 'port', 'username']) {
@@ -62,6 +67,9 @@ function run (opts, index) {
   const packets = opts.packets ?? 10
   const payloadBytes = opts['payload-bytes'] ?? 300
   const raw = opts.echo === 'raw'
+  const moves = opts.moves ?? 0
+  const ready = Buffer.from('ready')
+  let logins = 0
   const result = {
     name: opts.name || `client${index}`,
     version,
@@ -121,36 +129,49 @@ function run (opts, index) {
   for (const name of ['disconnect', 'kick_disconnect']) {
     client.on(name, (packet) => finish(`${name}: ${packet.reason}`))
   }
-  client.on('playerJoin', () => {
-    result.joinMs = Date.now() - started
-    let frame = null
+  let frame = null
+  // send sends one payload to be echoed (raw: framed as the server's
+  // custom payload, which the backend echoes as a packet this client parses).
+  function send (data) {
     if (raw) {
-      // The server-side serializer frames what the backend will echo as a
-      // packet this client parses.
-      frame = mc.createSerializer({ state: 'play', isServer: true, version: client.version })
+      frame = frame || mc.createSerializer({ state: 'play', isServer: true, version: client.version })
+      client.writeRaw(frame.createPacketBuffer({ name: 'custom_payload', params: { channel: channels.echo, data } }))
+    } else {
+      client.write('custom_payload', { channel: channels.echo, data })
     }
-    const send = (i) => {
-      const data = payload(i, i % 2 === 1 ? Math.max(payloadBytes, 4) : 12)
-      expected.push(data)
-      if (raw) {
-        client.writeRaw(frame.createPacketBuffer({ name: 'custom_payload', params: { channel: channels.echo, data } }))
-      } else {
-        client.write('custom_payload', { channel: channels.echo, data })
-      }
-      result.sent++
-    }
+  }
+  function sendOne () {
+    const n = expected.length
+    const data = payload(n, n % 2 === 1 ? Math.max(payloadBytes, 4) : 12)
+    expected.push(data)
+    send(data)
+    result.sent++
+  }
+  // sendBatch sends one batch of packets for the server just joined.
+  function sendBatch () {
     const interval = opts['interval-ms'] || 0
     if (interval > 0) {
       // One at a time, so that the stream spans whatever the test does
       // meanwhile (a live upgrade).
+      let sent = 0
       const ticker = setInterval(() => {
-        if (done || result.sent === packets) return clearInterval(ticker)
-        send(result.sent)
+        if (done || sent === packets) return clearInterval(ticker)
+        sent++
+        sendOne()
       }, interval)
     } else {
-      for (let i = 0; i < packets; i++) send(i)
+      for (let i = 0; i < packets; i++) sendOne()
     }
     check()
+  }
+  client.on('playerJoin', () => {
+    result.joinMs = Date.now() - started
+    sendBatch()
+  })
+  // Each server joined ends its configuration (the Login that follows may
+  // not parse from a fake backend, and is not waited for).
+  client.on('finish_configuration', () => {
+    if (++logins > 1) setImmediate(sendBatch) // a move's new server
   })
   client.on('custom_payload', (packet) => {
     if (packet.channel === channels.hello) {
@@ -160,6 +181,7 @@ function run (opts, index) {
         return finish(`tidegate:hello is not JSON: ${err.message}`)
       }
     } else if (packet.channel === channels.echo) {
+      if (ready.equals(packet.data)) return
       const want = expected[result.echoed]
       if (want === undefined) return finish(`echo ${result.echoed + 1} came back, only ${result.sent} were sent`)
       if (!want.equals(packet.data)) {
@@ -171,7 +193,10 @@ function run (opts, index) {
   })
 
   function check () {
-    if (result.joinMs !== null && result.echoed === packets && (raw || result.hello !== null)) finish(null)
+    if (result.joinMs === null || result.echoed !== expected.length || !(raw || result.hello !== null)) return
+    const joins = Math.max(logins, 1) // before 1.20.2 there is no configuration to count
+    if (joins >= moves + 1 && result.echoed === packets * (moves + 1)) return finish(null)
+    if (moves > 0 && result.echoed === packets * joins) send(ready)
   }
 
   function finish (error) {

@@ -1,0 +1,181 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/tidegate/tidegate/reactor"
+	"github.com/tidegate/tidegate/session/proxy/admin"
+	"github.com/tidegate/tidegate/session/proxy/move"
+	"github.com/tidegate/tidegate/session/proxy/reasons"
+)
+
+// Moving players between servers: the session's hooks into
+// session/proxy/move, which does the work.
+
+// keepPlayer keeps what a terminated 1.20.2+ session needs to be moved.
+func (s *session) keepPlayer() {
+	if s.pre != nil && s.pre.term != nil {
+		if pl, err := move.NewPlayer(s.pre.term, s.pre.handshake, s.protocol, s.ip); err == nil {
+			s.p.loopOf(s.client).players.Set(s, pl)
+		}
+	}
+}
+
+// moving returns the session's move in flight (state stMoving).
+func (s *session) moving() *move.Move { return s.p.loopOf(s.client).players.Get(s).Move }
+
+// sendTo starts moving the session to group, or to the backend at addr,
+// with notice in the chat first (if set); done gets the outcome.
+func (s *session) sendTo(group, addr string, notice []byte, done func(error)) error {
+	ls := s.p.loopOf(s.client)
+	pl := ls.players.Get(s)
+	if err := move.Check(move.Session{Terminated: s.group != nil && s.group.login != nil, Protocol: s.protocol, Player: pl,
+		Relaying: s.state == stRelay && !s.clientEOF && !s.backendEOF, Framed: !s.c2s.Broken() && !s.s2c.Broken()}); err != nil {
+		return err
+	}
+	g, b, err := s.moveTarget(group, addr)
+	if err != nil {
+		return err
+	}
+	pair := move.Pair{Client: s.client, Ciphers: s.ciphers(), C2S: &s.c2s, S2C: &s.s2c, Compressor: &ls.compressor,
+		BytesC2S: &ls.counters.bytesC2S, BytesS2C: &ls.counters.bytesS2C, After: &s.p.backendSide}
+	if old := s.backend; old.Opened() && !old.Closing() {
+		pair.Old = old
+	}
+	s.state = stMoving
+	s.client.Loop().Stop(&s.timer) // the move has its own
+	move.Start((*moveHost)(s), pair, pl, move.Target{Group: g.name, Addr: b.addr, Settings: g.login, Bungee: g.bungee, Notice: notice, Done: done},
+		s.gen.cfg.Limits.ConnectTimeout+s.gen.cfg.Limits.HandshakeTimeout)
+	return nil
+}
+
+// moveTarget resolves a move's target: a backend up of group, or the
+// backend at addr, of a group whose logins the proxy completes.
+func (s *session) moveTarget(group, addr string) (*group, *backend, error) {
+	r := s.gen.router
+	if g := r.groups[group]; g != nil && g.login != nil {
+		if b, probe := g.pick(&s.p.loopOf(s.client).rnd, s.client.Loop().Index(), r.now(), r.lease); b != nil {
+			if probe {
+				b.DropProbe(r.now()) // a move does not decide a backend's health
+			}
+			return g, b, nil
+		}
+		return nil, nil, fmt.Errorf("group %q has no backend up", group)
+	}
+	for _, g := range r.ordered {
+		for _, b := range g.backends {
+			if group == "" && b.addr == addr && g.login != nil {
+				return g, b, nil
+			}
+		}
+	}
+	return nil, nil, fmt.Errorf("no group %q or backend %q whose logins the proxy completes", group, addr)
+}
+
+// oldBackendEnded handles the end of a session's backend bc during a move
+// or, with a fallback, in play; it reports false when the session ends.
+func (s *session) oldBackendEnded(bc *reactor.Conn) bool {
+	if s.state == stMoving {
+		s.moving().OldClosed(bc)
+		s.leaveBackend()
+		return true
+	}
+	return s.state == stRelay && s.fallBack(bc)
+}
+
+// fallsBack closes a half-closed backend bc whose end moves the player
+// (OnClose: fallBack), and reports whether it did.
+func (s *session) fallsBack(bc *reactor.Conn) bool {
+	if s.gen.cfg.Groups[s.group.name].Fallback == nil || s.p.loopOf(bc).players.Get(s) == nil {
+		return false
+	}
+	bc.Close()
+	return true
+}
+
+// fallBack moves a session whose backend bc ended to the first of its
+// group's fallback groups that takes it, and reports whether one did.
+func (s *session) fallBack(bc *reactor.Conn) bool {
+	pl := s.p.loopOf(bc).players.Get(s)
+	if pl == nil || s.client.Closing() {
+		return false
+	}
+	rest, _ := bc.Peek(-1) // sent on to the client (OnClose), not yet counted
+	s.s2c.Count(rest)
+	for _, f := range s.gen.cfg.Groups[s.group.name].Fallback {
+		if s.sendTo(f, "", move.FallbackNotice(pl, s.group.name, f), nil) == nil {
+			s.leaveBackend()
+			return true
+		}
+	}
+	return false
+}
+
+// moveHost is a session as its move sees it.
+type moveHost session
+
+// Switched makes the move's backend the session's and relays again.
+func (h *moveHost) Switched(m *move.Move, bc *reactor.Conn) {
+	s, t := (*session)(h), m.Target()
+	s.leaveBackend()
+	s.backend.Value = &session{p: s.p} // its last events find a session without a client: ignored
+	s.group = s.gen.router.groups[t.Group]
+	for _, b := range s.group.backends {
+		if b.addr == t.Addr {
+			s.target = b
+		}
+	}
+	bc.Value, s.backend, s.onBackend = s, bc, true
+	s.target.Active.Add(1)
+	s.startRelay()
+	ls := s.p.loopOf(bc)
+	s.relay(bc, s.client, &s.s2c, &ls.counters.bytesS2C, &ls.counters.framesS2C) // its configuration so far
+	s.p.log.Info().Str("user", s.username).Str("group", t.Group).Str("backend", t.Addr).Msg("player moved")
+}
+
+// Failed relays the old backend again, or ends the session when it is gone.
+func (h *moveHost) Failed(m *move.Move, err error) {
+	s := (*session)(h)
+	s.p.log.Warn().Str("user", s.username).Str("backend", m.Target().Addr).Err(err).Msg("move failed: the player stays")
+	if s.state = stRelay; !s.backend.Opened() || s.backend.Closing() {
+		ls := s.p.loopOf(s.client)
+		s.sendClient(move.AppendGoneKick(nil, ls.players.Get(s), &ls.compressor, err))
+		s.state = stDone
+		s.client.Close()
+		return
+	}
+	s.startRelay()
+}
+
+// Lost ends a session whose move failed past the point of return.
+func (h *moveHost) Lost(m *move.Move, r reasons.Reason, err error) {
+	s := (*session)(h)
+	s.p.loopOf(s.client).counters.ended[r].Add(1)
+	s.p.log.Warn().Str("user", s.username).Str("backend", m.Target().Addr).Str("reason", r.String()).Err(err).Msg("move lost: closing the session")
+	s.state = stDone
+	s.client.Close()
+	s.backend.Close()
+}
+
+// Send moves the sessions sel picks (by player name or client address, or
+// every one of a group or backend) to the group or backend to, waiting for
+// the moves until ctx ends. It may be called from any goroutine.
+func (p *Proxy) Send(ctx context.Context, sel admin.SendSelector, to admin.SendTarget) admin.SendResponse {
+	var batch admin.SendBatch
+	_, missing := onLoops(ctx, p, func(l *reactor.Loop, ls *loopState) bool {
+		l.EachConn(func(c *reactor.Conn) {
+			s, ok := c.Value.(*session)
+			if !ok || s.client != c || s.target == nil || s.group == nil || s.state == stDone ||
+				!sel.Picks(s.username, s.remoteAddr(), s.group.name, s.target.addr) {
+				return
+			}
+			done := batch.Add(s.remoteAddr(), s.username, s.target.addr, to.Group+to.Backend)
+			if err := s.sendTo(to.Group, to.Backend, nil, done); err != nil {
+				done(err)
+			}
+		})
+		return true
+	})
+	return batch.Wait(ctx, missing)
+}
