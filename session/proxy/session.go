@@ -266,10 +266,10 @@ func (h *backendHandler) OnOpen(bc *reactor.Conn) {
 		var hdr [proxyproto.MaxV1Length]byte
 		batch.Copy(s.appendProxyHeader(hdr[:0], v)) // first of all, and not counted as relayed
 	}
-	if hs, ok := s.backendHandshake(ls); ok { // rewrite_host, bungeecord forwarding
+	if hs, skip, ok := s.backendHandshake(ls, buf); ok { // rewrite_host, bungeecord forwarding, terminated logins
 		batch.Copy(hs)
-		batch.Add(buf[s.pre.hsLen:])
-		ls.counters.framesC2S.Add(int64(1 + s.c2s.Count(buf[s.pre.hsLen:]))) // the rewritten handshake, then the rest
+		batch.Add(buf[skip:])
+		ls.counters.framesC2S.Add(int64(s.c2s.Count(hs) + s.c2s.Count(buf[skip:]))) // the rewritten frames, then the rest
 	} else {
 		batch.Add(buf)
 		if !s.raw {

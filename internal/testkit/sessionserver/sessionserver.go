@@ -11,7 +11,10 @@
 //   - GET /session/minecraft/hasJoined?username=&serverId=[&ip=] is what the
 //     server (the proxy) calls: 200 with the profile {id, name, properties}
 //     when a join of that player with that server ID was recorded (and,
-//     when ip is given, from that address), 204 otherwise.
+//     when ip is given, from that address), 204 otherwise. The name is
+//     matched regardless of case (Minecraft names are unique regardless of
+//     case), and the profile's own spelling is what comes back, so a test
+//     can tell the name a client typed from the profile's.
 //
 // Knobs make hasJoined refuse (204), fail (a status), or answer late.
 //
@@ -219,7 +222,7 @@ func (s *Server) hasJoined(w http.ResponseWriter, r *http.Request) {
 	var found *Player
 	for _, j := range s.joins {
 		p := s.players[j.SelectedProfile]
-		if !refuse && j.ServerID == query.ServerID && p.Name == query.Username && (!query.HasIP || j.RemoteIP == query.IP) {
+		if !refuse && j.ServerID == query.ServerID && strings.EqualFold(p.Name, query.Username) && (!query.HasIP || j.RemoteIP == query.IP) {
 			found = &p
 			break
 		}

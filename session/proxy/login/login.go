@@ -127,6 +127,30 @@ func NewBackend(set *Settings, v int32, loginStart []byte, clientIP string) (*Ba
 // authenticated one (Authenticated).
 func (b *Backend) UUID() [16]byte { return b.uuid }
 
+// AppendLoginStart appends, in place of the client's Login Start frame at
+// the start of clientInput, the backend's own to dst, and returns the
+// extended slice and the bytes of clientInput it replaces (the client's
+// frame). The backend's carries the player's name, the authenticated
+// profile's in online mode (a client may type it in another case), its
+// UUID where the version has one, and never the client's 1.19-1.19.2 chat
+// key: an offline backend checks that key against the UUID it works out
+// itself, or against Mojang's signature (node-minecraft-protocol's server
+// refuses the login), and velocity forwarding carries it signed instead.
+// A nil Backend (a relayed login) or an input without a whole frame
+// appends and replaces nothing.
+func (b *Backend) AppendLoginStart(dst, clientInput []byte) ([]byte, int) {
+	if b == nil {
+		return dst, 0
+	}
+	n, _, err := mc.SplitFrame(clientInput, mc.MaxFrameLength)
+	if err != nil || n == 0 {
+		return dst, 0 // read whole before the backend was dialled: not reached
+	}
+	b.packet = mc.AppendLoginStart(b.packet[:0], b.protocol, mc.LoginStart{Name: b.name, HasUUID: true, UUID: b.uuid})
+	dst = mc.AppendVarInt(dst, int32(len(b.packet)))
+	return append(dst, b.packet...), n
+}
+
 // Feed consumes the backend's login frames in in and returns the bytes
 // consumed, what to send the backend, and, once Login Success was
 // consumed, what finishes the client's login (see AppendClientLogin), to
