@@ -33,7 +33,7 @@ const (
 	stClusterWait               // Login Start read: waiting, not read, for the network's verdict (cluster.go)
 	stBackendLogin              // a login the proxy completes: the backend's login is under way (terminate.go)
 	stEncryption                // login: online: waiting for the Encryption Response (online.go)
-	stAuthWait                  // login: online: waiting, not read, for the authenticator's verdict
+	stAuthWait                  // login: online: waiting for the authenticator's verdict, input held
 )
 
 // session joins a client and its backend. Both connections' callbacks run
@@ -180,10 +180,9 @@ func (h *clientHandler) OnTraffic(c *reactor.Conn) {
 		} else {
 			s.readHandshake() // the rest of a legacy ping, or a modern frame after all
 		}
-	case stConnecting:
-		// A client that speaks first (raw mode) or keeps sending while its
-		// backend connects is held under flow control, not refused: stop
-		// reading it until the backend is up.
+	case stConnecting, stAuthWait:
+		// A client that speaks first (raw mode) or keeps sending while its backend connects or its
+		// verdict is awaited (read to see it leave) is held, not refused: stop reading it until then.
 		if c.InboundBuffered() > s.gen.cfg.Limits.PrerouteBytes {
 			c.PauseRead()
 		}
@@ -192,8 +191,8 @@ func (h *clientHandler) OnTraffic(c *reactor.Conn) {
 		s.relay(c, s.backend, &s.c2s, &cnt.bytesC2S, &cnt.framesC2S)
 	case stEncryption:
 		s.readEncryptionResponse()
-	case stClusterWait, stBackendLogin, stAuthWait:
-		c.PauseRead() // read once the network or the authenticator has answered, or the backend's login is done
+	case stClusterWait, stBackendLogin:
+		c.PauseRead() // read once the network has answered, or the backend's login is done
 	case stAdopting: // kept for the backend, which is being adopted
 	case stProxyHeader:
 		s.readProxyHeader()

@@ -88,6 +88,7 @@ type Server struct {
 	players map[string]Player // by UUID
 	joins   []Join
 	queries []Query
+	answers int // hasJoined calls answered (or given up by their caller)
 	refuse  bool
 	status  int
 	delay   time.Duration
@@ -149,6 +150,14 @@ func (s *Server) Queries() []Query {
 	return append([]Query(nil), s.queries...)
 }
 
+// Answers returns how many hasJoined calls have been answered, or ended
+// by their caller while delayed.
+func (s *Server) Answers() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.answers
+}
+
 // joinRequest is the join body; selectedProfile is a string (vanilla) or
 // an object (go-mc).
 type joinRequest struct {
@@ -207,6 +216,11 @@ func (s *Server) hasJoined(w http.ResponseWriter, r *http.Request) {
 	s.queries = append(s.queries, query)
 	delay, status, refuse := s.delay, s.status, s.refuse
 	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.answers++
+		s.mu.Unlock()
+	}()
 	if delay > 0 {
 		select {
 		case <-time.After(delay):
