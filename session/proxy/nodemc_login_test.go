@@ -183,7 +183,7 @@ func nodeLoginCases(t *testing.T, sessions *sessionserver.Server) ([]nodeLoginCa
 		return k
 	}
 	newFake := func(name string, cfg mcbackend.Config) *nodeLoginFake {
-		cfg.Forwarding = mcbackend.ForwardVelocity
+		cfg.Forwarding, cfg.LoginTimeout = mcbackend.ForwardVelocity, nodeFakeLoginTimeout
 		if cfg.ForwardingSecret == nil {
 			cfg.ForwardingSecret = []byte(testForwardingSecret)
 		}

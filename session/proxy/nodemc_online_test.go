@@ -15,9 +15,10 @@ import (
 )
 
 // nodeOnlineVersions are the versions of TestNodeMCOnlineLogins: issue
-// #22's list, with 1.19 beside 1.19.2 for both shapes of the 1.19 chat
-// key (Mojang's signature v1 and v2).
-var nodeOnlineVersions = []string{"1.8.8", "1.12.2", "1.16.5", "1.19", "1.19.2", "1.20.1", "1.20.4", "1.21.11"}
+// #22's list, with 1.7.10 (no compression, short-prefixed encryption
+// packets) and 1.19 beside 1.19.2 for both shapes of the 1.19 chat key
+// (Mojang's signature v1 and v2).
+var nodeOnlineVersions = []string{"1.7", "1.8.8", "1.12.2", "1.16.5", "1.19", "1.19.2", "1.20.1", "1.20.4", "1.21.11"}
 
 // nodeOnlineCase is one node client of TestNodeMCOnlineLogins.
 type nodeOnlineCase struct {
@@ -58,7 +59,7 @@ func (c nodeOnlineCase) groupYAML() string {
 	return g + "}"
 }
 
-// TestNodeMCOnlineLogins: node-minecraft-protocol clients of 1.8.8 to
+// TestNodeMCOnlineLogins: node-minecraft-protocol clients of 1.7.10 to
 // 1.21.11, all in one node process, log in online through proxies that
 // authenticate them (login: online) against session servers the test runs
 // on loopback: each client joins with its access token and profile
@@ -188,7 +189,7 @@ func nodeOnlineCases(t *testing.T, sessions [onlineProxies]*sessionserver.Server
 		return k
 	}
 	srv, fakeAddr := startBackendServer(t, mcbackend.Config{Compression: true, CompressionThreshold: nodeMCThreshold,
-		Forwarding: mcbackend.ForwardVelocity, ForwardingSecret: []byte(testForwardingSecret)})
+		Forwarding: mcbackend.ForwardVelocity, ForwardingSecret: []byte(testForwardingSecret), LoginTimeout: nodeFakeLoginTimeout})
 	fake := &nodeLoginFake{name: "velocity", srv: srv, addr: fakeAddr}
 	var cases []nodeOnlineCase
 	add := func(c nodeOnlineCase, v, kind string) {
@@ -209,20 +210,30 @@ func nodeOnlineCases(t *testing.T, sessions [onlineProxies]*sessionserver.Server
 	}
 	for _, v := range nodeOnlineVersions {
 		keyed := v == "1.19" || v == "1.19.2"
-		for _, fw := range []string{"none", "bungeecord"} {
-			for _, lv := range []struct {
-				name      string
-				threshold int
-				setting   string
-			}{{"Plain", nodemc.NoCompression, "off"}, {"Comp", nodeMCThreshold, ""}} {
-				c := nodeOnlineCase{forwarding: fw, threshold: lv.setting, to: toNode, node: server(v, lv.threshold)}
-				// One keyless client of each keyed version, for the
-				// encrypted verify token there.
-				c.client.PlayerKey = keyed && !(fw == "bungeecord" && lv.threshold != nodemc.NoCompression)
-				add(c, v, lv.name+fw[:1])
-			}
+		// Forwarding none to a plain backend and bungeecord to a
+		// compressed one (1.7 has no compression), and for the keyed
+		// versions a keyless client too, whose verify token is encrypted.
+		kinds := []struct {
+			name, forwarding string
+			threshold        int
+			key              bool
+		}{{"Plainn", "none", nodemc.NoCompression, keyed}, {"Compb", "bungeecord", nodeMCThreshold, keyed}}
+		if v == "1.7" {
+			kinds[1].name, kinds[1].threshold = "Plainb", nodemc.NoCompression
 		}
-		if v != "1.8.8" && v != "1.12.2" { // the backend asks for velocity forwarding from 1.13
+		if keyed {
+			kinds = append(kinds, kinds[0])
+			kinds[2].name, kinds[2].forwarding, kinds[2].key = "Plainb", "bungeecord", false
+		}
+		for _, k := range kinds {
+			c := nodeOnlineCase{forwarding: k.forwarding, to: toNode, node: server(v, k.threshold)}
+			if k.threshold == nodemc.NoCompression {
+				c.threshold = "off" // else the backend's, the default
+			}
+			c.client.PlayerKey = k.key
+			add(c, v, k.name)
+		}
+		if v != "1.7" && v != "1.8.8" && v != "1.12.2" { // the backend asks for velocity forwarding from 1.13
 			fake.play++
 			c := nodeOnlineCase{forwarding: "velocity", to: toFake, backend: fake.addr}
 			c.client.PlayerKey = keyed
@@ -230,7 +241,7 @@ func nodeOnlineCases(t *testing.T, sessions [onlineProxies]*sessionserver.Server
 		}
 	}
 	down := refusedAddr(t)
-	for _, v := range []string{"1.8.8", "1.19.2", "1.21.11"} {
+	for i, v := range []string{"1.8.8", "1.19.2", "1.21.11"} {
 		keyed := v == "1.19.2"
 		fail := func(kind string, c nodeOnlineCase) {
 			c.to = toNothing
@@ -250,21 +261,29 @@ func nodeOnlineCases(t *testing.T, sessions [onlineProxies]*sessionserver.Server
 		impostor := owner.client(v, sessions[proxyGood])
 		impostor.Username = "Impostor" + strings.ReplaceAll(v, ".", "")
 		fail("impostor", nodeOnlineCase{player: owner, client: impostor, wantError: "Failed to verify username", reason: "auth_refused"})
-		// The session server refuses the client's own join: it gives up
-		// and closes during the proxy's wait for its Encryption Response,
-		// as a vanilla client does; no refusal of the proxy's to count.
-		c := nodeOnlineCase{}
-		c.player = texturedPlayer(sessions[proxyGood], "BadToken"+strings.ReplaceAll(v, ".", ""))
-		c.client = c.player.client(v, sessions[proxyGood])
-		c.client.AccessToken = "not-the-token"
-		fail("refusedjoin", nodeOnlineCase{player: c.player, client: c.client, wantError: "Invalid token"})
-		fail("failing", nodeOnlineCase{proxy: proxyFailing, wantError: unavailable, reason: "auth_unavailable"})
-		fail("slow", nodeOnlineCase{proxy: proxySlow, wantError: unavailable, reason: "auth_unavailable"})
-		fail("down", nodeOnlineCase{proxy: proxyDown, wantError: unavailable, reason: "auth_unavailable"})
 		// After the authentication: these refusals go out encrypted.
 		fail("backenddown", nodeOnlineCase{backend: down, wantError: "The server is offline", reason: "backend_unavailable"})
 		fail("threshold", nodeOnlineCase{threshold: "off", node: server(v, nodeMCThreshold),
 			wantError: "compresses at another threshold", reason: "backend_login"})
+		// The session server's failures do not depend on the version: one
+		// version each.
+		switch i {
+		case 0:
+			// The session server refuses the client's own join: it gives
+			// up and closes during the proxy's wait for its Encryption
+			// Response, as a vanilla client does; the proxy counts no
+			// refusal of its own.
+			c := nodeOnlineCase{}
+			c.player = texturedPlayer(sessions[proxyGood], "BadToken"+strings.ReplaceAll(v, ".", ""))
+			c.client = c.player.client(v, sessions[proxyGood])
+			c.client.AccessToken = "not-the-token"
+			fail("refusedjoin", nodeOnlineCase{player: c.player, client: c.client, wantError: "Invalid token"})
+			fail("down", nodeOnlineCase{proxy: proxyDown, wantError: unavailable, reason: "auth_unavailable"})
+		case 1:
+			fail("failing", nodeOnlineCase{proxy: proxyFailing, wantError: unavailable, reason: "auth_unavailable"})
+		case 2:
+			fail("slow", nodeOnlineCase{proxy: proxySlow, wantError: unavailable, reason: "auth_unavailable"})
+		}
 	}
 	servers := nodemc.StartServers(t, nodemc.ServerOptions{Servers: specs})
 	for i, c := range cases {
