@@ -3,7 +3,8 @@
 // the client's Set Compression and Login Success.
 //
 // The proxy relays the client's handshake (rewritten for bungeecord
-// forwarding) and Login Start to the backend, then reads the backend's
+// forwarding) and a Login Start of its own (AppendLoginStart) to the
+// backend, then reads the backend's
 // answers with a Backend: Set Compression, a Login Plugin Request it
 // answers (velocity:player_info, signed, for velocity forwarding; any other
 // channel as not understood), Disconnect, and Login Success. Only then is
