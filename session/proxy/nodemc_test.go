@@ -59,7 +59,10 @@ func TestNodeMCClientsThroughRelay(t *testing.T) {
 				groups = append(groups, fmt.Sprintf("%s: {backends: [{addr: %q}]}", name, tg.addr))
 			}
 		}
-		p, addr := startProxy(t, fmt.Sprintf("listeners: [{listen: \"127.0.0.1:0\"}]\nroutes: [%s]\ngroups: {%s}\n",
+		// The handshake timeout covers a client's way to its backend's
+		// answer: one node process logging in 30 players on a loaded
+		// machine takes longer than the default 5 s.
+		p, addr := startProxy(t, fmt.Sprintf("listeners: [{listen: \"127.0.0.1:0\"}]\nlimits: {handshake_timeout: 60s}\nroutes: [%s]\ngroups: {%s}\n",
 			strings.Join(routes, ", "), strings.Join(groups, ", ")))
 		const packets = 10
 		sessions := len(routes)
