@@ -152,19 +152,9 @@ func TestNodeMCLogins(t *testing.T) {
 				t.Errorf("session server: %d joins and %d hasJoined, want %d of each", len(joins), len(queries), want.joins)
 			}
 		})
-		clients := make([]nodemc.Client, len(cases))
-		for i, c := range cases {
-			clients[i] = c.client
-			clients[i].Name, clients[i].Addr, clients[i].ServerAddress = c.host, addr, c.host
-			clients[i].Packets, clients[i].PayloadBytes = nodeLoginPackets, 2000
-			clients[i].RawEcho = c.to == toFake
-		}
-		ran := time.Now()
-		results := nodemc.RunClients(t, clients...)
-		t.Logf("%d node clients: %v", len(clients), time.Since(ran).Round(time.Millisecond))
-		for i, r := range results {
-			checkNodeLogin(t, cases[i], r)
-		}
+		runNodeLoginClients(t, len(cases), func(i int) (nodemc.Client, string, string, bool) {
+			return cases[i].client, cases[i].host, addr, cases[i].to == toFake
+		}, func(i int, r nodemc.Result) { checkNodeLogin(t, cases[i], r) })
 	})
 	t.Logf("node logins through the proxy: %v", time.Since(began).Round(time.Millisecond))
 	leaksGone()
@@ -193,7 +183,7 @@ func nodeLoginCases(t *testing.T, sessions *sessionserver.Server) ([]nodeLoginCa
 		return k
 	}
 	newFake := func(name string, cfg mcbackend.Config) *nodeLoginFake {
-		cfg.Forwarding = mcbackend.ForwardVelocity
+		cfg.Forwarding, cfg.LoginTimeout = mcbackend.ForwardVelocity, nodeFakeLoginTimeout
 		if cfg.ForwardingSecret == nil {
 			cfg.ForwardingSecret = []byte(testForwardingSecret)
 		}
@@ -344,20 +334,7 @@ func wantNodeLoginStats(cases []nodeLoginCase) nodeLoginStats {
 // hello naming the player as its forwarding does), or a failure saying why.
 func checkNodeLogin(t *testing.T, c nodeLoginCase, r nodemc.Result) {
 	t.Helper()
-	if c.wantError != "" {
-		if r.OK || !strings.Contains(r.Error, c.wantError) {
-			t.Errorf("%s (%s): %+v, want a failure saying %q", c.host, c.client.Version, r, c.wantError)
-		}
-		return
-	}
-	if err := r.Err(); err != nil {
-		t.Errorf("%s: %v", c.host, err)
-		return
-	}
-	if r.Sent != nodeLoginPackets || r.Echoed != nodeLoginPackets {
-		t.Errorf("%s: %d sent and %d echoed, want %d", c.host, r.Sent, r.Echoed, nodeLoginPackets)
-	}
-	if c.to != toNode {
+	if !checkNodeOutcome(t, c.host, c.wantError, r) || c.to != toNode {
 		return
 	}
 	offline := mc.OfflineUUID([]byte(c.client.Username))
@@ -371,4 +348,47 @@ func checkNodeLogin(t *testing.T, c nodeLoginCase, r nodemc.Result) {
 	if h := r.Hello; h == nil || h.Username != c.client.Username || h.UUID != uuid || h.Protocol != r.Protocol || h.ServerHost != host {
 		t.Errorf("%s: the server saw %+v, want %s %s at protocol %d, handshake address %q", c.host, r.Hello, c.client.Username, uuid, r.Protocol, host)
 	}
+}
+
+// runNodeLoginClients runs n clients in one node process, client i being
+// client(i) named host, connecting to addr with host in its handshake and
+// sending nodeLoginPackets payloads (raw-framed for a fake backend), and
+// hands each result to check.
+func runNodeLoginClients(t *testing.T, n int, client func(i int) (c nodemc.Client, host, addr string, fake bool), check func(i int, r nodemc.Result)) {
+	t.Helper()
+	clients := make([]nodemc.Client, n)
+	for i := range clients {
+		c, host, addr, fake := client(i)
+		c.Name, c.Addr, c.ServerAddress = host, addr, host
+		c.Packets, c.PayloadBytes, c.RawEcho = nodeLoginPackets, 2000, fake
+		clients[i] = c
+	}
+	ran := time.Now()
+	results := nodemc.RunClients(t, clients...)
+	t.Logf("%d node clients: %v", n, time.Since(ran).Round(time.Millisecond))
+	for i, r := range results {
+		check(i, r)
+	}
+}
+
+// checkNodeOutcome fails the test unless the client named host failed
+// saying wantError, or, when wantError is "", reached play and got every
+// echo; it reports whether the client is one that reached play, to check
+// further.
+func checkNodeOutcome(t *testing.T, host, wantError string, r nodemc.Result) (inPlay bool) {
+	t.Helper()
+	if wantError != "" {
+		if r.OK || !strings.Contains(r.Error, wantError) {
+			t.Errorf("%s (%s): %+v, want a failure saying %q", host, r.Version, r, wantError)
+		}
+		return false
+	}
+	if err := r.Err(); err != nil {
+		t.Errorf("%s: %v", host, err)
+		return false
+	}
+	if r.Sent != nodeLoginPackets || r.Echoed != nodeLoginPackets {
+		t.Errorf("%s: %d sent and %d echoed, want %d", host, r.Sent, r.Echoed, nodeLoginPackets)
+	}
+	return true
 }

@@ -25,6 +25,12 @@ var nodeMCVersions = []string{"1.7", "1.8.8", "1.12.2", "1.16.5", "1.19.2", "1.2
 // backends: the clients' 12-byte payloads go below it, the others above.
 const nodeMCThreshold = 64
 
+// nodeFakeLoginTimeout is the fake backends' login timeout in the node
+// tests: the default 10 s from accept to play was passed by 1.21.11
+// clients (the last of some 60 in one node process, with a configuration
+// phase) on a machine loaded 15 times over its two cores.
+const nodeFakeLoginTimeout = time.Minute
+
 // nodeMCTarget is one backend the clients of a version reach through the
 // proxy, by the host name they put in their handshake.
 type nodeMCTarget struct {
@@ -53,7 +59,10 @@ func TestNodeMCClientsThroughRelay(t *testing.T) {
 				groups = append(groups, fmt.Sprintf("%s: {backends: [{addr: %q}]}", name, tg.addr))
 			}
 		}
-		p, addr := startProxy(t, fmt.Sprintf("listeners: [{listen: \"127.0.0.1:0\"}]\nroutes: [%s]\ngroups: {%s}\n",
+		// The handshake timeout covers a client's way to its backend's
+		// answer: one node process logging in 30 players on a loaded
+		// machine takes longer than the default 5 s.
+		p, addr := startProxy(t, fmt.Sprintf("listeners: [{listen: \"127.0.0.1:0\"}]\nlimits: {handshake_timeout: 60s}\nroutes: [%s]\ngroups: {%s}\n",
 			strings.Join(routes, ", "), strings.Join(groups, ", ")))
 		const packets = 10
 		sessions := len(routes)
@@ -141,8 +150,8 @@ func startNodeMCTargets(t *testing.T) map[string][]nodeMCTarget {
 	}
 	servers := nodemc.StartServers(t, nodemc.ServerOptions{Servers: specs})
 	fake := map[bool]string{
-		false: startBackend(t, mcbackend.Config{}),
-		true:  startBackend(t, mcbackend.Config{Compression: true, CompressionThreshold: nodeMCThreshold}),
+		false: startBackend(t, mcbackend.Config{LoginTimeout: nodeFakeLoginTimeout}),
+		true:  startBackend(t, mcbackend.Config{Compression: true, CompressionThreshold: nodeMCThreshold, LoginTimeout: nodeFakeLoginTimeout}),
 	}
 	targets := map[string][]nodeMCTarget{}
 	for i, s := range specs {

@@ -23,7 +23,9 @@ func (s *session) requestEncryption(buf []byte, end int, ls []byte) {
 }
 
 // readEncryptionResponse gives the Encryption Response to the pool; the
-// session waits, not read, for the verdict (the timer is a backstop).
+// session waits for the verdict (the timer is a backstop), still reading,
+// so that a client that leaves meanwhile ends it at once rather than get
+// a backend login once the verdict is in; what it sends is held.
 func (s *session) readEncryptionResponse() {
 	c, l := s.client, s.client.Loop()
 	buf, _ := c.Peek(-1)
@@ -32,7 +34,6 @@ func (s *session) readEncryptionResponse() {
 		return
 	}
 	s.state = stAuthWait
-	c.PauseRead()
 	l.Schedule(&s.timer, 2*s.gen.cfg.Auth.Timeout+time.Second) // a backstop: the pool answers within Timeout
 	err := s.pre.online.Authenticate(s.p.auth, s.pre.term, buf[hl:n], s.protocol, s.ip, func(r mcauth.Result) {
 		_ = l.Execute(func() {

@@ -138,15 +138,22 @@ func closedURL(t *testing.T) string {
 // proxy at addr and returns the connection and the Encryption Request.
 func rawOnlineLogin(t *testing.T, addr string) (net.Conn, mc.EncryptionRequest) {
 	t.Helper()
+	return rawOnlineLoginAt(t, addr, 764, mc.LoginStart{Name: []byte(alice.Name)})
+}
+
+// rawOnlineLoginAt sends a handshake and the Login Start ls for protocol v
+// to the proxy at addr and returns the connection and the Encryption
+// Request.
+func rawOnlineLoginAt(t *testing.T, addr string, v int32, start mc.LoginStart) (net.Conn, mc.EncryptionRequest) {
+	t.Helper()
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	const v = 764
+	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
 	out := mc.AppendHandshake(nil, mc.Handshake{ProtocolVersion: v, Address: []byte("localhost"), Port: 25565, NextState: 2})
-	ls := mc.AppendLoginStart(nil, v, mc.LoginStart{Name: []byte(alice.Name)})
+	ls := mc.AppendLoginStart(nil, v, start)
 	out = append(append(out, mc.AppendVarInt(nil, int32(len(ls)))...), ls...)
 	if _, err := c.Write(out); err != nil {
 		t.Fatal(err)
@@ -277,22 +284,7 @@ func onlineLogin17(t testing.TB, c net.Conn, ss *sessionserver.Server) net.Conn 
 	if err != nil {
 		t.Fatalf("encryption request: %v", err)
 	}
-	secret := make([]byte, 16)
-	_, _ = rand.Read(secret)
-	hash := mc.AppendServerHash(nil, req.ServerID, secret, req.PublicKey)
-	body := fmt.Sprintf(`{"accessToken":%q,"selectedProfile":%q,"serverId":%q}`, alice.AccessToken, alice.UUID, hash)
-	resp, err := http.Post(ss.URL+"/session/minecraft/join", "application/json", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusNoContent {
-		t.Fatalf("join: %s", resp.Status)
-	}
-	pub, _ := x509.ParsePKIXPublicKey(req.PublicKey)
-	es, _ := rsa.EncryptPKCS1v15(rand.Reader, pub.(*rsa.PublicKey), secret)
-	et, _ := rsa.EncryptPKCS1v15(rand.Reader, pub.(*rsa.PublicKey), req.VerifyToken)
-	er := mc.AppendEncryptionResponse(nil, v, mc.EncryptionResponse{SharedSecret: es, VerifyToken: et})
+	secret, er := joinAndRespond(t, ss, v, req)
 	if _, err := c.Write(er); err != nil { // a whole frame
 		t.Fatal(err)
 	}
@@ -308,6 +300,29 @@ func onlineLogin17(t testing.TB, c net.Conn, ss *sessionserver.Server) net.Conn 
 			t.Fatalf("disconnected during login: %s", data)
 		}
 	}
+}
+
+// joinAndRespond does what alice's client does on an Encryption Request
+// req of protocol v: it makes a shared secret, joins on ss with the server
+// hash, and returns the secret and the whole Encryption Response frame.
+func joinAndRespond(t testing.TB, ss *sessionserver.Server, v int32, req mc.EncryptionRequest) (secret, frame []byte) {
+	t.Helper()
+	secret = make([]byte, 16)
+	_, _ = rand.Read(secret)
+	hash := mc.AppendServerHash(nil, req.ServerID, secret, req.PublicKey)
+	body := fmt.Sprintf(`{"accessToken":%q,"selectedProfile":%q,"serverId":%q}`, alice.AccessToken, alice.UUID, hash)
+	resp, err := http.Post(ss.URL+"/session/minecraft/join", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("join: %s", resp.Status)
+	}
+	pub, _ := x509.ParsePKIXPublicKey(req.PublicKey)
+	es, _ := rsa.EncryptPKCS1v15(rand.Reader, pub.(*rsa.PublicKey), secret)
+	et, _ := rsa.EncryptPKCS1v15(rand.Reader, pub.(*rsa.PublicKey), req.VerifyToken)
+	return secret, mc.AppendEncryptionResponse(nil, v, mc.EncryptionResponse{SharedSecret: es, VerifyToken: et})
 }
 
 // TestOnlineRelayRawClient: a 1.7.10 client logged in online through

@@ -33,7 +33,7 @@ const (
 	stClusterWait               // Login Start read: waiting, not read, for the network's verdict (cluster.go)
 	stBackendLogin              // a login the proxy completes: the backend's login is under way (terminate.go)
 	stEncryption                // login: online: waiting for the Encryption Response (online.go)
-	stAuthWait                  // login: online: waiting, not read, for the authenticator's verdict
+	stAuthWait                  // login: online: waiting for the authenticator's verdict, input held
 	stMoving                    // relaying, and being moved to another backend (moving.go)
 )
 
@@ -182,10 +182,9 @@ func (h *clientHandler) OnTraffic(c *reactor.Conn) {
 		} else {
 			s.readHandshake() // the rest of a legacy ping, or a modern frame after all
 		}
-	case stConnecting:
-		// A client that speaks first (raw mode) or keeps sending while its
-		// backend connects is held under flow control, not refused: stop
-		// reading it until the backend is up.
+	case stConnecting, stAuthWait:
+		// A client that speaks first (raw mode) or keeps sending while its backend connects or its
+		// verdict is awaited (read to see it leave) is held, not refused: stop reading it until then.
 		if c.InboundBuffered() > s.gen.cfg.Limits.PrerouteBytes {
 			c.PauseRead()
 		}
@@ -197,8 +196,8 @@ func (h *clientHandler) OnTraffic(c *reactor.Conn) {
 		s.relay(c, s.backend, &s.c2s, &cnt.bytesC2S, &cnt.framesC2S)
 	case stEncryption:
 		s.readEncryptionResponse()
-	case stClusterWait, stBackendLogin, stAuthWait:
-		c.PauseRead() // read once the network or the authenticator has answered, or the backend's login is done
+	case stClusterWait, stBackendLogin:
+		c.PauseRead() // read once the network has answered, or the backend's login is done
 	case stAdopting: // kept for the backend, which is being adopted
 	case stProxyHeader:
 		s.readProxyHeader()
@@ -272,10 +271,10 @@ func (h *backendHandler) OnOpen(bc *reactor.Conn) {
 		var hdr [proxyproto.MaxV1Length]byte
 		batch.Copy(s.appendProxyHeader(hdr[:0], v)) // first of all, and not counted as relayed
 	}
-	if hs, ok := s.backendHandshake(ls); ok { // rewrite_host, bungeecord forwarding
+	if hs, skip, ok := s.backendHandshake(ls, buf); ok { // rewrite_host, bungeecord forwarding, terminated logins
 		batch.Copy(hs)
-		batch.Add(buf[s.pre.hsLen:])
-		ls.counters.framesC2S.Add(int64(1 + s.c2s.Count(buf[s.pre.hsLen:]))) // the rewritten handshake, then the rest
+		batch.Add(buf[skip:])
+		ls.counters.framesC2S.Add(int64(s.c2s.Count(hs) + s.c2s.Count(buf[skip:]))) // the rewritten frames, then the rest
 	} else {
 		batch.Add(buf)
 		if !s.raw {

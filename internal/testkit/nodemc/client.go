@@ -38,6 +38,12 @@ type Client struct {
 	// ProfileID is the profile UUID the client sends to join (dashes
 	// allowed); empty means the offline UUID of Username.
 	ProfileID string
+	// PlayerKey, with Online, gives a 1.19 to 1.19.2 client a chat key:
+	// its Login Start carries the key (signed with random bytes, not by
+	// Mojang) and its Encryption Response signs the verify token with it
+	// instead of encrypting it, as a vanilla client with a Microsoft
+	// account does. Later versions send no key in the login.
+	PlayerKey bool
 
 	// Packets is how many custom payloads the client sends in play, and
 	// wants echoed; zero means 10.
@@ -72,6 +78,10 @@ type Hello struct {
 	// BungeeCord forwarding, the host, the client's address, its UUID and
 	// properties, separated by NUL bytes.
 	ServerHost string `json:"serverHost"`
+	// PlayerKey is whether the player's Login Start carried a chat key the
+	// server accepted: never one of Client.PlayerKey, which no Mojang key
+	// signed (the server refuses the login instead).
+	PlayerKey bool `json:"playerKey"`
 }
 
 // Result is a client's outcome, client.js's line for it.
@@ -84,6 +94,9 @@ type Result struct {
 	Sent     int    `json:"sent"`
 	Echoed   int    `json:"echoed"`
 	Hello    *Hello `json:"hello"`
+	// SignedLogin is whether the client's Login Start carried a chat key
+	// (Client.PlayerKey at 1.19 to 1.19.2).
+	SignedLogin bool `json:"signedLogin"`
 	// JoinMS is the time from the client's start to play; DoneMS to its
 	// end (the last echo, or the failure).
 	JoinMS int `json:"joinMs"`
@@ -118,6 +131,9 @@ func (c Client) args(i int) ([]string, error) {
 			if o[1] != "" {
 				a = append(a, o[0], o[1])
 			}
+		}
+		if c.PlayerKey {
+			a = append(a, "--player-key")
 		}
 	}
 	if c.Packets != 0 {

@@ -11,7 +11,10 @@
 //   - GET /session/minecraft/hasJoined?username=&serverId=[&ip=] is what the
 //     server (the proxy) calls: 200 with the profile {id, name, properties}
 //     when a join of that player with that server ID was recorded (and,
-//     when ip is given, from that address), 204 otherwise.
+//     when ip is given, from that address), 204 otherwise. The name is
+//     matched regardless of case (Minecraft names are unique regardless of
+//     case), and the profile's own spelling is what comes back, so a test
+//     can tell the name a client typed from the profile's.
 //
 // Knobs make hasJoined refuse (204), fail (a status), or answer late.
 //
@@ -85,6 +88,7 @@ type Server struct {
 	players map[string]Player // by UUID
 	joins   []Join
 	queries []Query
+	answers int // hasJoined calls answered (or given up by their caller)
 	refuse  bool
 	status  int
 	delay   time.Duration
@@ -146,6 +150,14 @@ func (s *Server) Queries() []Query {
 	return append([]Query(nil), s.queries...)
 }
 
+// Answers returns how many hasJoined calls have been answered, or ended
+// by their caller while delayed.
+func (s *Server) Answers() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.answers
+}
+
 // joinRequest is the join body; selectedProfile is a string (vanilla) or
 // an object (go-mc).
 type joinRequest struct {
@@ -204,6 +216,11 @@ func (s *Server) hasJoined(w http.ResponseWriter, r *http.Request) {
 	s.queries = append(s.queries, query)
 	delay, status, refuse := s.delay, s.status, s.refuse
 	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.answers++
+		s.mu.Unlock()
+	}()
 	if delay > 0 {
 		select {
 		case <-time.After(delay):
@@ -219,7 +236,7 @@ func (s *Server) hasJoined(w http.ResponseWriter, r *http.Request) {
 	var found *Player
 	for _, j := range s.joins {
 		p := s.players[j.SelectedProfile]
-		if !refuse && j.ServerID == query.ServerID && p.Name == query.Username && (!query.HasIP || j.RemoteIP == query.IP) {
+		if !refuse && j.ServerID == query.ServerID && strings.EqualFold(p.Name, query.Username) && (!query.HasIP || j.RemoteIP == query.IP) {
 			found = &p
 			break
 		}

@@ -17,9 +17,11 @@ func (b *Backend) Threshold() int { return b.threshold }
 // Name returns the player's name.
 func (b *Backend) Name() string { return string(b.name) }
 
-// AppendLoginStart appends the Login Start frame (plain: it precedes Set
-// Compression) that opens this login at a backend.
-func (b *Backend) AppendLoginStart(dst []byte) []byte {
+// AppendOwnLoginStart appends the Login Start frame (plain: it precedes
+// Set Compression) that opens this login at a backend: the player's name,
+// its UUID where the version has one, never a chat key (AppendLoginStart
+// says why).
+func (b *Backend) AppendOwnLoginStart(dst []byte) []byte {
 	b.packet = mc.AppendLoginStart(b.packet[:0], b.protocol, mc.LoginStart{Name: b.name, UUID: b.uuid, HasUUID: true})
 	dst = mc.AppendVarInt(dst, int32(len(b.packet)))
 	return append(dst, b.packet...)

@@ -3,7 +3,8 @@
 // the client's Set Compression and Login Success.
 //
 // The proxy relays the client's handshake (rewritten for bungeecord
-// forwarding) and Login Start to the backend, then reads the backend's
+// forwarding) and a Login Start of its own (AppendLoginStart) to the
+// backend, then reads the backend's
 // answers with a Backend: Set Compression, a Login Plugin Request it
 // answers (velocity:player_info, signed, for velocity forwarding; any other
 // channel as not understood), Disconnect, and Login Success. Only then is
@@ -126,6 +127,28 @@ func NewBackend(set *Settings, v int32, loginStart []byte, clientIP string) (*Ba
 // UUID returns the player's UUID: the offline-mode one, or the
 // authenticated one (Authenticated).
 func (b *Backend) UUID() [16]byte { return b.uuid }
+
+// AppendLoginStart appends, in place of the client's Login Start frame at
+// the start of clientInput, the backend's own to dst, and returns the
+// extended slice and the bytes of clientInput it replaces (the client's
+// frame). The backend's carries the player's name, the authenticated
+// profile's in online mode (a client may type it in another case), its
+// UUID where the version has one, and never the client's 1.19-1.19.2 chat
+// key: an offline backend checks that key against the UUID it works out
+// itself, or against Mojang's signature (node-minecraft-protocol's server
+// refuses the login), and velocity forwarding carries it signed instead.
+// A nil Backend (a relayed login) or an input without a whole frame
+// appends and replaces nothing.
+func (b *Backend) AppendLoginStart(dst, clientInput []byte) ([]byte, int) {
+	if b == nil {
+		return dst, 0
+	}
+	n, _, err := mc.SplitFrame(clientInput, mc.MaxFrameLength)
+	if err != nil || n == 0 {
+		return dst, 0 // read whole before the backend was dialled: not reached
+	}
+	return b.AppendOwnLoginStart(dst), n
+}
 
 // Feed consumes the backend's login frames in in and returns the bytes
 // consumed, what to send the backend, and, once Login Success was

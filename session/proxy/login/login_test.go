@@ -256,3 +256,57 @@ func TestAuthenticatedIdentity(t *testing.T) {
 		t.Error("a malformed response is not auth_bad_response")
 	}
 }
+
+// TestBackendLoginStart: the backend's Login Start carries the
+// authenticated profile's name and UUID where the version has a UUID, and
+// never the client's 1.19-1.19.2 chat key (which the velocity forwarding
+// still carries); it replaces exactly the client's frame, and a relayed
+// login (nil Backend) or an input without a whole frame replaces nothing.
+func TestBackendLoginStart(t *testing.T) {
+	key := &mc.PlayerKey{Expiry: 1 << 40, PublicKey: bytes.Repeat([]byte{1}, 162), Signature: bytes.Repeat([]byte{2}, 512)}
+	profile := mcauth.Profile{UUID: [16]byte{0xab, 15: 0xcd}, Name: "Alex_Online"}
+	for _, v := range []int32{mc.Protocol1_7_2 + 1, mc.Protocol1_8, mc.Protocol1_16, mc.Protocol1_19, 760, 761, 763, 764, 774} {
+		for _, online := range []bool{false, true} {
+			typed := mc.LoginStart{Name: []byte("alex_online"), Key: key, HasUUID: true, UUID: [16]byte{9, 9}}
+			body := mc.AppendLoginStart(nil, v, typed)
+			b, err := NewBackend(&Settings{Forwarding: config.ForwardVelocity, Secret: secret, Online: online}, v, body, "192.0.2.7")
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := mc.LoginStart{Name: typed.Name, UUID: mc.OfflineUUID(typed.Name)}
+			if online {
+				b.Authenticated(profile)
+				want = mc.LoginStart{Name: []byte(profile.Name), UUID: profile.UUID}
+			}
+			client := mc.AppendPacket(nil, mc.PacketLoginStart, body[1:])
+			rest := []byte{3, 0x7f, 1, 2} // what the client sent next
+			out, n := b.AppendLoginStart([]byte("hs"), append(bytes.Clone(client), rest...))
+			if n != len(client) || !bytes.HasPrefix(out, []byte("hs")) {
+				t.Fatalf("v%d: replaces %d bytes of the input (out %x), want the client's frame, %d", v, n, out, len(client))
+			}
+			fl, hl, err := mc.SplitFrame(out[2:], mc.MaxFrameLength)
+			if err != nil || fl != len(out)-2 {
+				t.Fatalf("v%d: %x is not one frame after the prefix: %v", v, out, err)
+			}
+			got, err := mc.ParseLoginStartAt(out[2+hl:], v)
+			if err != nil {
+				t.Fatalf("v%d: the backend's Login Start %x: %v", v, out[2+hl:], err)
+			}
+			hasUUID := mc.LoginLayoutOf(v).Start != mc.StartNameOnly && mc.LoginLayoutOf(v).Start != mc.StartSig
+			if got.Key != nil || !bytes.Equal(got.Name, want.Name) || got.HasUUID != hasUUID || hasUUID && got.UUID != want.UUID {
+				t.Errorf("v%d online=%t: the backend's Login Start %+v, want %s, no key, UUID %x: %t", v, online, got, want.Name, want.UUID, hasUUID)
+			}
+			if v >= mc.Protocol1_19 && v <= 760 && b.key == nil {
+				t.Errorf("v%d: the chat key is gone from the velocity forwarding too", v)
+			}
+		}
+	}
+	var relayed *Backend
+	if out, n := relayed.AppendLoginStart([]byte("hs"), []byte{2, 0, 1}); string(out) != "hs" || n != 0 {
+		t.Errorf("nil Backend: %q, %d; want nothing appended or replaced", out, n)
+	}
+	b := newTestBackend(t, velocitySettings(), 764)
+	if out, n := b.AppendLoginStart(nil, []byte{5, 0, 1}); len(out) != 0 || n != 0 {
+		t.Errorf("half a frame: %x, %d; want nothing appended or replaced", out, n)
+	}
+}

@@ -164,7 +164,7 @@ func (m *Move) OnOpen(bc *reactor.Conn) {
 		rw.UUID, rw.Properties = &u, props
 	}
 	frame, _ := login.AppendHandshake(m.scratch[:0], nil, m.player.Handshake, rw, m.player.ClientIP, m.login.Name())
-	m.scratch = m.login.AppendLoginStart(frame)
+	m.scratch = m.login.AppendOwnLoginStart(frame)
 	_ = bc.Write(m.scratch)
 }
 

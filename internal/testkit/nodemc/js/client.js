@@ -5,7 +5,9 @@
 //
 // A client logs in (offline, or online against --session-server with
 // --access-token and --profile-id, which a test's own session server
-// accepts), and in play sends --packets custom payloads on tidegate:echo,
+// accepts; with --player-key a 1.19 to 1.19.2 client also carries a chat
+// key of its own in Login Start and signs the verify token with it, as a
+// vanilla client does), and in play sends --packets custom payloads on tidegate:echo,
 // every other one --payload-bytes long (the rest 12 bytes), each starting
 // with its sequence number: all at once, or one every --interval-ms. With --echo server (the default) it talks to
 // server.js, which echoes them and sends tidegate:hello; with --echo raw it
@@ -18,7 +20,8 @@
 // finished it sends the next batch, until N+1 batches came back.
 //
 // Each client prints one JSON line: {"name","version","protocol","ok",
-// "error","sent","echoed","hello","joinMs","doneMs"}. The exit status is 1
+// "error","sent","echoed","hello","signedLogin","joinMs","doneMs"}
+// (signedLogin: its Login Start carried a player key). The exit status is 1
 // when any client failed, 2 on bad arguments.
 const { parseGroups } = require('./args')
 const channels = require('./channels')
@@ -36,6 +39,7 @@ try {
     'session-server': 'string',
     'access-token': 'string',
     'profile-id': 'string',
+    'player-key': 'bool',
     packets: 'int',
     'payload-bytes': 'int',
     echo: 'string',
@@ -58,6 +62,7 @@ try {
 const mc = require('minecraft-protocol')
 
 let failed = 0
+let sharedPlayerKeys = null // playerKeys'
 let running = groups.length
 groups.forEach((g, i) => run(g, i))
 
@@ -79,6 +84,7 @@ function run (opts, index) {
     sent: 0,
     echoed: 0,
     hello: null,
+    signedLogin: false,
     joinMs: null,
     doneMs: null
   }
@@ -105,6 +111,7 @@ function run (opts, index) {
     clientOpts.auth = (client, options) => {
       client.username = opts.username
       client.session = { accessToken, selectedProfile: { id: profileId, name: opts.username } }
+      if (opts['player-key']) client.profileKeys = playerKeys()
       options.accessToken = accessToken
       options.haveCredentials = true
       options.connect(client)
@@ -114,14 +121,17 @@ function run (opts, index) {
   }
 
   let client
+  let timer = null // set once the client runs; finish may come first
   try {
     client = mc.createClient(clientOpts)
   } catch (err) {
     return finish(`createClient: ${err.message}`)
   }
   result.protocol = clientOpts.protocolVersion
+  // What setProtocol.js decides when it writes Login Start.
+  result.signedLogin = !!client.profileKeys && !require('minecraft-data')(client.version).supportFeature('useChatSessions')
   const timeoutMs = opts['timeout-ms'] || 20000
-  const timer = setTimeout(() => finish(`timed out after ${timeoutMs} ms (joined: ${result.joinMs !== null}, echoed ${result.echoed} of ${packets})`),
+  timer = setTimeout(() => finish(`timed out after ${timeoutMs} ms (joined: ${result.joinMs !== null}, echoed ${result.echoed} of ${packets})`),
     timeoutMs)
 
   client.on('error', (err) => finish(`error: ${err.message || err}`))
@@ -213,6 +223,28 @@ function run (opts, index) {
     // asynchronously on some systems (macOS).
     if (--running === 0) process.stdout.write('', () => process.exit(failed > 0 ? 1 : 0))
   }
+}
+
+// playerKeys returns the chat key every --player-key client of this
+// process carries, in the shape minecraft-protocol's Microsoft login gives
+// (client.profileKeys): an RSA key pair, its expiry, and Mojang's
+// signatures of it (v1 for 1.19, v2 for 1.19.1-1.19.2), which here are
+// random bytes: no Mojang key signed them, so a server that checks them
+// against Mojang's key (node's server does, in offline mode too) refuses
+// the login, which is how a test sees that a proxy passed the key on.
+function playerKeys () {
+  if (sharedPlayerKeys === null) {
+    const crypto = require('crypto')
+    const { publicKey, privateKey } = crypto.generateKeyPairSync('rsa', { modulusLength: 1024 })
+    sharedPlayerKeys = {
+      public: publicKey,
+      private: privateKey,
+      expiresOn: new Date(Date.now() + 3600 * 1000),
+      signature: crypto.randomBytes(512),
+      signatureV2: crypto.randomBytes(512)
+    }
+  }
+  return sharedPlayerKeys
 }
 
 // payload is packet i's data: its sequence number (big-endian uint32),

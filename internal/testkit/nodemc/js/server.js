@@ -8,7 +8,8 @@
 //
 // In play each server sends the client a custom payload on tidegate:hello
 // (JSON: the username, UUID, protocol and handshake address it saw, the
-// last with whatever a proxy's forwarding put in it) and echoes every custom
+// last with whatever a proxy's forwarding put in it, and whether the
+// player's Login Start carried a chat key that checked out) and echoes every custom
 // payload the client sends on tidegate:echo back on the same channel.
 //
 // Standard output is one JSON object a line: {"event":"listening",...,
@@ -89,7 +90,7 @@ function serve (version, threshold, online) {
     })
     client.write('custom_payload', {
       channel: channels.hello,
-      data: Buffer.from(JSON.stringify({ username: client.username, uuid: client.uuid, protocol: client.protocolVersion, serverHost: client.serverHost }))
+      data: Buffer.from(JSON.stringify({ username: client.username, uuid: client.uuid, protocol: client.protocolVersion, serverHost: client.serverHost, playerKey: !!client.profileKeys }))
     })
   })
 }
