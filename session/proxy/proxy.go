@@ -24,6 +24,7 @@ import (
 	"github.com/tidegate/tidegate/session/proxy/proxymetrics"
 	"github.com/tidegate/tidegate/session/proxy/ratelimit"
 	"github.com/tidegate/tidegate/session/proxy/reasons"
+	"github.com/tidegate/tidegate/session/proxy/reframe"
 	"github.com/tidegate/tidegate/session/proxy/status"
 
 	"github.com/rs/zerolog"
@@ -79,6 +80,7 @@ type loopState struct {
 	recent         admin.RefusalRing
 	compressor     mc.Compressor               // terminated logins' frames (terminate.go)
 	ciphers        login.CipherTable[*session] // of its encrypted sessions (online.go): a session has no room for them
+	reframes       reframe.Loop[*session]      // of its sessions whose two sides compress differently (session.go)
 }
 
 // New builds a proxy from a validated configuration; log receives its logs.

@@ -13,6 +13,7 @@ import (
 	"github.com/tidegate/tidegate/session/proxy/config"
 	"github.com/tidegate/tidegate/session/proxy/login"
 	"github.com/tidegate/tidegate/session/proxy/reasons"
+	"github.com/tidegate/tidegate/session/proxy/reframe"
 	"github.com/tidegate/tidegate/session/proxy/status"
 )
 
@@ -77,6 +78,7 @@ type session struct {
 	adopted               bool // taken over from another process (upgrade.go)
 	keptHere              bool // taken back by this hand-over (handoversettle.go): it does not go again in it
 	encrypted             bool // login: online: its ciphers are in its loop's ciphers (online.go)
+	reframed              bool // its client and backend compress at different thresholds: its loop's reframes has it
 }
 
 // preRelay is the part of a session's state that it needs only until it
@@ -225,14 +227,10 @@ func (h *clientHandler) OnClose(c *reactor.Conn, err error) {
 	s.releaseTicket()
 	s.state = stDone
 	defer ls.ciphers.Delete(s) // after the rest is decrypted
+	defer ls.reframes.Stop(s)
 	if b := s.backend; b != nil {
 		if b.Opened() && !b.Closing() {
-			// Whatever the client sent before it left still goes to the backend.
-			if rest, _ := c.Peek(-1); len(rest) > 0 {
-				s.ciphers().Open(rest)
-				_ = b.Write(rest)
-				ls.counters.bytesC2S.Add(int64(len(rest)))
-			}
+			s.relay(c, b, &s.c2s, &ls.counters.bytesC2S, &ls.counters.framesC2S) // what the client sent before it left
 		}
 		b.Close()
 	}
@@ -341,12 +339,8 @@ func (h *backendHandler) OnClose(bc *reactor.Conn, err error) {
 		}
 		return
 	}
-	if s.state == stRelay && !c.Closing() {
-		// Whatever the backend sent before it left still goes to the client.
-		if rest, _ := bc.Peek(-1); len(rest) > 0 {
-			_ = c.Write(s.ciphers().Seal(rest))
-			p.loopOf(bc).counters.bytesS2C.Add(int64(len(rest)))
-		}
+	if ls := p.loopOf(bc); s.state == stRelay && !c.Closing() { // what the backend sent before it left
+		s.relay(bc, c, &s.s2c, &ls.counters.bytesS2C, &ls.counters.framesS2C)
 	}
 	if s.state == stBackendLogin && !c.Closing() {
 		if s.backendLogin(bc); s.state == stBackendLogin { // what it sent, then the end
@@ -371,8 +365,8 @@ func (h *clientHandler) OnReadEOF(c *reactor.Conn) {
 	switch s.state {
 	case stRelay:
 		cnt := &s.p.loopOf(c).counters
+		s.clientEOF = true // first: a re-framed relay then takes all that is left
 		s.relay(c, s.backend, &s.c2s, &cnt.bytesC2S, &cnt.framesC2S)
-		s.clientEOF = true
 		s.backend.CloseWrite()
 		s.halfClosed()
 	case stConnecting:
@@ -402,8 +396,8 @@ func (h *backendHandler) OnReadEOF(bc *reactor.Conn) {
 		return
 	}
 	ls := s.p.loopOf(bc)
-	s.relay(bc, s.client, &s.s2c, &ls.counters.bytesS2C, &ls.counters.framesS2C)
 	s.backendEOF = true
+	s.relay(bc, s.client, &s.s2c, &ls.counters.bytesS2C, &ls.counters.framesS2C)
 	s.client.CloseWrite()
 	s.halfClosed()
 }
@@ -413,12 +407,34 @@ func (h *backendHandler) OnReadEOF(bc *reactor.Conn) {
 // until then the other direction has FinTimeout to finish.
 func (s *session) halfClosed() {
 	if s.clientEOF && s.backendEOF {
-		s.state = stDone
-		s.client.Close()
-		s.backend.Close()
+		s.closeBoth()
 		return
 	}
 	s.client.Loop().Schedule(&s.timer, s.gen.cfg.Limits.FinTimeout)
+}
+
+// closeBoth ends the session: each side closes after its output drains.
+func (s *session) closeBoth() {
+	s.state = stDone
+	s.client.Close()
+	if s.backend != nil {
+		s.backend.Close()
+	}
+}
+
+// relayReframed is relay for a session whose client is told another
+// compression threshold than its backend's (session/proxy/reframe).
+func (s *session) relayReframed(from, to *reactor.Conn, fs *mc.FrameCounter, bytes, frames *atomic.Int64) {
+	ls, final := s.p.loopOf(from), from.Closing() || (from == s.client && s.clientEOF) || (from == s.backend && s.backendEOF)
+	n, f, err := ls.reframes.Relay(s, from, to, from == s.client, s.ciphers(), fs, final)
+	bytes.Add(int64(n))
+	frames.Add(int64(f))
+	s.lastActive = from.Loop().Now()
+	if r := reframe.Reason(err); err != nil {
+		ls.counters.ended[r].Add(1)
+		s.p.log.Warn().Str("remote", s.remoteAddr()).Str("user", s.username).Bool("from_client", from == s.client).Str("reason", r.String()).Err(err).Msg("session closed: a frame could not be re-framed")
+		s.closeBoth()
+	}
 }
 
 // relay moves what from has buffered to to, with one write, and applies
@@ -430,6 +446,10 @@ func (s *session) relay(from, to *reactor.Conn, fs *mc.FrameCounter, bytes, fram
 	}
 	if to.Closing() {
 		from.Discard(-1)
+		return
+	}
+	if s.reframed {
+		s.relayReframed(from, to, fs, bytes, frames)
 		return
 	}
 	cr := s.ciphers()

@@ -7,19 +7,9 @@ import (
 )
 
 // Reasons returns the labels of the reasons a session may be refused for
-// (every reason but the end-only ones) and of those a relaying session may
-// be ended for, the keys Stats' Rejected and Ended may have.
-func (p *Proxy) Reasons() (refusals, ends []string) {
-	for r := reasons.Reason(0); r < reasons.Count; r++ {
-		if !r.OnlyEnds() {
-			refusals = append(refusals, r.String())
-		}
-	}
-	for _, r := range reasons.Ends {
-		ends = append(ends, r.String())
-	}
-	return refusals, ends
-}
+// and of those a relaying session may be ended for, the keys Stats'
+// Rejected and Ended may have (reasons.RefusalsAndEnds).
+func (p *Proxy) Reasons() (refusals, ends []string) { return reasons.RefusalsAndEnds() }
 
 // loopCounters are one loop's counters: written only on that loop, read
 // atomically by Stats. Padded so loops do not share cache lines.

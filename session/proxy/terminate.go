@@ -26,6 +26,7 @@ func (s *session) backendLogin(bc *reactor.Conn) {
 	bc.Discard(n)
 	if toClient != nil {
 		s.sendClient(toClient)
+		s.reframed = ls.reframes.Start(s, s.pre.term)
 		s.startRelay()
 		s.relay(bc, s.client, &s.s2c, &ls.counters.bytesS2C, &ls.counters.framesS2C) // what followed Login Success
 	}

@@ -242,8 +242,8 @@ func (p *Proxy) handOverOnLoop(l *reactor.Loop, out chan<- handed, quota int) in
 		if n >= quota || !ok || s.client != c || s.keptHere {
 			return
 		}
-		// An encrypted session stays: the hand-over does not carry cipher state.
-		if s.state != stRelay || s.encrypted || s.clientEOF || s.backendEOF || s.backend == nil || !s.backend.Opened() || c.Closing() || s.backend.Closing() {
+		// An encrypted or re-framed session stays: the hand-over carries no cipher or compression state.
+		if s.state != stRelay || s.encrypted || s.reframed || s.clientEOF || s.backendEOF || s.backend == nil || !s.backend.Opened() || c.Closing() || s.backend.Closing() {
 			return
 		}
 		c.PauseRead()

@@ -46,6 +46,13 @@ const (
 	AuthRefused
 	AuthUnavailable
 	EncryptionTimeout
+	// A re-framed session (the client told another compression threshold
+	// than the backend's: session/proxy/reframe) ended by a frame that
+	// declares or inflates past the protocol's limit, a malformed
+	// compressed frame, or a packet the other side's framing cannot hold.
+	InflateTooLarge
+	BadCompression
+	ReframeTooLarge
 	Count
 )
 
@@ -80,6 +87,9 @@ var labels = [Count]string{
 	AuthRefused:            "auth_refused",
 	AuthUnavailable:        "auth_unavailable",
 	EncryptionTimeout:      "encryption_timeout",
+	InflateTooLarge:        "inflate_too_large",
+	BadCompression:         "bad_compression",
+	ReframeTooLarge:        "reframe_too_large",
 }
 
 // String returns the reason's label, as counted and logged.
@@ -88,11 +98,32 @@ func (r Reason) String() string { return labels[r] }
 // Labels returns every reason's label, in order.
 func Labels() []string { return labels[:] }
 
+// RefusalsAndEnds returns the labels of the reasons a session may be
+// refused for (every reason but the end-only ones) and of those a relaying
+// session may be ended for (Ends).
+func RefusalsAndEnds() (refusals, ends []string) {
+	for r := Reason(0); r < Count; r++ {
+		if !r.OnlyEnds() {
+			refusals = append(refusals, r.String())
+		}
+	}
+	for _, r := range Ends {
+		ends = append(ends, r.String())
+	}
+	return refusals, ends
+}
+
 // Ends are the reasons a relaying session is ended for.
-var Ends = []Reason{IdleTimeout, FinTimeout, Shutdown, LoggedInElsewhere}
+var Ends = []Reason{IdleTimeout, FinTimeout, Shutdown, LoggedInElsewhere, InflateTooLarge, BadCompression, ReframeTooLarge}
 
 // OnlyEnds reports whether r never refuses a session, only ends one.
-func (r Reason) OnlyEnds() bool { return r == IdleTimeout || r == FinTimeout }
+func (r Reason) OnlyEnds() bool {
+	switch r {
+	case IdleTimeout, FinTimeout, InflateTooLarge, BadCompression, ReframeTooLarge:
+		return true
+	}
+	return false
+}
 
 // DisconnectText is what a player reads for a refusal after the handshake;
 // the group's offline message stands for backend_unavailable and

@@ -155,6 +155,11 @@ func (c *Codec) appendFrame(out, frame []byte, hl int, d Direction) ([]byte, err
 	if d.From < 0 {
 		return c.appendPacket(out, body, d.To)
 	}
+	// The limit first: a data length past it is what an inflate bomb
+	// declares, whatever else is wrong with the frame.
+	if dataLength, _, err := mc.ReadVarInt(body); err == nil && dataLength > d.Limit {
+		return out, fmt.Errorf("compressed frame declares a packet of %d bytes, the limit is %d: %w", dataLength, d.Limit, mc.ErrInflateTooLarge)
+	}
 	dataLength, _, err := mc.ParseCompressedHeader(body)
 	if err != nil {
 		return out, err
