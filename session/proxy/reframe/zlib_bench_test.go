@@ -5,7 +5,11 @@ import (
 	stdzlib "compress/zlib"
 	"fmt"
 	"io"
+	"os"
+	"slices"
 	"testing"
+
+	"github.com/tidegate/tidegate/protocol/mc"
 
 	kpzlib "github.com/klauspost/compress/zlib"
 )
@@ -55,6 +59,13 @@ var zlibImpls = []zlibImpl{
 		zw, _ := kpzlib.NewWriterLevel(w, level)
 		return zw, zw.Reset
 	}, kpzlib.NewReader},
+}
+
+func init() {
+	// Alternated order for the results: the second implementation first.
+	if os.Getenv("REFRAME_ZLIB_REVERSE") != "" {
+		slices.Reverse(zlibImpls)
+	}
 }
 
 var playSizes = []int{64, 256, 1024, 4096, 32 << 10}
@@ -110,6 +121,43 @@ func BenchmarkZlibInflate(b *testing.B) {
 						b.Fatal(err)
 					}
 					if _, err := io.ReadFull(zr, buf); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkConvert converts one play frame per op (ns/op is ns/frame) in
+// each of the Codec's paths, against passthrough, the copy a frame that
+// needs no re-framing costs:
+//
+//   - inflate: a deflated frame to a side without compression;
+//   - deflate: a plain frame to a side compressing under its size;
+//   - checked: a deflated frame to a side that takes it as it is (it is
+//     inflated to check it, and copied);
+//   - marker: under both thresholds, the data length 0 marker dropped.
+func BenchmarkConvert(b *testing.B) {
+	for _, n := range playSizes {
+		pkt := playPacket(n)
+		for _, tc := range []struct {
+			name     string
+			from, to int
+		}{{"passthrough", -1, -1}, {"inflate", 0, -1}, {"deflate", -1, 0}, {"checked", 0, 16}, {"marker", 1 << 20, -1}} {
+			b.Run(fmt.Sprintf("%d/%s", n, tc.name), func(b *testing.B) {
+				frame := frameAt(b, pkt, tc.from)
+				d := Direction{From: int32(tc.from), To: int32(tc.to), Limit: mc.MaxClientboundUncompressed}
+				var c Codec
+				var copied []byte
+				b.ReportAllocs()
+				b.SetBytes(int64(n))
+				for b.Loop() {
+					if tc.name == "passthrough" {
+						copied = append(copied[:0], frame...)
+						continue
+					}
+					if _, _, err := c.Convert(frame, d, nil); err != nil {
 						b.Fatal(err)
 					}
 				}
