@@ -772,11 +772,14 @@ func TestIdleTimeoutIsAnEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
-# HELP tidegate_proxy_session_ends_total Relaying sessions the proxy ended, by reason (idle_timeout, fin_timeout, shutdown at the drain deadline, logged_in_elsewhere).
+# HELP tidegate_proxy_session_ends_total Relaying sessions the proxy ended, by reason (idle_timeout, fin_timeout, shutdown at the drain deadline, logged_in_elsewhere, a re-framed session's inflate_too_large, bad_compression, reframe_too_large).
 # TYPE tidegate_proxy_session_ends_total counter
+tidegate_proxy_session_ends_total{reason="bad_compression"} 0
 tidegate_proxy_session_ends_total{reason="fin_timeout"} 0
 tidegate_proxy_session_ends_total{reason="idle_timeout"} 1
+tidegate_proxy_session_ends_total{reason="inflate_too_large"} 0
 tidegate_proxy_session_ends_total{reason="logged_in_elsewhere"} 0
+tidegate_proxy_session_ends_total{reason="reframe_too_large"} 0
 tidegate_proxy_session_ends_total{reason="shutdown"} 0
 `), "tidegate_proxy_session_ends_total"); err != nil {
 		t.Fatal(err)
@@ -785,7 +788,7 @@ tidegate_proxy_session_ends_total{reason="shutdown"} 0
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := int(reasons.Count) - 2; n != want {
-		t.Fatalf("rejected_total has %d reasons, want %d (all but the end-only idle_timeout and fin_timeout)", n, want)
+	if want := int(reasons.Count) - 5; n != want {
+		t.Fatalf("rejected_total has %d reasons, want %d (all but the end-only idle_timeout, fin_timeout and the three of re-framing)", n, want)
 	}
 }

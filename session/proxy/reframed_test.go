@@ -13,6 +13,7 @@ import (
 	"github.com/tidegate/tidegate/internal/testkit/gomcbot"
 	"github.com/tidegate/tidegate/internal/testkit/logbuf"
 	"github.com/tidegate/tidegate/internal/testkit/sessionserver"
+	"github.com/tidegate/tidegate/internal/testkit/testserver"
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/session/mcbackend"
 	"github.com/tidegate/tidegate/session/proxy/proxymetrics"
@@ -98,7 +99,7 @@ func TestReframedInflateBombs(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			checkNoLeaks(t)
-			var backendConn = make(chan net.Conn, 1)
+			backendFrames := make(chan []byte, 1)
 			var be string
 			threshold := "off" // the backend compresses at 64, the client not
 			if tc.fromClient {
@@ -106,17 +107,13 @@ func TestReframedInflateBombs(t *testing.T) {
 				be = startBackend(t, mcbackend.Config{})
 				threshold = "64"
 			} else {
-				be = rawBackend(t, backendConn)
+				be = rawBackend(t, backendFrames)
 			}
 			var log logbuf.Buffer
 			p, addr := startProxy(t, withThreshold(offlineConfig(t, be, "none"), threshold), func(p *Proxy) { p.log = testLoggerTo(&log) })
 			c := dial(t, addr)
 			if _, err := c.Write(append(handshake(764, "localhost", mc.NextStateLogin), loginStartUUID("Bomber")...)); err != nil {
 				t.Fatal(err)
-			}
-			var bc net.Conn
-			if !tc.fromClient {
-				bc = <-backendConn
 			}
 			if tc.fromClient {
 				if id, data := readPacket(t, c); id != mc.PacketSetCompression || !bytes.Equal(data, mc.AppendVarInt(nil, 64)) {
@@ -129,13 +126,9 @@ func TestReframedInflateBombs(t *testing.T) {
 			}
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
-			var err error
-			if tc.fromClient {
-				_, err = c.Write(tc.frame)
-			} else {
-				_, err = bc.Write(tc.frame)
-			}
-			if err != nil {
+			if !tc.fromClient {
+				backendFrames <- tc.frame
+			} else if _, err := c.Write(tc.frame); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := io.Copy(io.Discard, c); err != nil {
@@ -159,22 +152,13 @@ func TestReframedInflateBombs(t *testing.T) {
 	}
 }
 
-// rawBackend listens on loopback and completes each login it is sent as a
-// backend compressing at 64 would (Set Compression, then Login Success in
-// the compressed framing), then hands the connection to the test.
-func rawBackend(t *testing.T, conns chan<- net.Conn) string {
+// rawBackend completes the login of each connection as a backend
+// compressing at 64 would (Set Compression, then Login Success in the
+// compressed framing), then sends it what comes on frames, and waits for
+// the proxy to close.
+func rawBackend(t *testing.T, frames <-chan []byte) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ln.Close() })
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		t.Cleanup(func() { _ = c.Close() })
+	return testserver.Conns(t, func(c net.Conn) {
 		_ = c.SetDeadline(time.Now().Add(30 * time.Second))
 		buf := make([]byte, 512)
 		_, _ = c.Read(buf) // the handshake and Login Start
@@ -182,7 +166,7 @@ func rawBackend(t *testing.T, conns chan<- net.Conn) string {
 		reply := k.AppendFrame(nil, mc.AppendSetCompression(nil, 64), -1)
 		reply = k.AppendFrame(reply, mc.AppendLoginSuccess(nil, 764, mc.LoginSuccess{Name: []byte("Bomber")}), 64)
 		_, _ = c.Write(reply)
-		conns <- c
-	}()
-	return ln.Addr().String()
+		_, _ = c.Write(<-frames)
+		_, _ = io.Copy(io.Discard, c) // until the proxy closes
+	})
 }
