@@ -13,7 +13,6 @@ import (
 	"github.com/tidegate/tidegate/session/proxy/config"
 	"github.com/tidegate/tidegate/session/proxy/login"
 	"github.com/tidegate/tidegate/session/proxy/reasons"
-	"github.com/tidegate/tidegate/session/proxy/reframe"
 	"github.com/tidegate/tidegate/session/proxy/status"
 )
 
@@ -419,21 +418,6 @@ func (s *session) closeBoth() {
 	s.client.Close()
 	if s.backend != nil {
 		s.backend.Close()
-	}
-}
-
-// relayReframed is relay for a session whose client is told another
-// compression threshold than its backend's (session/proxy/reframe).
-func (s *session) relayReframed(from, to *reactor.Conn, fs *mc.FrameCounter, bytes, frames *atomic.Int64) {
-	ls, final := s.p.loopOf(from), from.Closing() || (from == s.client && s.clientEOF) || (from == s.backend && s.backendEOF)
-	n, f, err := ls.reframes.Relay(s, from, to, from == s.client, s.ciphers(), fs, final)
-	bytes.Add(int64(n))
-	frames.Add(int64(f))
-	s.lastActive = from.Loop().Now()
-	if r := reframe.Reason(err); err != nil {
-		ls.counters.ended[r].Add(1)
-		s.p.log.Warn().Str("remote", s.remoteAddr()).Str("user", s.username).Bool("from_client", from == s.client).Str("reason", r.String()).Err(err).Msg("session closed: a frame could not be re-framed")
-		s.closeBoth()
 	}
 }
 
