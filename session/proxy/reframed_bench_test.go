@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 	"net"
 	"runtime"
@@ -108,6 +107,6 @@ func login47(t testing.TB, c net.Conn, th int) {
 		id, data = int32(packet[0]), packet[1:]
 	}
 	if id != mc.PacketLoginSuccess {
-		t.Fatal(fmt.Sprintf("packet 0x%02x, want Login Success: %s", id, strings.ToValidUTF8(string(data), "?")))
+		t.Fatalf("packet 0x%02x, want Login Success: %s", id, strings.ToValidUTF8(string(data), "?"))
 	}
 }

@@ -199,13 +199,12 @@ func TestConvertEncrypted(t *testing.T) {
 // TestConvertFlushes: a read of many frames is converted in batches of
 // about FlushAt bytes.
 func TestConvertFlushes(t *testing.T) {
-	d := NewPair(1024, Off).S2C // plain frames out of deflated ones
 	pk := playPacket(8 << 10)
 	var stream []byte
 	for range 64 {
 		stream = append(stream, frameAt(t, pk, Off)...)
 	}
-	d = Direction{From: Off, To: 1 << 20, Limit: mc.MaxClientboundUncompressed}
+	d := Direction{From: Off, To: 1 << 20, Limit: mc.MaxClientboundUncompressed} // plain to plain with the marker
 	var c Codec
 	out, n, err := c.Convert(stream, d, nil)
 	if err != nil || n >= len(stream) || len(out) < FlushAt || len(out) > FlushAt+len(pk)+8 {
