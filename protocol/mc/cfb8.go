@@ -120,6 +120,15 @@ func (x *CFB8) Register() [aes.BlockSize]byte {
 	return [aes.BlockSize]byte(x.ring[x.pos : x.pos+aes.BlockSize])
 }
 
+// SetRegister makes r the shift register, as if the last 16 ciphertext
+// bytes had been r: a reader that decrypted a few bytes ahead (a frame's
+// length prefix, to see whether the whole frame is in) takes them back by
+// setting the Register it read before them.
+func (x *CFB8) SetRegister(r [aes.BlockSize]byte) {
+	x.pos = 0
+	copy(x.ring[:aes.BlockSize], r[:])
+}
+
 // Decrypting reports whether x decrypts.
 func (x *CFB8) Decrypting() bool { return x.decrypt }
 

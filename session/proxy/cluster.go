@@ -162,12 +162,8 @@ func (s *session) kicked() {
 		_ = c.Write(mc.AppendLoginDisconnect(nil, []byte(`{"text":"`+reasons.DisconnectText(reasons.LoggedInElsewhere)+`"}`)))
 	}
 	s.p.log.Info().Str("remote", s.remoteAddr()).Str("user", s.username).Msg("session closed: the player logged in again elsewhere")
-	s.state = stDone
 	c.Discard(-1)
-	c.Close()
-	if s.backend != nil {
-		s.backend.Close()
-	}
+	s.closeBoth()
 }
 
 // networkPlayers returns the network's players for status answers under

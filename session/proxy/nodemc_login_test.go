@@ -82,7 +82,8 @@ const nodeLoginPackets = 6
 //     handshake address it saw), and to tidegate's fake backend checking
 //     the velocity forwarding signature (it asks pre-1.13 clients too,
 //     which a real server cannot), compressed and not, with
-//     compression_threshold backend, off and the backend's number;
+//     compression_threshold backend, off and the backend's number, and
+//     (1.8.8 and 1.21.11) thresholds other than the backend's, re-framed;
 //   - online, against a session server the test runs, through the
 //     transparent relay to node servers in online mode asking the same
 //     session server, so the relay carries the encrypted stream;
@@ -90,13 +91,11 @@ const nodeLoginPackets = 6
 // and in play have every custom payload echoed, counted by the proxy both
 // ways. Beside them every failure node can reach: a backend that is down
 // (both login modes), a velocity secret the backend rejects, a backend not
-// set up for velocity, a backend in online mode, a threshold the backend
-// does not use, a session server refusing the client's join, and an
-// online-mode server refusing a player whose join named another profile
-// (its hasJoined finds none, and its refusal comes through the encrypted
-// relay). Each failing
-// client reads why; the proxy counts each refusal; nothing is left
-// running or open afterwards.
+// set up for velocity, a backend in online mode, a session server refusing
+// the client's join, and an online-mode server refusing a player whose
+// join named another profile (its hasJoined finds none, and its refusal
+// comes through the encrypted relay). Each failing client reads why; the
+// proxy counts each refusal; nothing is left running or open afterwards.
 func TestNodeMCLogins(t *testing.T) {
 	leaksGone := nodeMCLeakCheck(t, "the login test")
 	began := time.Now()
@@ -253,8 +252,14 @@ func nodeLoginCases(t *testing.T, sessions *sessionserver.Server) ([]nodeLoginCa
 			wantError: "not set up for the proxy's player forwarding", reason: "backend_login"})
 		fail("online-backend", nodeLoginCase{forwarding: "none", node: server(v, nodemc.NoCompression, true),
 			wantError: "is in online mode", reason: "backend_login"})
-		fail("threshold", nodeLoginCase{forwarding: "none", threshold: "off", node: server(v, nodeMCThreshold, false),
-			wantError: "compresses at another threshold", reason: "backend_login"})
+		// Thresholds other than the backend's: the relay re-frames.
+		for _, rf := range []struct {
+			setting string
+			backend int
+		}{{"off", nodeMCThreshold}, {"256", nodeMCThreshold}, {"16", nodeMCThreshold}, {"32", nodemc.NoCompression}} {
+			cases = append(cases, nodeLoginCase{host: fmt.Sprintf("reframe-%s-%d.%s.login.test", rf.setting, rf.backend, vh), forwarding: "none",
+				threshold: rf.setting, to: toNode, node: server(v, rf.backend, false), client: nodemc.Client{Version: v, Username: name("R" + rf.setting)}})
+		}
 		// The session server refuses the join: the client gives up, and
 		// its session ends in the relay.
 		c := onlinePlayer(sessions, name("BadToken")).client(v, sessions)

@@ -25,6 +25,7 @@ import (
 	"github.com/tidegate/tidegate/session/proxy/proxymetrics"
 	"github.com/tidegate/tidegate/session/proxy/ratelimit"
 	"github.com/tidegate/tidegate/session/proxy/reasons"
+	"github.com/tidegate/tidegate/session/proxy/reframe"
 	"github.com/tidegate/tidegate/session/proxy/status"
 
 	"github.com/rs/zerolog"
@@ -82,6 +83,7 @@ type loopState struct {
 	ciphers        login.CipherTable[*session] // of its encrypted sessions (online.go): a session has no room for them
 	kept           login.KeptTable[*session]   // what its terminated sessions keep of their login (terminate.go), for a live upgrade
 	players        move.Table[*session]        // of its movable sessions (moving.go)
+	reframes       reframe.Loop[*session]      // of its sessions whose two sides compress differently (session.go)
 }
 
 // New builds a proxy from a validated configuration; log receives its logs.

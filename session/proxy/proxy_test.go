@@ -772,14 +772,17 @@ func TestIdleTimeoutIsAnEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
-# HELP tidegate_proxy_session_ends_total Relaying sessions the proxy ended, by reason (idle_timeout, fin_timeout, shutdown at the drain deadline, logged_in_elsewhere, move_timeout, move_queue_full, move_lost).
+# HELP tidegate_proxy_session_ends_total Relaying sessions the proxy ended, by reason (idle_timeout, fin_timeout, shutdown at the drain deadline, logged_in_elsewhere, move_timeout, move_queue_full, move_lost, a re-framed session's inflate_too_large, bad_compression, reframe_too_large).
 # TYPE tidegate_proxy_session_ends_total counter
+tidegate_proxy_session_ends_total{reason="bad_compression"} 0
 tidegate_proxy_session_ends_total{reason="fin_timeout"} 0
 tidegate_proxy_session_ends_total{reason="idle_timeout"} 1
+tidegate_proxy_session_ends_total{reason="inflate_too_large"} 0
 tidegate_proxy_session_ends_total{reason="logged_in_elsewhere"} 0
 tidegate_proxy_session_ends_total{reason="move_lost"} 0
 tidegate_proxy_session_ends_total{reason="move_queue_full"} 0
 tidegate_proxy_session_ends_total{reason="move_timeout"} 0
+tidegate_proxy_session_ends_total{reason="reframe_too_large"} 0
 tidegate_proxy_session_ends_total{reason="shutdown"} 0
 `), "tidegate_proxy_session_ends_total"); err != nil {
 		t.Fatal(err)
@@ -788,7 +791,7 @@ tidegate_proxy_session_ends_total{reason="shutdown"} 0
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := int(reasons.Count) - 5; n != want {
-		t.Fatalf("rejected_total has %d reasons, want %d (all but the end-only idle_timeout, fin_timeout and the three move ends)", n, want)
+	if want := int(reasons.Count) - 8; n != want {
+		t.Fatalf("rejected_total has %d reasons, want %d (all but the end-only idle_timeout, fin_timeout, the three move ends and the three of re-framing)", n, want)
 	}
 }

@@ -78,6 +78,7 @@ type session struct {
 	adopted               bool // taken over from another process (upgrade.go)
 	keptHere              bool // taken back by this hand-over (handoversettle.go): it does not go again in it
 	encrypted             bool // login: online: its ciphers are in its loop's ciphers (online.go)
+	reframed              bool // its client and backend compress at different thresholds: its loop's reframes has it
 }
 
 // preRelay is the part of a session's state that it needs only until it
@@ -230,14 +231,10 @@ func (h *clientHandler) OnClose(c *reactor.Conn, err error) {
 	}
 	s.releaseTicket()
 	s.state = stDone
+	defer ls.reframes.Stop(s)
 	if b := s.backend; b != nil {
 		if b.Opened() && !b.Closing() {
-			// Whatever the client sent before it left still goes to the backend.
-			if rest, _ := c.Peek(-1); len(rest) > 0 {
-				s.ciphers().Open(rest)
-				_ = b.Write(rest)
-				ls.counters.bytesC2S.Add(int64(len(rest)))
-			}
+			s.relay(c, b, &s.c2s, &ls.counters.bytesC2S, &ls.counters.framesC2S) // what the client sent before it left
 		}
 		b.Close()
 	}
@@ -349,12 +346,8 @@ func (h *backendHandler) OnClose(bc *reactor.Conn, err error) {
 		}
 		return
 	}
-	if s.state == stRelay && !c.Closing() {
-		// Whatever the backend sent before it left still goes to the client.
-		if rest, _ := bc.Peek(-1); len(rest) > 0 {
-			_ = c.Write(s.ciphers().Seal(rest))
-			p.loopOf(bc).counters.bytesS2C.Add(int64(len(rest)))
-		}
+	if ls := p.loopOf(bc); s.state == stRelay && !c.Closing() { // what the backend sent before it left
+		s.relay(bc, c, &s.s2c, &ls.counters.bytesS2C, &ls.counters.framesS2C)
 	}
 	if s.state == stBackendLogin && !c.Closing() {
 		if s.backendLogin(bc); s.state == stBackendLogin { // what it sent, then the end
@@ -382,8 +375,8 @@ func (h *clientHandler) OnReadEOF(c *reactor.Conn) {
 	switch s.state {
 	case stRelay:
 		cnt := &s.p.loopOf(c).counters
+		s.clientEOF = true // first: a re-framed relay then takes all that is left
 		s.relay(c, s.backend, &s.c2s, &cnt.bytesC2S, &cnt.framesC2S)
-		s.clientEOF = true
 		s.backend.CloseWrite()
 		s.halfClosed()
 	case stConnecting:
@@ -417,7 +410,8 @@ func (h *backendHandler) OnReadEOF(bc *reactor.Conn) {
 	if s.fallsBack(bc) {
 		return
 	}
-	s.backendEOF = true
+	s.backendEOF = true // a re-framed session's last frames are final now (relayReframed)
+	s.relay(bc, s.client, &s.s2c, &ls.counters.bytesS2C, &ls.counters.framesS2C)
 	s.client.CloseWrite()
 	s.halfClosed()
 }
@@ -427,12 +421,19 @@ func (h *backendHandler) OnReadEOF(bc *reactor.Conn) {
 // until then the other direction has FinTimeout to finish.
 func (s *session) halfClosed() {
 	if s.clientEOF && s.backendEOF {
-		s.state = stDone
-		s.client.Close()
-		s.backend.Close()
+		s.closeBoth()
 		return
 	}
 	s.client.Loop().Schedule(&s.timer, s.gen.cfg.Limits.FinTimeout)
+}
+
+// closeBoth ends the session: each side closes after its output drains.
+func (s *session) closeBoth() {
+	s.state = stDone
+	s.client.Close()
+	if s.backend != nil {
+		s.backend.Close()
+	}
 }
 
 // relay moves what from has buffered to to, with one write, and applies
@@ -444,6 +445,10 @@ func (s *session) relay(from, to *reactor.Conn, fs *mc.FrameCounter, bytes, fram
 	}
 	if to.Closing() {
 		from.Discard(-1)
+		return
+	}
+	if s.reframed {
+		s.relayReframed(from, to, fs, bytes, frames)
 		return
 	}
 	cr := s.ciphers()

@@ -20,9 +20,7 @@ func (s *session) onTimer() {
 			s.p.loopOf(c).counters.ended[reasons.FinTimeout].Add(1)
 			s.p.log.Info().Str("remote", s.remoteAddr()).Str("user", s.username).Bool("client_done", s.clientEOF).
 				Dur("fin_timeout", s.gen.cfg.Limits.FinTimeout).Msg("closing half-closed session: the other side did not finish")
-			s.state = stDone
-			c.Close()
-			s.backend.Close()
+			s.closeBoth()
 			return
 		}
 		idle := s.gen.cfg.Limits.IdleTimeout
@@ -32,11 +30,7 @@ func (s *session) onTimer() {
 		}
 		s.p.loopOf(c).counters.ended[reasons.IdleTimeout].Add(1)
 		s.p.log.Info().Str("remote", s.remoteAddr()).Str("user", s.username).Dur("idle", idle).Msg("closing idle session")
-		s.state = stDone
-		c.Close()
-		if s.backend != nil {
-			s.backend.Close()
-		}
+		s.closeBoth()
 	case stDone, stAdopting, stHandedOver:
 	case stLegacyPing:
 		if s.pre.legacy == 0 && l.Now() < s.handshakeDeadline() {
@@ -83,12 +77,8 @@ func (s *session) reject(r reasons.Reason, err error) {
 		}
 	}
 	s.dropProbe()
-	s.state = stDone
 	c.Discard(-1)
-	c.Close()
-	if s.backend != nil {
-		s.backend.Close()
-	}
+	s.closeBoth()
 }
 
 // leaveBackend stops counting the session on its backend, once, whichever

@@ -2,10 +2,13 @@ package proxy
 
 import (
 	"fmt"
+	"sync/atomic"
 
+	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/proxy/login"
 	"github.com/tidegate/tidegate/session/proxy/reasons"
+	"github.com/tidegate/tidegate/session/proxy/reframe"
 )
 
 // backendLogin reads the backend's side of a login the proxy completes
@@ -26,6 +29,7 @@ func (s *session) backendLogin(bc *reactor.Conn) {
 	bc.Discard(n)
 	if toClient != nil {
 		s.sendClient(toClient)
+		s.reframed = ls.reframes.Start(s, s.pre.term)
 		s.startRelay()
 		s.relay(bc, s.client, &s.s2c, &ls.counters.bytesS2C, &ls.counters.framesS2C) // what followed Login Success
 	}
@@ -62,4 +66,19 @@ func (s *session) startRelay() {
 	}
 	s.p.log.Debug().Str("remote", s.remoteAddr()).Str("host", s.host).Str("user", s.username).
 		Str("backend", s.target.addr).Msg("session routed")
+}
+
+// relayReframed is relay for a session whose client is told another
+// compression threshold than its backend's (session/proxy/reframe).
+func (s *session) relayReframed(from, to *reactor.Conn, fs *mc.FrameCounter, bytes, frames *atomic.Int64) {
+	ls, final := s.p.loopOf(from), from.Closing() || (from == s.client && s.clientEOF) || (from == s.backend && s.backendEOF)
+	n, f, err := ls.reframes.Relay(s, from, to, from == s.client, s.ciphers(), fs, final)
+	bytes.Add(int64(n))
+	frames.Add(int64(f))
+	s.lastActive = from.Loop().Now()
+	if r := reframe.Reason(err); err != nil {
+		ls.counters.ended[r].Add(1)
+		s.p.log.Warn().Str("remote", s.remoteAddr()).Str("user", s.username).Bool("from_client", from == s.client).Str("reason", r.String()).Err(err).Msg("session closed: a frame could not be re-framed")
+		s.closeBoth()
+	}
 }

@@ -8,11 +8,12 @@
 // answers with a Backend: Set Compression, a Login Plugin Request it
 // answers (velocity:player_info, signed, for velocity forwarding; any other
 // channel as not understood), Disconnect, and Login Success. Only then is
-// the client told the same compression threshold and sent a Login Success
-// of the proxy's own, with the offline-mode UUID: with equal thresholds on
-// both sides every later frame passes unchanged, so the relay stays the
-// transparent one (and a terminated session in play can be handed over
-// like any other). A 1.20.2+ client's Login Acknowledged is then relayed to
+// the client told its compression threshold (the backend's, or the
+// group's compression_threshold) and sent a Login Success of the proxy's
+// own, with the offline-mode UUID: with equal thresholds on both sides
+// every later frame passes unchanged, so the relay stays the transparent
+// one (and a terminated session in play can be handed over like any
+// other); with unequal ones the relay re-frames (session/proxy/reframe). A 1.20.2+ client's Login Acknowledged is then relayed to
 // the backend, which waits for it, and the configuration state with it.
 //
 // A Backend is a pure state machine over buffered bytes, run on the
@@ -37,7 +38,7 @@ type Settings struct {
 	Forwarding config.Forwarding
 	Secret     []byte // velocity forwarding
 	// Threshold is the client's compression threshold when FollowBackend
-	// is false (-1: off); the backend's must equal it.
+	// is false (-1: off); frames are re-framed when the backend's differs.
 	Threshold     int
 	FollowBackend bool
 	// Online: the client is authenticated first (login: online).
@@ -60,12 +61,10 @@ const (
 	KindRefused        = "backend_refused"       // the backend sent Disconnect
 	KindOnlineMode     = "backend_online_mode"   // the backend asked for encryption
 	KindNotSetUp       = "forwarding_not_set_up" // the backend did not ask for velocity forwarding, or asked for it unasked
-	KindThreshold      = "threshold_mismatch"    // the backend compresses at another threshold than the client is told
 	KindBadPacket      = "bad_backend_packet"    // malformed, oversized or out-of-place
 	KindClosed         = "backend_closed"        // the backend closed before Login Success
 	textNotSetUp       = "The server behind the proxy is not set up for the proxy's player forwarding"
 	textOnlineMode     = "The server behind the proxy is in online mode; it must be offline behind the proxy"
-	textThreshold      = "The server behind the proxy compresses at another threshold than the proxy"
 	textBadBackend     = "The server behind the proxy sent a malformed login"
 	textBackendClosed  = "The server behind the proxy closed the connection"
 	maxDisconnectQuote = 256
@@ -275,18 +274,33 @@ func (b *Backend) pluginRequest(body []byte, k *mc.Compressor) error {
 }
 
 // AppendClientLogin appends what finishes the client's login to dst: Set
-// Compression with the backend's threshold (when it compresses and the
+// Compression with the client's threshold (when it compresses and the
 // version has it), then Login Success with the offline-mode UUID, in the
-// framing that follows. It fails when the group's configured threshold is
-// not the backend's: the proxy does not re-frame.
+// framing that follows. The client's threshold is the backend's with
+// compression_threshold: backend, else the group's own; when the two
+// differ the session's frames are re-framed (Thresholds,
+// session/proxy/reframe).
 func (b *Backend) AppendClientLogin(dst []byte, k *mc.Compressor) ([]byte, error) {
-	if !b.set.FollowBackend && b.set.Threshold != b.threshold {
-		return dst, fail(KindThreshold, textThreshold, fmt.Errorf("the backend compresses at threshold %d, compression_threshold is %d: re-framing is not supported, set compression_threshold: backend or the backend's network-compression-threshold", b.threshold, b.set.Threshold))
-	}
-	if b.threshold >= 0 && mc.LoginLayoutOf(b.protocol).Compression {
-		b.packet = mc.AppendSetCompression(b.packet[:0], int32(b.threshold))
+	client, _ := b.Thresholds()
+	if client >= 0 {
+		b.packet = mc.AppendSetCompression(b.packet[:0], int32(client))
 		dst = k.AppendFrame(dst, b.packet, -1) // the last plain frame
 	}
 	b.packet = mc.AppendLoginSuccess(b.packet[:0], b.protocol, mc.LoginSuccess{UUID: b.uuid, Name: b.name, Properties: b.props})
-	return k.AppendFrame(dst, b.packet, b.threshold), nil
+	return k.AppendFrame(dst, b.packet, client), nil
+}
+
+// Thresholds returns the compression thresholds of the client's side and
+// of the backend's (-1: off), as they stand after the backend's login: the
+// client's is the backend's with compression_threshold: backend, else the
+// group's own, and off for a version without Set Compression.
+func (b *Backend) Thresholds() (client, backend int) {
+	client = b.threshold
+	if !b.set.FollowBackend {
+		client = b.set.Threshold
+	}
+	if !mc.LoginLayoutOf(b.protocol).Compression {
+		client = -1
+	}
+	return max(client, -1), b.threshold
 }

@@ -130,8 +130,6 @@ func TestBackendLoginFailures(t *testing.T) {
 		{"play packet", velocitySettings(), frames(-1, []byte{0x26}), KindBadPacket},
 		{"bad frame", velocitySettings(), []byte{0xff, 0xff, 0xff, 0xff}, KindBadPacket},
 		{"malformed success", &Settings{FollowBackend: true}, frames(-1, success[:5]), KindBadPacket},
-		{"threshold mismatch", &Settings{Threshold: 256}, append(frames(-1, mc.AppendSetCompression(nil, 64)), frames(64, success)...), KindThreshold},
-		{"off but compressed", &Settings{Threshold: -1}, append(frames(-1, mc.AppendSetCompression(nil, 64)), frames(64, success)...), KindThreshold},
 	} {
 		b := newTestBackend(t, tc.set, 764)
 		var k mc.Compressor
@@ -157,6 +155,52 @@ func TestBackendLoginFailures(t *testing.T) {
 	}
 	if _, err := NewBackend(velocitySettings(), 764, []byte{0, 4, 'A', 'l', 'e', 'x'}, "ip"); err == nil {
 		t.Error("a 764 Login Start without its UUID was accepted")
+	}
+}
+
+// TestClientThreshold: the client is told its own threshold, whatever the
+// backend's, and its Login Success comes in that framing; Thresholds says
+// both, for the re-framer.
+func TestClientThreshold(t *testing.T) {
+	success := mc.AppendLoginSuccess(nil, 764, mc.LoginSuccess{Name: []byte("Alex")})
+	for _, tc := range []struct {
+		name            string
+		set             *Settings
+		backend         int
+		client          int
+		v               int32
+		wantSetCompress bool
+	}{
+		{"backend's", &Settings{FollowBackend: true}, 64, 64, 764, true},
+		{"own over the backend's", &Settings{Threshold: 256}, 64, 256, 764, true},
+		{"off, backend compresses", &Settings{Threshold: -1}, 64, -1, 764, false},
+		{"own, backend does not compress", &Settings{Threshold: 128}, -1, 128, 764, true},
+		{"1.7 has no compression", &Settings{Threshold: 128}, -1, -1, 5, false},
+	} {
+		b := newTestBackend(t, tc.set, tc.v)
+		var k mc.Compressor
+		in := frames(-1, success)
+		if tc.backend >= 0 {
+			in = append(frames(-1, mc.AppendSetCompression(nil, int32(tc.backend))), frames(tc.backend, success)...)
+		}
+		if tc.v == 5 {
+			in = frames(-1, mc.AppendLoginSuccess(nil, tc.v, mc.LoginSuccess{Name: []byte("Alex")}))
+		}
+		_, _, toClient, err := b.Feed(in, &k)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if c, bk := b.Thresholds(); c != tc.client || bk != tc.backend {
+			t.Errorf("%s: thresholds client %d backend %d, want %d and %d", tc.name, c, bk, tc.client, tc.backend)
+		}
+		var want []byte
+		if tc.wantSetCompress {
+			want = frames(-1, mc.AppendSetCompression(nil, int32(tc.client)))
+		}
+		want = append(want, frames(tc.client, mc.AppendLoginSuccess(nil, tc.v, mc.LoginSuccess{UUID: b.UUID(), Name: []byte("Alex")}))...)
+		if !bytes.Equal(toClient, want) {
+			t.Errorf("%s: client gets %x, want %x", tc.name, toClient, want)
+		}
 	}
 }
 

@@ -74,7 +74,7 @@ func NewCollector(src Source) *Collector {
 		frames:        d("frames_total", "Minecraft frames relayed, by direction.", "direction"),
 		unframed:      d("unframed_streams_total", "Streams whose framing could not be followed (encryption)."),
 		rejected:      d("rejected_total", "Sessions refused before they relayed, by reason.", "reason"),
-		ends:          d("session_ends_total", "Relaying sessions the proxy ended, by reason (idle_timeout, fin_timeout, shutdown at the drain deadline, logged_in_elsewhere, move_timeout, move_queue_full, move_lost).", "reason"),
+		ends:          d("session_ends_total", "Relaying sessions the proxy ended, by reason (idle_timeout, fin_timeout, shutdown at the drain deadline, logged_in_elsewhere, move_timeout, move_queue_full, move_lost, a re-framed session's inflate_too_large, bad_compression, reframe_too_large).", "reason"),
 		paused:        d("paused_connections", "Connections not being read now (flow control)."),
 		pauseEvents:   d("pause_events_total", "Times a connection stopped being read."),
 		lingerExpired: d("linger_expired_total", "Closes reset because output was still queued at the linger deadline."),

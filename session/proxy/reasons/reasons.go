@@ -53,6 +53,13 @@ const (
 	MoveTimeout
 	MoveQueueFull
 	MoveLost
+	// A re-framed session (the client told another compression threshold
+	// than the backend's: session/proxy/reframe) ended by a frame that
+	// declares or inflates past the protocol's limit, a malformed
+	// compressed frame, or a packet the other side's framing cannot hold.
+	InflateTooLarge
+	BadCompression
+	ReframeTooLarge
 	Count
 )
 
@@ -90,6 +97,9 @@ var labels = [Count]string{
 	MoveTimeout:            "move_timeout",
 	MoveQueueFull:          "move_queue_full",
 	MoveLost:               "move_lost",
+	InflateTooLarge:        "inflate_too_large",
+	BadCompression:         "bad_compression",
+	ReframeTooLarge:        "reframe_too_large",
 }
 
 // String returns the reason's label, as counted and logged.
@@ -114,11 +124,15 @@ func Split() (refusals, ends []string) {
 }
 
 // Ends are the reasons a relaying session is ended for.
-var Ends = []Reason{IdleTimeout, FinTimeout, Shutdown, LoggedInElsewhere, MoveTimeout, MoveQueueFull, MoveLost}
+var Ends = []Reason{IdleTimeout, FinTimeout, Shutdown, LoggedInElsewhere, MoveTimeout, MoveQueueFull, MoveLost, InflateTooLarge, BadCompression, ReframeTooLarge}
 
 // OnlyEnds reports whether r never refuses a session, only ends one.
 func (r Reason) OnlyEnds() bool {
-	return r == IdleTimeout || r == FinTimeout || r == MoveTimeout || r == MoveQueueFull || r == MoveLost
+	switch r {
+	case IdleTimeout, FinTimeout, MoveTimeout, MoveQueueFull, MoveLost, InflateTooLarge, BadCompression, ReframeTooLarge:
+		return true
+	}
+	return false
 }
 
 // DisconnectText is what a player reads for a refusal after the handshake;
