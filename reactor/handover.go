@@ -9,6 +9,8 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 	"golang.org/x/sys/unix"
+
+	"github.com/tidegate/tidegate/reactor/adopt"
 )
 
 // Handing connections over to another process (a live upgrade): the old
@@ -115,13 +117,17 @@ func (c *Conn) detachWith(fd int) Detached {
 // its own duplicate of nc, after OnOpen; the caller closes nc. It must not
 // be called on a loop.
 func (l *Loop) Adopt(nc net.Conn, h Handler, value any, listener int) (*Conn, error) {
+	if err := l.srv.adoptions.Enter(); err != nil {
+		return nil, fmt.Errorf("reactor: adopting %s: %w", adopt.PeerName(nc), err)
+	}
+	defer l.srv.adoptions.Leave() // once it is open, or failed
 	c, res, err := l.enrollAdopted(nc, h, value, listener)
 	if err == nil {
 		err = registered(res)
 	}
 	if err != nil {
 		l.srv.holdAdopted(listener, -1)
-		return nil, fmt.Errorf("reactor: adopting %s: %w", peerName(nc), err)
+		return nil, fmt.Errorf("reactor: adopting %s: %w", adopt.PeerName(nc), err)
 	}
 	return c, nil
 }
@@ -132,6 +138,10 @@ func (l *Loop) Adopt(nc net.Conn, h Handler, value any, listener int) (*Conn, er
 // must wait for the second. If either cannot be registered, the other is
 // closed and AdoptPair reports the failure. It must not be called on a loop.
 func (l *Loop) AdoptPair(a, b net.Conn, ha, hb Handler, value any, listenerA, listenerB int) (*Conn, *Conn, error) {
+	if err := l.srv.adoptions.Enter(); err != nil {
+		return nil, nil, fmt.Errorf("reactor: adopting %s: %w", adopt.PeerName(a), err)
+	}
+	defer l.srv.adoptions.Leave()
 	ca, resA, errA := l.enrollAdopted(a, ha, value, listenerA)
 	cb, resB, errB := l.enrollAdopted(b, hb, value, listenerB)
 	if errA == nil {
@@ -155,9 +165,9 @@ func (l *Loop) AdoptPair(a, b net.Conn, ha, hb Handler, value any, listenerA, li
 		}
 	}
 	if errA != nil {
-		return nil, nil, fmt.Errorf("reactor: adopting %s: %w", peerName(a), errA)
+		return nil, nil, fmt.Errorf("reactor: adopting %s: %w", adopt.PeerName(a), errA)
 	}
-	return nil, nil, fmt.Errorf("reactor: adopting %s: %w", peerName(b), errB)
+	return nil, nil, fmt.Errorf("reactor: adopting %s: %w", adopt.PeerName(b), errB)
 }
 
 // enrollAdopted starts the registration of nc on l for Adopt and AdoptPair.
@@ -170,34 +180,11 @@ func (l *Loop) enrollAdopted(nc net.Conn, h Handler, value any, listener int) (*
 		c.state |= stateOutbound
 	}
 	l.srv.holdAdopted(listener, 1)
-	if err := checkPeer(nc); err != nil {
+	if err := adopt.CheckPeer(nc); err != nil {
 		return nil, nil, err
 	}
 	res, err := l.el.Enroll(gnet.NewContext(context.Background(), c), nc)
 	return c, res, err
-}
-
-// errNoPeer is why a socket whose peer has gone is not adopted.
-var errNoPeer = errors.New("the socket has no peer address: its peer reset it")
-
-// checkPeer reports whether gnet can register nc: a socket whose peer reset
-// it before it was adopted has no remote address (net.FileConn found none),
-// and gnet v2.9.7's enroll worker dereferences it: it panics, after
-// duplicating the descriptor, and its pool closes the result channel with
-// nothing in it.
-func checkPeer(nc net.Conn) error {
-	if nc.RemoteAddr() == nil {
-		return errNoPeer
-	}
-	return nil
-}
-
-// peerName names nc's peer for an error.
-func peerName(nc net.Conn) string {
-	if a := nc.RemoteAddr(); a != nil {
-		return a.String()
-	}
-	return "a socket without a peer"
 }
 
 // registered waits for the result of an enroll. A channel closed empty is
@@ -250,9 +237,13 @@ type adoption struct {
 // second connection that must share the first one's loop is adopted with
 // c.Loop().Adopt. It must not be called on a loop.
 func (s *Server) Adopt(nc net.Conn, h Handler, value any, listener int) (*Conn, error) {
+	if err := s.adoptions.Enter(); err != nil {
+		return nil, fmt.Errorf("reactor: adopting %s: %w", adopt.PeerName(nc), err)
+	}
+	defer s.adoptions.Leave()
 	s.holdAdopted(listener, 1)
 	a := &adoption{h: h, value: value, listener: listener}
-	err := checkPeer(nc)
+	err := adopt.CheckPeer(nc)
 	if err == nil {
 		var res <-chan gnet.RegisteredResult
 		if res, err = s.engine.Register(gnet.NewContext(gnet.NewNetConnContext(context.Background(), nc), a)); err == nil {
@@ -265,7 +256,7 @@ func (s *Server) Adopt(nc net.Conn, h Handler, value any, listener int) (*Conn, 
 	}
 	if err != nil {
 		s.holdAdopted(listener, -1)
-		return nil, fmt.Errorf("reactor: adopting %s: %w", peerName(nc), err)
+		return nil, fmt.Errorf("reactor: adopting %s: %w", adopt.PeerName(nc), err)
 	}
 	return c, nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tidegate/tidegate/reactor/acceptor"
+	"github.com/tidegate/tidegate/reactor/adopt"
 	"github.com/tidegate/tidegate/reactor/bufferbudget"
 	"github.com/tidegate/tidegate/reactor/fdbudget"
 	"github.com/tidegate/tidegate/reactor/workerpool"
@@ -38,6 +39,7 @@ type Server struct {
 	settleWG       sync.WaitGroup // the goroutine settling enrolls
 	acceptedOpen   atomic.Int64   // accepted connections open (OnOpen ran, OnClose not yet)
 	enrolling      atomic.Int64   // accepted, not yet settled
+	adoptions      adopt.Gate     // a drain waits for the adoptions under way, and stops the later ones
 
 	booted   chan struct{}
 	done     chan struct{}

@@ -88,21 +88,10 @@ func (s *Server) OpenConns() int64 {
 	return n
 }
 
-// waitConns waits until no connection is open or ctx ends; it reports
-// whether none is.
+// waitConns waits until no connection is open or being adopted, or ctx
+// ends; it reports whether none is (no adoption starts after that).
 func (s *Server) waitConns(ctx context.Context) bool {
-	t := time.NewTicker(drainPoll)
-	defer t.Stop()
-	for s.OpenConns() > 0 {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-s.done:
-			return true
-		case <-t.C:
-		}
-	}
-	return true
+	return s.adoptions.WaitIdle(ctx, s.done, drainPoll, s.OpenConns)
 }
 
 func (s *Server) stopNow() error {

@@ -2,6 +2,7 @@ package reactor
 
 import (
 	"context"
+	"errors"
 	"net"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/tidegate/tidegate/internal/testkit/seam"
 	"github.com/tidegate/tidegate/internal/testkit/sockpair"
 	"github.com/tidegate/tidegate/internal/testkit/waitfor"
+	"github.com/tidegate/tidegate/reactor/adopt"
 	"github.com/tidegate/tidegate/reactor/fdbudget"
 )
 
@@ -179,4 +181,81 @@ func TestResumeAcceptingLogsNoAcceptError(t *testing.T) {
 	if err := echoOnce(dial(t, addr), 5*time.Second); err != nil {
 		t.Fatalf("after ResumeAccepting: %v", err)
 	}
+}
+
+// TestDrainWaitsForAnAdoptionUnderWay: a drain (Shutdown, a SIGTERM to a
+// live upgrade's new process) that finds nothing open while a connection
+// is being adopted waits for it, and the connection is then open like any
+// other: the drain lets it run until it ends. Taking the server for idle
+// stopped the loops as the registration ended and cut the connection,
+// which the process it came from had let go. An adoption that starts once
+// the drain has found the server idle is refused, its socket left to the
+// caller. The adoption is held under way by its loop, busy in a task, so
+// that gnet's registration waits for it.
+func TestDrainWaitsForAnAdoptionUnderWay(t *testing.T) {
+	h := &echoHandler{}
+	s, addr := startServer(t, Config{Addrs: []string{"tcp://127.0.0.1:0"}, Loops: 1}, h)
+	c := dial(t, addr) // for the loop to be known
+	if err := echoOnce(c, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	waitfor.For(t, "nothing open", func() bool { return s.OpenConns() == 0 && s.enrolling.Load() == 0 })
+	loop := s.Loops()[0]
+	busy, release := make(chan struct{}), make(chan struct{})
+	if err := loop.Execute(func() { close(busy); <-release }); err != nil {
+		t.Fatal(err)
+	}
+	<-busy
+	nc, peer := sockpair.TCP(t)
+	type result struct {
+		c   *Conn
+		err error
+	}
+	adopted := make(chan result, 1)
+	go func() {
+		ac, err := loop.Adopt(nc, h, nil, 0)
+		nc.Close()
+		adopted <- result{ac, err}
+	}()
+	waitfor.For(t, "the adoption to be under way", func() bool { return s.adoptions.UnderWay() == 1 })
+	drained := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		drained <- s.Shutdown(ctx)
+	}()
+	waitfor.For(t, "the drain to start", func() bool { return s.Health().Draining })
+	close(release)
+	r := <-adopted
+	if r.err != nil {
+		t.Fatalf("the adoption under way as the drain started: %v", r.err)
+	}
+	if err := echoOnce(peer, 5*time.Second); err != nil {
+		t.Fatalf("the connection adopted during the drain: %v, want it open until it ends", err)
+	}
+	// A drain that took the server for idle called Stop at once, before
+	// the loop was let go.
+	if s.stopping.Load() {
+		t.Fatal("the drain stops the server with an adopted connection open")
+	}
+	select {
+	case err := <-drained:
+		t.Fatalf("the drain ended with a connection open: %v", err)
+	default:
+	}
+	peer.Close()
+	select {
+	case err := <-drained:
+		if err != nil {
+			t.Fatalf("the drain after the adopted connection ended: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the drain did not end after the adopted connection did")
+	}
+	late, _ := sockpair.TCP(t)
+	if _, err := s.Adopt(late, h, nil, 0); !errors.Is(err, adopt.ErrStopping) {
+		t.Fatalf("an adoption after the drain found nothing open: %v, want ErrStopping", err)
+	}
+	late.Close()
 }

@@ -22,6 +22,13 @@ func TestMain(m *testing.M) { os.Exit(leaktest.Main(m)) }
 // when the test ends unless the test stops it first.
 func testClient(t *testing.T, url, id string, mode Mode, kicked func(any)) *Client {
 	t.Helper()
+	return startTestClient(t, url, id, mode, kicked, true)
+}
+
+// startTestClient is testClient, reset saying whether the client removes
+// what Redis holds under id first (a live upgrade's new process does not).
+func startTestClient(t *testing.T, url, id string, mode Mode, kicked func(any), reset bool) *Client {
+	t.Helper()
 	if kicked == nil {
 		kicked = func(any) {}
 	}
@@ -31,7 +38,7 @@ func testClient(t *testing.T, url, id string, mode Mode, kicked func(any)) *Clie
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.Start(true)
+	c.Start(reset)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -253,4 +260,43 @@ func TestNetworkLimits(t *testing.T) {
 	if got := ask(b, "other", cap2, "203.0.113.0/24"); got != Accepted {
 		t.Fatalf("another subnet: %v", got)
 	}
+}
+
+// TestHandedOffLeavesTheRegistryNotTheNetwork: the old process of a live
+// upgrade lets a session's ticket go once the new one adopted it. Its
+// player, once that session ended in the new process, logs in again
+// through the old one (it was refused there as a duplicate while the old
+// registry kept the ticket); and when the new process went away with the
+// session, releasing the ticket still takes it out of the network.
+func TestHandedOffLeavesTheRegistryNotTheNetwork(t *testing.T) {
+	rs := testredis.Start(t)
+	old := testClient(t, rs.URL(), "proxy-a", Refuse, nil)
+	tk, ans := login(t, old, "Steve", "")
+	if ans.Verdict != Accepted {
+		t.Fatalf("login: %v", ans.Verdict)
+	}
+	taker := startTestClient(t, rs.URL(), "proxy-a", Refuse, nil, false)
+	adopted := taker.Adopt(tk.Token(), tk.Session(), nil)
+	old.HandedOff(tk)
+	if n := old.Sessions(); n != 0 {
+		t.Fatalf("the old registry holds %d sessions after the hand-off, want 0", n)
+	}
+	waitfor.For(t, "the network to count the adopted session", func() bool { return online(old) == 1 })
+	taker.Release(adopted) // the session ended in the new process
+	waitfor.For(t, "the network to be empty", func() bool { return online(old) == 0 && online(taker) == 0 })
+	again, ans := login(t, old, "steve", "")
+	if ans.Verdict != Accepted {
+		t.Fatalf("the player's login through the old process after its session ended in the new one: %v, want accepted", ans.Verdict)
+	}
+	old.Release(again)
+
+	// The new process went away with a session: the old one releases it.
+	lost, ans := login(t, old, "Alex", "")
+	if ans.Verdict != Accepted {
+		t.Fatalf("login: %v", ans.Verdict)
+	}
+	old.HandedOff(lost)
+	waitfor.For(t, "the network to count the session sent", func() bool { return online(old) == 1 })
+	old.Release(lost)
+	waitfor.For(t, "the lost session to leave the network", func() bool { return online(old) == 0 })
 }

@@ -64,6 +64,19 @@ func (c *Client) Adopt(token string, s Session, handle any) *Ticket {
 	return t
 }
 
+// HandedOff takes t out of this client's registry without touching Redis:
+// a live upgrade's new process took its session over, and publishes and
+// releases it from now on under the same token. Left in the registry, it
+// would refuse its player's next login here as a duplicate after the
+// session ended there, and a republish from scratch here would put it back
+// in the network. Release still removes it from Redis, for when that
+// process went away with the session.
+func (c *Client) HandedOff(t *Ticket) {
+	c.mu.Lock()
+	c.unindex(t)
+	c.mu.Unlock()
+}
+
 // index adds t to the registry; c.mu is held.
 func (c *Client) index(t *Ticket) {
 	c.byToken[t.token] = t

@@ -262,6 +262,44 @@ func dies(first int) newSide {
 	}
 }
 
+// killedAfterAdopting adopts the first session and is then killed: its
+// end of the hand-over socket closes and its loops stop, ending the session
+// it adopted (gone with it, as its tickets); the sessions after it, sent
+// and never acknowledged, are held until then and come back.
+func killedAfterAdopting(t *testing.T, end *os.File, newP *Proxy, _ <-chan struct{}) {
+	recv, err := handoverwire.FromFile(end)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer recv.Close()
+	killed := make(chan struct{})
+	seam.Set(t, &testHookTakeOverAdopt, func(place int64, _ []*os.File) {
+		if place > 0 {
+			<-killed
+		}
+	})
+	seam.Set(t, &testHookTakeOverAdopted, func(place int64, err error) {
+		if place != 0 {
+			return
+		}
+		defer close(killed)
+		if err != nil {
+			t.Errorf("the first session's adoption: %v", err)
+			return
+		}
+		_ = recv.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := newP.Stop(ctx); err != nil {
+			t.Errorf("stopping the new process: %v", err)
+		}
+	})
+	if _, err := newP.TakeOver(recv); err != nil {
+		t.Logf("TakeOver: %v", err)
+	}
+}
+
 // stalls reads nothing until the hand-over gave up on it; then it exits
 // (its end closes, with the sessions still in it) or stays (its end stays
 // open until the old side closes).
@@ -346,6 +384,7 @@ func handOverFaultRows() []handOverFault {
 	return append(rows,
 		handOverFault{step: atRelaying, what: "none"},
 		handOverFault{step: atOnItsWay, what: "new process killed", side: dies(1), fails: true, gone: true},
+		handOverFault{step: atAdopted, what: "new process killed", side: killedAfterAdopting, fails: true, gone: true, ends: 1},
 		handOverFault{step: atOnItsWay, what: "new process stalls, then exits", side: stalls(true), fails: true, gone: true},
 		handOverFault{step: atOnItsWay, what: "new process stalls", side: stalls(false), fails: true, lost: true},
 		handOverFault{step: atOnItsWay, what: "new process answers garbage", side: answersGarbage, fails: true, lost: true},

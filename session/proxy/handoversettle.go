@@ -24,9 +24,11 @@ func (p *Proxy) settle(h handed, v handover.Verdict, takenBack *atomic.Int64) {
 }
 
 // letGo lets this process's copies of a session the new process has go:
-// its ticket is remembered for HandOverLost.
+// its ticket leaves this process's registry (the new process answers for
+// it) and is remembered for HandOverLost.
 func (p *Proxy) letGo(h handed) {
 	if h.ticket != nil {
+		p.cluster.HandedOff(h.ticket)
 		p.sentMu.Lock()
 		p.sentTickets = append(p.sentTickets, h.ticket)
 		p.sentMu.Unlock()

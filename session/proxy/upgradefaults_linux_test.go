@@ -48,18 +48,21 @@ func TestHandOverAtTheDescriptorLimitKeepsSessions(t *testing.T) {
 	}
 }
 
-// descriptorLimitAtAdoption lowers the descriptor limit for the new
+// descriptorLimitAtAdoption takes every descriptor away for the new
 // process's first adoption, which then cannot take the session's sockets
 // and says so; the old process takes the session back. The adoptions run
-// one at a time meanwhile, so that the take-back runs under the limit put
-// back.
+// one at a time meanwhile, and the limit is put back before the refusal is
+// acknowledged, so that the take-back, the old process's, runs under the
+// limit put back. The limit is 0, not the lowest free descriptor: a
+// descriptor some other goroutine closes meanwhile (a loop closing gnet's
+// copy of a session the old side detached) would open room below that.
 func descriptorLimitAtAdoption(t *testing.T) {
 	var mu sync.Mutex
 	var once sync.Once
 	var restore func()
 	seam.Set(t, &testHookTakeOverAdopt, func(int64, []*os.File) {
 		mu.Lock()
-		once.Do(func() { restore = fdlimit.Free(t, 0) })
+		once.Do(func() { restore = fdlimit.None(t) })
 	})
 	seam.Set(t, &testHookTakeOverAdopted, func(int64, error) {
 		restore()
@@ -67,32 +70,41 @@ func descriptorLimitAtAdoption(t *testing.T) {
 	})
 }
 
-// descriptorLimitAtReceive brings the process to its descriptor limit once
-// the old side has the first session's duplicates and sends it: the kernel
+// descriptorLimitAtReceive takes every descriptor away once the old side
+// has the first session's duplicates and is about to send it: the kernel
 // drops that session's sockets as the new side receives it (MSG_CTRUNC),
-// the new side refuses it, and the old one takes it back. The old loops
-// run what they have queued first (the closes of gnet's copies of the
-// sessions detached, which would open room under the limit). The limit is
-// put back before that adoption is tried (sessions the old side detaches
-// or the new one receives meanwhile meet the limit too, and stay or come
-// back as well).
-func descriptorLimitAtReceive(t *testing.T, oldP, _ *Proxy) <-chan struct{} {
+// the new side refuses it, and the old one takes it back. Every step is
+// held to an order by seams rather than timing, since the limit is the
+// whole test process's, the old side's too:
+//   - the limit is 0, so that no descriptor closed meanwhile anywhere in
+//     the process (gnet's copies of the sessions detached) opens room for
+//     the two that come;
+//   - the old side sends no other session until the limit is back (those
+//     would meet it too and come back as well: the count of sessions the
+//     new process refused would vary);
+//   - the limit is put back before that session's adoption is tried, so
+//     before its refusal is acknowledged and the old side takes it back.
+//
+// A round of the old side meanwhile may fail to detach a session
+// (DetachPair meets the limit): it stays, and goes in a later round.
+func descriptorLimitAtReceive(t *testing.T, _, _ *Proxy) <-chan struct{} {
 	var once sync.Once
 	lowered := make(chan func(), 1) // the restore, from one side to the other
+	restored := make(chan struct{})
 	seam.Set(t, &testHookHandOverSend, func(*os.File) {
+		first := false
 		once.Do(func() {
-			for _, l := range oldP.Reactor().Loops() {
-				ran := make(chan struct{})
-				if l.Execute(func() { close(ran) }) == nil {
-					<-ran
-				}
-			}
-			lowered <- fdlimit.Free(t, 0)
+			first = true
+			lowered <- fdlimit.None(t)
 		})
+		if !first {
+			<-restored
+		}
 	})
 	seam.Set(t, &testHookTakeOverAdopt, func(place int64, files []*os.File) {
 		if place == 0 {
 			(<-lowered)()
+			close(restored)
 			if len(files) != 0 {
 				t.Errorf("the session received at the descriptor limit came with %d descriptors, want none", len(files))
 			}

@@ -31,6 +31,27 @@ func Free(t testing.TB, free int) (restore func()) {
 			seen++
 		}
 	}
+	return lower(t, rl, limit)
+}
+
+// None lets the process open no descriptor at all until the returned
+// function (or the end of t) puts the limit back: the soft RLIMIT_NOFILE
+// goes to 0. Unlike Free(t, 0), a descriptor another goroutine closes
+// meanwhile opens no room below the limit, so the next descriptor fails
+// however busy the process is.
+func None(t testing.TB) (restore func()) {
+	t.Helper()
+	var rl unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err != nil {
+		t.Fatal(err)
+	}
+	return lower(t, rl, 0)
+}
+
+// lower sets the soft limit to limit until the returned function (or the
+// end of t) puts rl back.
+func lower(t testing.TB, rl unix.Rlimit, limit int) (restore func()) {
+	t.Helper()
 	low := rl
 	low.Cur = uint64(limit)
 	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &low); err != nil {
