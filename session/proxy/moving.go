@@ -31,7 +31,7 @@ func (s *session) sendTo(group, addr string, notice []byte, done func(error)) er
 	ls := s.p.loopOf(s.client)
 	pl := ls.players.Get(s)
 	if err := move.Check(move.Session{Terminated: s.group != nil && s.group.login != nil, Protocol: s.protocol, Player: pl,
-		Relaying: s.state == stRelay && !s.clientEOF && !s.backendEOF, Framed: !s.c2s.Broken() && !s.s2c.Broken()}); err != nil {
+		Relaying: s.state == stRelay && !s.clientEOF && !s.backendEOF, Framed: !s.c2s.Broken() && !s.s2c.Broken(), Reframed: s.reframed}); err != nil {
 		return err
 	}
 	g, b, err := s.moveTarget(group, addr)

@@ -49,9 +49,11 @@ func (s *session) backendLoginFailed(err error) {
 func (s *session) startRelay() {
 	c, bc := s.client, s.backend
 	s.state = stRelay
-	s.p.loopOf(c).kept.Keep(s, s.pre.term) // a terminated login's thresholds and profile, for a live upgrade
-	s.keepPlayer()                         // moving.go
-	s.dropPre()                            // what the login needed is sent; relaying needs none of it
+	if s.pre != nil { // nil after a move: the player's identity and thresholds are the first login's
+		s.p.loopOf(c).kept.Keep(s, s.pre.term) // a terminated login's thresholds and profile, for a live upgrade
+	}
+	s.keepPlayer() // moving.go
+	s.dropPre()    // what the login needed is sent; relaying needs none of it
 	c.SetSink(bc)
 	bc.SetSink(c)
 	c.ResumeRead() // if it was held while connecting

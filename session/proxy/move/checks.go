@@ -14,6 +14,7 @@ type Session struct {
 	Player     *Player // nil until it relays
 	Relaying   bool    // in play, relaying, not half-closed
 	Framed     bool    // its frame counters follow both streams
+	Reframed   bool    // its client and backend compress at different thresholds (session/proxy/reframe)
 }
 
 // Check says why a session cannot be moved, nil when it can.
@@ -29,6 +30,10 @@ func Check(s Session) error {
 		return errors.New("it is already being moved")
 	case !s.Framed:
 		return errors.New("its relay lost the frames")
+	case s.Reframed:
+		// A move hands the client's framing to the new backend unchanged;
+		// re-framing state is not carried over to it yet.
+		return errors.New("its client and backend compress at different thresholds (re-framed): such a session cannot be moved yet")
 	}
 	return nil
 }
