@@ -83,8 +83,9 @@ func (c nodeOnlineCase) groupYAML() string {
 // Beside them, the failures: a player whose join named another profile
 // (the session server refuses), a client whose own join was refused (it
 // gives up after the Encryption Request), a session server that fails, is
-// too slow or is down, a backend that is down and one compressing at
-// another threshold (those two refusals go out encrypted). Each client
+// too slow or is down, a backend that is down (that refusal goes out
+// encrypted); a client told another threshold than its backend's is
+// re-framed, and plays like the others. Each client
 // reads why, each refusal is counted, nothing is left running or open.
 func TestNodeMCOnlineLogins(t *testing.T) {
 	leaksGone := nodeMCLeakCheck(t, "the online login test")
@@ -263,8 +264,11 @@ func nodeOnlineCases(t *testing.T, sessions [onlineProxies]*sessionserver.Server
 		fail("impostor", nodeOnlineCase{player: owner, client: impostor, wantError: "Failed to verify username", reason: "auth_refused"})
 		// After the authentication: these refusals go out encrypted.
 		fail("backenddown", nodeOnlineCase{backend: down, wantError: "The server is offline", reason: "backend_unavailable"})
-		fail("threshold", nodeOnlineCase{threshold: "off", node: server(v, nodeMCThreshold),
-			wantError: "compresses at another threshold", reason: "backend_login"})
+		// A client told another threshold than its backend's: every frame
+		// is re-framed (session/proxy/reframe), inside the ciphers.
+		reframed := nodeOnlineCase{forwarding: "none", to: toNode, node: server(v, nodeMCThreshold), threshold: "off"}
+		reframed.client.PlayerKey = keyed
+		add(reframed, v, "Refr")
 		// The session server's failures do not depend on the version: one
 		// version each.
 		switch i {
