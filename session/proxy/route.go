@@ -98,7 +98,7 @@ func newRouter(cfg *config.Config, prev *router, loops int) *router {
 		case !g.routed:
 			g.probeKind = config.ProbeTCP
 		}
-		g.status = newGroupStatus(cfg, gc)
+		g.status = status.NewGroup[*statusWaiter](cfg.Status.Offline, cfg.OfflineMOTD(gc))
 		g.sendPP = gc.SendVersions()
 		g.bungee, g.login = cfg.ForwardingOf(gc) == config.ForwardBungeeCord, login.NewSettings(cfg, gc)
 		for _, b := range gc.Backends {
