@@ -21,6 +21,7 @@ import (
 	"github.com/tidegate/tidegate/session/proxy/config"
 	"github.com/tidegate/tidegate/session/proxy/login"
 	"github.com/tidegate/tidegate/session/proxy/move"
+	"github.com/tidegate/tidegate/session/proxy/network"
 	"github.com/tidegate/tidegate/session/proxy/probe"
 	"github.com/tidegate/tidegate/session/proxy/proxymetrics"
 	"github.com/tidegate/tidegate/session/proxy/ratelimit"
@@ -104,7 +105,7 @@ func NewWithListeners(cfg *config.Config, log zerolog.Logger, listeners []net.Li
 	}
 	p.backendSide.p = p
 	var err error
-	if p.cluster, err = p.newClusterClient(cfg); err != nil {
+	if p.cluster, err = network.NewClient(cfg.Cluster, p.log, p.onKick); err != nil {
 		return nil, err
 	}
 	if p.auth, err = login.NewAuthenticator(cfg); err != nil {
