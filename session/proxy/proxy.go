@@ -46,10 +46,7 @@ type Proxy struct {
 	perIP ratelimit.SessionsPerIP // max_sessions_per_ip
 	src   *ratelimit.Limiter      // per-address rates and subnet caps, kept across reloads
 
-	// Refusal logs of the flood-prone reasons (ratelimit.go): when the
-	// next warning may be written, and how many were left out since the
-	// last.
-	refusalLogNext, refusalLogSkipped [reasons.Count]atomic.Int64
+	refusals ratelimit.RefusalLog // samples the refusal logs of the flood-prone reasons
 
 	backendSide backendHandler
 	probesMu    sync.Mutex
@@ -248,11 +245,11 @@ func (p *Proxy) admit(gen *generation, ip string) (reasons.Reason, bool) {
 	if bufferbudget.Over(gen.cfg.Limits.BufferBudget) {
 		return reasons.BufferBudget, false
 	}
-	if r, ok := p.admitSource(gen, ip); !ok {
+	if r, ok := p.src.Admit(&gen.cfg.Limits, ip); !ok {
 		return r, false
 	}
 	if most := gen.cfg.Limits.MaxSessionsPerIP; most > 0 && !p.perIP.Enter(ip, most) {
-		p.releaseSource(gen, ip)
+		p.src.Release(&gen.cfg.Limits, ip)
 		return reasons.MaxSessionsPerIP, false
 	}
 	return 0, true
@@ -261,7 +258,7 @@ func (p *Proxy) admit(gen *generation, ip string) (reasons.Reason, bool) {
 // admitAdopted counts a session taken over from another process against its
 // IP, without refusing it: it was admitted there.
 func (p *Proxy) admitAdopted(gen *generation, ip string) {
-	p.adoptSource(gen, ip)
+	p.src.Adopt(&gen.cfg.Limits, ip)
 	if gen.cfg.Limits.MaxSessionsPerIP > 0 {
 		p.perIP.Add(ip)
 	}
@@ -269,7 +266,7 @@ func (p *Proxy) admitAdopted(gen *generation, ip string) {
 
 // release undoes admit, under the configuration that admitted the session.
 func (p *Proxy) release(gen *generation, ip string) {
-	p.releaseSource(gen, ip)
+	p.src.Release(&gen.cfg.Limits, ip)
 	if gen.cfg.Limits.MaxSessionsPerIP > 0 {
 		p.perIP.Leave(ip)
 	}
