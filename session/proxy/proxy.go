@@ -213,14 +213,8 @@ func (p *Proxy) Stats() proxymetrics.Stats {
 		st.Unframed += c.unframed.Load()
 		st.StatusCached += c.statusCached.Load()
 		st.StatusWaited += c.statusWaited.Load()
-		for r := reasons.Reason(0); r < reasons.Count; r++ {
-			if n := c.rejected[r].Load(); n > 0 {
-				st.Rejected[r.String()] += n
-			}
-			if n := c.ended[r].Load(); n > 0 {
-				st.Ended[r.String()] += n
-			}
-		}
+		reasons.AddCounts(st.Rejected, &c.rejected)
+		reasons.AddCounts(st.Ended, &c.ended)
 	}
 	return st
 }
