@@ -25,10 +25,6 @@ func (w *statusWaiter) Loop() *reactor.Loop { return w.client.Loop() }
 // Ready goes on with the session's status ping (statusReady).
 func (w *statusWaiter) Ready(e status.Entry) { (*session)(w).statusReady(e) }
 
-// unknownHostText is the description of the proxy's answer for a host
-// without a route.
-const unknownHostText = "Unknown host"
-
 // startRefresh refreshes g's cached status in the background and hands the
 // result to the sessions waiting for it.
 func (p *Proxy) startRefresh(gen *generation, g *group) {

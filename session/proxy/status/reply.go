@@ -45,6 +45,10 @@ func (r *Reply) LegacyStatus(v int32) mc.LegacyStatus {
 	return st
 }
 
+// UnknownHostText is the description of the proxy's answer for a host
+// without a route.
+const UnknownHostText = "Unknown host"
+
 // Offline is the proxy's own answer, from status.offline, with text (§
 // codes or a chat component in JSON) as its description.
 func Offline(o config.OfflineStatusConfig, text string) *Reply {
