@@ -98,7 +98,8 @@ func (p *Proxy) Sessions(ctx context.Context, f admin.SessionFilter) admin.Sessi
 	return admin.Summarize(got, missing, f.Limit)
 }
 
-// scanSessions, on l, counts and copies the sessions that pass f.
+// scanSessions, on l, counts its sessions and copies those that pass f
+// (admin.LoopSessions.Add).
 func scanSessions(l *reactor.Loop, f *admin.SessionFilter) admin.LoopSessions {
 	out := admin.NewLoopSessions()
 	l.EachConn(func(c *reactor.Conn) {
@@ -106,7 +107,6 @@ func scanSessions(l *reactor.Loop, f *admin.SessionFilter) admin.LoopSessions {
 		if !ok || s.client != c {
 			return
 		}
-		out.Open++
 		var group, backend string
 		if s.group != nil {
 			group = s.group.name
@@ -114,19 +114,8 @@ func scanSessions(l *reactor.Loop, f *admin.SessionFilter) admin.LoopSessions {
 		if s.target != nil {
 			backend = s.target.addr
 		}
-		if !f.Matches(s.host, s.username, group, backend) {
-			return
-		}
-		out.Matched++
-		out.ByHost[s.host]++
-		if backend != "" {
-			out.ByBackend[[2]string{group, backend}]++
-		}
-		out.ByState[s.state.String()]++
-		if len(out.Rows) < f.Limit {
-			out.Rows = append(out.Rows, admin.SessionRow{Remote: s.remoteAddrPort(), Listener: s.listenerCfg(), Host: s.host, User: s.username,
-				Group: group, Backend: backend, Protocol: s.protocol, State: s.state.String(), Opened: s.opened})
-		}
+		out.Add(f, admin.SessionRow{Remote: s.remoteAddrPort(), Listener: s.listenerCfg(), Host: s.host, User: s.username,
+			Group: group, Backend: backend, Protocol: s.protocol, State: s.state.String(), Opened: s.opened})
 	})
 	return out
 }

@@ -2,41 +2,17 @@ package proxy
 
 import (
 	"context"
-	"fmt"
 	"time"
 
-	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/session/cluster"
-	"github.com/tidegate/tidegate/session/proxy/config"
 	"github.com/tidegate/tidegate/session/proxy/network"
 	"github.com/tidegate/tidegate/session/proxy/reasons"
 	"github.com/tidegate/tidegate/session/proxy/status"
 )
 
-// Several proxies, one network (session/cluster does the Redis side). With
-// cluster.redis set, each proxy publishes its logged-in sessions and a
-// heartbeat in Redis, and a login waits, paused on its loop, for the
-// network's verdict before its backend is dialled: a second login of a name
-// or UUID held anywhere is refused (or, with duplicate_login: kick_old, the
-// older session is closed, on whichever proxy it is), and with
-// network_limits the login rate per address and the session cap per subnet
-// hold across proxies. The Redis calls run on the cluster client's few
-// goroutines; the verdict comes back to the session's loop through
-// Loop.Execute. When Redis does not answer within login_wait (or the
-// client's circuit breaker is open) the login goes on by this proxy's own
-// state: its local limits and the duplicates among its own sessions.
-
-// newClusterClient builds the cluster client of cfg, or nil when it is off.
-func (p *Proxy) newClusterClient(cfg *config.Config) (*cluster.Client, error) {
-	if cfg.Cluster.Redis == "" {
-		return nil, nil
-	}
-	c, err := cluster.New(network.ClientConfig(cfg.Cluster, p.log, p.onKick))
-	if err != nil {
-		return nil, fmt.Errorf("proxy: %w", err)
-	}
-	return c, nil
-}
+// Several proxies, one network: the sessions' side of it (session/cluster
+// does the Redis side, session/proxy/network describes how a login waits
+// for the network's verdict).
 
 // stopCluster stops the cluster client, if any.
 func (p *Proxy) stopCluster(ctx context.Context) error {
@@ -56,24 +32,11 @@ func (p *Proxy) onKick(h any) {
 	}
 }
 
-// clusterWaitSlack is how much longer than cluster.login_wait a login
-// waits for the cluster client's answer (which comes within login_wait)
-// before going on without it.
-const clusterWaitSlack = 250 * time.Millisecond
-
 // clusterLogin asks the network about a login whose Login Start (body) was
 // read: the session waits, not read, for the verdict, and goes on in
 // clusterVerdict.
 func (s *session) clusterLogin(body []byte) {
-	cc := &s.gen.cfg.Cluster
-	sess := cluster.Session{Name: s.username, Host: s.host, Backend: s.group.name, Since: time.Now()}
-	if u, ok := mc.LoginStartUUID(body, s.protocol); ok {
-		sess.UUID = string(mc.AppendUUID(nil, u, false))
-	}
-	var lim cluster.Limits
-	if cc.NetworkLimits {
-		lim, sess.Subnet = network.Limits(&s.gen.cfg.Limits, s.ip)
-	}
+	sess, lim := network.Login(s.gen.cfg, s.username, s.host, s.group.name, body, s.protocol, s.ip)
 	c := s.client
 	l := c.Loop()
 	s.pre.clusterSeq++
@@ -93,27 +56,14 @@ func (s *session) clusterLogin(body []byte) {
 	}
 	s.state = stClusterWait
 	c.PauseRead()
-	d := cc.LoginWait + clusterWaitSlack
-	if left := time.Duration(s.handshakeDeadline() - l.Now()); left < d {
-		d = left
-	}
-	l.Schedule(&s.timer, d)
+	l.Schedule(&s.timer, network.LoginWait(&s.gen.cfg.Cluster, time.Duration(s.handshakeDeadline()-l.Now())))
 }
 
 // clusterVerdict goes on with a login the network answered.
 func (s *session) clusterVerdict(a cluster.Answer) {
-	switch a.Verdict {
-	case cluster.Duplicate:
+	if r, refused := network.Refusal(a.Verdict); refused {
 		s.ticket = nil
-		s.reject(reasons.DuplicateLogin, nil)
-		return
-	case cluster.LoginRate:
-		s.ticket = nil
-		s.reject(reasons.LoginRate, nil)
-		return
-	case cluster.SubnetCap:
-		s.ticket = nil
-		s.reject(reasons.MaxSessionsPerSubnet, nil)
+		s.reject(r, nil)
 		return
 	}
 	if s.state == stClusterWait {
@@ -159,7 +109,7 @@ func (s *session) kicked() {
 		s.p.loopOf(c).counters.ended[reasons.LoggedInElsewhere].Add(1)
 	} else {
 		s.p.loopOf(c).counters.rejected[reasons.LoggedInElsewhere].Add(1)
-		_ = c.Write(mc.AppendLoginDisconnect(nil, []byte(`{"text":"`+reasons.DisconnectText(reasons.LoggedInElsewhere)+`"}`)))
+		_ = c.Write(network.KickedDisconnect())
 	}
 	s.p.log.Info().Str("remote", s.remoteAddr()).Str("user", s.username).Msg("session closed: the player logged in again elsewhere")
 	c.Discard(-1)
@@ -167,16 +117,7 @@ func (s *session) kicked() {
 }
 
 // networkPlayers returns the network's players for status answers under
-// gen, when cluster.status_online or status_sample ask for them and Redis
-// answers; nil otherwise (the backend's players then stand).
+// gen (network.StatusPlayers), nil without them.
 func (p *Proxy) networkPlayers(gen *generation) *status.Players {
-	cc := gen.cfg.Cluster
-	if p.cluster == nil || (!cc.StatusOnline && cc.StatusSample == 0) {
-		return nil
-	}
-	n, ok := p.cluster.Network()
-	if !ok {
-		return nil
-	}
-	return network.Players(cc, n)
+	return network.StatusPlayers(p.cluster, gen.cfg.Cluster)
 }

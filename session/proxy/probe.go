@@ -86,30 +86,9 @@ func (p *Proxy) stopProbesLocked(ctx context.Context) error {
 	return nil
 }
 
-// probeOnce runs one active probe of b and records its result. When b's
-// cooldown has ended it is the probe that decides whether b is back.
+// probeOnce runs one active probe of b under gen and records its result
+// (probe.Once).
 func (p *Proxy) probeOnce(ctx context.Context, gen *generation, b *backend) {
-	r, h := gen.router, gen.cfg.Probes
-	_, decides := b.Available(r.now(), r.lease)
-	d, err := probe.Check(ctx, b.addr, b.group.probeKind, h.Timeout, b.group.sendPP)
-	now := r.now()
-	if ctx.Err() != nil { // stopping: says nothing about the backend
-		if decides {
-			b.DropProbe(now)
-		}
-		return
-	}
-	log := p.log.With().Str("group", b.group.name).Str("backend", b.addr).Str("check", string(b.group.probeKind)).Logger()
-	if err != nil {
-		if b.CheckFailed(h, now, err, decides) {
-			log.Warn().Err(err).Int32("failures", b.Failures.Load()).Dur("cooldown", h.Cooldown).Msg("backend marked down")
-		} else {
-			log.Debug().Err(err).Msg("backend check failed")
-		}
-		return
-	}
-	b.CheckPassed(d)
-	if b.MarkUp() {
-		log.Info().Dur("latency", d).Msg("backend up")
-	}
+	t := probe.Target{Group: b.group.name, Addr: b.addr, Kind: b.group.probeKind, PP: b.group.sendPP}
+	probe.Once(ctx, b.backendHealth, t, gen.cfg.Probes, gen.router.now, gen.router.lease, &p.log)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/tidegate/tidegate/session/proxy/config"
 	"github.com/tidegate/tidegate/session/proxy/login"
 	"github.com/tidegate/tidegate/session/proxy/move"
+	"github.com/tidegate/tidegate/session/proxy/network"
 	"github.com/tidegate/tidegate/session/proxy/probe"
 	"github.com/tidegate/tidegate/session/proxy/proxymetrics"
 	"github.com/tidegate/tidegate/session/proxy/ratelimit"
@@ -45,10 +46,7 @@ type Proxy struct {
 	perIP ratelimit.SessionsPerIP // max_sessions_per_ip
 	src   *ratelimit.Limiter      // per-address rates and subnet caps, kept across reloads
 
-	// Refusal logs of the flood-prone reasons (ratelimit.go): when the
-	// next warning may be written, and how many were left out since the
-	// last.
-	refusalLogNext, refusalLogSkipped [reasons.Count]atomic.Int64
+	refusals ratelimit.RefusalLog // samples the refusal logs of the flood-prone reasons
 
 	backendSide backendHandler
 	probesMu    sync.Mutex
@@ -104,7 +102,7 @@ func NewWithListeners(cfg *config.Config, log zerolog.Logger, listeners []net.Li
 	}
 	p.backendSide.p = p
 	var err error
-	if p.cluster, err = p.newClusterClient(cfg); err != nil {
+	if p.cluster, err = network.NewClient(cfg.Cluster, p.log, p.onKick); err != nil {
 		return nil, err
 	}
 	if p.auth, err = login.NewAuthenticator(cfg); err != nil {
@@ -215,14 +213,8 @@ func (p *Proxy) Stats() proxymetrics.Stats {
 		st.Unframed += c.unframed.Load()
 		st.StatusCached += c.statusCached.Load()
 		st.StatusWaited += c.statusWaited.Load()
-		for r := reasons.Reason(0); r < reasons.Count; r++ {
-			if n := c.rejected[r].Load(); n > 0 {
-				st.Rejected[r.String()] += n
-			}
-			if n := c.ended[r].Load(); n > 0 {
-				st.Ended[r.String()] += n
-			}
-		}
+		reasons.AddCounts(st.Rejected, &c.rejected)
+		reasons.AddCounts(st.Ended, &c.ended)
 	}
 	return st
 }
@@ -247,11 +239,11 @@ func (p *Proxy) admit(gen *generation, ip string) (reasons.Reason, bool) {
 	if bufferbudget.Over(gen.cfg.Limits.BufferBudget) {
 		return reasons.BufferBudget, false
 	}
-	if r, ok := p.admitSource(gen, ip); !ok {
+	if r, ok := p.src.Admit(&gen.cfg.Limits, ip); !ok {
 		return r, false
 	}
 	if most := gen.cfg.Limits.MaxSessionsPerIP; most > 0 && !p.perIP.Enter(ip, most) {
-		p.releaseSource(gen, ip)
+		p.src.Release(&gen.cfg.Limits, ip)
 		return reasons.MaxSessionsPerIP, false
 	}
 	return 0, true
@@ -260,7 +252,7 @@ func (p *Proxy) admit(gen *generation, ip string) (reasons.Reason, bool) {
 // admitAdopted counts a session taken over from another process against its
 // IP, without refusing it: it was admitted there.
 func (p *Proxy) admitAdopted(gen *generation, ip string) {
-	p.adoptSource(gen, ip)
+	p.src.Adopt(&gen.cfg.Limits, ip)
 	if gen.cfg.Limits.MaxSessionsPerIP > 0 {
 		p.perIP.Add(ip)
 	}
@@ -268,7 +260,7 @@ func (p *Proxy) admitAdopted(gen *generation, ip string) {
 
 // release undoes admit, under the configuration that admitted the session.
 func (p *Proxy) release(gen *generation, ip string) {
-	p.releaseSource(gen, ip)
+	p.src.Release(&gen.cfg.Limits, ip)
 	if gen.cfg.Limits.MaxSessionsPerIP > 0 {
 		p.perIP.Leave(ip)
 	}

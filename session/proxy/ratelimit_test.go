@@ -35,14 +35,14 @@ func TestAdmissionDoesNotAllocate(t *testing.T) {
 	p := &Proxy{src: ratelimit.New()}
 	gen := &generation{cfg: cfg}
 	for _, ip := range []string{"203.0.113.9", "2001:db8::9"} {
-		p.admitSource(gen, ip)
-		p.releaseSource(gen, ip)
+		p.src.Admit(&gen.cfg.Limits, ip)
+		p.src.Release(&gen.cfg.Limits, ip)
 		if n := testing.AllocsPerRun(1000, func() {
-			if _, ok := p.admitSource(gen, ip); !ok {
+			if _, ok := p.src.Admit(&gen.cfg.Limits, ip); !ok {
 				t.Fatal("refused")
 			}
-			p.releaseSource(gen, ip)
-			p.admitLogin(gen, ip)
+			p.src.Release(&gen.cfg.Limits, ip)
+			p.src.AdmitLogin(&gen.cfg.Limits, ip)
 		}); n != 0 {
 			t.Errorf("%s: admission allocates %v times", ip, n)
 		}

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -46,7 +47,7 @@ func newGeneration(cfg *config.Config, old *generation, live []int, loops int) *
 		router:             newRouter(cfg, prev, loops),
 		raw:                map[*config.ListenerConfig]*group{},
 		shutdownDisconnect: mc.AppendLoginDisconnect(nil, status.ChatJSON(cfg.Shutdown.Message)),
-		unknownHost:        status.Offline(cfg.Status.Offline, unknownHostText),
+		unknownHost:        status.Offline(cfg.Status.Offline, status.UnknownHostText),
 		hash:               cfg.Hash(),
 		usernames:          mc.UsernamePolicyOrDefault(cfg.Limits.UsernamePattern),
 		byIndex:            map[int]*config.ListenerConfig{},
@@ -228,31 +229,22 @@ func (p *Proxy) Reloads() (ok, failed int64) { return p.reloads[0].Load(), p.rel
 // new generation is in place, and those of the old listeners to close then. If one cannot be opened, those opened are
 // closed again and the reload is refused.
 func (p *Proxy) reloadListeners(old *generation, cfg *config.Config) (live, added, removed []int, err error) {
-	keep := map[int]bool{}
-	live = make([]int, len(cfg.Listeners))
+	live = config.KeptListeners(old.cfg.Listeners, old.live, cfg.Listeners)
 	for i, y := range cfg.Listeners {
-		idx := -1
-		for j, x := range old.cfg.Listeners {
-			if oi := old.live[j]; !keep[oi] && x.Listen == y.Listen && x.Mode == y.Mode {
-				idx = oi
-				break
-			}
+		if live[i] >= 0 {
+			continue
 		}
-		if idx < 0 {
-			if idx, err = p.rs.OpenListener("tcp://" + y.Listen); err != nil {
-				for _, a := range added {
-					_ = p.rs.RemoveListener(a)
-				}
-				return nil, nil, nil, &ReloadError{Problems: []string{fmt.Sprintf("listeners[%d]: %v", i, err)}}
+		if live[i], err = p.rs.OpenListener("tcp://" + y.Listen); err != nil {
+			for _, a := range added {
+				_ = p.rs.RemoveListener(a)
 			}
-			added = append(added, idx)
-			p.log.Info().Str("listen", y.Listen).Str("mode", string(y.Mode)).Int("index", idx).Msg("reload: listener added")
+			return nil, nil, nil, &ReloadError{Problems: []string{fmt.Sprintf("listeners[%d]: %v", i, err)}}
 		}
-		keep[idx] = true
-		live[i] = idx
+		added = append(added, live[i])
+		p.log.Info().Str("listen", y.Listen).Str("mode", string(y.Mode)).Int("index", live[i]).Msg("reload: listener added")
 	}
 	for _, oi := range old.live {
-		if !keep[oi] {
+		if !slices.Contains(live, oi) {
 			removed = append(removed, oi)
 		}
 	}

@@ -98,7 +98,7 @@ func newRouter(cfg *config.Config, prev *router, loops int) *router {
 		case !g.routed:
 			g.probeKind = config.ProbeTCP
 		}
-		g.status = newGroupStatus(cfg, gc)
+		g.status = status.NewGroup[*statusWaiter](cfg.Status.Offline, cfg.OfflineMOTD(gc))
 		g.sendPP = gc.SendVersions()
 		g.bungee, g.login = cfg.ForwardingOf(gc) == config.ForwardBungeeCord, login.NewSettings(cfg, gc)
 		for _, b := range gc.Backends {
@@ -152,33 +152,10 @@ func (r *router) route(host []byte) *route {
 	return r.def
 }
 
-// pick chooses a backend among those that are up, by the group's strategy.
-// A backend whose cooldown has ended goes first, as a probe, to the one
-// caller that wins it (probe is then true). nil means no backend is up.
-// rnd is the caller's per-loop random state and loop its loop's index (the
-// round-robin position is per loop); now is the router's clock.
+// pick chooses a backend of g that is up, or a probe, by its strategy
+// (see balance.Pick); nil means no backend is up.
 func (g *group) pick(rnd *uint64, loop int, now, lease int64) (b *backend, probe bool) {
-	total := 0
-	for _, b := range g.backends {
-		switch up, probe := b.Available(now, lease); {
-		case up:
-			total += b.weight
-		case probe:
-			return b, true
-		}
-	}
-	if total == 0 {
-		return nil, false
-	}
-	switch g.strategy {
-	case config.StrategyRoundRobin:
-		return balance.PickRoundRobin(g.rr, loop, g.backends, total), false
-	case config.StrategyLeastConnections:
-		return balance.PickLeastConnections(g.backends, rnd), false
-	case config.StrategyLowestLatency:
-		return balance.PickLowestLatency(g.backends, rnd, total), false
-	}
-	return balance.PickWeighted(g.backends, rnd, total), false
+	return balance.Pick(g.strategy, g.rr, g.backends, rnd, loop, now, lease)
 }
 
 func nowUnix() int64 { return time.Now().UnixNano() }

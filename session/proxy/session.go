@@ -567,7 +567,7 @@ func (s *session) readLoginStart() {
 			return
 		}
 	}
-	if r, ok := s.p.admitLogin(s.gen, s.ip); !ok {
+	if r, ok := s.p.src.AdmitLogin(&s.gen.cfg.Limits, s.ip); !ok {
 		s.reject(r, nil)
 		return
 	}

@@ -2,112 +2,41 @@ package proxy
 
 import (
 	"context"
-	"errors"
-	"time"
 
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/reactor"
-	"github.com/tidegate/tidegate/session/proxy/config"
 	"github.com/tidegate/tidegate/session/proxy/reasons"
 	"github.com/tidegate/tidegate/session/proxy/status"
 )
 
-// Status pings. The proxy answers the status pings for a routed host itself,
-// modern (handshake with next state 1, Status Request, Ping) and pre-1.7
-// (0xFE, see protocol/mc ParseLegacyPing), from a cache per group:
-//
-//   - While the group's cached status is younger than status.cache_ttl, a
-//     ping is answered from it on its loop; nothing reaches a backend.
-//   - Otherwise the ping waits (on its loop, as a callback: no goroutine per
-//     connection) for a refresh: a goroutine of the proxy fetches the status
-//     of one backend of the group that is up (of each, with sum_online),
-//     stores it and hands it to every ping that waited, on its own loop.
-//     There is at most one refresh per group in flight; pings arriving
-//     meanwhile share it.
-//   - A refresh that fails is cached for the TTL too, as the offline answer
-//     (so a ping storm at a broken backend costs one fetch per TTL); it
-//     changes no backend's health, which connects and active checks decide.
-//   - When the group has no backend up (probe.go), pings get the offline
-//     answer (status.offline) at once.
-//
-// The Ping that follows is answered with its own payload by the proxy. A
-// cached status keeps the backend's JSON as it was, version object included,
-// unless status.protocol is client (each client gets its own protocol
-// number) or sum_online replaces players.online.
-
-// legacyPingWait is how long a legacy ping whose input stopped at FE or
-// FE 01 waits for the rest of a 1.6 ping (1.6 clients write it a few bytes
-// at a time) before it is answered as a Beta or 1.4 ping. A variable only
-// so that a test can make it long enough to be sure which side of it a
-// piece arrived on.
-var legacyPingWait = 50 * time.Millisecond
+// Status pings: the proxy answers them for the hosts it routes, from a
+// cache per group (session/proxy/status describes how); this file is the
+// sessions' side of it.
 
 // groupStatus is a group's status answers: its cache and its offline answer.
-type groupStatus struct {
-	offline *status.Reply
-	cache   status.Cache[*session]
-}
+type groupStatus = status.Group[*statusWaiter]
 
-// newGroupStatus builds the status state of a group configured as gc,
-// whose offline description is config.OfflineMOTD's.
-func newGroupStatus(cfg *config.Config, gc config.GroupConfig) *groupStatus {
-	return &groupStatus{offline: status.Offline(cfg.Status.Offline, cfg.OfflineMOTD(gc))}
-}
+// statusWaiter is a session as a refresh it waits for sees it.
+type statusWaiter session
 
-// unknownHostText is the description of the proxy's answer for a host
-// without a route.
-const unknownHostText = "Unknown host"
+// Loop is the session's loop, where Ready runs.
+func (w *statusWaiter) Loop() *reactor.Loop { return w.client.Loop() }
+
+// Ready goes on with the session's status ping (statusReady).
+func (w *statusWaiter) Ready(e status.Entry) { (*session)(w).statusReady(e) }
 
 // startRefresh refreshes g's cached status in the background and hands the
 // result to the sessions waiting for it.
 func (p *Proxy) startRefresh(gen *generation, g *group) {
-	ok := p.refresher.Spawn(func(ctx context.Context) {
-		p.finishRefresh(g, p.refresh(ctx, gen, g))
-	})
-	if !ok { // stopping: the waiters get the offline answer
-		p.finishRefresh(g, status.Entry{Expires: gen.router.now()})
-	}
-}
-
-// refresh fetches g's status and returns the entry to cache.
-func (p *Proxy) refresh(ctx context.Context, gen *generation, g *group) status.Entry {
-	st := gen.cfg.Status
-	start := time.Now()
-	var up []status.Backend
-	for _, b := range g.backends {
-		if b.Up() {
-			up = append(up, status.Backend{Addr: b.addr, Weight: b.weight})
-		}
-	}
-	reply, err := status.FetchGroup(ctx, st, g.name, up, p.networkPlayers(gen))
-	e := status.Entry{Reply: reply, Expires: gen.router.now() + int64(st.CacheTTL)}
-	p.refresher.Counted(err == nil)
-	if err != nil {
-		if ctx.Err() == nil {
-			p.log.Warn().Str("group", g.name).Err(err).Dur("cache_ttl", st.CacheTTL).
-				Msg("status refresh failed: pings get the offline answer until the next refresh")
-		}
-		return e
-	}
-	p.log.Debug().Str("group", g.name).Dur("took", time.Since(start)).Msg("status refreshed")
-	return e
-}
-
-// finishRefresh caches e for g and answers each session that waited, on its loop.
-func (p *Proxy) finishRefresh(g *group, e status.Entry) {
-	byLoop := map[*reactor.Loop][]*session{}
-	for _, s := range g.status.cache.Complete(e) {
-		l := s.client.Loop()
-		byLoop[l] = append(byLoop[l], s)
-	}
-	for l, ss := range byLoop {
-		// An error means the loop has stopped, and its sessions with it.
-		_ = l.Execute(func() {
-			for _, s := range ss {
-				s.statusReady(e)
+	g.status.Refresh(&p.refresher, gen.router.now(), func(ctx context.Context) status.Entry {
+		var up []status.Backend
+		for _, b := range g.backends {
+			if b.Up() {
+				up = append(up, status.Backend{Addr: b.addr, Weight: b.weight})
 			}
-		})
-	}
+		}
+		return p.refresher.Fetch(ctx, &p.log, gen.cfg.Status, g.name, up, p.networkPlayers(gen), gen.router.now())
+	})
 }
 
 // serveCachedStatus answers the status ping of a routed session from its
@@ -122,7 +51,7 @@ func (s *session) serveCachedStatus() {
 // lookupStatus sets the session's reply from its group's cache, or queues
 // it for a refresh (starting one if none is in flight).
 func (s *session) lookupStatus() {
-	e, fresh, start := s.group.status.cache.Lookup(s, s.gen.router.now())
+	e, fresh, start := s.group.status.Cache.Lookup((*statusWaiter)(s), s.gen.router.now())
 	if start {
 		s.p.startRefresh(s.gen, s.group)
 	}
@@ -140,7 +69,7 @@ func (s *session) useEntry(e status.Entry) {
 		return
 	}
 	s.refused(reasons.BackendUnavailable)
-	s.pre.reply = s.group.status.offline
+	s.pre.reply = s.group.status.Offline
 }
 
 // statusReady runs on the session's loop when the refresh it waited for is
@@ -169,50 +98,43 @@ func (s *session) handshakeDeadline() int64 {
 // ping; it reports false when the input is not one after all (a modern
 // frame whose length starts with 0xFE), for the handshake to go on.
 func (s *session) readLegacyPing(buf []byte) bool {
-	c := s.client
-	l := c.Loop()
-	p, n, err := mc.ParseLegacyPing(buf)
-	switch {
-	case errors.Is(err, mc.ErrNotLegacyPing):
+	l := s.client.Loop()
+	switch step, p, err := status.ReadLegacy(buf, false); step {
+	case status.LegacyModern:
 		if s.state == stLegacyPing { // it waited for more: back to the handshake timeout
 			s.state = stHandshake
 			l.ScheduleAt(&s.timer, s.handshakeDeadline())
 		}
 		return false
-	case err != nil:
+	case status.LegacyBad:
 		s.reject(reasons.BadHandshake, err)
-		return true
-	case n == 0 || (p.Kind != mc.LegacyPing16 && n == len(buf)):
-		// Not whole, or perhaps the start of a 1.6 ping: wait a moment
-		// for more (onTimer decides, see legacyWaitOver).
+	case status.LegacyMore: // wait a moment for more (onTimer decides, see legacyWaitOver)
 		if s.state != stLegacyPing {
 			s.state = stLegacyPing
-			if dl := s.handshakeDeadline(); dl-l.Now() < int64(legacyPingWait) {
+			if dl := s.handshakeDeadline(); dl-l.Now() < int64(status.LegacyPingWait) {
 				l.ScheduleAt(&s.timer, dl)
 			} else {
-				l.Schedule(&s.timer, legacyPingWait) // from the real clock: the loop's may be a tick behind
+				l.Schedule(&s.timer, status.LegacyPingWait) // from the real clock: the loop's may be a tick behind
 			}
 		}
-		return true
+	default:
+		s.answerLegacyPing(p)
 	}
-	s.answerLegacyPing(p)
 	return true
 }
 
-// legacyWaitOver runs when a legacy ping waited legacyPingWait for more
-// input: a Beta or 1.4 ping is answered as what it is; a 1.6 ping still
-// arriving gets until the handshake timeout.
+// legacyWaitOver runs when a legacy ping waited status.LegacyPingWait for
+// more input: a Beta or 1.4 ping is answered as what it is; a 1.6 ping
+// still arriving gets until the handshake timeout.
 func (s *session) legacyWaitOver() {
-	c := s.client
-	buf, _ := c.Peek(-1)
-	p, n, err := mc.ParseLegacyPing(buf)
-	switch {
-	case err != nil: // not reached: the input was parsed as it is now
+	buf, _ := s.client.Peek(-1)
+	switch step, p, err := status.ReadLegacy(buf, true); step {
+	case status.LegacyBad: // not reached: the input was parsed as it is now
 		s.reject(reasons.BadHandshake, err)
-	case n > 0:
+	case status.LegacyWhole:
 		s.answerLegacyPing(p)
 	default:
-		c.Loop().ScheduleAt(&s.timer, s.handshakeDeadline())
+		s.client.Loop().ScheduleAt(&s.timer, s.handshakeDeadline())
 	}
 }
 
@@ -243,7 +165,7 @@ func (s *session) answerLegacyPing(p mc.LegacyPing) {
 	case !s.group.anyUp():
 		ev.Str("group", s.group.name).Msg("legacy ping answered locally: server offline")
 		s.refused(reasons.NoHealthyBackend)
-		s.pre.reply = s.group.status.offline
+		s.pre.reply = s.group.status.Offline
 	default:
 		ev.Str("group", s.group.name).Msg("legacy ping")
 		s.lookupStatus()
@@ -270,7 +192,7 @@ func (s *session) legacyReadEOF() {
 		return
 	}
 	buf, _ := s.client.Peek(-1)
-	if p, n, err := mc.ParseLegacyPing(buf); err == nil && n > 0 {
+	if step, p, _ := status.ReadLegacy(buf, true); step == status.LegacyWhole {
 		s.answerLegacyPing(p)
 		return
 	}
@@ -297,7 +219,7 @@ func (s *session) noHealthyBackend() {
 func (s *session) serveOfflineStatus() {
 	s.client.Discard(s.pre.hsLen)
 	s.state = stLocalStatus
-	s.pre.reply = s.group.status.offline
+	s.pre.reply = s.group.status.Offline
 	s.serveLocalStatus()
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/tidegate/tidegate/session/mcbackend"
 	"github.com/tidegate/tidegate/session/proxy/config"
 	"github.com/tidegate/tidegate/session/proxy/proxymetrics"
+	"github.com/tidegate/tidegate/session/proxy/status"
 )
 
 // startBackendServer is startBackend returning the server too, for its counters.
@@ -489,7 +490,7 @@ func TestLegacyPingArrivingInPieces(t *testing.T) {
 	// write by tens of milliseconds, so the wait is made long enough that
 	// only the pause meant to pass it does. It is set before the proxy's
 	// loops start, and put back after they stop.
-	seam.Set(t, &legacyPingWait, time.Second)
+	seam.Set(t, &status.LegacyPingWait, time.Second)
 	_, p, addr := lobbyAndSurvival(t, "Lobby")
 	ping16 := mc.AppendLegacyPing(nil, mc.LegacyPing{Kind: mc.LegacyPing16, Protocol: 78, Host: "survival.example", Port: 25565})
 
@@ -500,7 +501,7 @@ func TestLegacyPingArrivingInPieces(t *testing.T) {
 		}
 		pause := 15 * time.Millisecond
 		if i == 2 {
-			pause = legacyPingWait + 200*time.Millisecond // past the wait
+			pause = status.LegacyPingWait + 200*time.Millisecond // past the wait
 		}
 		time.Sleep(pause)
 	}
@@ -513,7 +514,7 @@ func TestLegacyPingArrivingInPieces(t *testing.T) {
 	}
 
 	start := time.Now()
-	if got := legacyPing(t, addr, []byte{0xfe}); got != "Lobby§0§100" || time.Since(start) < legacyPingWait {
+	if got := legacyPing(t, addr, []byte{0xfe}); got != "Lobby§0§100" || time.Since(start) < status.LegacyPingWait {
 		t.Fatalf("lone FE: %q after %v", got, time.Since(start))
 	}
 

@@ -102,6 +102,24 @@ func NewLoopSessions() LoopSessions {
 	return LoopSessions{ByHost: map[string]int{}, ByBackend: map[[2]string]int{}, ByState: map[string]int{}}
 }
 
+// Add counts an open session, row: when it passes f, in the maps and,
+// within f.Limit, in Rows.
+func (ls *LoopSessions) Add(f *SessionFilter, row SessionRow) {
+	ls.Open++
+	if !f.Matches(row.Host, row.User, row.Group, row.Backend) {
+		return
+	}
+	ls.Matched++
+	ls.ByHost[row.Host]++
+	if row.Backend != "" {
+		ls.ByBackend[[2]string{row.Group, row.Backend}]++
+	}
+	ls.ByState[row.State]++
+	if len(ls.Rows) < f.Limit {
+		ls.Rows = append(ls.Rows, row)
+	}
+}
+
 // Summarize merges the loops' answers, of which missing loops gave none,
 // into the summary of the sessions that passed a filter listing at most
 // limit: the counts most first, the sessions oldest first.

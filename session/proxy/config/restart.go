@@ -45,3 +45,22 @@ func (a *Config) RestartChanges(b *Config) []string {
 	}
 	return out
 }
+
+// KeptListeners returns, for each of next, the reactor index of the
+// listener of prev (whose reactor indices are live) a reload keeps for it,
+// an accepting one with the same address and mode, each kept once; -1
+// for a listener to open.
+func KeptListeners(prev []ListenerConfig, live []int, next []ListenerConfig) []int {
+	kept := map[int]bool{}
+	out := make([]int, len(next))
+	for i, y := range next {
+		out[i] = -1
+		for j, x := range prev {
+			if oi := live[j]; !kept[oi] && x.Listen == y.Listen && x.Mode == y.Mode {
+				out[i], kept[oi] = oi, true
+				break
+			}
+		}
+	}
+	return out
+}

@@ -1,7 +1,21 @@
 // Package network is the proxy's side of session/cluster, as plain
 // computations: the cluster client's settings from the configuration, the
-// network-wide limits of a login, and the network's players as status
-// answers show them. The sessions' use of the client stays in the proxy.
+// network-wide limits of a login, the network's players as status
+// answers show them, what a login tells the network and what its verdict
+// means. The sessions' use of the client stays in the proxy.
+//
+// Several proxies, one network (session/cluster does the Redis side). With
+// cluster.redis set, each proxy publishes its logged-in sessions and a
+// heartbeat in Redis, and a login waits, paused on its loop, for the
+// network's verdict before its backend is dialled: a second login of a name
+// or UUID held anywhere is refused (or, with duplicate_login: kick_old, the
+// older session is closed, on whichever proxy it is), and with
+// network_limits the login rate per address and the session cap per subnet
+// hold across proxies. The Redis calls run on the cluster client's few
+// goroutines; the verdict comes back to the session's loop through
+// Loop.Execute. When Redis does not answer within login_wait (or the
+// client's circuit breaker is open) the login goes on by this proxy's own
+// state: its local limits and the duplicates among its own sessions.
 package network
 
 import (

@@ -1,7 +1,9 @@
 // Package probe is the active checking of backends: one check (Check), a
 // connect and, for Minecraft groups, a status exchange, and the goroutines
-// that repeat it for every backend every health.interval (Runner). What a
-// check's result does to a backend (the circuit breaker) is the proxy's.
+// that repeat it for every backend every health.interval (Runner), and a
+// backend's Health, the circuit breaker its connects and checks (Once)
+// feed. Which backends there are, and when a session's connect counts, is
+// the proxy's.
 package probe
 
 import (

@@ -3,7 +3,11 @@
 // for a player, the text of the disconnect.
 package reasons
 
-import "github.com/tidegate/tidegate/session/proxy/config"
+import (
+	"sync/atomic"
+
+	"github.com/tidegate/tidegate/session/proxy/config"
+)
 
 // Reason is why a session was refused or ended early.
 type Reason uint8
@@ -121,6 +125,16 @@ func Split() (refusals, ends []string) {
 		ends = append(ends, r.String())
 	}
 	return refusals, ends
+}
+
+// AddCounts adds each reason's count in c (a loop's refusals or ends), when
+// it is not 0, to m under the reason's label.
+func AddCounts(m map[string]int64, c *[Count]atomic.Int64) {
+	for r := Reason(0); r < Count; r++ {
+		if n := c[r].Load(); n > 0 {
+			m[r.String()] += n
+		}
+	}
 }
 
 // Ends are the reasons a relaying session is ended for.

@@ -1,10 +1,3 @@
-// Package status builds and fetches the answers the proxy gives to status
-// pings (server list pings, modern and pre-1.7) for the hosts it routes:
-// a Reply from a backend's status JSON or from the configured offline
-// answer, the exchange that fetches a backend's status, a group's Cache of
-// them and the Refresher that runs the fetches. The sessions that wait for
-// an answer, and when a cache entry is used, are the proxy's (its
-// status.go); this package holds what does not depend on them.
 package status
 
 import (
@@ -51,6 +44,10 @@ func (r *Reply) LegacyStatus(v int32) mc.LegacyStatus {
 	}
 	return st
 }
+
+// UnknownHostText is the description of the proxy's answer for a host
+// without a route.
+const UnknownHostText = "Unknown host"
 
 // Offline is the proxy's own answer, from status.offline, with text (§
 // codes or a chat component in JSON) as its description.
