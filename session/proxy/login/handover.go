@@ -3,6 +3,7 @@ package login
 import (
 	"fmt"
 
+	"github.com/tidegate/tidegate/internal/keyed"
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/session/proxy/handover"
 )
@@ -32,28 +33,15 @@ func (b *Backend) Kept() *Kept {
 
 // KeptTable holds what a loop's terminated sessions keep, by key; its zero
 // value is empty and ready.
-type KeptTable[K comparable] struct{ m map[K]*Kept }
+type KeptTable[K comparable] struct{ keyed.Map[K, *Kept] }
 
 // Keep records what k keeps of its login b; a nil b (a relayed login)
 // records nothing.
 func (t *KeptTable[K]) Keep(k K, b *Backend) {
 	if b != nil {
-		t.set(k, b.Kept())
+		t.Set(k, b.Kept())
 	}
 }
-
-func (t *KeptTable[K]) set(k K, v *Kept) {
-	if t.m == nil {
-		t.m = make(map[K]*Kept)
-	}
-	t.m[k] = v
-}
-
-// Get returns what k keeps, nil for a relayed login.
-func (t *KeptTable[K]) Get(k K) *Kept { return t.m[k] }
-
-// Delete forgets k.
-func (t *KeptTable[K]) Delete(k K) { delete(t.m, k) }
 
 // HandOver returns the cipher state of c as it stands, for the state
 // message; nil ciphers return nil. Its registers are the stream positions
@@ -116,7 +104,7 @@ func Forget[K comparable](k K, kept *KeptTable[K], ciphers *CipherTable[K]) {
 // whether k is encrypted.
 func Install[K comparable](r Resumed, k K, kept *KeptTable[K], ciphers *CipherTable[K]) (encrypted bool) {
 	if r.Kept != nil {
-		kept.set(k, r.Kept)
+		kept.Set(k, r.Kept)
 	}
 	if r.Ciphers != nil {
 		ciphers.Set(k, r.Ciphers)

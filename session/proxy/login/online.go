@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/netip"
 
+	"github.com/tidegate/tidegate/internal/keyed"
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/session/mcauth"
 	"github.com/tidegate/tidegate/session/proxy/config"
@@ -180,18 +181,4 @@ func AuthDisconnect(err error) []byte {
 
 // CipherTable holds the ciphers of a loop's encrypted sessions, by key;
 // its zero value is empty and ready.
-type CipherTable[K comparable] struct{ m map[K]*Ciphers }
-
-// Get returns k's ciphers, nil when it has none.
-func (t *CipherTable[K]) Get(k K) *Ciphers { return t.m[k] }
-
-// Set gives k the ciphers c.
-func (t *CipherTable[K]) Set(k K, c *Ciphers) {
-	if t.m == nil {
-		t.m = make(map[K]*Ciphers)
-	}
-	t.m[k] = c
-}
-
-// Delete forgets k's ciphers.
-func (t *CipherTable[K]) Delete(k K) { delete(t.m, k) }
+type CipherTable[K comparable] = keyed.Map[K, *Ciphers]

@@ -189,24 +189,3 @@ func (c *Codec) appendPacket(out, packet []byte, to int32) ([]byte, error) {
 	}
 	return out, nil
 }
-
-// Table holds the Pairs of a loop's re-framed sessions, keyed by session:
-// a session has no room for them, and most sessions need none.
-type Table[K comparable] struct{ m map[K]Pair }
-
-// Get returns k's Pair and whether k has one.
-func (t *Table[K]) Get(k K) (Pair, bool) {
-	p, ok := t.m[k]
-	return p, ok
-}
-
-// Set gives k the Pair p.
-func (t *Table[K]) Set(k K, p Pair) {
-	if t.m == nil {
-		t.m = make(map[K]Pair)
-	}
-	t.m[k] = p
-}
-
-// Delete forgets k's Pair.
-func (t *Table[K]) Delete(k K) { delete(t.m, k) }

@@ -3,6 +3,7 @@ package reframe
 import (
 	"errors"
 
+	"github.com/tidegate/tidegate/internal/keyed"
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/proxy/login"
@@ -14,7 +15,7 @@ import (
 // and most sessions need none). It is used on its loop only.
 type Loop[K comparable] struct {
 	codec Codec
-	pairs map[K]Pair
+	pairs keyed.Map[K, Pair]
 }
 
 // Start gives session k, whose backend login b is done, its Pair when its
@@ -25,15 +26,12 @@ func (l *Loop[K]) Start(k K, b *login.Backend) bool {
 	if p.Same() {
 		return false
 	}
-	if l.pairs == nil {
-		l.pairs = make(map[K]Pair)
-	}
-	l.pairs[k] = p
+	l.pairs.Set(k, p)
 	return true
 }
 
 // Stop forgets session k.
-func (l *Loop[K]) Stop(k K) { delete(l.pairs, k) }
+func (l *Loop[K]) Stop(k K) { l.pairs.Delete(k) }
 
 // Relay relays the whole frames from has buffered to to, re-framed in
 // session k's direction (serverbound when fromClient), decrypting what an
@@ -46,7 +44,7 @@ func (l *Loop[K]) Stop(k K) { delete(l.pairs, k) }
 // returns the bytes and frames consumed; an error (see Codec.Convert) comes
 // after what was converted before it is written.
 func (l *Loop[K]) Relay(k K, from, to *reactor.Conn, fromClient bool, cr *login.Ciphers, fs *mc.FrameCounter, final bool) (consumed, frames int, err error) {
-	p := l.pairs[k]
+	p := l.pairs.Get(k)
 	d, dec, enc := p.S2C, (*mc.CFB8)(nil), (*mc.CFB8)(nil)
 	if fromClient {
 		d = p.C2S
