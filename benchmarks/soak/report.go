@@ -42,10 +42,7 @@ func paramsOf(c Config) Params {
 }
 
 // Meta is where and how the run was made, with the proxy binary's version.
-type Meta struct {
-	harness.Meta
-	ProxyVersion string `json:"proxy_version,omitempty"`
-}
+type Meta = harness.BinaryMeta
 
 // Event is a reload, a backend restart or the live upgrade: when it began
 // (s since the start) and how long until it took effect.
@@ -243,11 +240,7 @@ func Markdown(r *Result) (string, error) {
 	fmt.Fprintf(&b, "# Soak: %d sessions of tidegate %s for %s\n\n", p.Sessions, server, harness.Fixed(p.DurationS/60, 1)+" min")
 	harness.WriteVerdict(&b, r.OK, fmt.Sprintf("PASS: no sampled figure trended upward after warm-up and no byte was lost or wrong, across %s, %s and %s.",
 		count(r.Events, "reload", "reloads"), count(r.Events, "backend restart", "backend restarts"), count(r.Events, "live upgrade", "live upgrades")))
-	proxy := " (tool)"
-	if r.Meta.ProxyVersion != "" {
-		proxy += "; server binary: " + r.Meta.ProxyVersion
-	}
-	r.Meta.WriteHeader(&b, proxy, fmt.Sprintf("; descriptor limit %d soft / %d hard", r.FDLimit.Soft, r.FDLimit.Hard))
+	r.Meta.WriteHeader(&b, r.Meta.RevisionNote("server"), fmt.Sprintf("; descriptor limit %d soft / %d hard", r.FDLimit.Soft, r.FDLimit.Hard))
 	load, events := serverDescription(p)
 	fmt.Fprintf(&b, "- load: %s\n- events: %s\n", load, events)
 	fmt.Fprintf(&b, "- sampled every %gs: RSS, descriptors and threads from /proc/PID, live heap, goroutines, %s and the descriptor budget (%s, %s, %s) from /metrics, the churn sessions' login and echo latencies\n",

@@ -2,8 +2,8 @@ package soak
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -17,7 +17,6 @@ import (
 	"github.com/tidegate/tidegate/benchmarks/mcclient"
 	"github.com/tidegate/tidegate/benchmarks/peers"
 	"github.com/tidegate/tidegate/benchmarks/players"
-	"github.com/tidegate/tidegate/internal/procs"
 )
 
 // serverFDs is the descriptors server holds per session: the proxy a
@@ -423,7 +422,7 @@ func (r *run) upgrade(ctx context.Context) {
 	}
 	exited := time.Since(at)
 	for time.Since(at) < exited+10*time.Second {
-		if pid, err := healthPID(ctx, r.metrics); err == nil && pid != old {
+		if pid, status, err := harness.HealthPID(ctx, r.metrics.HTTP, r.metrics.Base); err == nil && status == http.StatusOK && pid != old {
 			r.pid, r.segment = pid, 1
 			r.res.SegmentStarts = append(r.res.SegmentStarts, time.Since(r.start).Seconds())
 			r.res.Events = append(r.res.Events, Event{At: at.Sub(r.start).Seconds(), Kind: "live upgrade", TookMs: harness.Ms(exited),
@@ -450,33 +449,14 @@ func (r *run) stopProxy() {
 		r.fail("%v", err)
 	}
 	if r.res.NewPID != 0 {
-		if err := stopPID(r.res.NewPID); err != nil {
+		if _, _, err := harness.StopPID(r.res.NewPID, stopTimeout); err != nil {
 			r.fail("stopping the upgraded proxy: %v", err)
 		}
 	}
 	if r.cfgPath == "" {
 		return // serve and push: no upgrade started a process this tool does not hold
 	}
-	for _, pid := range procs.WithMarker(r.cfgPath) {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
+	for _, pid := range harness.KillMarked(r.cfgPath) {
 		r.fail("pid %d (a proxy on %s) was still running at the end: killed", pid, r.cfgPath)
 	}
-}
-
-// stopPID sends SIGTERM to pid and waits until it is gone.
-func stopPID(pid int) error {
-	if err := syscall.Kill(pid, syscall.SIGTERM); errors.Is(err, syscall.ESRCH) {
-		return nil
-	} else if err != nil {
-		return fmt.Errorf("SIGTERM to pid %d: %w", pid, err)
-	}
-	deadline := time.Now().Add(stopTimeout)
-	for procs.Alive(pid) {
-		if time.Now().After(deadline) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			return fmt.Errorf("pid %d still running %s after SIGTERM: killed", pid, stopTimeout)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return nil
 }

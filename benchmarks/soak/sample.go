@@ -2,14 +2,12 @@ package soak
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"strings"
 	"time"
 
 	"github.com/tidegate/tidegate/benchmarks/gometrics"
+	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/procstat"
 )
 
@@ -139,22 +137,11 @@ func readProxy(ctx context.Context, m *gometrics.Client, pid int, s *Sample) err
 	return nil
 }
 
-// newMetricsClient reads the proxy's metrics address without keep-alive:
-// a connection to the old process must not be reused after the upgrade.
+// newMetricsClient reads the proxy's metrics address without keep-alive
+// (harness.NoKeepAlive): a connection to the old process must not be
+// reused after the upgrade.
 func newMetricsClient(addr string) *gometrics.Client {
 	m := gometrics.New(addr)
-	m.HTTP = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	m.HTTP = harness.NoKeepAlive(5 * time.Second)
 	return m
-}
-
-// healthPID reads the pid GET /healthz names.
-func healthPID(ctx context.Context, m *gometrics.Client) (int, error) {
-	var body struct {
-		PID int `json:"pid"`
-	}
-	err := m.Get(ctx, "/healthz", func(r io.Reader) error { return json.NewDecoder(r).Decode(&body) })
-	if err == nil && body.PID == 0 {
-		err = fmt.Errorf("%s/healthz names no pid", m.Base)
-	}
-	return body.PID, err
 }

@@ -7,7 +7,6 @@ package upgradeload
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -88,39 +87,17 @@ func oneSession(addr string, id uint32, deadline time.Time) error {
 }
 
 // healthClient reads the pid from the proxy's /healthz, a new connection
-// each time (no keep-alive: the old process's connection must not be
-// reused once the new one serves).
-type healthClient struct {
-	tr *http.Transport
-	c  *http.Client
-}
+// each time (harness.NoKeepAlive).
+type healthClient struct{ c *http.Client }
 
-func newHealthClient() *healthClient {
-	tr := &http.Transport{DisableKeepAlives: true}
-	return &healthClient{tr: tr, c: &http.Client{Timeout: 2 * time.Second, Transport: tr}}
-}
+func newHealthClient() *healthClient { return &healthClient{harness.NoKeepAlive(2 * time.Second)} }
 
-func (h *healthClient) close() { h.tr.CloseIdleConnections() }
+func (h *healthClient) close() { h.c.CloseIdleConnections() }
 
-// pid reads the "pid" field of http://addr/healthz (whatever the status:
-// an unhealthy process still says who it is).
+// pid reads the "pid" field of http://addr/healthz (harness.HealthPID).
 func (h *healthClient) pid(addr string) (int, error) {
-	resp, err := h.c.Get("http://" + addr + "/healthz")
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	var body struct {
-		PID int `json:"pid"`
-	}
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return 0, fmt.Errorf("reading http://%s/healthz: %w", addr, err)
-	}
-	if err := json.Unmarshal(b, &body); err != nil || body.PID == 0 {
-		return 0, fmt.Errorf("http://%s/healthz (%s) has no pid: %.200q", addr, resp.Status, b)
-	}
-	return body.PID, nil
+	pid, _, err := harness.HealthPID(context.Background(), h.c, addr)
+	return pid, err
 }
 
 // waitPID polls /healthz until it names a pid that ok accepts, or timeout.

@@ -36,12 +36,9 @@ func paramsOf(c Config) Params {
 		Writers: c.Writers, ConnectParallel: c.ConnectParallel, QuietWaitS: c.QuietWait.Seconds(), QuietCPU: c.QuietCPU, NoisyRetries: c.NoisyRetries, HealthPollDuringMs: harness.Ms(c.HealthPollDuring), DrainTimeoutS: DrainTimeout.Seconds()}
 }
 
-// Meta says where and how a run was made; the command fills it in.
-type Meta struct {
-	harness.Meta
-	// ProxyVersion is what the tidegate binary's `version` printed.
-	ProxyVersion string `json:"proxy_version,omitempty"`
-}
+// Meta says where and how a run was made, with the proxy binary's
+// version; the command fills it in.
+type Meta = harness.BinaryMeta
 
 // Trial is one upgrade of a fresh proxy.
 type Trial struct {
@@ -227,7 +224,7 @@ func writeTrials(w io.Writer, trials []Trial) error {
 		rows = append(rows, []string{repeat, fmt.Sprintf("%d → %d", t.OldPID, t.NewPID), harness.Fixed(t.HandoverMs, 0),
 			logged(t.LoggedHandover), logged(t.LoggedTakeover), harness.Fixed(t.NewHealthMs, 0), gaps(t.Upgrade), gaps(t.Baseline),
 			fmt.Sprintf("%.1f / %.1f", t.Baseline.SendLagMs, t.Upgrade.SendLagMs), strconv.Itoa(t.Kept),
-			strconv.FormatInt(t.Echoes, 10), yesNo(t.NewSession), harness.OrDash(t.NewExit), cpuCell(t.BaselineCPU),
+			strconv.FormatInt(t.Echoes, 10), harness.YesNo(t.NewSession), harness.OrDash(t.NewExit), cpuCell(t.BaselineCPU),
 			cpuCell(t.UpgradeCPU), harness.Fixed(t.QuietWaitS, 0), cell(strings.Join(failures, "; "))})
 	}
 	return harness.MarkdownTable(w, []string{"repeat", "old → new pid", "hand-over ms", "logged hand-over ms (sessions)",
@@ -245,25 +242,8 @@ func cpuCell(w CPUWindow) string {
 	return fmt.Sprintf("%.0f / %.0f / %.0f", w.ToolPct, w.ProxyPct, w.OtherPct)
 }
 
-func yesNo(v bool) string {
-	if v {
-		return "yes"
-	}
-	return "no"
-}
-
 // cell makes s fit in a Markdown table cell.
-func cell(s string) string {
-	if s == "" {
-		return "–"
-	}
-	s = strings.ReplaceAll(s, "|", "/")
-	s = strings.ReplaceAll(s, "\n", " ")
-	if len(s) > 500 {
-		s = s[:500] + "..."
-	}
-	return s
-}
+func cell(s string) string { return harness.Cell(s, 500) }
 
 // Definitions says what the figures mean.
 const Definitions = `- **hand-over**: from just before SIGUSR2 is sent to the proxy until the old process has exited
@@ -315,11 +295,7 @@ func WriteReport(dir, label string, r *Result) (string, error) {
 	var b strings.Builder
 	b.WriteString("# Live upgrade under load: hand-over time and the longest echo gap of every session\n\n")
 	harness.WriteVerdict(&b, r.OK, fmt.Sprintf("PASS: in every trial all %d sessions were kept, every echo arrived in order and unchanged, the new process served a new session and stopped on SIGTERM.", r.Params.Sessions))
-	proxy := " (tool)"
-	if r.Meta.ProxyVersion != "" {
-		proxy += "; proxy binary: " + r.Meta.ProxyVersion
-	}
-	r.Meta.WriteHeader(&b, proxy, fmt.Sprintf("; descriptor limit (RLIMIT_NOFILE) %d soft / %d hard, after raising the soft one", r.FDLimit.Soft, r.FDLimit.Hard))
+	r.Meta.WriteHeader(&b, r.Meta.RevisionNote("proxy"), fmt.Sprintf("; descriptor limit (RLIMIT_NOFILE) %d soft / %d hard, after raising the soft one", r.FDLimit.Soft, r.FDLimit.Hard))
 	p := r.Params
 	fmt.Fprintf(&b, "- %d sessions, a 16-byte message every %g ms each; %d trials; warm-up %gs, baseline %gs, settle %gs; proxy: raw listener, %d loops, max_sessions 0, idle_timeout 0s, drain_timeout %gs, logs at info (JSON)\n",
 		p.Sessions, p.IntervalMs, p.Repeats, p.WarmupS, p.BaselineS, p.SettleS, p.Loops, p.DrainTimeoutS)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tidegate/tidegate/benchmarks/fdlimit"
 	"github.com/tidegate/tidegate/benchmarks/harness"
+	"github.com/tidegate/tidegate/internal/procs"
 )
 
 // Defaults of Config.
@@ -147,7 +148,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := fits(cfg.Sessions, lim); err != nil {
 		return nil, err
 	}
-	if err := becomeSubreaper(); err != nil {
+	if err := harness.BecomeSubreaper(); err != nil {
 		return nil, err
 	}
 	if cfg.Dir == "" {
@@ -289,9 +290,7 @@ func runTrial(ctx context.Context, cfg Config, repeat, attempt int) (t Trial) {
 		if err := proc.Stop(); err != nil {
 			fails.trial("stopping the old proxy: %v", err)
 		}
-		for _, pid := range strays(cfgPath) { // what a failed upgrade left
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			_, _ = waitGone(pid, 5*time.Second)
+		for _, pid := range harness.KillMarked(cfgPath) { // what a failed upgrade left
 			fails.trial("pid %d (a proxy on %s) was still running at the end of the trial: killed", pid, cfgPath)
 		}
 	}()
@@ -398,7 +397,7 @@ func runTrial(ctx context.Context, cfg Config, repeat, attempt int) (t Trial) {
 				if syscall.Kill(pid, syscall.SIGQUIT) == nil {
 					fails.trial("sent SIGQUIT to pid %d: its goroutines are in %s", pid, t.ProxyLog)
 				}
-				for deadline := time.Now().Add(3 * time.Second); alive(pid) && time.Now().Before(deadline); {
+				for deadline := time.Now().Add(3 * time.Second); procs.Alive(pid) && time.Now().Before(deadline); {
 					time.Sleep(10 * time.Millisecond)
 				}
 			}
@@ -480,19 +479,13 @@ func stopProcess(t *Trial, fails *failureLog, pid int) {
 	if pid == 0 {
 		return
 	}
-	if err := syscall.Kill(pid, syscall.SIGTERM); errors.Is(err, syscall.ESRCH) {
-		status, _ := waitGone(pid, time.Second) // reaps it if it is this process's child
+	status, early, err := harness.StopPID(pid, DrainTimeout+20*time.Second)
+	if early {
 		t.NewExit = strings.TrimSpace("gone before SIGTERM " + status)
 		return
-	} else if err != nil {
-		fails.trial("SIGTERM to the new proxy (pid %d): %v", pid, err)
-		return
 	}
-	status, err := waitGone(pid, DrainTimeout+20*time.Second)
 	if err != nil {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-		status, _ = waitGone(pid, 5*time.Second)
-		fails.trial("the new proxy after SIGTERM: %v; killed", err)
+		fails.trial("the new proxy after SIGTERM: %v", err)
 	}
 	t.NewExit = status
 	if status == "" {

@@ -25,6 +25,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tidegate/tidegate/benchmarks/harness"
+	"github.com/tidegate/tidegate/internal/procs"
 	"github.com/tidegate/tidegate/internal/testkit/leaktest"
 	"github.com/tidegate/tidegate/reactor/handoverwire"
 	"github.com/tidegate/tidegate/session/proxy/config"
@@ -342,8 +343,8 @@ func TestRunKeepsEverySession(t *testing.T) {
 	if tr.Kept != 50 || tr.Upgrade.Sessions != 50 || tr.Baseline.Sessions != 50 {
 		t.Errorf("kept %d, gaps over %d (upgrade) and %d (baseline) sessions; want 50 each", tr.Kept, tr.Upgrade.Sessions, tr.Baseline.Sessions)
 	}
-	if tr.NewPID == 0 || tr.NewPID == tr.OldPID || alive(tr.NewPID) {
-		t.Errorf("old pid %d, new pid %d (alive %v): want a new process, gone at the end", tr.OldPID, tr.NewPID, tr.NewPID != 0 && alive(tr.NewPID))
+	if tr.NewPID == 0 || tr.NewPID == tr.OldPID || procs.Alive(tr.NewPID) {
+		t.Errorf("old pid %d, new pid %d (alive %v): want a new process, gone at the end", tr.OldPID, tr.NewPID, tr.NewPID != 0 && procs.Alive(tr.NewPID))
 	}
 	if tr.NewExit != "exit status 0" || tr.OldExit != "exit status 0" || !tr.NewSession {
 		t.Errorf("old process %q, new process %q, new session %v", tr.OldExit, tr.NewExit, tr.NewSession)
@@ -443,7 +444,7 @@ func TestRunFails(t *testing.T) {
 					t.Errorf("failures do not say %q:\n%s", w, all)
 				}
 			}
-			if tr := res.Trials[0]; tr.NewPID == 0 || alive(tr.NewPID) {
+			if tr := res.Trials[0]; tr.NewPID == 0 || procs.Alive(tr.NewPID) {
 				t.Errorf("new pid %d: want one, gone at the end", tr.NewPID)
 			}
 		})
@@ -471,7 +472,7 @@ func TestRunFailsFastWhenTheUpgradeIsGivenUp(t *testing.T) {
 	if took := time.Since(start); took > cfg.UpgradeTimeout/2 {
 		t.Errorf("the run took %s, want well under the upgrade timeout %s", took, cfg.UpgradeTimeout)
 	}
-	if tr := res.Trials[0]; alive(tr.OldPID) {
+	if tr := res.Trials[0]; procs.Alive(tr.OldPID) {
 		t.Errorf("the old process %d is still running", tr.OldPID)
 	}
 }

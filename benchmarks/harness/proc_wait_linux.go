@@ -1,6 +1,6 @@
 //go:build linux
 
-package upgradeload
+package harness
 
 import (
 	"errors"
@@ -9,23 +9,25 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tidegate/tidegate/internal/procs"
 )
 
-// becomeSubreaper makes this process a child subreaper: a process that
+// BecomeSubreaper makes this process a child subreaper: a process that
 // loses its parent below this one (the new proxy when the old one exits)
 // becomes this process's child, whose exit it can wait for and read.
-func becomeSubreaper() error {
+func BecomeSubreaper() error {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("prctl(PR_SET_CHILD_SUBREAPER): %w", err)
 	}
 	return nil
 }
 
-// waitGone waits up to timeout for pid to exit. When pid is this process's
+// WaitGone waits up to timeout for pid to exit. When pid is this process's
 // child (a subreaper's orphan) it is reaped and its exit described
 // ("exit status 0", "signal: killed"); otherwise it is gone once the pid no
 // longer exists or is a zombie, and its status is unknown ("").
-func waitGone(pid int, timeout time.Duration) (string, error) {
+func WaitGone(pid int, timeout time.Duration) (string, error) {
 	deadline := time.Now().Add(timeout)
 	for {
 		var ws syscall.WaitStatus
@@ -34,7 +36,7 @@ func waitGone(pid int, timeout time.Duration) (string, error) {
 		case err == nil && got == pid:
 			return describeWait(ws), nil
 		case errors.Is(err, syscall.ECHILD):
-			if !alive(pid) {
+			if !procs.Alive(pid) {
 				return "", nil
 			}
 		case err != nil && !errors.Is(err, syscall.EINTR):
