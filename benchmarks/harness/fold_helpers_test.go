@@ -2,6 +2,9 @@ package harness
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
@@ -106,5 +109,19 @@ func TestKillMarkedKillsOnlyTheMarked(t *testing.T) {
 	}
 	if !procs.Alive(other.Process.Pid) {
 		t.Error("the other process was killed too")
+	}
+}
+
+func TestSectionsPutsABlankLineBetweenParts(t *testing.T) {
+	part := func(s string) func(io.Writer, int) error {
+		return func(w io.Writer, n int) error { _, err := fmt.Fprintf(w, "%s%d\n", s, n); return err }
+	}
+	var b strings.Builder
+	if err := Sections(part("a"), part("b"), part("c"))(&b, 1); err != nil || b.String() != "a1\n\nb1\n\nc1\n" {
+		t.Errorf("Sections wrote %q, %v", b.String(), err)
+	}
+	fail := func(io.Writer, int) error { return errors.New("broken") }
+	if err := Sections(part("a"), fail, part("c"))(&b, 1); err == nil || err.Error() != "broken" {
+		t.Errorf("a failing part: %v, want its error", err)
 	}
 }

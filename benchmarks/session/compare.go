@@ -113,9 +113,10 @@ func num(s harness.Spread) string {
 	return fmt.Sprintf("%.3f", s.Median)
 }
 
+// ratio writes b's median over a's (harness.MedianRatio), "-" for none.
 func ratio(a, b harness.Spread) string {
-	if a.N == 0 || b.N == 0 || a.Median == 0 {
-		return "-"
+	if v, ok := harness.MedianRatio(b, a); ok {
+		return harness.Fixed(v, 2)
 	}
-	return fmt.Sprintf("%.2f", b.Median/a.Median)
+	return "-"
 }

@@ -3,8 +3,9 @@ package main
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -160,12 +161,7 @@ func runBenchIdle(c *cli.Context) error {
 		case res.HeapMeasurementGap != "":
 			fmt.Printf("proxy heap not measured: %s\n", res.HeapMeasurementGap)
 		}
-		keys := make([]string, 0, len(res.Failures))
-		for k := range res.Failures {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(res.Failures)) {
 			fmt.Printf("failed: %s x%d\n", k, res.Failures[k])
 		}
 	}

@@ -1,14 +1,13 @@
 package main
 
 import (
-	"fmt"
-	"io"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/tidegate/tidegate/internal/logflags"
 
+	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/soak"
 )
 
@@ -76,18 +75,8 @@ func runBenchSoak(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	res.Meta = soak.Meta{Meta: runMeta(started), ProxyVersion: proxyVersion(exe)}
-	tables := func(w io.Writer, r *soak.Result) error {
-		if err := soak.WriteTrends(w, r); err != nil {
-			return err
-		}
-		fmt.Fprintln(w)
-		if err := soak.WriteSessions(w, r); err != nil {
-			return err
-		}
-		fmt.Fprintln(w)
-		return soak.WriteEvents(w, r)
-	}
+	res.Meta = binaryMeta(started, exe)
+	tables := harness.Sections(soak.WriteTrends, soak.WriteSessions, soak.WriteEvents)
 	if err := printAndWrite(c, log, res, soak.WriteJSON, tables, soak.WriteReport); err != nil {
 		return err
 	}

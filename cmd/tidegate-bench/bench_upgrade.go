@@ -1,15 +1,13 @@
 package main
 
 import (
-	"fmt"
-	"io"
-	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/tidegate/tidegate/internal/logflags"
 
+	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/upgradeload"
 )
 
@@ -75,19 +73,13 @@ func runBenchUpgrade(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	res.Meta = upgradeload.Meta{Meta: runMeta(started), ProxyVersion: proxyVersion(exe)}
-	tables := func(w io.Writer, r *upgradeload.Result) error {
-		if err := upgradeload.WriteTable(w, r); err != nil {
-			return err
-		}
-		fmt.Fprintln(w)
-		return upgradeload.WriteTrials(w, r)
-	}
+	res.Meta = binaryMeta(started, exe)
+	tables := harness.Sections(upgradeload.WriteTable, upgradeload.WriteTrials)
 	if err := printAndWrite(c, log, res, upgradeload.WriteJSON, tables, upgradeload.WriteReport); err != nil {
 		return err
 	}
 	if !res.OK {
-		return cli.Exit(fmt.Sprintf("upgrade benchmark FAILED: %s", strings.Join(res.Failures, "; ")), 1)
+		return failedExit("upgrade", res.Failures)
 	}
 	return nil
 }

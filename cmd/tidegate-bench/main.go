@@ -303,14 +303,12 @@ func printAndWrite[R any](c *cli.Context, log zerolog.Logger, res R, asJSON, tab
 	return writeResultsFile(c, log, res, write)
 }
 
-// proxyVersion returns what the tidegate binary exe prints as its
-// version, or "" when it says nothing (the report then leaves it out).
-func proxyVersion(exe string) string {
-	v, err := harness.BinaryVersion(context.Background(), exe)
-	if err != nil {
-		return ""
-	}
-	return v
+// binaryMeta describes a run of this command started at started, with the
+// version the tidegate binary exe prints ("" when it says nothing: the
+// report then leaves it out).
+func binaryMeta(started time.Time, exe string) harness.BinaryMeta {
+	v, _ := harness.BinaryVersion(context.Background(), exe)
+	return harness.BinaryMeta{Meta: runMeta(started), ProxyVersion: v}
 }
 
 // failedExit is the exit, status 1, of a benchmark (what) whose run had
