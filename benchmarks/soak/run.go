@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"syscall"
 	"time"
 
@@ -252,19 +251,10 @@ func (r *run) execute(ctx context.Context) {
 	if !ok {
 		return
 	}
-	r.start = time.Now()
-	r.short.zero.Store(&r.start)
-	r.res.SegmentStarts = []float64{0}
-	loadCtx, stopLoad := context.WithTimeout(ctx, cfg.Duration)
-	defer stopLoad()
-	var wg sync.WaitGroup
-	r.short.run(loadCtx, &wg, kindChurn, cfg.Churn, r.short.churn)
-	r.short.run(loadCtx, &wg, kindStalled, cfg.Stalled, r.short.stalled)
-	r.short.run(loadCtx, &wg, kindHalfClose, cfg.HalfClose, r.short.halfClose)
-
 	nextReload, nextRestart := cfg.ReloadEvery, cfg.RestartEvery
 	upgraded := cfg.UpgradeAt < 0
-	r.sampleUntil(ctx, loadCtx, func(since time.Duration) {
+	kinds := []shortKind{{kindChurn, cfg.Churn, r.short.churn}, {kindStalled, cfg.Stalled, r.short.stalled}, {kindHalfClose, cfg.HalfClose, r.short.halfClose}}
+	r.loadFor(ctx, kinds, func(since time.Duration) {
 		switch {
 		case !upgraded && since >= cfg.UpgradeAt:
 			upgraded = true
@@ -277,7 +267,6 @@ func (r *run) execute(ctx context.Context) {
 			r.restart(ctx, restartBackend)
 		}
 	})
-	wg.Wait()
 	m, err := wait()
 	r.res.Steady = steadyOf(p, m)
 	if err != nil {
@@ -286,7 +275,6 @@ func (r *run) execute(ctx context.Context) {
 	if ctx.Err() != nil {
 		r.fail("interrupted: %v", ctx.Err())
 	}
-	r.res.Short, r.res.ShortFailures = r.short.snapshot()
 	if r.churnBE != nil {
 		if err := r.churnBE.ExitError(); err != nil && !r.churnBE.Running() {
 			r.fail("the churn backend exited by itself: %v", err)

@@ -92,9 +92,10 @@ func (r *run) freeAddrs(n int) ([]string, bool) {
 }
 
 // loadFor starts the short-lived workers, samples until the run's
-// duration has passed, and waits for the workers; kinds maps a kind to its
+// duration has passed (calling event, if not nil, after each sample: see
+// sampleUntil), and waits for the workers; kinds maps a kind to its
 // worker count and session.
-func (r *run) loadFor(ctx context.Context, kinds []shortKind) {
+func (r *run) loadFor(ctx context.Context, kinds []shortKind, event func(since time.Duration)) {
 	r.start = time.Now()
 	r.short.zero.Store(&r.start)
 	r.res.SegmentStarts = []float64{0}
@@ -104,7 +105,7 @@ func (r *run) loadFor(ctx context.Context, kinds []shortKind) {
 	for _, k := range kinds {
 		r.short.run(loadCtx, &wg, k.kind, k.workers, k.one)
 	}
-	r.sampleUntil(ctx, loadCtx, nil)
+	r.sampleUntil(ctx, loadCtx, event)
 	wg.Wait()
 	r.res.Short, r.res.ShortFailures = r.short.snapshot()
 }
@@ -145,7 +146,7 @@ func (r *run) executeServe(ctx context.Context) {
 	if !ok {
 		return
 	}
-	r.loadFor(ctx, []shortKind{{kindChurn, cfg.Churn, r.short.churn}, {kindStalled, cfg.Stalled, r.short.stalled}, {kindHalfClose, cfg.HalfClose, r.short.halfClose}})
+	r.loadFor(ctx, []shortKind{{kindChurn, cfg.Churn, r.short.churn}, {kindStalled, cfg.Stalled, r.short.stalled}, {kindHalfClose, cfg.HalfClose, r.short.halfClose}}, nil)
 	cancel()
 	var err error
 	if r.res.Steady, err = wait(); err != nil {
@@ -183,7 +184,7 @@ func (r *run) executePush(ctx context.Context) {
 	if !ok {
 		return
 	}
-	r.loadFor(ctx, []shortKind{{kindChurn, cfg.Churn, subs.churn}, {kindStalled, cfg.Stalled, subs.slow}})
+	r.loadFor(ctx, []shortKind{{kindChurn, cfg.Churn, subs.churn}, {kindStalled, cfg.Stalled, subs.slow}}, nil)
 	res, err := wait()
 	r.res.Steady = Steady{Sessions: cfg.steady(), Frames: res.TotalExpected, Replies: res.TotalDelivered}
 	if err != nil {
