@@ -389,7 +389,7 @@ func startReaders(cfg Config) (*readers, error) {
 	}
 	cl := &client{topic: []byte(cfg.Topic)}
 	gc, err := gnet.NewClient(cl, gnet.WithMulticore(true), gnet.WithNumEventLoop(cfg.ClientLoops),
-		gnet.WithLogger(nopLogger{}), gnet.WithReadBufferCap(256<<10))
+		gnet.WithLogger(harness.GnetLogger(zerolog.Nop())), gnet.WithReadBufferCap(256<<10))
 	if err != nil {
 		return nil, fmt.Errorf("pushload: gnet client: %w", err)
 	}
@@ -549,11 +549,3 @@ func cpuTimes(pid int) (server, self time.Duration, err error) {
 	}
 	return server, self, nil
 }
-
-type nopLogger struct{}
-
-func (nopLogger) Debugf(string, ...any) {}
-func (nopLogger) Infof(string, ...any)  {}
-func (nopLogger) Warnf(string, ...any)  {}
-func (nopLogger) Errorf(string, ...any) {}
-func (nopLogger) Fatalf(string, ...any) {}

@@ -12,7 +12,9 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/panjf2000/gnet/v2"
+	"github.com/rs/zerolog"
 
+	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/protocol/push"
 )
 
@@ -213,7 +215,7 @@ func startSSEReaders(cfg Config) (*sseReaders, error) {
 	}
 	cl.win0.Store(1<<63 - 1) // nothing recorded until the measurement starts
 	gc, err := gnet.NewClient(cl, gnet.WithMulticore(true), gnet.WithNumEventLoop(max(cfg.ClientLoops, 1)),
-		gnet.WithLogger(nopLogger{}), gnet.WithReadBufferCap(256<<10))
+		gnet.WithLogger(harness.GnetLogger(zerolog.Nop())), gnet.WithReadBufferCap(256<<10))
 	if err != nil {
 		return nil, fmt.Errorf("pushload: gnet client: %w", err)
 	}
