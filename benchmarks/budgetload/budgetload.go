@@ -21,7 +21,6 @@ import (
 
 	"github.com/tidegate/tidegate/benchmarks/gometrics"
 	"github.com/tidegate/tidegate/benchmarks/harness"
-	"github.com/tidegate/tidegate/benchmarks/parallel"
 	"github.com/tidegate/tidegate/benchmarks/peers"
 	"github.com/tidegate/tidegate/benchmarks/procstat"
 )
@@ -350,10 +349,10 @@ drain:
 }
 
 // connectAll dials conns through the proxy, limit at a time, each
-// sending its header; it stops at the first failure (parallel.Each).
+// sending its header; it stops at the first failure (harness.Each).
 func connectAll(ctx context.Context, addr string, conns []*net.TCPConn, limit int) error {
 	d := net.Dialer{Timeout: 10 * time.Second}
-	return parallel.Each(ctx, len(conns), limit, func(i int) error {
+	return harness.Each(ctx, len(conns), limit, func(i int) error {
 		c, err := d.DialContext(ctx, "tcp", addr)
 		if err == nil {
 			conns[i] = c.(*net.TCPConn)

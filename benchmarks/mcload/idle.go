@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/tidegate/tidegate/benchmarks/gometrics"
+	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/mcclient"
-	"github.com/tidegate/tidegate/benchmarks/parallel"
 	"github.com/tidegate/tidegate/benchmarks/procstat"
 	"github.com/tidegate/tidegate/benchmarks/sockopt"
 )
@@ -167,10 +167,10 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, in io.Reader, out io.Write
 	return nil
 }
 
-// forEach runs f(0..n-1), limit calls at a time (parallel.Each); it does
+// forEach runs f(0..n-1), limit calls at a time (harness.Each); it does
 // not stop early: a failed login or echo is f's to count.
 func forEach(n, limit int, f func(i int)) {
-	_ = parallel.Each(context.Background(), n, limit, func(i int) error { f(i); return nil })
+	_ = harness.Each(context.Background(), n, limit, func(i int) error { f(i); return nil })
 }
 
 // IdleConfig is an idle-sessions probe.

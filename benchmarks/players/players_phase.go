@@ -13,7 +13,6 @@ import (
 
 	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/mcclient"
-	"github.com/tidegate/tidegate/benchmarks/parallel"
 	"github.com/tidegate/tidegate/benchmarks/procstat"
 	"github.com/tidegate/tidegate/internal/delayq"
 	"github.com/tidegate/tidegate/protocol/mc"
@@ -324,7 +323,7 @@ func (ph *playersPhase) login(ctx context.Context, addr, host string, port uint1
 	if ph.p.Modern {
 		inFlight = modernLoginParallel
 	}
-	return parallel.Each(ctx, len(ph.players), inFlight, func(i int) error {
+	return harness.Each(ctx, len(ph.players), inFlight, func(i int) error {
 		what, name := fmt.Sprintf("session %d", i), fmt.Sprintf("player%d", i)
 		if !ph.p.Modern {
 			nc, left, err := mcclient.DialLogin(ctx, addr, host, port, what, name)

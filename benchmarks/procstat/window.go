@@ -23,7 +23,7 @@ type Window struct {
 
 // StartWindow starts a window over pids.
 func StartWindow(pids []int) (Window, error) {
-	a, err := Read(pids)
+	p, err := Read(pids)
 	if err != nil {
 		return Window{}, err
 	}
@@ -35,30 +35,22 @@ func StartWindow(pids []int) (Window, error) {
 	if err != nil {
 		return Window{}, err
 	}
-	return Window{start: time.Now(), procs: a, mach: m.Processes, self: self}, nil
+	return Window{start: time.Now(), procs: p, mach: m.Processes, self: self}, nil
 }
 
 // End returns the figures since w started. In a window in which this process
 // works too (it drives load), lessSelf takes its CPU out of the rest of the
 // machine's; in a window in which it sleeps there is none to take out.
 func (w Window) End(pids []int, lessSelf bool) (WindowCPU, error) {
-	b, err := Read(pids)
+	e, err := StartWindow(pids) // the figures now
 	if err != nil {
 		return WindowCPU{}, err
 	}
-	m, err := MachineCPU()
-	if err != nil {
-		return WindowCPU{}, err
-	}
-	self, err := SelfCPU()
-	if err != nil {
-		return WindowCPU{}, err
-	}
-	el := time.Since(w.start).Seconds()
+	b, el := e.procs, e.start.Sub(w.start).Seconds()
 	used := b.CPUNs - w.procs.CPUNs
-	rest := m.Processes - w.mach - used
+	rest := e.mach - w.mach - used
 	if lessSelf {
-		rest -= int64(self - w.self)
+		rest -= int64(e.self - w.self)
 	}
 	return WindowCPU{Pct: float64(used) / 1e9 / el * 100, Runs: float64(b.Slices-w.procs.Slices) / el,
 		Other: max(0, float64(rest)/1e9) / el * 100}, nil

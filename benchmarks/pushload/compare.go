@@ -186,16 +186,12 @@ func runTrial(ctx context.Context, cfg CompareConfig, srv Server, n int) (t Tria
 
 // Failed returns an error naming every failed trial, or nil.
 func Failed(ts []Trial) error {
-	var errs []error
-	for _, t := range ts {
-		if t.Failure != "" {
-			errs = append(errs, fmt.Errorf("%s, %d subscribers, repeat %d: %s", t.Server, t.Subscribers, t.Repeat, t.Failure))
+	return harness.FailedTrials("pushload", "trials", ts, func(t Trial) string {
+		if t.Failure == "" {
+			return ""
 		}
-	}
-	if len(errs) == 0 {
-		return nil
-	}
-	return fmt.Errorf("pushload: %d of %d trials failed: %w", len(errs), len(ts), errors.Join(errs...))
+		return fmt.Sprintf("%s, %d subscribers, repeat %d: %s", t.Server, t.Subscribers, t.Repeat, t.Failure)
+	})
 }
 
 // Summarize groups the trials by subscriber count and server, in the order

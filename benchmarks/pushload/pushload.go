@@ -163,9 +163,9 @@ func waitReady(subs []*counts, failed func() error) (int, error) {
 
 type client struct {
 	gnet.BuiltinEventEngine
+	firstErr
 	topic []byte
 	subs  []*counts
-	err   atomic.Pointer[error]
 }
 
 func (cl *client) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
@@ -185,9 +185,7 @@ func (cl *client) OnTraffic(c gnet.Conn) gnet.Action {
 			break
 		}
 		if err != nil {
-			e := fmt.Errorf("pushload: subscriber frame: %w", err)
-			cl.err.CompareAndSwap(nil, &e)
-			return gnet.Close
+			return cl.fail(fmt.Errorf("pushload: subscriber frame: %w", err))
 		}
 		off += n
 		s.frames.Add(1)
@@ -195,9 +193,7 @@ func (cl *client) OnTraffic(c gnet.Conn) gnet.Action {
 		for rest := f.Events; len(rest) > 0; {
 			op, payload, r, err := push.NextEvent(rest)
 			if err != nil {
-				e := fmt.Errorf("pushload: subscriber event: %w", err)
-				cl.err.CompareAndSwap(nil, &e)
-				return gnet.Close
+				return cl.fail(fmt.Errorf("pushload: subscriber event: %w", err))
 			}
 			rest = r
 			switch op {
@@ -220,6 +216,53 @@ func (cl *client) OnTraffic(c gnet.Conn) gnet.Action {
 		_, _ = c.Discard(off)
 	}
 	return gnet.None
+}
+
+// firstErr keeps the first error a gnet client's handlers met.
+type firstErr struct{ p atomic.Pointer[error] }
+
+// fail keeps err if it is the first and closes the connection.
+func (f *firstErr) fail(err error) gnet.Action {
+	f.p.CompareAndSwap(nil, &err)
+	return gnet.Close
+}
+
+// err returns the first error kept, or nil.
+func (f *firstErr) err() error {
+	if e := f.p.Load(); e != nil {
+		return *e
+	}
+	return nil
+}
+
+// dialSubscribers starts a gnet client running h and enrolls
+// cfg.Subscribers connections to the subscribe address, each with the
+// context newSub returns; what names them in errors.
+func dialSubscribers(cfg Config, what string, h gnet.EventHandler, newSub func() any) (*gnet.Client, []gnet.Conn, error) {
+	gc, err := gnet.NewClient(h, gnet.WithMulticore(true), gnet.WithNumEventLoop(max(cfg.ClientLoops, 1)),
+		gnet.WithLogger(harness.GnetLogger(zerolog.Nop())), gnet.WithReadBufferCap(256<<10))
+	if err != nil {
+		return nil, nil, fmt.Errorf("pushload: gnet client: %w", err)
+	}
+	if err := gc.Start(); err != nil {
+		return nil, nil, fmt.Errorf("pushload: start gnet client: %w", err)
+	}
+	conns := make([]gnet.Conn, 0, cfg.Subscribers)
+	for i := range cfg.Subscribers {
+		nc, err := net.DialTimeout("tcp", cfg.SubscribeAddr, 5*time.Second)
+		if err != nil {
+			_ = gc.Stop()
+			return nil, nil, fmt.Errorf("pushload: %s %d: dial %s: %w", what, i, cfg.SubscribeAddr, err)
+		}
+		c, err := gc.EnrollContext(nc, newSub())
+		if err != nil {
+			nc.Close()
+			_ = gc.Stop()
+			return nil, nil, fmt.Errorf("pushload: %s %d: enroll: %w", what, i, err)
+		}
+		conns = append(conns, c)
+	}
+	return gc, conns, nil
 }
 
 // loadReaders are the counting subscribers of a run, TCP or SSE.
@@ -384,36 +427,16 @@ type readers struct {
 // them alive past the server's read idle limit, and waits until every one
 // has been acknowledged.
 func startReaders(cfg Config) (*readers, error) {
-	if cfg.ClientLoops < 1 {
-		cfg.ClientLoops = 1
-	}
 	cl := &client{topic: []byte(cfg.Topic)}
-	gc, err := gnet.NewClient(cl, gnet.WithMulticore(true), gnet.WithNumEventLoop(cfg.ClientLoops),
-		gnet.WithLogger(nopLogger{}), gnet.WithReadBufferCap(256<<10))
+	gc, conns, err := dialSubscribers(cfg, "subscriber", cl, func() any {
+		s := &subscriber{}
+		cl.subs = append(cl.subs, &s.counts)
+		return s
+	})
 	if err != nil {
-		return nil, fmt.Errorf("pushload: gnet client: %w", err)
-	}
-	if err := gc.Start(); err != nil {
-		return nil, fmt.Errorf("pushload: start gnet client: %w", err)
+		return nil, err
 	}
 	rd := &readers{gc: gc, cl: cl, kaStop: make(chan struct{})}
-	var conns []gnet.Conn
-	for i := 0; i < cfg.Subscribers; i++ {
-		s := &subscriber{}
-		nc, err := net.DialTimeout("tcp", cfg.SubscribeAddr, 5*time.Second)
-		if err != nil {
-			rd.close()
-			return nil, fmt.Errorf("pushload: subscriber %d: dial %s: %w", i, cfg.SubscribeAddr, err)
-		}
-		c, err := gc.EnrollContext(nc, s)
-		if err != nil {
-			nc.Close()
-			rd.close()
-			return nil, fmt.Errorf("pushload: subscriber %d: enroll: %w", i, err)
-		}
-		cl.subs = append(cl.subs, &s.counts)
-		conns = append(conns, c)
-	}
 	// Keep the subscribers alive past the server's read idle limit.
 	go func() {
 		keepalive := time.NewTicker(3 * time.Second)
@@ -466,12 +489,7 @@ func drainCounts(sum func() (int64, int64, int64), want int64, d time.Duration) 
 }
 
 // err returns the first decoding error a reader met, or nil.
-func (rd *readers) err() error {
-	if e := rd.cl.err.Load(); e != nil {
-		return *e
-	}
-	return nil
-}
+func (rd *readers) err() error { return rd.cl.err() }
 
 func (rd *readers) close() {
 	close(rd.kaStop)
@@ -549,11 +567,3 @@ func cpuTimes(pid int) (server, self time.Duration, err error) {
 	}
 	return server, self, nil
 }
-
-type nopLogger struct{}
-
-func (nopLogger) Debugf(string, ...any) {}
-func (nopLogger) Infof(string, ...any)  {}
-func (nopLogger) Warnf(string, ...any)  {}
-func (nopLogger) Errorf(string, ...any) {}
-func (nopLogger) Fatalf(string, ...any) {}

@@ -3,7 +3,6 @@ package pushload
 import (
 	"bytes"
 	"fmt"
-	"net"
 	"net/url"
 	"strconv"
 	"sync"
@@ -81,21 +80,16 @@ type sseSub struct {
 // sseClient reads the SSE streams of every subscriber on one gnet client.
 type sseClient struct {
 	gnet.BuiltinEventEngine
+	firstErr
 	request []byte
 	subs    []*sseSub
 	counts  []*counts // of subs
-	err     atomic.Pointer[error]
 	closing atomic.Bool
 
 	// Latency of the events published in [win0, win1] (unix ns), in µs.
 	win0, win1 atomic.Int64
 	mu         sync.Mutex
 	hist       *hdrhistogram.Histogram
-}
-
-func (cl *sseClient) fail(err error) gnet.Action {
-	cl.err.CompareAndSwap(nil, &err)
-	return gnet.Close
 }
 
 func (cl *sseClient) OnOpen(gnet.Conn) ([]byte, gnet.Action) { return cl.request, gnet.None }
@@ -212,30 +206,16 @@ func startSSEReaders(cfg Config) (*sseReaders, error) {
 		hist:    hdrhistogram.New(1, 120_000_000, 3),
 	}
 	cl.win0.Store(1<<63 - 1) // nothing recorded until the measurement starts
-	gc, err := gnet.NewClient(cl, gnet.WithMulticore(true), gnet.WithNumEventLoop(max(cfg.ClientLoops, 1)),
-		gnet.WithLogger(nopLogger{}), gnet.WithReadBufferCap(256<<10))
-	if err != nil {
-		return nil, fmt.Errorf("pushload: gnet client: %w", err)
-	}
-	if err := gc.Start(); err != nil {
-		return nil, fmt.Errorf("pushload: start gnet client: %w", err)
-	}
-	rd := &sseReaders{gc: gc, cl: cl}
-	for i := 0; i < cfg.Subscribers; i++ {
+	gc, _, err := dialSubscribers(cfg, "SSE subscriber", cl, func() any {
 		s := &sseSub{}
-		nc, err := net.DialTimeout("tcp", cfg.SubscribeAddr, 5*time.Second)
-		if err != nil {
-			rd.close()
-			return nil, fmt.Errorf("pushload: SSE subscriber %d: dial %s: %w", i, cfg.SubscribeAddr, err)
-		}
-		if _, err := gc.EnrollContext(nc, s); err != nil {
-			nc.Close()
-			rd.close()
-			return nil, fmt.Errorf("pushload: SSE subscriber %d: enroll: %w", i, err)
-		}
 		cl.subs = append(cl.subs, s)
 		cl.counts = append(cl.counts, &s.counts)
+		return s
+	})
+	if err != nil {
+		return nil, err
 	}
+	rd := &sseReaders{gc: gc, cl: cl}
 	if _, err := waitReady(cl.counts, rd.err); err != nil {
 		rd.close()
 		return nil, fmt.Errorf("%w: no SSE response", err)
@@ -254,12 +234,7 @@ func (rd *sseReaders) window(from, to int64) {
 
 func (rd *sseReaders) drain(want int64, d time.Duration) { drainCounts(rd.sum, want, d) }
 
-func (rd *sseReaders) err() error {
-	if e := rd.cl.err.Load(); e != nil {
-		return *e
-	}
-	return nil
-}
+func (rd *sseReaders) err() error { return rd.cl.err() }
 
 // drops returns the subscribers the server closed during the run and the
 // events it did not deliver: those it reported dropped, and what closed

@@ -16,6 +16,7 @@ import (
 	"github.com/panjf2000/gnet/v2"
 	"github.com/rs/zerolog"
 
+	"github.com/tidegate/tidegate/benchmarks/harness"
 	"github.com/tidegate/tidegate/benchmarks/procstat"
 	"github.com/tidegate/tidegate/protocol/tlv"
 )
@@ -123,7 +124,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		gnet.WithMulticore(true),
 		gnet.WithNumEventLoop(cfg.Loops),
 		gnet.WithTCPNoDelay(gnet.TCPNoDelay),
-		gnet.WithLogger(gnetLogger{log: cfg.Logger.With().Str("component", "gnet").Logger()}),
+		gnet.WithLogger(harness.GnetLogger(cfg.Logger.With().Str("component", "gnet").Logger())),
 	)
 	if err != nil {
 		return Result{}, fmt.Errorf("rps: creating gnet client: %w", err)

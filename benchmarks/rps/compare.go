@@ -134,16 +134,12 @@ func Compare(ctx context.Context, load Config, spawn SpawnConfig, kinds []Server
 
 // Failed returns an error naming every measurement that failed, or nil.
 func Failed(ms []Measurement) error {
-	var errs []error
-	for _, m := range ms {
-		if m.Failure != "" {
-			errs = append(errs, fmt.Errorf("repeat %d, %s: %s", m.Repeat, m.Server, m.Failure))
+	return harness.FailedTrials("rps", "runs", ms, func(m Measurement) string {
+		if m.Failure == "" {
+			return ""
 		}
-	}
-	if len(errs) == 0 {
-		return nil
-	}
-	return fmt.Errorf("rps: %d of %d runs failed: %w", len(errs), len(ms), errors.Join(errs...))
+		return fmt.Sprintf("repeat %d, %s: %s", m.Repeat, m.Server, m.Failure)
+	})
 }
 
 // KindSummary spreads one server's measurements over the repeats. Runs

@@ -6,7 +6,6 @@ package rps
 
 import (
 	"github.com/panjf2000/gnet/v2"
-	"github.com/rs/zerolog"
 )
 
 // OnOpen implements gnet.EventHandler: it puts the client on its loop and,
@@ -146,12 +145,3 @@ func (g *generator) OnTraffic(c gnet.Conn) gnet.Action {
 	}
 	return gnet.None
 }
-
-// gnetLogger routes gnet's printf-style logs into zerolog.
-type gnetLogger struct{ log zerolog.Logger }
-
-func (g gnetLogger) Debugf(format string, args ...any) { g.log.Debug().Msgf(format, args...) }
-func (g gnetLogger) Infof(format string, args ...any)  { g.log.Debug().Msgf(format, args...) }
-func (g gnetLogger) Warnf(format string, args ...any)  { g.log.Warn().Msgf(format, args...) }
-func (g gnetLogger) Errorf(format string, args ...any) { g.log.Error().Msgf(format, args...) }
-func (g gnetLogger) Fatalf(format string, args ...any) { g.log.Error().Msgf(format, args...) }

@@ -173,27 +173,22 @@ func (s *Spawned) Stop(ctx context.Context) error { return s.stop(ctx) }
 
 // RSS returns the child's resident set size in bytes (procstat.RSS). It
 // fails in process and where /proc is missing.
-func (s *Spawned) RSS() (int64, error) {
-	if s.PID == 0 {
-		return 0, errors.New("rps: RSS of an in-process server is not measured")
-	}
-	rss, err := procstat.RSS(s.PID)
-	if err != nil {
-		return 0, fmt.Errorf("rps: %w", err)
-	}
-	return rss, nil
-}
+func (s *Spawned) RSS() (int64, error) { return childFigure(s, "RSS", procstat.RSS) }
 
 // CPU returns the child's time on CPU, summed over its threads
 // (procstat.CPU: schedstat nanoseconds). It fails in process and where
 // /proc is missing.
-func (s *Spawned) CPU() (time.Duration, error) {
+func (s *Spawned) CPU() (time.Duration, error) { return childFigure(s, "CPU", procstat.CPU) }
+
+// childFigure reads one figure of the child's process with read.
+func childFigure[T any](s *Spawned, what string, read func(pid int) (T, error)) (T, error) {
+	var zero T
 	if s.PID == 0 {
-		return 0, errors.New("rps: CPU of an in-process server is not measured")
+		return zero, fmt.Errorf("rps: %s of an in-process server is not measured", what)
 	}
-	cpu, err := procstat.CPU(s.PID)
+	v, err := read(s.PID)
 	if err != nil {
-		return 0, fmt.Errorf("rps: %w", err)
+		return zero, fmt.Errorf("rps: %w", err)
 	}
-	return cpu, nil
+	return v, nil
 }

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/tidegate/tidegate/benchmarks/harness"
-	"github.com/tidegate/tidegate/benchmarks/parallel"
 	"github.com/tidegate/tidegate/benchmarks/sockopt"
 )
 
@@ -334,7 +333,7 @@ func OpenHeld(ctx context.Context, cfg HeldConfig) (*Held, error) {
 	h.sessions = make([]*heldSession, cfg.Count)
 	errs := make([]error, cfg.Count)
 	// Every session is tried, so that the error names each one that failed.
-	stopped := parallel.Each(ctx, cfg.Count, cfg.Parallel, func(i int) error {
+	stopped := harness.Each(ctx, cfg.Count, cfg.Parallel, func(i int) error {
 		deadline := time.Now().Add(cfg.Timeout)
 		dctx, cancel := context.WithDeadline(ctx, deadline)
 		c, err := sockopt.SourceDialer(cfg.Sources, i).DialContext(dctx, "tcp", cfg.Addr)

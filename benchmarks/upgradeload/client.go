@@ -14,7 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tidegate/tidegate/benchmarks/parallel"
+	"github.com/tidegate/tidegate/benchmarks/harness"
 )
 
 // msgLen is the size of one message and of its echo: session id (u32),
@@ -188,7 +188,7 @@ func (cs *clients) now() int64 { return int64(time.Since(cs.base)) }
 // dials the backend for each, which a burst of dials would overflow).
 func (cs *clients) connect(ctx context.Context, addr string, limit int) error {
 	d := net.Dialer{Timeout: 10 * time.Second}
-	return parallel.Each(ctx, len(cs.sess), limit, func(i int) error {
+	return harness.Each(ctx, len(cs.sess), limit, func(i int) error {
 		s := cs.sess[i]
 		c, err := d.DialContext(ctx, "tcp", addr)
 		if err != nil {

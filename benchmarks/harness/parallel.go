@@ -1,8 +1,9 @@
-// Package parallel runs the set-up steps of load generators, such as
-// connecting and logging in thousands of sessions, a bounded number at a
-// time: a burst of thousands of dials at once would overflow the listen
-// backlogs of the proxy under test and of the backend it dials for each.
-package parallel
+package harness
+
+// Each runs the set-up steps of load generators, such as connecting and
+// logging in thousands of sessions, a bounded number at a time: a burst of
+// thousands of dials at once would overflow the listen backlogs of the
+// proxy under test and of the backend it dials for each.
 
 import (
 	"context"
