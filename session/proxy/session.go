@@ -229,6 +229,7 @@ func (h *clientHandler) OnClose(c *reactor.Conn, err error) {
 	if errors.Is(err, reactor.ErrHandedOver) {
 		return // the backend socket goes to the other process too, and the ticket with it
 	}
+	s.clientLeft(err) // online.go: counted when it gave up after the Encryption Request
 	s.releaseTicket()
 	s.state = stDone
 	defer ls.reframes.Stop(s)
@@ -238,7 +239,6 @@ func (h *clientHandler) OnClose(c *reactor.Conn, err error) {
 		}
 		b.Close()
 	}
-	p.log.Debug().Str("remote", s.remoteAddr()).Str("user", s.username).AnErr("cause", err).Msg("client closed")
 }
 
 func (h *backendHandler) OnOpen(bc *reactor.Conn) {
@@ -391,7 +391,7 @@ func (h *clientHandler) OnReadEOF(c *reactor.Conn) {
 	case stProxyHeader:
 		s.proxyHeaderEOF()
 	default:
-		// Before routing there is nothing to relay a half-close to.
+		s.clientLeft(nil) // before routing there is nothing to relay a half-close to
 		s.state = stDone
 		c.Close()
 	}

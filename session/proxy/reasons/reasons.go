@@ -45,11 +45,13 @@ const (
 	// Online-mode logins (login: online): the client's Encryption Response
 	// was bad (malformed, wrong verify token, bad secret), the session
 	// server refused the player, or it failed (error, timeout, full queue);
-	// a client that did not answer the Encryption Request in time.
+	// a client that did not answer the Encryption Request in time, or
+	// that closed the connection after it, before the verdict.
 	AuthBadResponse
 	AuthRefused
 	AuthUnavailable
 	EncryptionTimeout
+	EncryptionAbandoned
 	// A move between servers (session/proxy/move) that failed after the
 	// client was told to reconfigure, so that it cannot stay where it was:
 	// it did not acknowledge in time, sent more than the move holds, or the
@@ -98,6 +100,7 @@ var labels = [Count]string{
 	AuthRefused:            "auth_refused",
 	AuthUnavailable:        "auth_unavailable",
 	EncryptionTimeout:      "encryption_timeout",
+	EncryptionAbandoned:    "encryption_abandoned",
 	MoveTimeout:            "move_timeout",
 	MoveQueueFull:          "move_queue_full",
 	MoveLost:               "move_lost",
