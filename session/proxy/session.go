@@ -198,7 +198,7 @@ func (h *clientHandler) OnTraffic(c *reactor.Conn) {
 	case stEncryption:
 		s.readEncryptionResponse()
 	case stClusterWait, stBackendLogin:
-		c.PauseRead() // read once the network has answered, or the backend's login is done
+		s.waitingInput(c) // terminate.go
 	case stAdopting: // kept for the backend, which is being adopted
 	case stProxyHeader:
 		s.readProxyHeader()
@@ -282,7 +282,7 @@ func (h *backendHandler) OnOpen(bc *reactor.Conn) {
 	_ = bc.WriteBatch(batch)
 	c.Discard(len(buf))
 	if s.state == stBackendLogin {
-		c.PauseRead()
+		c.ResumeRead() // read for answers to relayed login plugin requests, and nothing else (terminate.go)
 		return
 	}
 	s.startRelay()

@@ -66,6 +66,10 @@ const (
 	InflateTooLarge
 	BadCompression
 	ReframeTooLarge
+	// A client that sent, before its Login Success at a login the proxy
+	// completes, anything but an answer to a login plugin request relayed
+	// to it (session/proxy/login/plugin.go).
+	BadLoginPacket
 	Count
 )
 
@@ -107,6 +111,7 @@ var labels = [Count]string{
 	InflateTooLarge:        "inflate_too_large",
 	BadCompression:         "bad_compression",
 	ReframeTooLarge:        "reframe_too_large",
+	BadLoginPacket:         "bad_login_packet",
 }
 
 // String returns the reason's label, as counted and logged.
@@ -161,7 +166,7 @@ func DisconnectText(r Reason) string {
 		return config.UnknownHostDisconnect
 	case HandshakeTimeout:
 		return "Timed out while logging in"
-	case PrerouteCap, BadFrame, BadLoginStart:
+	case PrerouteCap, BadFrame, BadLoginStart, BadLoginPacket:
 		return "Protocol error"
 	case BadUsername:
 		return "Invalid username"
