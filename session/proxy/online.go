@@ -6,6 +6,7 @@ import (
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/mcauth"
 	"github.com/tidegate/tidegate/session/proxy/login"
+	"github.com/tidegate/tidegate/session/proxy/reasons"
 )
 
 // requestEncryption starts an online-mode login (login: online): it keeps
@@ -17,7 +18,7 @@ func (s *session) requestEncryption(buf []byte, end int, ls []byte) {
 	s.pre.early = append(s.pre.early[:0], buf[:end]...)
 	c.Discard(end)
 	_ = c.Write(req)
-	s.state = stEncryption
+	s.state, s.pre.online.Asked = stEncryption, c.Loop().Now()
 	c.Loop().Schedule(&s.timer, s.gen.cfg.Auth.EncryptionTimeout)
 	s.readEncryptionResponse()
 }
@@ -73,6 +74,25 @@ func (s *session) authVerdict(r mcauth.Result) {
 func (s *session) authFailed(err error) {
 	s.sendClient(login.AuthDisconnect(err))
 	s.reject(login.FailureReason(err), err)
+}
+
+// clientLeft runs when the client's connection ends (or its read side,
+// before routing) with cause err: a client that gives up after the
+// Encryption Request, before its verdict, is counted and logged as
+// encryption_abandoned; any other end is a debug line.
+func (s *session) clientLeft(err error) {
+	if s.state != stEncryption && s.state != stAuthWait {
+		s.p.log.Debug().Str("remote", s.remoteAddr()).Str("user", s.username).AnErr("cause", err).Msg("client closed")
+		return
+	}
+	r := reasons.EncryptionAbandoned
+	s.refused(r)
+	ev := s.p.refusalEvent(r).Str("remote", s.remoteAddr()).Str("reason", r.String()).Str("host", s.host).Str("user", s.username).
+		Str("state", s.state.String()).Dur("after", time.Duration(s.client.Loop().Now()-s.pre.online.Asked))
+	if s.group != nil {
+		ev = ev.Str("group", s.group.name)
+	}
+	ev.AnErr("cause", err).Msg("session rejected: the client left after the Encryption Request")
 }
 
 // sendClient writes b to the client, encrypted once it is (b unchanged).

@@ -174,8 +174,8 @@ func TestOnlineLoginClientLeavesDuringVerdict(t *testing.T) {
 	ss.Delay(0)
 	cc := onlineLogin17(t, dial(t, addr), ss)
 	echo(t, cc, []byte("after the one who left"))
-	if st := p.Stats(); st.Routed != 1 || st.ConnectFailed != 0 || len(st.Rejected) != 0 {
-		t.Fatalf("proxy: %d routed, %d failed connects, refusals %v; want the second login alone routed", st.Routed, st.ConnectFailed, st.Rejected)
+	if st := p.Stats(); st.Routed != 1 || st.ConnectFailed != 0 || len(st.Rejected) != 1 || st.Rejected["encryption_abandoned"] != 1 {
+		t.Fatalf("proxy: %d routed, %d failed connects, refusals %v; want the second login alone routed, the first encryption_abandoned", st.Routed, st.ConnectFailed, st.Rejected)
 	}
 	if st := srv.Stats(); st.LoginStarts != 1 {
 		t.Fatalf("the backend saw %d logins, want the second alone", st.LoginStarts)

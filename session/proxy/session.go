@@ -198,7 +198,7 @@ func (h *clientHandler) OnTraffic(c *reactor.Conn) {
 	case stEncryption:
 		s.readEncryptionResponse()
 	case stClusterWait, stBackendLogin:
-		c.PauseRead() // read once the network has answered, or the backend's login is done
+		s.waitingInput(c) // terminate.go
 	case stAdopting: // kept for the backend, which is being adopted
 	case stProxyHeader:
 		s.readProxyHeader()
@@ -229,6 +229,7 @@ func (h *clientHandler) OnClose(c *reactor.Conn, err error) {
 	if errors.Is(err, reactor.ErrHandedOver) {
 		return // the backend socket goes to the other process too, and the ticket with it
 	}
+	s.clientLeft(err) // online.go: counted when it gave up after the Encryption Request
 	s.releaseTicket()
 	s.state = stDone
 	defer ls.reframes.Stop(s)
@@ -238,7 +239,6 @@ func (h *clientHandler) OnClose(c *reactor.Conn, err error) {
 		}
 		b.Close()
 	}
-	p.log.Debug().Str("remote", s.remoteAddr()).Str("user", s.username).AnErr("cause", err).Msg("client closed")
 }
 
 func (h *backendHandler) OnOpen(bc *reactor.Conn) {
@@ -282,7 +282,7 @@ func (h *backendHandler) OnOpen(bc *reactor.Conn) {
 	_ = bc.WriteBatch(batch)
 	c.Discard(len(buf))
 	if s.state == stBackendLogin {
-		c.PauseRead()
+		c.ResumeRead() // read for answers to relayed login plugin requests, and nothing else (terminate.go)
 		return
 	}
 	s.startRelay()
@@ -391,7 +391,7 @@ func (h *clientHandler) OnReadEOF(c *reactor.Conn) {
 	case stProxyHeader:
 		s.proxyHeaderEOF()
 	default:
-		// Before routing there is nothing to relay a half-close to.
+		s.clientLeft(nil) // before routing there is nothing to relay a half-close to
 		s.state = stDone
 		c.Close()
 	}

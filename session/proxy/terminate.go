@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"errors"
 	"fmt"
 	"sync/atomic"
 
@@ -27,11 +28,55 @@ func (s *session) backendLogin(bc *reactor.Conn) {
 		return
 	}
 	bc.Discard(n)
-	if toClient != nil {
+	switch t := s.pre.term; {
+	case t.LoggedIn():
+		s.loginDone(bc, toClient)
+	case toClient != nil: // login plugin requests, relayed (session/proxy/login/plugin.go)
 		s.sendClient(toClient)
-		s.reframed = ls.reframes.Start(s, s.pre.term)
-		s.startRelay()
-		s.relay(bc, s.client, &s.s2c, &ls.counters.bytesS2C, &ls.counters.framesS2C) // what followed Login Success
+		fallthrough
+	default:
+		if t.SuccessHeld() { // until the client's answers are in, nothing more is read
+			bc.PauseRead()
+		}
+	}
+}
+
+// loginDone finishes the client's login with toClient and relays: what
+// followed the backend's Login Success first.
+func (s *session) loginDone(bc *reactor.Conn, toClient []byte) {
+	ls := s.p.loopOf(bc)
+	s.sendClient(toClient)
+	s.reframed = ls.reframes.Start(s, s.pre.term)
+	s.startRelay()
+	bc.ResumeRead() // if a held Login Success paused it
+	s.relay(bc, s.client, &s.s2c, &ls.counters.bytesS2C, &ls.counters.framesS2C)
+}
+
+// waitingInput handles what a client sends while its login waits: the
+// network's verdict (not read until then), or its backend's login, when
+// only answers to the login plugin requests relayed to it may come.
+func (s *session) waitingInput(c *reactor.Conn) {
+	if s.state != stBackendLogin {
+		c.PauseRead()
+		return
+	}
+	ls := s.p.loopOf(c)
+	in, _ := c.Peek(-1)
+	s.ciphers().Open(in) // in place: all of it is consumed below
+	toBackend, toClient, err := s.pre.term.FeedClient(in, &ls.compressor)
+	c.Discard(-1)
+	if len(toBackend) > 0 {
+		_ = s.backend.Write(toBackend)
+	}
+	var ce *login.ClientError
+	switch {
+	case errors.As(err, &ce):
+		s.backend.Close()
+		s.reject(reasons.BadLoginPacket, err)
+	case err != nil:
+		s.backendLoginFailed(err)
+	case toClient != nil:
+		s.loginDone(s.backend, toClient)
 	}
 }
 

@@ -105,6 +105,14 @@ type Backend struct {
 	out       []byte // to the backend
 	client    []byte // to the client
 	packet    []byte
+
+	// Login plugin channels relayed to the client (plugin.go).
+	relay        bool
+	pending      []int32 // relayed requests' message IDs, unanswered
+	pendingBytes int
+	held         []byte // an incomplete frame of the client's
+	successHeld  bool   // the backend's Login Success came with requests unanswered
+	done         bool
 }
 
 // NewBackend starts the backend login of the player whose Login Start body
@@ -115,7 +123,7 @@ func NewBackend(set *Settings, v int32, loginStart []byte, clientIP string) (*Ba
 	if err != nil {
 		return nil, fmt.Errorf("login start of protocol %d: %w", v, err)
 	}
-	b := &Backend{set: set, protocol: v, name: append([]byte(nil), ls.Name...), clientIP: clientIP, threshold: -1}
+	b := &Backend{set: set, protocol: v, name: append([]byte(nil), ls.Name...), clientIP: clientIP, threshold: -1, relay: true}
 	b.uuid = mc.OfflineUUID(b.name)
 	if ls.Key != nil {
 		b.key = &mc.PlayerKey{Expiry: ls.Key.Expiry, PublicKey: append([]byte(nil), ls.Key.PublicKey...), Signature: append([]byte(nil), ls.Key.Signature...)}
@@ -150,20 +158,27 @@ func (b *Backend) AppendLoginStart(dst, clientInput []byte) ([]byte, int) {
 }
 
 // Feed consumes the backend's login frames in in and returns the bytes
-// consumed, what to send the backend, and, once Login Success was
-// consumed, what finishes the client's login (see AppendClientLogin), to
-// send the client: in[consumed:] is then the start of the backend's
-// configuration or play stream, to relay. The results are valid until the
-// next call; k is the loop's scratch compressor. A failure is an *Error.
+// consumed, what to send the backend, and what to send the client: the
+// login plugin requests relayed to it (plugin.go) and, once Login Success
+// was consumed and nothing relayed is unanswered, what finishes the
+// client's login (see AppendClientLogin; LoggedIn then reports true):
+// in[consumed:] is then the start of the backend's configuration or play
+// stream, to relay. A Login Success that came with requests unanswered is
+// held (FeedClient finishes the login) and Feed consumes nothing more. The
+// results are valid until the next call of Feed or FeedClient; k is the
+// loop's scratch compressor. A failure is an *Error.
 func (b *Backend) Feed(in []byte, k *mc.Compressor) (consumed int, toBackend, toClient []byte, err error) {
-	b.out = b.out[:0]
+	b.out, b.client = b.out[:0], b.client[:0]
 	for {
+		if b.successHeld || b.done {
+			return consumed, b.out, b.toClient(), nil
+		}
 		frameLen, hl, err := mc.SplitFrame(in[consumed:], mc.MaxFrameLength)
 		if err != nil {
 			return consumed, b.out, nil, fail(KindBadPacket, textBadBackend, fmt.Errorf("backend login frame: %w", err))
 		}
 		if frameLen == 0 {
-			return consumed, b.out, nil, nil
+			return consumed, b.out, b.toClient(), nil
 		}
 		body := in[consumed+hl : consumed+frameLen]
 		consumed += frameLen
@@ -176,14 +191,23 @@ func (b *Backend) Feed(in []byte, k *mc.Compressor) (consumed int, toBackend, to
 			}
 		}
 		done, err := b.handle(body, k)
-		if err == nil && done {
-			b.client, err = b.AppendClientLogin(b.client[:0], k)
-			return consumed, b.out, b.client, err
-		}
-		if err != nil {
+		switch {
+		case err != nil:
 			return consumed, b.out, nil, err
+		case done && len(b.pending) > 0:
+			b.successHeld = true
+		case done:
+			return consumed, b.out, b.finish(k), nil
 		}
 	}
+}
+
+// toClient returns what Feed has for the client, nil when nothing.
+func (b *Backend) toClient() []byte {
+	if len(b.client) == 0 {
+		return nil
+	}
+	return b.client
 }
 
 // DisconnectFrame returns the login Disconnect frame for the player of a
@@ -244,14 +268,18 @@ func (b *Backend) handle(body []byte, k *mc.Compressor) (done bool, err error) {
 }
 
 // pluginRequest answers a Login Plugin Request: velocity:player_info with
-// the signed player info when the group forwards that way, any other
-// channel as not understood, as a vanilla client does.
+// the signed player info when the group forwards that way; any other
+// channel is relayed to the client (plugin.go), or, where it cannot be,
+// answered as not understood, as a vanilla client does.
 func (b *Backend) pluginRequest(body []byte, k *mc.Compressor) error {
 	pr, err := mc.ParsePluginRequest(body)
 	if err != nil {
 		return fail(KindBadPacket, textBadBackend, err)
 	}
 	resp := mc.PluginResponse{MessageID: pr.MessageID}
+	if string(pr.Channel) != mc.VelocityChannel && b.relays() {
+		return b.relayRequest(pr, body)
+	}
 	if string(pr.Channel) == mc.VelocityChannel {
 		if b.set.Forwarding != config.ForwardVelocity || len(b.set.Secret) == 0 {
 			return fail(KindNotSetUp, textNotSetUp, fmt.Errorf("the backend asks for velocity forwarding, the group forwards %s", b.set.Forwarding))

@@ -87,10 +87,14 @@ func TestVelocityLogin(t *testing.T) {
 	}
 }
 
+// TestPlainLoginWithoutCompression: a move's login (Again) answers a
+// request on another channel than velocity's as not understood (the first
+// login relays it: TestPluginRequestsRelayed).
 func TestPlainLoginWithoutCompression(t *testing.T) {
 	for _, v := range []int32{mc.Protocol1_7_10, 47, 764} {
 		var k mc.Compressor
-		b := newTestBackend(t, &Settings{Forwarding: config.ForwardBungeeCord, FollowBackend: true}, v)
+		set := &Settings{Forwarding: config.ForwardBungeeCord, FollowBackend: true}
+		b := newTestBackend(t, set, v).Again(set)
 		other := mc.AppendPluginRequest(nil, mc.PluginRequest{MessageID: 3, Channel: []byte("fabric:hello")})
 		in := frames(-1, other, mc.AppendLoginSuccess(nil, v, mc.LoginSuccess{UUID: b.UUID(), Name: []byte("Alex")}))
 		if v < mc.Protocol1_13 {

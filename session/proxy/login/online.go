@@ -48,6 +48,8 @@ type Online struct {
 	Challenge mcauth.Challenge
 	// LoginStart is the client's Login Start body, copied.
 	LoginStart []byte
+	// Asked is when the Encryption Request was sent, on the loop's clock.
+	Asked int64
 }
 
 // NewOnline starts the online-mode login of a client of protocol version v

@@ -213,7 +213,7 @@ func closeCause(err error) error {
 // readLogin feeds the new backend's login frames to the login.
 func (m *Move) readLogin(bc *reactor.Conn) {
 	buf, _ := bc.Peek(-1)
-	n, toBackend, toClient, err := m.login.Feed(buf, m.pair.Compressor)
+	n, toBackend, _, err := m.login.Feed(buf, m.pair.Compressor)
 	if len(toBackend) > 0 {
 		_ = bc.Write(toBackend)
 	}
@@ -223,8 +223,8 @@ func (m *Move) readLogin(bc *reactor.Conn) {
 		return
 	}
 	bc.Discard(n)
-	if toClient == nil {
-		return
+	if !m.login.LoggedIn() {
+		return // a move's login answers every plugin request itself: nothing else goes to the client
 	}
 	if th := m.login.Threshold(); th != m.player.Threshold {
 		m.fail(fmt.Errorf("backend %s compresses at threshold %d, the client at %d: a move needs the same", m.target.Addr, th, m.player.Threshold))

@@ -45,11 +45,13 @@ const (
 	// Online-mode logins (login: online): the client's Encryption Response
 	// was bad (malformed, wrong verify token, bad secret), the session
 	// server refused the player, or it failed (error, timeout, full queue);
-	// a client that did not answer the Encryption Request in time.
+	// a client that did not answer the Encryption Request in time, or
+	// that closed the connection after it, before the verdict.
 	AuthBadResponse
 	AuthRefused
 	AuthUnavailable
 	EncryptionTimeout
+	EncryptionAbandoned
 	// A move between servers (session/proxy/move) that failed after the
 	// client was told to reconfigure, so that it cannot stay where it was:
 	// it did not acknowledge in time, sent more than the move holds, or the
@@ -64,6 +66,10 @@ const (
 	InflateTooLarge
 	BadCompression
 	ReframeTooLarge
+	// A client that sent, before its Login Success at a login the proxy
+	// completes, anything but an answer to a login plugin request relayed
+	// to it (session/proxy/login/plugin.go).
+	BadLoginPacket
 	Count
 )
 
@@ -98,12 +104,14 @@ var labels = [Count]string{
 	AuthRefused:            "auth_refused",
 	AuthUnavailable:        "auth_unavailable",
 	EncryptionTimeout:      "encryption_timeout",
+	EncryptionAbandoned:    "encryption_abandoned",
 	MoveTimeout:            "move_timeout",
 	MoveQueueFull:          "move_queue_full",
 	MoveLost:               "move_lost",
 	InflateTooLarge:        "inflate_too_large",
 	BadCompression:         "bad_compression",
 	ReframeTooLarge:        "reframe_too_large",
+	BadLoginPacket:         "bad_login_packet",
 }
 
 // String returns the reason's label, as counted and logged.
@@ -158,7 +166,7 @@ func DisconnectText(r Reason) string {
 		return config.UnknownHostDisconnect
 	case HandshakeTimeout:
 		return "Timed out while logging in"
-	case PrerouteCap, BadFrame, BadLoginStart:
+	case PrerouteCap, BadFrame, BadLoginStart, BadLoginPacket:
 		return "Protocol error"
 	case BadUsername:
 		return "Invalid username"
