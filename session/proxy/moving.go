@@ -128,6 +128,9 @@ func (h *moveHost) Switched(m *move.Move, bc *reactor.Conn) {
 	}
 	bc.Value, s.backend, s.onBackend = s, bc, true
 	s.p.loopOf(bc).counters.moves[move.Moved].Add(1)
+	if s.ticket != nil {
+		s.p.cluster.Moved(s.ticket, t.Group)
+	}
 	s.target.Active.Add(1)
 	s.startRelay()
 	ls := s.p.loopOf(bc)
