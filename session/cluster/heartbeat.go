@@ -154,9 +154,11 @@ func (c *Client) publish(ts []*Ticket, reset bool) error {
 		n := min(len(ts), republishChunk)
 		args := make([]any, 0, 3+2*n)
 		args = append(args, c.cfg.ID, c.ttl.Milliseconds(), mode)
+		c.mu.Lock() // a move rewrites a record (Moved)
 		for _, t := range ts[:n] {
 			args = append(args, t.token, t.record)
 		}
+		c.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.Timeout)
 		res, err := c.run(ctx, republishScript, args...).StringSlice()
 		cancel()
@@ -164,7 +166,7 @@ func (c *Client) publish(ts []*Ticket, reset bool) error {
 			return fmt.Errorf("republishing %d sessions at %s: %w", len(ts), c.addr(), err)
 		}
 		conflicts = append(conflicts, res...)
-		c.published(ts[:n], res)
+		c.published(ts[:n], res, args[3:])
 		ts, mode = ts[n:], "0"
 	}
 	if len(conflicts) > 0 {
@@ -177,15 +179,16 @@ func (c *Client) publish(ts []*Ticket, reset bool) error {
 
 // published marks the republished tickets, those in conflict apart; one
 // released meanwhile is released again, since the republish may have come
-// after its release.
-func (c *Client) published(ts []*Ticket, conflicts []string) {
+// after its release. sent holds each ticket's token and the record sent;
+// one moved since (Moved) stays to be republished.
+func (c *Client) published(ts []*Ticket, conflicts []string, sent []any) {
 	bad := map[string]bool{}
 	for _, tok := range conflicts {
 		bad[tok] = true
 	}
 	var again []*Ticket
 	c.mu.Lock()
-	for _, t := range ts {
+	for i, t := range ts {
 		switch {
 		case t.state == tkGone:
 			if !bad[t.token] {
@@ -193,8 +196,10 @@ func (c *Client) published(ts []*Ticket, conflicts []string) {
 			}
 		case bad[t.token]:
 			t.state = tkConflict
-		default:
+		case t.record == sent[2*i+1]:
 			t.state = tkPublished
+		default:
+			t.state = tkLocal
 		}
 	}
 	c.mu.Unlock()

@@ -17,7 +17,8 @@ type Session struct {
 	UUID string
 	// Host is the virtual host the player connected to.
 	Host string
-	// Backend is where the session goes (the group's name at login).
+	// Backend is where the session is: the group's name at login, then
+	// the group a move took it to (Client.Moved).
 	Backend string
 	// Subnet is the client's subnet for the network-wide session cap, ""
 	// when that cap is off.

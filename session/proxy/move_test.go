@@ -141,6 +141,9 @@ func TestMoveToDeadBackendKeepsThePlayer(t *testing.T) {
 	if bot.Reconfigurations.Load() != 0 || bot.Logins.Load() != 1 {
 		t.Fatalf("the client was reconfigured %d times and joined %d servers, want 0 and 1", bot.Reconfigurations.Load(), bot.Logins.Load())
 	}
+	if st := p.Stats(); st.Moves["unreachable"] != 1 || st.Moves["moved"] != 0 {
+		t.Fatalf("moves %v, want the one unreachable", st.Moves)
+	}
 }
 
 // closedAddr returns a loopback address nothing listens on.

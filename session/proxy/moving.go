@@ -127,6 +127,10 @@ func (h *moveHost) Switched(m *move.Move, bc *reactor.Conn) {
 		}
 	}
 	bc.Value, s.backend, s.onBackend = s, bc, true
+	s.p.loopOf(bc).counters.moves[move.Moved].Add(1)
+	if s.ticket != nil {
+		s.p.cluster.Moved(s.ticket, t.Group)
+	}
 	s.target.Active.Add(1)
 	s.startRelay()
 	ls := s.p.loopOf(bc)
@@ -137,6 +141,7 @@ func (h *moveHost) Switched(m *move.Move, bc *reactor.Conn) {
 // Failed relays the old backend again, or ends the session when it is gone.
 func (h *moveHost) Failed(m *move.Move, err error) {
 	s := (*session)(h)
+	s.p.loopOf(s.client).counters.moves[move.OutcomeOf(err)].Add(1)
 	s.p.log.Warn().Str("user", s.username).Str("backend", m.Target().Addr).Err(err).Msg("move failed: the player stays")
 	if s.state = stRelay; !s.backend.Opened() || s.backend.Closing() {
 		ls := s.p.loopOf(s.client)
@@ -151,31 +156,46 @@ func (h *moveHost) Failed(m *move.Move, err error) {
 // Lost ends a session whose move failed past the point of return.
 func (h *moveHost) Lost(m *move.Move, r reasons.Reason, err error) {
 	s := (*session)(h)
-	s.p.loopOf(s.client).counters.ended[r].Add(1)
+	ls := s.p.loopOf(s.client)
+	ls.counters.ended[r].Add(1)
+	ls.counters.moves[move.Lost].Add(1)
 	s.p.log.Warn().Str("user", s.username).Str("backend", m.Target().Addr).Str("reason", r.String()).Err(err).Msg("move lost: closing the session")
 	s.state = stDone
 	s.client.Close()
 	s.backend.Close()
 }
 
-// Send moves the sessions sel picks (by player name or client address, or
-// every one of a group or backend) to the group or backend to, waiting for
-// the moves until ctx ends. It may be called from any goroutine.
-func (p *Proxy) Send(ctx context.Context, sel admin.SendSelector, to admin.SendTarget) admin.SendResponse {
-	var batch admin.SendBatch
-	_, missing := onLoops(ctx, p, func(l *reactor.Loop, ls *loopState) bool {
+// StartSend starts moving the sessions sel picks (by player name or client
+// address, or every one of a group or backend) to the group or backend to,
+// at most perLoop at once on each loop, recorded in op; it waits for the
+// loops until ctx ends. It may be called from any goroutine.
+func (p *Proxy) StartSend(ctx context.Context, sel admin.SendSelector, to admin.SendTarget, perLoop int, op *admin.SendOp) int {
+	_, missing := onLoops(ctx, p, func(l *reactor.Loop, _ *loopState) bool {
+		q := &move.Queue{Max: perLoop}
 		l.EachConn(func(c *reactor.Conn) {
 			s, ok := c.Value.(*session)
 			if !ok || s.client != c || s.target == nil || s.group == nil || s.state == stDone ||
 				!sel.Picks(s.username, s.remoteAddr(), s.group.name, s.target.addr) {
 				return
 			}
-			done := batch.Add(s.remoteAddr(), s.username, s.target.addr, to.Group+to.Backend)
-			if err := s.sendTo(to.Group, to.Backend, nil, done); err != nil {
-				done(err)
-			}
+			it := op.Add(s.remoteAddr(), s.username, s.target.addr, to.Group+to.Backend)
+			q.Run(func(end func()) {
+				it.Moving()
+				done := func(err error) { it.End(err); end() }
+				if err := s.sendTo(to.Group, to.Backend, nil, done); err != nil {
+					done(err)
+				}
+			})
 		})
 		return true
 	})
-	return batch.Wait(ctx, missing)
+	return missing
+}
+
+// Send is StartSend with admin.DefaultPerLoop, waiting for the moves until
+// ctx ends.
+func (p *Proxy) Send(ctx context.Context, sel admin.SendSelector, to admin.SendTarget) admin.SendResponse {
+	var op admin.SendOp
+	op.Started(p.StartSend(ctx, sel, to, admin.DefaultPerLoop, &op))
+	return op.Wait(ctx)
 }

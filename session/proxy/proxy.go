@@ -197,7 +197,7 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 // Stats sums the counters of all loops.
 func (p *Proxy) Stats() proxymetrics.Stats {
 	refreshed, refreshFailed := p.refresher.Counts()
-	st := proxymetrics.Stats{Reactor: p.rs.Stats(), Rejected: map[string]int64{}, Ended: map[string]int64{},
+	st := proxymetrics.Stats{Reactor: p.rs.Stats(), Rejected: map[string]int64{}, Ended: map[string]int64{}, Moves: map[string]int64{},
 		StatusRefreshes: refreshed, StatusRefreshFailures: refreshFailed,
 		HandedOver: p.handedOver.Load(), HandedOverQueued: p.handedOverQueued.Load()}
 	for i := range p.loops {
@@ -215,6 +215,7 @@ func (p *Proxy) Stats() proxymetrics.Stats {
 		st.StatusWaited += c.statusWaited.Load()
 		reasons.AddCounts(st.Rejected, &c.rejected)
 		reasons.AddCounts(st.Ended, &c.ended)
+		c.moves.AddTo(st.Moves)
 	}
 	return st
 }

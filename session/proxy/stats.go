@@ -3,6 +3,7 @@ package proxy
 import (
 	"sync/atomic"
 
+	"github.com/tidegate/tidegate/session/proxy/move"
 	"github.com/tidegate/tidegate/session/proxy/reasons"
 )
 
@@ -27,5 +28,6 @@ type loopCounters struct {
 	statusWaited  atomic.Int64                // status pings answered after waiting for a refresh
 	rejected      [reasons.Count]atomic.Int64 // sessions refused before they relayed
 	ended         [reasons.Count]atomic.Int64 // relaying sessions the proxy ended
+	moves         move.Counts                 // moves by outcome
 	_             [64]byte
 }

@@ -7,6 +7,7 @@ package gomcbot
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -49,11 +50,16 @@ type Bot struct {
 	// HoldAcknowledgement, when set, leaves Start Configuration
 	// unanswered (a client that stops answering mid-move).
 	HoldAcknowledgement atomic.Bool
+	// StallOnReconfigure, when set, stops the bot reading its socket at
+	// Start Configuration (a client that stops reading and answering
+	// mid-move) until the test ends.
+	StallOnReconfigure atomic.Bool
 	// Chats gets the data of each System Chat (the component, then the
 	// overlay flag); one that finds it full is dropped.
 	Chats    chan []byte
 	echoes   chan []byte
 	gameDone chan struct{} // closed when HandleGame returns, with gameErr
+	unstall  chan struct{} // closed when the test ends
 	gameErr  error
 }
 
@@ -72,7 +78,7 @@ func Join(t testing.TB, addr, name string, deadline time.Duration) *Bot {
 func JoinAs(t testing.TB, addr string, auth bot.Auth, deadline time.Duration) *Bot {
 	t.Helper()
 	name := auth.Name
-	b := &Bot{Client: bot.NewClient(), echoes: make(chan []byte, 8), Chats: make(chan []byte, 16), gameDone: make(chan struct{})}
+	b := &Bot{Client: bot.NewClient(), echoes: make(chan []byte, 8), Chats: make(chan []byte, 16), gameDone: make(chan struct{}), unstall: make(chan struct{})}
 	b.Client.Auth = auth
 	joined := make(chan struct{}, 1)
 	b.Client.Events.AddListener(
@@ -110,6 +116,7 @@ func JoinAs(t testing.TB, addr string, auth bot.Auth, deadline time.Duration) *B
 		close(b.gameDone)
 	}()
 	t.Cleanup(func() {
+		close(b.unstall)
 		_ = b.Client.Close()
 		select {
 		case <-b.gameDone:
@@ -181,6 +188,10 @@ const (
 // the configuration state only at login.
 func (b *Bot) reconfigure() error {
 	b.Reconfigurations.Add(1)
+	if b.StallOnReconfigure.Load() {
+		<-b.unstall
+		return errors.New("stalled at Start Configuration")
+	}
 	if b.HoldAcknowledgement.Load() {
 		return nil
 	}

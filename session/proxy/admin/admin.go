@@ -73,17 +73,21 @@ var adminEndpoints = map[string][]string{
 	"/api/v1/sessions":   {"host", "user", "group", "backend", "limit"},
 	"/api/v1/rejections": {"reason", "limit"},
 	"/api/v1/config":     {},
+	"/api/v1/sends":      {},
 	"/":                  {},
 }
 
 // handler answers the admin API and the status page from src.
 type handler struct {
-	src Source
-	opt Options
+	src   Source
+	opt   Options
+	sends sendOps
 }
 
 // Handler returns the handler of the admin API and the status page:
 // GET /api/v1/backends, /api/v1/sessions, /api/v1/rejections,
+// /api/v1/sends (send.go, sendop.go: the writes POST /api/v1/send and
+// /api/v1/sessions/{id}/send start them),
 // /api/v1/config (JSON) and / (HTML). It answers only while admin.enabled
 // is set (404 otherwise), read from the running configuration on each
 // request. Who may ask (admin.allow_remote, admin.allowed_hosts) is the
@@ -98,6 +102,8 @@ func Handler(src Source, opt Options) http.Handler {
 	mux.HandleFunc("GET /{$}", h.serveStatusPage)
 	mux.HandleFunc("POST /api/v1/sessions/{id}/send", h.serveSendOne) // writes (send.go)
 	mux.HandleFunc("POST /api/v1/send", h.serveSendAll)
+	mux.HandleFunc("GET /api/v1/sends", h.serveSends) // sendop.go
+	mux.HandleFunc("GET /api/v1/sends/{id}", h.serveSend)
 	mux.HandleFunc("/", serveNoEndpoint)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if running, _ := src.Running(); !running.Admin.Enabled {

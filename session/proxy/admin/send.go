@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sync"
 	"time"
 )
 
@@ -32,40 +31,35 @@ type SendSelector struct {
 }
 
 // SendRequest is the body of POST /api/v1/send: From picks the sessions;
-// POST /api/v1/sessions/{id}/send takes the target alone.
+// POST /api/v1/sessions/{id}/send takes the target alone. PerLoop bounds
+// the moves the send runs at once on each event loop (DefaultPerLoop when
+// 0, at most MaxPerLoop); the others wait their turn, queued. Wait is how
+// long the request waits for the moves before it answers the send's
+// progress (a Go duration up to MaxSendWait, which it is when empty; "0s"
+// answers at once): the send goes on, GET /api/v1/sends/{id} follows it.
 type SendRequest struct {
-	From SendSelector `json:"from"`
-	To   SendTarget   `json:"to"`
+	From    SendSelector `json:"from"`
+	To      SendTarget   `json:"to"`
+	PerLoop int          `json:"per_loop,omitempty"`
+	Wait    string       `json:"wait,omitempty"`
 }
 
-// SendResult is what became of one session's move.
-type SendResult struct {
-	Session string `json:"session"` // the client's address
-	User    string `json:"user"`
-	From    string `json:"from"` // the backend it was on
-	To      string `json:"to,omitempty"`
-	// Result is "moved", "in progress" (not over when the request's wait
-	// ended), or why the session was not moved.
-	Result string `json:"result"`
-	Moved  bool   `json:"moved"`
-}
-
-// SendResponse is the answer of a send.
-type SendResponse struct {
-	Results         []SendResult `json:"results"`
-	Moved           int          `json:"moved"`
-	NotMoved        int          `json:"not_moved"`
-	LoopsUnanswered int          `json:"loops_unanswered,omitempty"`
-}
+// Bounds of a send's moves at once on one event loop.
+const (
+	DefaultPerLoop = 16
+	MaxPerLoop     = 256
+)
 
 // Sender is a Source that can move sessions.
 type Sender interface {
-	// Send moves the sessions sel picks to to and returns each one's
-	// result, waiting for the moves until ctx ends.
-	Send(ctx context.Context, sel SendSelector, to SendTarget) SendResponse
+	// StartSend starts moving the sessions sel picks to to, at most
+	// perLoop at once on each event loop, each one recorded in op; it
+	// waits for the loops until ctx ends and returns how many did not
+	// answer (their sessions may join op later).
+	StartSend(ctx context.Context, sel SendSelector, to SendTarget, perLoop int, op *SendOp) (loopsUnanswered int)
 }
 
-// MaxSendWait bounds how long a send waits for its moves.
+// MaxSendWait bounds how long a send's request waits for its moves.
 const MaxSendWait = 30 * time.Second
 
 // maxSendBody bounds a send's request body.
@@ -77,7 +71,7 @@ func (h *handler) serveSendOne(w http.ResponseWriter, r *http.Request) {
 	if !readSendBody(w, r, &to) {
 		return
 	}
-	h.send(w, r, SendSelector{ID: r.PathValue("id")}, to)
+	h.send(w, r, SendRequest{From: SendSelector{ID: r.PathValue("id")}, To: to})
 }
 
 // serveSendAll serves POST /api/v1/send.
@@ -90,28 +84,62 @@ func (h *handler) serveSendAll(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, `"from" names a group or a backend: {"from": {"group": "game"}, "to": {"group": "lobby"}}`)
 		return
 	}
-	h.send(w, r, req.From, req.To)
+	h.send(w, r, req)
 }
 
-// send checks the target and runs the send.
-func (h *handler) send(w http.ResponseWriter, r *http.Request, sel SendSelector, to SendTarget) {
+// send checks the request, starts the send and answers its progress: 200
+// once every move has ended, 202 (Location: the send) while some go on.
+func (h *handler) send(w http.ResponseWriter, r *http.Request, req SendRequest) {
 	s, ok := h.src.(Sender)
 	if !ok {
 		writeError(w, http.StatusNotImplemented, "this proxy cannot move players")
 		return
 	}
-	if (to.Group == "") == (to.Backend == "") {
+	if (req.To.Group == "") == (req.To.Backend == "") {
 		writeError(w, http.StatusBadRequest, `the target names a group or a backend: {"group": "lobby"} or {"backend": "10.0.0.5:25565"}`)
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), MaxSendWait)
-	defer cancel()
-	res := s.Send(ctx, sel, to)
-	if sel.ID != "" && len(res.Results) == 0 {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no session %q (a player's name or a client's address, as /api/v1/sessions lists them)", sel.ID))
+	wait, err := req.check()
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	writeJSON(w, http.StatusOK, res)
+	op := h.sends.New(req.From, req.To, req.PerLoop)
+	ctx, cancel := context.WithTimeout(r.Context(), adminTimeout)
+	missing := s.StartSend(ctx, req.From, req.To, req.PerLoop, op)
+	cancel()
+	op.Started(missing)
+	if req.From.ID != "" && op.Total() == 0 {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no session %q (a player's name or a client's address, as /api/v1/sessions lists them)", req.From.ID))
+		return
+	}
+	ctx, cancel = context.WithTimeout(r.Context(), wait)
+	defer cancel()
+	res := op.Wait(ctx)
+	code := http.StatusOK
+	if !res.Done {
+		code = http.StatusAccepted
+		w.Header().Set("Location", res.Poll)
+	}
+	writeJSON(w, code, res)
+}
+
+// check fills in the request's defaults and returns its wait.
+func (req *SendRequest) check() (time.Duration, error) {
+	if req.PerLoop == 0 {
+		req.PerLoop = DefaultPerLoop
+	}
+	if req.PerLoop < 0 || req.PerLoop > MaxPerLoop {
+		return 0, fmt.Errorf(`"per_loop" %d: the moves at once on a loop are 1 to %d`, req.PerLoop, MaxPerLoop)
+	}
+	if req.Wait == "" {
+		return MaxSendWait, nil
+	}
+	d, err := time.ParseDuration(req.Wait)
+	if err != nil || d < 0 || d > MaxSendWait {
+		return 0, fmt.Errorf(`"wait" %q: a Go duration from "0s" to %q`, req.Wait, MaxSendWait)
+	}
+	return d, nil
 }
 
 // readSendBody decodes a send's JSON body into v, answering 400 when it
@@ -124,66 +152,6 @@ func readSendBody(w http.ResponseWriter, r *http.Request, v any) bool {
 		return false
 	}
 	return true
-}
-
-// SendBatch gathers the results of a send's moves, which end on the event
-// loops, for the request that waits for them. Its zero value is ready.
-type SendBatch struct {
-	mu      sync.Mutex
-	results []*SendResult
-	pending int
-	done    chan struct{}
-}
-
-// Add records a move of session (the client's address) of user from the
-// backend from; the move's outcome goes to the function it returns, to be
-// called once, on any goroutine (nil: moved).
-func (b *SendBatch) Add(session, user, from, to string) func(error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	r := &SendResult{Session: session, User: user, From: from, To: to, Result: "in progress"}
-	b.results = append(b.results, r)
-	b.pending++
-	return func(err error) {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		r.Result, r.Moved = "moved", err == nil
-		if err != nil {
-			r.Result = err.Error()
-		}
-		if b.pending--; b.pending == 0 && b.done != nil {
-			close(b.done)
-			b.done = nil // a late loop's move may start another wait's count
-		}
-	}
-}
-
-// Wait waits until every move added has ended or ctx ends, and returns
-// the results; missing is how many event loops did not answer (their
-// sessions are not in it).
-func (b *SendBatch) Wait(ctx context.Context, missing int) SendResponse {
-	b.mu.Lock()
-	if b.pending > 0 {
-		b.done = make(chan struct{})
-		done := b.done
-		b.mu.Unlock()
-		select {
-		case <-done:
-		case <-ctx.Done():
-		}
-		b.mu.Lock()
-	}
-	defer b.mu.Unlock()
-	out := SendResponse{Results: []SendResult{}, LoopsUnanswered: missing}
-	for _, r := range b.results {
-		out.Results = append(out.Results, *r)
-		if r.Moved {
-			out.Moved++
-		} else {
-			out.NotMoved++
-		}
-	}
-	return out
 }
 
 // Picks reports whether sel picks the session of player user, whose client

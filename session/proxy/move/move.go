@@ -414,7 +414,7 @@ func (m *Move) timedOut() {
 		m.lose(reasons.MoveTimeout, errors.New("the client did not acknowledge the reconfiguration in time"))
 		return
 	}
-	m.fail(fmt.Errorf("backend %s: the move timed out", m.target.Addr))
+	m.fail(fmt.Errorf("backend %s: %w", m.target.Addr, errTimedOut))
 }
 
 // Abort abandons the move (its session ended).

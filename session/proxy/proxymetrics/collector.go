@@ -5,6 +5,7 @@ import (
 
 	"github.com/tidegate/tidegate/session/cluster"
 	"github.com/tidegate/tidegate/session/proxy/admin"
+	"github.com/tidegate/tidegate/session/proxy/move"
 )
 
 // Source is the running proxy, as the collector reads it on each scrape.
@@ -42,6 +43,7 @@ type Collector struct {
 	accepted, active, routed, connectFailed *prometheus.Desc
 	bytes, frames, unframed, rejected, ends *prometheus.Desc
 	paused, pauseEvents, lingerExpired      *prometheus.Desc
+	moves                                   *prometheus.Desc
 
 	backendUp, backendLatency, backendSessions, backendChecks *prometheus.Desc
 
@@ -75,6 +77,7 @@ func NewCollector(src Source) *Collector {
 		unframed:      d("unframed_streams_total", "Streams whose framing could not be followed (encryption)."),
 		rejected:      d("rejected_total", "Sessions refused before they relayed, by reason.", "reason"),
 		ends:          d("session_ends_total", "Relaying sessions the proxy ended, by reason (idle_timeout, fin_timeout, shutdown at the drain deadline, logged_in_elsewhere, move_timeout, move_queue_full, move_lost, a re-framed session's inflate_too_large, bad_compression, reframe_too_large).", "reason"),
+		moves:         d("moves_total", "Moves of players between servers, by outcome (moved; before the switch, the player staying: unreachable, refused, timeout, failed; lost after it, also counted in session_ends_total).", "outcome"),
 		paused:        d("paused_connections", "Connections not being read now (flow control)."),
 		pauseEvents:   d("pause_events_total", "Times a connection stopped being read."),
 		lingerExpired: d("linger_expired_total", "Closes reset because output was still queued at the linger deadline."),
@@ -113,7 +116,7 @@ func cd(name, help string, labels ...string) *prometheus.Desc {
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.accepted, c.active, c.routed, c.connectFailed, c.bytes, c.frames,
-		c.unframed, c.rejected, c.ends, c.paused, c.pauseEvents, c.lingerExpired,
+		c.unframed, c.rejected, c.ends, c.moves, c.paused, c.pauseEvents, c.lingerExpired,
 		c.backendUp, c.backendLatency, c.backendSessions, c.backendChecks, c.reloads, c.configInfo,
 		c.statusAnswers, c.statusRefreshes, c.rateAddresses, c.rateEvictions, c.rateUntracked,
 		c.clusterUp, c.clusterFallbacks, c.clusterRoundTrips, c.clusterSessions, c.clusterNetSessions, c.clusterNetProxies,
@@ -144,6 +147,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, r := range c.endReasons {
 		counter(c.ends, st.Ended[r], r)
+	}
+	for o := range move.Outcomes {
+		counter(c.moves, st.Moves[o.String()], o.String())
 	}
 	gauge(c.paused, st.Reactor.Paused)
 	counter(c.pauseEvents, st.Reactor.PauseEvents)
