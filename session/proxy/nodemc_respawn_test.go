@@ -28,7 +28,9 @@ var respawnVersions = []string{"1.7", "1.8.8", "1.12.2", "1.16.5", "1.18.2", "1.
 // disconnect. Each client sees a Join Game from the new server (its entity
 // ID, untouched), two Respawns per move (which it parses: their formats),
 // the new server's hello, and every payload echoed in order by the server
-// it is on; each old server sees its connection closed.
+// it is on; each old server sees its connection closed. A move to a dead
+// backend first leaves each where it is, told why in a chat packet of its
+// version (which it parses).
 func TestNodeMCRespawnMoves(t *testing.T) {
 	checkNoLeaks(t)
 	const moves, packets = 2, 5
@@ -46,8 +48,10 @@ func TestNodeMCRespawnMoves(t *testing.T) {
 			groups = append(groups, fmt.Sprintf("%s%d: {backends: [{addr: %q}], login: offline, forwarding: bungeecord}", g, i, ns.Addr(2*i+j)))
 		}
 		clients = append(clients, nodemc.Client{Name: "v" + v, Version: v, ServerAddress: host, Username: "Respawn" + strconv.Itoa(i),
-			Moves: moves, Packets: packets})
+			Moves: moves, Packets: packets, Timeout: 150 * time.Second})
 	}
+	dead := closedAddr(t)
+	groups = append(groups, fmt.Sprintf("dead: {backends: [{addr: %q}], login: offline, forwarding: bungeecord}", dead))
 	p, addr := startProxy(t, fmt.Sprintf("listeners: [{listen: \"127.0.0.1:0\"}]\nlimits: {handshake_timeout: 60s}\nroutes: [%s]\ngroups: {%s}\n",
 		strings.Join(routes, ", "), strings.Join(groups, ", ")))
 	for i := range clients {
@@ -68,8 +72,13 @@ func TestNodeMCRespawnMoves(t *testing.T) {
 					if err := pollUntil(90*time.Second, func() bool { return readies(ns, c.Username, on) > m/2 }); err != nil {
 						return fmt.Errorf("move %d of %s: no ready on %s: %v\n%s", m, c.Name, on, err, ns.Log())
 					}
+					if m == 0 {
+						if r, err := sendOverHTTP(api.URL, c.Username, admin.SendTarget{Backend: dead}); err != nil || r.Moved {
+							return fmt.Errorf("%s to a dead backend: %+v %v", c.Name, r, err)
+						}
+					}
 					to := map[bool]string{true: "b", false: "a"}[m%2 == 0] + strconv.Itoa(i)
-					if r, err := sendOverHTTP(api.URL, c.Username, to); err != nil || !r.Moved {
+					if r, err := sendOverHTTP(api.URL, c.Username, admin.SendTarget{Group: to}); err != nil || !r.Moved {
 						return fmt.Errorf("move %d of %s to %s: %+v %v", m, c.Name, to, r, err)
 					}
 				}
@@ -90,6 +99,9 @@ func TestNodeMCRespawnMoves(t *testing.T) {
 		if r.JoinGames != moves+1 || r.Respawns != 2*moves || r.Hellos != moves+1 || strconv.Itoa(r.EntityID) != final[strings.LastIndex(final, ":")+1:] {
 			t.Errorf("%s: %d join games, %d respawns, %d hellos, entity ID %d; want %d, %d, %d and the port of %s",
 				r.Name, r.JoinGames, r.Respawns, r.Hellos, r.EntityID, moves+1, 2*moves, moves+1, final)
+		}
+		if r.Chats < 1 {
+			t.Errorf("%s: no chat about the failed move", r.Name)
 		}
 		if r.Echoed != packets*(moves+1) {
 			t.Errorf("%s: %d echoes, want %d", r.Name, r.Echoed, packets*(moves+1))
@@ -131,9 +143,9 @@ func countEvents(ns *nodemc.Servers, event, user, addr string) int {
 	return n
 }
 
-// sendOverHTTP moves user to group through the admin API.
-func sendOverHTTP(base, user, group string) (admin.SendResult, error) {
-	body, _ := json.Marshal(admin.SendTarget{Group: group})
+// sendOverHTTP moves user to to through the admin API.
+func sendOverHTTP(base, user string, to admin.SendTarget) (admin.SendResult, error) {
+	body, _ := json.Marshal(to)
 	resp, err := http.Post(base+"/api/v1/sessions/"+user+"/send", "application/json", bytes.NewReader(body))
 	if err != nil {
 		return admin.SendResult{}, err

@@ -101,7 +101,9 @@ type Result struct {
 	// Join Game's (a ServerOptions.JoinGame server's port).
 	JoinGames int `json:"joinGames"`
 	Respawns  int `json:"respawns"`
-	EntityID  int `json:"entityId"`
+	// Chats counts chat packets (chat, or system_chat from 1.19).
+	Chats    int `json:"chats"`
+	EntityID int `json:"entityId"`
 	// SignedLogin is whether the client's Login Start carried a chat key
 	// (Client.PlayerKey at 1.19 to 1.19.2).
 	SignedLogin bool `json:"signedLogin"`

@@ -74,13 +74,14 @@ func (m *Move) readJoin(bc *reactor.Conn) {
 		if err == nil && n == 0 {
 			break
 		}
-		frame := buf[off : off+n]
-		packet := frame[hl:]
-		if err == nil && th >= 0 {
-			packet, err = k.Inflate(packet, th, mc.MaxFrameLength)
-		}
+		var frame, packet, data []byte
 		var id int32
-		var data []byte
+		if err == nil {
+			frame = buf[off : off+n]
+			if packet = frame[hl:]; th >= 0 {
+				packet, err = k.Inflate(packet, th, mc.MaxFrameLength)
+			}
+		}
 		if err == nil {
 			id, data, err = play.PacketID(packet)
 		}

@@ -23,10 +23,10 @@
 // sequence): each Join Game after the first starts the next batch.
 //
 // Each client prints one JSON line: {"name","version","protocol","ok",
-// "error","sent","echoed","hello","hellos","joinGames","respawns",
+// "error","sent","echoed","hello","hellos","joinGames","respawns","chats",
 // "entityId","signedLogin","joinMs","doneMs"} (hellos: tidegate:hello
-// payloads, one a server; joinGames and respawns: those packets received;
-// entityId: the last Join Game's)
+// payloads, one a server; joinGames, respawns and chats: those packets
+// received, chats as chat or system_chat; entityId: the last Join Game's)
 // (signedLogin: its Login Start carried a player key). The exit status is 1
 // when any client failed, 2 on bad arguments.
 const { parseGroups } = require('./args')
@@ -93,6 +93,7 @@ function run (opts, index) {
     hellos: 0,
     joinGames: 0,
     respawns: 0,
+    chats: 0,
     entityId: null,
     signedLogin: false,
     joinMs: null,
@@ -191,6 +192,7 @@ function run (opts, index) {
     if (!configState && result.joinGames > 1) setImmediate(sendBatch) // a move's new server
   })
   client.on('respawn', () => { result.respawns++ })
+  for (const name of ['chat', 'system_chat']) client.on(name, () => { result.chats++ })
   client.on('playerJoin', () => {
     result.joinMs = Date.now() - started
     sendBatch()
