@@ -94,6 +94,16 @@ type Result struct {
 	Sent     int    `json:"sent"`
 	Echoed   int    `json:"echoed"`
 	Hello    *Hello `json:"hello"`
+	// Hellos counts the tidegate:hello payloads: one per server.js server
+	// the client played on.
+	Hellos int `json:"hellos"`
+	// JoinGames and Respawns count those packets; EntityID is the last
+	// Join Game's (a ServerOptions.JoinGame server's port).
+	JoinGames int `json:"joinGames"`
+	Respawns  int `json:"respawns"`
+	// Chats counts chat packets (chat, or system_chat from 1.19).
+	Chats    int `json:"chats"`
+	EntityID int `json:"entityId"`
 	// SignedLogin is whether the client's Login Start carried a chat key
 	// (Client.PlayerKey at 1.19 to 1.19.2).
 	SignedLogin bool `json:"signedLogin"`

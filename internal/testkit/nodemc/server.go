@@ -42,10 +42,16 @@ type ServerOptions struct {
 	// 120 s: 16 servers took 56 s to start (with 2.7 s of CPU) while other
 	// processes kept the disk busy.
 	StartTimeout time.Duration
+	// JoinGame makes every server start play with a Join Game (entity ID:
+	// its port), as a vanilla server does, and report each player's
+	// "ready" payload (client.js's, once a batch is echoed) as an
+	// echo-ready Event.
+	JoinGame bool
 }
 
-// Event is a line of server.js's output: listening, ready, join, leave or
-// error, with the fields that event has.
+// Event is a line of server.js's output: listening, ready, join, leave,
+// echo-ready (ServerOptions.JoinGame) or error, with the fields that event
+// has.
 type Event struct {
 	Event                string `json:"event"`
 	Version              string `json:"version"`
@@ -92,6 +98,9 @@ func StartServers(t testing.TB, opts ServerOptions) *Servers {
 	}
 	if opts.SessionServer != "" {
 		args = append(args, "--session-server", opts.SessionServer)
+	}
+	if opts.JoinGame {
+		args = append(args, "--join-game")
 	}
 	timeout := opts.StartTimeout
 	if timeout == 0 {

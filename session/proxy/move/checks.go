@@ -22,7 +22,7 @@ func Check(s Session) error {
 	switch {
 	case !s.Terminated:
 		return errors.New("its login is relayed untouched (login: transparent): only a login the proxy completes can be moved")
-	case !mc.HasConfigurationState(s.Protocol):
+	case !mc.HasConfigurationState(s.Protocol) && !supportedPlay(s.Protocol):
 		return fmt.Errorf("protocol %d: %w", s.Protocol, ErrTooOld)
 	case s.Player == nil || !s.Relaying:
 		return errors.New("it is not in play, or its relay is half-closed")
@@ -42,9 +42,7 @@ func Check(s Session) error {
 // framing, for a player whose backend ended and whom no fallback took in
 // (err: why the last one did not).
 func AppendGoneKick(dst []byte, p *Player, k *mc.Compressor, err error) []byte {
-	kick := mc.AppendVarInt(nil, p.Packets.PlayDisconnect)
-	kick = mc.AppendTextComponent(kick, p.Packets, "The server went away and no other took you in: "+Why(err), "")
-	return k.AppendFrame(dst, kick, p.Threshold)
+	return k.AppendFrame(dst, p.kick("The server went away and no other took you in: "+Why(err)), p.Threshold)
 }
 
 // FallbackNotice is the chat component a player moved off a backend that

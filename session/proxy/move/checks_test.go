@@ -17,7 +17,8 @@ func TestCheckRefuses(t *testing.T) {
 	}{
 		{"movable", func(*Session) {}, ""},
 		{"transparent", func(s *Session) { s.Terminated = false }, "relayed untouched"},
-		{"before 1.20.2", func(s *Session) { s.Protocol = 763 }, "protocol 763"},
+		{"before 1.20.2", func(s *Session) { s.Protocol = 107 }, "protocol 107"}, // 1.9: no respawn row
+		{"respawn sequence", func(s *Session) { s.Protocol = 763 }, ""},
 		{"not relaying", func(s *Session) { s.Relaying = false }, "not in play"},
 		{"already moving", func(s *Session) { s.Player = &Player{Move: &Move{}} }, "already being moved"},
 		{"frames lost", func(s *Session) { s.Framed = false }, "lost the frames"},

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/tidegate/tidegate/protocol/mc"
+	"github.com/tidegate/tidegate/protocol/mc/play"
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/reactor/looptimer"
 	"github.com/tidegate/tidegate/session/proxy/login"
@@ -51,20 +52,28 @@ type Player struct {
 	ClientIP  string
 	Threshold int // the client's compression threshold, -1 when off
 	Packets   mc.ConfigPackets
-	Move      *Move // the move in flight, nil otherwise
+	// Play is set for a version before 1.20.2, moved with the respawn
+	// sequence (respawn.go); Packets is then empty.
+	Play *play.Packets
+	Move *Move // the move in flight, nil otherwise
 }
 
 // ErrTooOld is why a session older than 1.20.2 is not moved.
-var ErrTooOld = errors.New("moves need 1.20.2 or later for now")
+var ErrTooOld = errors.New("moves need 1.20.2 or later, or one of " + play.Supported())
 
 // NewPlayer returns what a terminated session of protocol v, whose
 // backend login b completed, keeps to be moved.
 func NewPlayer(b *login.Backend, hs mc.Handshake, v int32, clientIP string) (*Player, error) {
-	p, ok := mc.ConfigPacketsOf(v)
-	if !ok {
-		return nil, fmt.Errorf("protocol %d: %w", v, ErrTooOld)
+	pl := &Player{Login: b, Handshake: hs, ClientIP: clientIP, Threshold: b.Threshold()}
+	var ok bool
+	if pl.Packets, ok = mc.ConfigPacketsOf(v); !ok {
+		pk, ok := play.PacketsOf(v)
+		if !ok {
+			return nil, fmt.Errorf("protocol %d: %w", v, ErrTooOld)
+		}
+		pl.Play = &pk
 	}
-	return &Player{Login: b, Handshake: hs, ClientIP: clientIP, Threshold: b.Threshold(), Packets: p}, nil
+	return pl, nil
 }
 
 // Target is where a move goes.
@@ -114,8 +123,10 @@ type phase uint8
 const (
 	phDial     phase = iota // the new backend is being dialed
 	phLogin                 // logging in to it
+	phJoinWait              // before 1.20.2: logged in, waiting for its Join Game (respawn.go)
 	phBoundary              // the old backend's frame in flight ends, then next runs
 	phAwaitAck              // Start Configuration sent: waiting for the client's acknowledgement
+	phTail                  // before 1.20.2: Join Game and Respawns sent; the client's frame in flight goes to the old backend
 	phSwitched              // relayed by the session
 	phOver                  // failed or abandoned
 )
@@ -134,6 +145,7 @@ type Move struct {
 	in      []byte // the client's input past the frame in flight, decrypted, not yet whole frames
 	frames  int    // the client's frames since Start Configuration
 	scratch []byte
+	resp    respawnState // before 1.20.2 (respawn.go)
 }
 
 // Start starts moving the session pr of player p to t; the move gives up
@@ -175,6 +187,8 @@ func (m *Move) OnTraffic(bc *reactor.Conn) {
 		m.pair.After.OnTraffic(bc)
 	case phLogin:
 		m.readLogin(bc)
+	case phJoinWait:
+		m.readJoin(bc)
 	default:
 		bc.PauseRead() // read once the client is in configuration
 	}
@@ -195,7 +209,7 @@ func (m *Move) OnClose(bc *reactor.Conn, err error) {
 	case phSwitched:
 		m.pair.After.OnClose(bc, err)
 	case phOver:
-	case phAwaitAck:
+	case phAwaitAck, phTail:
 		m.lose(reasons.MoveLost, fmt.Errorf("backend %s closed while the client reconfigured: %w", m.target.Addr, closeCause(err)))
 	default:
 		m.fail(fmt.Errorf("backend %s: %w", m.target.Addr, closeCause(err)))
@@ -228,6 +242,10 @@ func (m *Move) readLogin(bc *reactor.Conn) {
 	}
 	if th := m.login.Threshold(); th != m.player.Threshold {
 		m.fail(fmt.Errorf("backend %s compresses at threshold %d, the client at %d: a move needs the same", m.target.Addr, th, m.player.Threshold))
+		return
+	}
+	if m.player.Play != nil {
+		m.awaitJoin(bc) // respawn.go
 		return
 	}
 	bc.PauseRead() // its configuration waits for the client
@@ -281,7 +299,7 @@ func (m *Move) sendClient(b []byte) {
 func (m *Move) OldTraffic() bool {
 	old := m.pair.Old
 	switch m.phase {
-	case phDial, phLogin:
+	case phDial, phLogin, phJoinWait:
 		return false
 	case phBoundary:
 		buf, _ := old.Peek(-1)
@@ -321,10 +339,14 @@ func (m *Move) OldClosed(bc *reactor.Conn) {
 // ClientTraffic is the client's input during the move: it reports false
 // while the session relays it to the old backend as usual.
 func (m *Move) ClientTraffic() bool {
-	if m.phase != phAwaitAck {
+	switch m.phase {
+	case phAwaitAck:
+		m.readClient()
+	case phTail:
+		m.readTail() // respawn.go
+	default:
 		return false
 	}
-	m.readClient()
 	return true
 }
 
@@ -386,7 +408,10 @@ func (m *Move) toOld(b []byte) {
 // Login Acknowledged in place of the client's acknowledgement, then what
 // the client sent after it.
 func (m *Move) switchOver(rest []byte) {
-	m.scratch = m.pair.Compressor.AppendFrame(m.scratch[:0], mc.AppendVarInt(nil, mc.PacketLoginAcknowledged), m.player.Threshold)
+	m.scratch = m.scratch[:0]
+	if m.player.Play == nil {
+		m.scratch = m.pair.Compressor.AppendFrame(m.scratch, mc.AppendVarInt(nil, mc.PacketLoginAcknowledged), m.player.Threshold)
+	}
 	m.scratch = append(m.scratch, rest...)
 	m.pair.BytesC2S.Add(int64(len(rest)))
 	_ = m.bc.Write(m.scratch)
@@ -410,7 +435,7 @@ func (m *Move) switchOver(rest []byte) {
 // timedOut gives up: before the switch the player stays, after it the
 // session ends.
 func (m *Move) timedOut() {
-	if m.phase == phAwaitAck {
+	if m.phase == phAwaitAck || m.phase == phTail {
 		m.lose(reasons.MoveTimeout, errors.New("the client did not acknowledge the reconfiguration in time"))
 		return
 	}
@@ -447,8 +472,7 @@ func (m *Move) fail(err error) {
 	m.end()
 	if p := m.pair.S2C.Position(); m.pair.Old != nil && p.Shift == 0 && p.Remaining == 0 && !p.Broken {
 		text := fmt.Sprintf("Could not send you to %s: %s", m.target.Group, Why(err))
-		chat := mc.AppendSystemChat(nil, m.player.Packets, mc.AppendTextComponent(nil, m.player.Packets, text, "red"))
-		m.sendClient(m.appendFrame(nil, chat))
+		m.sendClient(m.appendFrame(nil, m.player.chat(text, "red")))
 	}
 	m.host.Failed(m, err)
 	if m.target.Done != nil {

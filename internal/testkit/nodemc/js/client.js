@@ -19,8 +19,14 @@
 // "ready" (echoed or not), and once each new server's configuration is
 // finished it sends the next batch, until N+1 batches came back.
 //
+// Before 1.20.2 a move shows as a new Join Game (a proxy's respawn
+// sequence): each Join Game after the first starts the next batch.
+//
 // Each client prints one JSON line: {"name","version","protocol","ok",
-// "error","sent","echoed","hello","signedLogin","joinMs","doneMs"}
+// "error","sent","echoed","hello","hellos","joinGames","respawns","chats",
+// "entityId","signedLogin","joinMs","doneMs"} (hellos: tidegate:hello
+// payloads, one a server; joinGames, respawns and chats: those packets
+// received, chats as chat or system_chat; entityId: the last Join Game's)
 // (signedLogin: its Login Start carried a player key). The exit status is 1
 // when any client failed, 2 on bad arguments.
 const { parseGroups } = require('./args')
@@ -84,6 +90,11 @@ function run (opts, index) {
     sent: 0,
     echoed: 0,
     hello: null,
+    hellos: 0,
+    joinGames: 0,
+    respawns: 0,
+    chats: 0,
+    entityId: null,
     signedLogin: false,
     joinMs: null,
     doneMs: null
@@ -174,6 +185,14 @@ function run (opts, index) {
     }
     check()
   }
+  const configState = require('minecraft-data')(client.version).supportFeature('hasConfigurationState')
+  client.on('login', (packet) => {
+    result.joinGames++
+    result.entityId = packet.entityId
+    if (!configState && result.joinGames > 1) setImmediate(sendBatch) // a move's new server
+  })
+  client.on('respawn', () => { result.respawns++ })
+  for (const name of ['chat', 'system_chat']) client.on(name, () => { result.chats++ })
   client.on('playerJoin', () => {
     result.joinMs = Date.now() - started
     sendBatch()
@@ -187,6 +206,7 @@ function run (opts, index) {
     if (packet.channel === channels.hello) {
       try {
         result.hello = JSON.parse(packet.data.toString('utf8'))
+        result.hellos++
       } catch (err) {
         return finish(`tidegate:hello is not JSON: ${err.message}`)
       }
@@ -204,7 +224,8 @@ function run (opts, index) {
 
   function check () {
     if (result.joinMs === null || result.echoed !== expected.length || !(raw || result.hello !== null)) return
-    const joins = Math.max(logins, 1) // before 1.20.2 there is no configuration to count
+    // Before 1.20.2 there is no configuration to count, but Join Games.
+    const joins = Math.max(configState ? logins : result.joinGames, 1)
     if (joins >= moves + 1 && result.echoed === packets * (moves + 1)) return finish(null)
     if (moves > 0 && result.echoed === packets * joins) send(ready)
   }

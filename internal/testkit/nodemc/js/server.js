@@ -12,6 +12,11 @@
 // player's Login Start carried a chat key that checked out) and echoes every custom
 // payload the client sends on tidegate:echo back on the same channel.
 //
+// With --join-game each server starts play with a Join Game (as a vanilla
+// server does; its entity ID is the server's port), and reports a payload
+// "ready" on tidegate:echo (which client.js sends when it may be moved) as
+// an echo-ready event.
+//
 // Standard output is one JSON object a line: {"event":"listening",...,
 // "port":N} per server, then {"event":"ready"}, then join, leave and error
 // events. It runs until killed.
@@ -19,7 +24,7 @@ const { parseGroups } = require('./args')
 const channels = require('./channels')
 
 const [opts] = parseGroups(process.argv.slice(2), {
-  host: 'string', serve: 'list', online: 'bool', 'session-server': 'string', motd: 'string'
+  host: 'string', serve: 'list', online: 'bool', 'session-server': 'string', motd: 'string', 'join-game': 'bool'
 })
 if (!opts || !opts.serve) {
   console.error('usage: node server.js --serve VERSION@THRESHOLD[@online] [--serve ...] [--host H] [--online [--session-server URL]]')
@@ -86,13 +91,25 @@ function serve (version, threshold, online) {
     emit({ event: 'join', version, port, username: client.username, uuid: client.uuid })
     client.on('end', (reason) => emit({ event: 'leave', version, port, username: client.username, reason: String(reason) }))
     client.on('custom_payload', (packet) => {
-      if (packet.channel === channels.echo) client.write('custom_payload', { channel: channels.echo, data: packet.data })
+      if (packet.channel !== channels.echo) return
+      if (opts['join-game'] && packet.data.toString() === 'ready') emit({ event: 'echo-ready', version, port, username: client.username })
+      client.write('custom_payload', { channel: channels.echo, data: packet.data })
     })
+    if (opts['join-game']) client.write('login', joinGame(version, port))
     client.write('custom_payload', {
       channel: channels.hello,
       data: Buffer.from(JSON.stringify({ username: client.username, uuid: client.uuid, protocol: client.protocolVersion, serverHost: client.serverHost, playerKey: !!client.profileKeys }))
     })
   })
+}
+
+// joinGame is the Join Game a server of version sends, with entity ID id:
+// minecraft-data's sample from 1.16 (its dimension codec), a plain
+// overworld before.
+function joinGame (version, id) {
+  const sample = require('minecraft-data')(version).loginPacket
+  if (sample) return { ...sample, entityId: id }
+  return { entityId: id, gameMode: 0, dimension: 0, difficulty: 2, maxPlayers: 20, levelType: 'default', reducedDebugInfo: false }
 }
 
 // sharedServerKey is the process's RSA-1024 key pair as node-rsa's
