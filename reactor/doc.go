@@ -81,5 +81,9 @@
 // and the drain watchers wait in Go's netpoller, not in epoll_wait. A
 // flow-paused connection with nothing moving costs no wake-up: the budget's
 // backlog scan skips queues the reactor owns and waiters whose socket is
-// full. docs/reactor.md (OS threads, Paused connections) has the measures.
+// full, and the ticker Executes on a loop only when the loop's earliest
+// timer is due or a waiter needs polling, so a loop whose connections are
+// all paused wakes as an idle one does (push's subscribers add one look a
+// second per loop, on whole seconds). docs/reactor.md (OS threads, Paused
+// connections) has the measures.
 package reactor

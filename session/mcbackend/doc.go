@@ -84,6 +84,15 @@
 // rest of the read waits while the output is past the watermark, so a
 // client that asks and does not read holds at most the watermark and one
 // reply (MaxChunkReply) in the backend.
+//
+// The backend is a reactor.HalfCloseHandler: a client that sends its last
+// frames and shuts down its write side still gets their echoes (up to the
+// watermark plus what it sent, for chunk replies), and the connection
+// closes once they are delivered. So the reactor, not gnet, queues the
+// backend's output, in pooled 16 KiB chunks the process's buffer budget
+// (reactor.Config.BufferBudget, --buffer-budget) counts whole: the
+// budget bounds the memory holding the output, not only its bytes, as it
+// does for serve (docs/tlv.md, Memory bound).
 // Config.SlowSink changes how play input is read: SlowSinkSlow consumes at
 // most SlowRate bytes per second (pausing the connection with a loop timer),
 // SlowSinkStall stops reading for good once play begins.

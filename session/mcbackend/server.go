@@ -211,10 +211,38 @@ func (h *handler) OnTraffic(c *reactor.Conn) {
 	if s.m.need > 0 && c.InboundBuffered() < s.m.need {
 		return // the next frame is not whole yet
 	}
+	s.answer(false)
+}
+
+// OnReadEOF implements reactor.HalfCloseHandler: a client that has sent
+// its last frame still gets every answer. The whole frames left unread are
+// answered (echoed, past the watermark: the input is gone after this call)
+// and the connection closes once its output is delivered. Being a
+// half-close handler also makes the reactor queue the connection's output
+// itself, in pooled 16 KiB chunks that the buffer budget counts whole,
+// rather than in gnet's buffers, whose capacity the budget does not see:
+// so the backend's memory under clients that do not read is bounded as
+// serve's is.
+func (h *handler) OnReadEOF(c *reactor.Conn) {
+	s := c.Value.(*session)
+	if s.answer(true) {
+		c.Close()
+	}
+}
+
+// answer answers the whole frames read so far: the login's steps, then the
+// play echo. Unless eof, the echo stops where Backpressure pauses c, and
+// the rest is offered again when it resumes. At eof it goes on past the
+// watermark, up to the watermark plus the input's size (all of an echo;
+// chunk replies past that are not sent). It reports whether the
+// connection is still open.
+func (s *session) answer(eof bool) bool {
+	c := s.c
 	in, err := c.Peek(-1)
 	if err != nil || len(in) == 0 {
-		return
+		return true
 	}
+	eofLimit := c.OutboundBuffered() + len(in) + s.srv.cfg.Reactor.HighWatermark
 	out := c.Loop().Batch()
 	consumed := 0
 	if s.m.phase < phasePlay {
@@ -232,19 +260,28 @@ func (h *handler) OnTraffic(c *reactor.Conn) {
 	// watermark (Backpressure pauses c otherwise, and the rest is offered
 	// again when it resumes), so a client that asks and does not read
 	// holds at most the watermark and one reply here.
-	for err == nil && s.m.phase == phasePlay && !c.Paused() && consumed < len(in) {
-		n, frames, eerr := s.m.echo(in[consumed:], s.readBudget(), eo)
+	for err == nil && s.m.phase == phasePlay && (eof || !c.Paused()) && consumed < len(in) {
+		budget := s.readBudget()
+		if eof {
+			budget = int(^uint(0) >> 1)
+		}
+		n, frames, eerr := s.m.echo(in[consumed:], budget, eo)
 		err = eerr
 		consumed += n
 		s.ls.counters.echoFrames.Add(int64(frames))
 		s.ls.counters.echoBytes.Add(int64(n))
-		s.spend(n)
+		if !eof {
+			s.spend(n)
+		}
 		if n == 0 || err != nil {
 			break // a partial frame, or bad input
 		}
 		// The batch may reference in, so it is written before in is discarded.
 		_ = c.WriteBatch(out)
-		if c.Backpressure() {
+		if eof && c.OutboundBuffered() > eofLimit {
+			break
+		}
+		if !eof && c.Backpressure() {
 			break
 		}
 	}
@@ -255,11 +292,14 @@ func (h *handler) OnTraffic(c *reactor.Conn) {
 	switch {
 	case err != nil:
 		s.reject(err)
+		return false
 	case s.m.phase == phaseDone:
 		c.Close()
-	default:
+		return false
+	case !eof:
 		c.Backpressure()
 	}
+	return true
 }
 
 func (h *handler) OnClose(c *reactor.Conn, _ error) {

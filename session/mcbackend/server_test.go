@@ -103,7 +103,12 @@ func TestStatusCountsPlayers(t *testing.T) {
 // login1710 logs a 1.7.10 Forge client in and checks Login Success.
 func login1710(t *testing.T, addr, name string) *testClient {
 	t.Helper()
-	c := dialClient(t, addr)
+	return login1710On(t, dialClient(t, addr), name)
+}
+
+// login1710On logs c in as a 1.7.10 client named name.
+func login1710On(t *testing.T, c *testClient, name string) *testClient {
+	t.Helper()
 	c.write(handshake(mc.Protocol1_7_10, "localhost"+mc.ForgeFML.Marker(), mc.NextStateLogin))
 	c.send(mc.PacketLoginStart, loginStartData(mc.Protocol1_7_10, name))
 	id, data := c.recv()
