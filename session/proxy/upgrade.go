@@ -36,35 +36,12 @@ type (
 // acknowledgement wakes it.
 const handoverPoll = 2 * time.Millisecond
 
-// handoverWindow bounds the sessions on their way to the new process
-// (detached here, not yet acknowledged there). Each waits for those ahead
-// of it, so it bounds the pause a session sees; and it is enough to keep the
-// new process's adopters busy.
-const handoverWindow = 1024
-
 // handoverProgressEvery is how often a hand-over logs its progress.
 const handoverProgressEvery = 5 * time.Second
 
-// HandOverOptions tune HandOver.
-type HandOverOptions struct {
-	// Stall ends the hand-over when, for this long, no session has moved,
-	// been acknowledged or ended (default 30 s). Sessions still here then
-	// stay here.
-	Stall time.Duration
-	// Acked says the other process acknowledges the sessions it handled
-	// (TakeOver does): at most handoverWindow are then on their way at
-	// once. Without it, only this side's send queue bounds them.
-	Acked bool
-	// AckEach says the other process also acknowledges each session by
-	// its place before it touches it (TakeOver does): this process then
-	// keeps its copies of a session's sockets until that acknowledgement,
-	// and takes back what the other did not adopt (package handover). It
-	// needs Acked.
-	AckEach bool
-	// StateVersion is the newest state message the other process reads (0:
-	// 1); sessions that need a later one stay here (handover.NeedsV2).
-	StateVersion int
-}
+// HandOverOptions tune HandOver (the hand-over's options live with its
+// messages, in package handover).
+type HandOverOptions = handover.Options
 
 // handed is one detached session on its way to the sender.
 type handed struct {
@@ -95,7 +72,7 @@ func (p *Proxy) HandOver(ctx context.Context, hc *handoverwire.Conn, opt HandOve
 	}
 	p.clearKeptHere()
 	pending := handover.New[handed](opt.Acked && opt.AckEach)
-	out := make(chan handed, handoverWindow)
+	out := make(chan handed, handover.Window)
 	sent := make(chan error, 1)
 	sendFailed := make(chan struct{})
 	var takenBack atomic.Int64
@@ -137,7 +114,7 @@ func (p *Proxy) HandOver(ctx context.Context, hc *handoverwire.Conn, opt HandOve
 	for active > 0 {
 		room := cap(out) - len(out)
 		if opt.Acked {
-			room = min(room, handoverWindow-(n-int(acked.Load())))
+			room = min(room, handover.Window-(n-int(acked.Load())))
 		}
 		// Each session detached holds two descriptors until it is sent: a
 		// round takes no more than the budget has room for, and when it has
