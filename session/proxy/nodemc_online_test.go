@@ -275,13 +275,13 @@ func nodeOnlineCases(t *testing.T, sessions [onlineProxies]*sessionserver.Server
 		case 0:
 			// The session server refuses the client's own join: it gives
 			// up and closes during the proxy's wait for its Encryption
-			// Response, as a vanilla client does; the proxy counts no
-			// refusal of its own.
+			// Response, as a vanilla client does; the proxy counts it as
+			// encryption_abandoned.
 			c := nodeOnlineCase{}
 			c.player = texturedPlayer(sessions[proxyGood], "BadToken"+strings.ReplaceAll(v, ".", ""))
 			c.client = c.player.client(v, sessions[proxyGood])
 			c.client.AccessToken = "not-the-token"
-			fail("refusedjoin", nodeOnlineCase{player: c.player, client: c.client, wantError: "Invalid token"})
+			fail("refusedjoin", nodeOnlineCase{player: c.player, client: c.client, wantError: "Invalid token", reason: "encryption_abandoned"})
 			fail("down", nodeOnlineCase{proxy: proxyDown, wantError: unavailable, reason: "auth_unavailable"})
 		case 1:
 			fail("failing", nodeOnlineCase{proxy: proxyFailing, wantError: unavailable, reason: "auth_unavailable"})

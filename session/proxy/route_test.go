@@ -207,7 +207,9 @@ groups: {main: {backends: [{addr: %q}]}}
 forwarding: bungeecord
 `, be2))
 	login17(t, dial(t, addr2), "play.example.com\x00FML\x00", "Steve")
-	fwd := mc.AppendBungeeAddress(nil, []byte("backend.internal"), "127.0.0.1", mc.OfflineUUID([]byte("Steve")), nil)
+	// The Forge marker becomes the forgeClient property, as BungeeCord sends it.
+	fwd := mc.AppendBungeeAddress(nil, []byte("backend.internal"), "127.0.0.1", mc.OfflineUUID([]byte("Steve")),
+		[]byte(`[{"name":"forgeClient","value":"true"}]`))
 	want := append(hs(string(fwd), 25570), ls...)
 	expectRecorded(t, got2, want)
 }
