@@ -7,8 +7,8 @@
 // sends the client around a switch (Respawn, title and tab-list-footer
 // resets, chat, Disconnect).
 //
-// It imports nothing of this module (protocol/... stands alone), so it
-// has its own few wire helpers (wire.go).
+// It builds on protocol/mc's VarInts and strings and imports nothing else
+// of this module; wire.go reads fields with an error that names them.
 package play
 
 import "fmt"

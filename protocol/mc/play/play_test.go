@@ -6,6 +6,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/tidegate/tidegate/protocol/mc"
 )
 
 // row returns the table's row of protocol v.
@@ -49,7 +51,7 @@ func joinGame(l Layout) []byte {
 		return b
 	}
 	b = append(b, 0, 0, 0xff) // not hardcore, survival, no previous
-	b = appendVarInt(b, 2)
+	b = mc.AppendVarInt(b, 2)
 	b = appendString(appendString(b, "minecraft:overworld"), "minecraft:the_nether")
 	b = append(b, nbtCompound()...) // the codec
 	if l >= Layout1193 {
@@ -68,7 +70,7 @@ func joinGame(l Layout) []byte {
 		b = append(appendString(append(b, 1), "minecraft:the_end"), 1, 2, 3, 4, 5, 6, 7, 8)
 	}
 	if l >= Layout120 {
-		b = appendVarInt(b, 300)
+		b = mc.AppendVarInt(b, 300)
 	}
 	return b
 }
@@ -94,7 +96,7 @@ func TestParseJoinGameAndRespawn(t *testing.T) {
 					t.Errorf("decoded %+v", j)
 				}
 				for i, dim := range []uint32{0, 0xffffffff} { // the overworld, then the nether again
-					w := appendVarInt(nil, p.Respawn)
+					w := mc.AppendVarInt(nil, p.Respawn)
 					w = binary.BigEndian.AppendUint32(w, dim)
 					want[i] = appendString(append(w, 2, 1), "default") // no hardcore bit
 				}
@@ -103,7 +105,7 @@ func TestParseJoinGameAndRespawn(t *testing.T) {
 					t.Errorf("decoded %+v", j)
 				}
 				for i, world := range []string{"minecraft:the_nether", "minecraft:overworld"} {
-					w := appendVarInt(nil, p.Respawn)
+					w := mc.AppendVarInt(nil, p.Respawn)
 					if p.Layout >= Layout1193 {
 						w = appendString(w, "minecraft:overworld")
 					} else {
@@ -115,7 +117,7 @@ func TestParseJoinGameAndRespawn(t *testing.T) {
 						w = append(w, death...)
 					}
 					if p.Layout >= Layout120 {
-						w = appendVarInt(w, 300)
+						w = mc.AppendVarInt(w, 300)
 					}
 					want[i] = w
 				}
@@ -147,11 +149,11 @@ func TestParseJoinGameRefusesBadInput(t *testing.T) {
 	if _, err := ParseJoinGame(p, bad); err == nil || !strings.Contains(err.Error(), "boolean") {
 		t.Errorf("bad boolean: %v", err)
 	}
-	huge := appendVarInt(append(binary.BigEndian.AppendUint32(nil, 1), 0, 0, 0), 1<<30)
+	huge := mc.AppendVarInt(append(binary.BigEndian.AppendUint32(nil, 1), 0, 0, 0), 1<<30)
 	if _, err := ParseJoinGame(p, huge); err == nil || !strings.Contains(err.Error(), "world count") {
 		t.Errorf("huge world count: %v", err)
 	}
-	if _, err := ParseJoinGame(row(t, 47), appendVarInt(binary.BigEndian.AppendUint32(nil, 1)[:4:4], 0)); err == nil || !errors.Is(err, ErrTruncated) {
+	if _, err := ParseJoinGame(row(t, 47), mc.AppendVarInt(binary.BigEndian.AppendUint32(nil, 1)[:4:4], 0)); err == nil || !errors.Is(err, ErrTruncated) {
 		t.Errorf("truncated 1.8 join game: %v", err)
 	}
 }

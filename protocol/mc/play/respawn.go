@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+
+	"github.com/tidegate/tidegate/protocol/mc"
 )
 
 // Worlds a respawn into "another dimension" names from 1.16, where a
@@ -22,7 +24,7 @@ var (
 // switch sends Join Game, Respawn(other), Respawn: the client drops the
 // old server's world on each change of dimension.
 func AppendRespawn(dst []byte, p Packets, j JoinGame, other bool) []byte {
-	dst = appendVarInt(dst, p.Respawn)
+	dst = mc.AppendVarInt(dst, p.Respawn)
 	if p.Layout <= Layout1912 {
 		dim := j.Dimension
 		if other {
@@ -54,7 +56,7 @@ func AppendRespawn(dst []byte, p Packets, j JoinGame, other bool) []byte {
 		}
 	}
 	if p.Layout >= Layout120 {
-		dst = appendVarInt(dst, j.PortalCooldown)
+		dst = mc.AppendVarInt(dst, j.PortalCooldown)
 	}
 	return dst
 }
@@ -76,11 +78,11 @@ const emptyComponent = `{"text":""}`
 func AppendTitleReset(dst []byte, p Packets) ([]byte, bool) {
 	switch p.Title {
 	case TitleAction4:
-		return append(appendVarInt(dst, p.TitleCB), 4), true
+		return append(mc.AppendVarInt(dst, p.TitleCB), 4), true
 	case TitleAction5:
-		return append(appendVarInt(dst, p.TitleCB), 5), true
+		return append(mc.AppendVarInt(dst, p.TitleCB), 5), true
 	case TitleClear:
-		return append(appendVarInt(dst, p.TitleCB), 1), true
+		return append(mc.AppendVarInt(dst, p.TitleCB), 1), true
 	}
 	return dst, false
 }
@@ -91,7 +93,7 @@ func AppendHeaderFooterReset(dst []byte, p Packets) ([]byte, bool) {
 	if p.HeaderFooter < 0 {
 		return dst, false
 	}
-	dst = appendString(appendVarInt(dst, p.HeaderFooter), emptyComponent)
+	dst = appendString(mc.AppendVarInt(dst, p.HeaderFooter), emptyComponent)
 	return appendString(dst, emptyComponent), true
 }
 
@@ -108,7 +110,7 @@ func TextComponent(text, color string) []byte {
 // AppendChat appends the packet that shows component (as on the wire, see
 // TextComponent) in the client's chat as a system message.
 func AppendChat(dst []byte, p Packets, component []byte) []byte {
-	dst = append(appendVarInt(dst, p.ChatCB), component...)
+	dst = append(mc.AppendVarInt(dst, p.ChatCB), component...)
 	switch p.Chat {
 	case ChatPosition:
 		dst = append(dst, 1) // system
@@ -124,7 +126,7 @@ func AppendChat(dst []byte, p Packets, component []byte) []byte {
 // AppendDisconnect appends the play Disconnect packet with component (as
 // on the wire, see TextComponent) as its reason.
 func AppendDisconnect(dst []byte, p Packets, component []byte) []byte {
-	return append(appendVarInt(dst, p.Disconnect), component...)
+	return append(mc.AppendVarInt(dst, p.Disconnect), component...)
 }
 
 // PacketID returns the packet ID at the start of a packet and the data

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/tidegate/tidegate/protocol/mc"
 )
 
 // ErrTruncated is wrapped by every decoding error of a packet that ends
@@ -99,33 +101,17 @@ func (r *reader) str(field string) []byte {
 	return r.bytes(field, int(n))
 }
 
-// readVarInt decodes a VarInt at the start of b and returns it and its
-// length.
+// readVarInt is mc.ReadVarInt with a VarInt that the packet cuts short
+// reported as ErrTruncated.
 func readVarInt(b []byte) (int32, int, error) {
-	var v uint32
-	for i := 0; i < 5; i++ {
-		if i == len(b) {
-			return 0, 0, fmt.Errorf("VarInt: %w", ErrTruncated)
-		}
-		v |= uint32(b[i]&0x7f) << (7 * i)
-		if b[i]&0x80 == 0 {
-			return int32(v), i + 1, nil
-		}
+	v, n, err := mc.ReadVarInt(b)
+	if err == nil && n == 0 {
+		return 0, 0, fmt.Errorf("VarInt: %w", ErrTruncated)
 	}
-	return 0, 0, errors.New("VarInt longer than 5 bytes")
+	return v, n, err
 }
 
-// appendVarInt appends v as a VarInt.
-func appendVarInt(dst []byte, v int32) []byte {
-	u := uint32(v)
-	for u >= 0x80 {
-		dst = append(dst, byte(u)|0x80)
-		u >>= 7
-	}
-	return append(dst, byte(u))
-}
-
-// appendString appends s with its VarInt length.
+// appendString appends s with its VarInt length (mc.AppendString).
 func appendString(dst []byte, s string) []byte {
-	return append(appendVarInt(dst, int32(len(s))), s...)
+	return mc.AppendString(dst, []byte(s))
 }
