@@ -32,8 +32,8 @@ type Sample struct {
 	// the server does not export it): one worker per registration in
 	// flight, kept 10 s after, so it follows how fast the loops take new
 	// connections, not a leak; the slope test counts goroutines without it.
-	GnetWorkers int `json:"gnet_workers"`
-	QueuedBytes   float64 `json:"queued_bytes"`
+	GnetWorkers int     `json:"gnet_workers"`
+	QueuedBytes float64 `json:"queued_bytes"`
 	// The churn sessions' logins and echoes since the previous sample:
 	// their count and the median and 99th percentile, in ms.
 	Latencies    int64   `json:"latencies"`
