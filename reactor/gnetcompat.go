@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/panjf2000/gnet/v2"
+	"github.com/panjf2000/gnet/v2/pkg/pool/goroutine"
 	"golang.org/x/sys/unix"
 )
 
@@ -102,7 +103,23 @@ var gnetReliances = []gnetReliance{{
 	what:  "gnet's start line begins \"Launching gnet\" and names the placeholder socket; gnetLogger logs it at debug",
 	where: "engine_unix.go (run)",
 	guard: "none needed: a changed line is logged at info",
+}, {
+	what: "each Register and Enroll runs on a goroutine of pkg/pool/goroutine.DefaultWorkerPool (ants), which waits for the loop " +
+		"to open the connection and then stays idle for ExpiryDuration (10 s); GnetWorkers reads the pool's Running()",
+	where: "eventloop_unix.go (enroll), pkg/pool/goroutine/goroutine.go (Default, ExpiryDuration)",
+	guard: "TestGnetWorkersFollowRegistrations",
 }}
+
+// GnetWorkers returns the goroutines of gnet's worker pool alive now (the
+// metric tidegate_gnet_workers). gnet runs each registration (an accepted
+// connection's hand-over to its loop, a dial) on one of them until the
+// loop has opened the connection, and keeps a worker idle for 10 s after
+// its last task, so this number follows the peak of registrations in
+// flight over the last seconds: it rises while loops are slow to take new
+// connections and falls back when they catch up. A leak detector counting
+// goroutines (bench soak) leaves these out; a registration that never
+// ended would also hold a descriptor, which it counts.
+func GnetWorkers() int { return goroutine.DefaultWorkerPool.Running() }
 
 // gnetPlaceholder makes the listen address gnet is given: gnet needs a
 // listener of its own, and gets a Unix socket in a private directory, so

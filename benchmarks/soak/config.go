@@ -86,7 +86,7 @@ const (
 	FigureRSS        = "rss_bytes"
 	FigureHeap       = "heap_live_bytes"
 	FigureFDs        = "fds"
-	FigureGoroutines = "goroutines"
+	FigureGoroutines = "goroutines_own" // goroutines less gnet's worker pool (Sample.OwnGoroutines)
 	FigureThreads    = "threads"
 	FigureQueued     = "queued_bytes"
 	FigureLatency    = "churn_latency_p99_ms"

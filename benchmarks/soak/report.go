@@ -213,11 +213,11 @@ func WriteSamples(w io.Writer, r *Result) error {
 	rows := make([][]string, 0, len(r.Samples))
 	for _, s := range r.Samples {
 		rows = append(rows, []string{harness.Fixed(s.At, 0), strconv.Itoa(s.Segment), strconv.Itoa(s.PID), mib(float64(s.RSSBytes)), mib(s.HeapLiveBytes),
-			strconv.Itoa(s.FDs), num(s.FDAccounted), strconv.Itoa(s.Goroutines), strconv.Itoa(s.Threads), harness.Fixed(s.QueuedBytes/1024, 0),
+			strconv.Itoa(s.FDs), num(s.FDAccounted), strconv.Itoa(s.Goroutines), strconv.Itoa(s.GnetWorkers), strconv.Itoa(s.Threads), harness.Fixed(s.QueuedBytes/1024, 0),
 			strconv.FormatInt(s.Latencies, 10), harness.Fixed(s.LatencyP50Ms, 2), harness.Fixed(s.LatencyP99Ms, 2), harness.OrDash(s.Error)})
 	}
-	return harness.MarkdownTable(w, []string{"t s", "seg", "pid", "RSS MiB", "live heap MiB", "fds", "fds accounted", "goroutines", "threads", "queued KiB",
-		"latencies", "p50 ms", "p99 ms", "error"}, "rrrrrrrrrrrrrl", rows)
+	return harness.MarkdownTable(w, []string{"t s", "seg", "pid", "RSS MiB", "live heap MiB", "fds", "fds accounted", "goroutines", "gnet workers", "threads", "queued KiB",
+		"latencies", "p50 ms", "p99 ms", "error"}, "rrrrrrrrrrrrrrl", rows)
 }
 
 // WriteEvents writes the reloads, restarts and the upgrade.
@@ -243,8 +243,8 @@ func Markdown(r *Result) (string, error) {
 	r.Meta.WriteHeader(&b, r.Meta.RevisionNote("server"), fmt.Sprintf("; descriptor limit %d soft / %d hard", r.FDLimit.Soft, r.FDLimit.Hard))
 	load, events := serverDescription(p)
 	fmt.Fprintf(&b, "- load: %s\n- events: %s\n", load, events)
-	fmt.Fprintf(&b, "- sampled every %gs: RSS, descriptors and threads from /proc/PID, live heap, goroutines, %s and the descriptor budget (%s, %s, %s) from /metrics, the churn sessions' login and echo latencies\n",
-		p.IntervalS, queuedMetric, fdAccountedMetric, acceptPausesMetric, metricsRefusedMetric)
+	fmt.Fprintf(&b, "- sampled every %gs: RSS, descriptors and threads from /proc/PID, live heap, goroutines, gnet's worker pool (%s: one goroutine per registration in flight, kept 10 s after; %s is the goroutines without them), %s and the descriptor budget (%s, %s, %s) from /metrics, the churn sessions' login and echo latencies\n",
+		p.IntervalS, gnetWorkersMetric, FigureGoroutines, queuedMetric, fdAccountedMetric, acceptPausesMetric, metricsRefusedMetric)
 	per := serverFDs(server)
 	fmt.Fprintf(&b, "- descriptors: %d sessions at once (a short-lived session connects again only after the server has ended its last one: SHUT_WR, then the end of the stream) "+
 		"take %d each in the server, %d, against its limit of %d; peak accounted by its budget: %s\n", p.Sessions, per, per*p.Sessions, r.FDLimit.Soft, num(r.peakAccounted()))

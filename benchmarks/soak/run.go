@@ -318,7 +318,7 @@ func (r *run) sample(ctx context.Context) {
 	}
 	r.res.Samples = append(r.res.Samples, s)
 	r.cfg.Log.Info().Float64("t_s", s.At).Int("pid", s.PID).Int64("rss", s.RSSBytes).Float64("heap", s.HeapLiveBytes).Int("fds", s.FDs).Float64("fd_accounted", s.FDAccounted).Float64("connect_failures", s.ConnectFailures).
-		Int("goroutines", s.Goroutines).Int("threads", s.Threads).Float64("queued", s.QueuedBytes).Float64("latency_p99_ms", s.LatencyP99Ms).
+		Int("goroutines", s.Goroutines).Int("gnet_workers", s.GnetWorkers).Int("threads", s.Threads).Float64("queued", s.QueuedBytes).Float64("latency_p99_ms", s.LatencyP99Ms).
 		Str("error", s.Error).Msg("sample")
 }
 

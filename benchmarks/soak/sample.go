@@ -28,7 +28,12 @@ type Sample struct {
 	// the bytes queued for output (tidegate_buffer_queued_bytes).
 	HeapLiveBytes float64 `json:"heap_live_bytes"`
 	Goroutines    int     `json:"goroutines"`
-	QueuedBytes   float64 `json:"queued_bytes"`
+	// GnetWorkers is gnet's worker pool (tidegate_gnet_workers, 0 where
+	// the server does not export it): one worker per registration in
+	// flight, kept 10 s after, so it follows how fast the loops take new
+	// connections, not a leak; the slope test counts goroutines without it.
+	GnetWorkers int     `json:"gnet_workers"`
+	QueuedBytes float64 `json:"queued_bytes"`
 	// The churn sessions' logins and echoes since the previous sample:
 	// their count and the median and 99th percentile, in ms.
 	Latencies    int64   `json:"latencies"`
@@ -63,7 +68,7 @@ func (s Sample) value(figure string) float64 {
 	case FigureFDs:
 		return float64(s.FDs)
 	case FigureGoroutines:
-		return float64(s.Goroutines)
+		return float64(s.OwnGoroutines())
 	case FigureThreads:
 		return float64(s.Threads)
 	case FigureQueued:
@@ -73,6 +78,11 @@ func (s Sample) value(figure string) float64 {
 	}
 	panic("soak: unknown figure " + figure)
 }
+
+// OwnGoroutines is the goroutines outside gnet's worker pool: the figure
+// the slope test looks at. A registration that never ended would hold its
+// worker and a descriptor; the descriptors are tested too.
+func (s Sample) OwnGoroutines() int { return s.Goroutines - s.GnetWorkers }
 
 // heapFigures are the metrics a live heap is read from, the first found.
 var heapFigures = []string{"go_gc_heap_live_bytes", "go_memstats_heap_alloc_bytes"}
@@ -87,6 +97,7 @@ const (
 	acceptPausesMetric   = "tidegate_accept_pauses_total"
 	metricsRefusedMetric = "tidegate_metrics_connections_refused_total"
 	connectFailedMetric  = "tidegate_proxy_backend_connect_failures_total"
+	gnetWorkersMetric    = "tidegate_gnet_workers"
 )
 
 // sumOf sums metric over its labels in v, and reports whether it was there.
@@ -130,6 +141,8 @@ func readProxy(ctx context.Context, m *gometrics.Client, pid int, s *Sample) err
 	s.AcceptPauses, _ = sumOf(v, acceptPausesMetric)
 	s.MetricsRefused, _ = sumOf(v, metricsRefusedMetric)
 	s.ConnectFailures, _ = sumOf(v, connectFailedMetric)
+	w, _ := sumOf(v, gnetWorkersMetric)
+	s.GnetWorkers = int(w)
 	var found bool
 	if s.QueuedBytes, found = sumOf(v, queuedMetric); !found {
 		return fmt.Errorf("%s/metrics lacks %s", m.Base, queuedMetric)

@@ -24,7 +24,7 @@ type Collector struct {
 	acceptErrors, acceptedOpen, fdLimit, fdAccounted *prometheus.Desc
 	resets, resetQueued, halfClosed                  *prometheus.Desc
 	queued, budget, paused, pauseEvents              *prometheus.Desc
-	heldInput                                        *prometheus.Desc
+	heldInput, gnetWorkers                           *prometheus.Desc
 }
 
 // NewCollector returns a collector for servers, keyed by the name each is
@@ -51,6 +51,8 @@ func NewCollector(servers map[string]*reactor.Server) *Collector {
 			"Output queued in user space in the whole process, all servers, as the buffer budget counts it.", nil, nil),
 		heldInput: prometheus.NewDesc("tidegate_buffer_held_input_bytes",
 			"Unread input held in the whole process by connections not yet relaying (a proxy's before routing), as the buffer budget counts it with the queued output.", nil, nil),
+		gnetWorkers: prometheus.NewDesc("tidegate_gnet_workers",
+			"Goroutines of gnet's worker pool alive now: one runs each registration (an accepted connection's hand-over to a loop, a backend dial) and waits for its loop, then stays idle up to 10 s.", nil, nil),
 		budget: prometheus.NewDesc("tidegate_buffer_budget_bytes",
 			"The server's buffer budget: past this much output queued in the process, its producers holding more than 16 KiB stop being read (0: none).", []string{"server"}, nil),
 		paused: prometheus.NewDesc("tidegate_paused_connections",
@@ -69,7 +71,7 @@ func NewCollector(servers map[string]*reactor.Server) *Collector {
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.engineUp, c.listenerUp, c.acceptPaused, c.acceptPauses,
 		c.acceptErrors, c.acceptedOpen, c.fdLimit, c.fdAccounted, c.resets, c.resetQueued, c.halfClosed,
-		c.queued, c.heldInput, c.budget, c.paused, c.pauseEvents} {
+		c.queued, c.heldInput, c.gnetWorkers, c.budget, c.paused, c.pauseEvents} {
 		ch <- d
 	}
 }
@@ -112,4 +114,5 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.heldInput, prometheus.GaugeValue, float64(bufferbudget.Held()))
 	ch <- prometheus.MustNewConstMetric(c.fdLimit, prometheus.GaugeValue, float64(fdbudget.Limit()))
 	ch <- prometheus.MustNewConstMetric(c.fdAccounted, prometheus.GaugeValue, float64(fdbudget.Accounted()))
+	ch <- prometheus.MustNewConstMetric(c.gnetWorkers, prometheus.GaugeValue, float64(reactor.GnetWorkers()))
 }
