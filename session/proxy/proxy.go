@@ -19,6 +19,7 @@ import (
 	"github.com/tidegate/tidegate/session/mcauth"
 	"github.com/tidegate/tidegate/session/proxy/admin"
 	"github.com/tidegate/tidegate/session/proxy/config"
+	"github.com/tidegate/tidegate/session/proxy/inspect"
 	"github.com/tidegate/tidegate/session/proxy/login"
 	"github.com/tidegate/tidegate/session/proxy/move"
 	"github.com/tidegate/tidegate/session/proxy/network"
@@ -49,9 +50,7 @@ type Proxy struct {
 	refusals ratelimit.RefusalLog // samples the refusal logs of the flood-prone reasons
 
 	backendSide backendHandler
-	probesMu    sync.Mutex
-	probes      *probe.Runner // active probes, when health.interval is set
-	probesEnded bool          // Stop or Shutdown stopped them for good
+	probers     probe.Probers // active probes, when health.interval is set (probe.go)
 
 	refresher status.Refresher // status cache refreshes (status.go)
 
@@ -82,6 +81,7 @@ type loopState struct {
 	kept           login.KeptTable[*session]   // what its terminated sessions keep of their login (terminate.go), for a live upgrade
 	players        move.Table[*session]        // of its movable sessions (moving.go)
 	reframes       reframe.Loop[*session]      // of its sessions whose two sides compress differently (session.go)
+	inspect        inspect.Loop[*session]      // of its sessions whose backends' packets are looked at (moving.go)
 }
 
 // New builds a proxy from a validated configuration; log receives its logs.
@@ -165,7 +165,7 @@ func (p *Proxy) Start() error {
 		}
 		return fmt.Errorf("proxy: %w", err)
 	}
-	p.startProbes()
+	p.probers.Start(p.newProbes)
 	return nil
 }
 
@@ -178,7 +178,7 @@ func (p *Proxy) Reactor() *reactor.Server { return p.rs }
 // Stop stops the active probes, closes every connection and waits for the
 // probers and the loops to exit.
 func (p *Proxy) Stop(ctx context.Context) error {
-	err := errors.Join(p.stopProbes(ctx), p.refresher.Stop(ctx), p.rs.Stop(ctx))
+	err := errors.Join(p.probers.Stop(ctx), p.refresher.Stop(ctx), p.rs.Stop(ctx))
 	return errors.Join(err, login.CloseAuthenticator(ctx, p.auth), p.stopCluster(ctx))
 }
 
@@ -191,13 +191,13 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 	err := p.rs.Shutdown(ctx)
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return errors.Join(err, p.stopProbes(sctx), p.refresher.Stop(sctx), p.stopCluster(sctx))
+	return errors.Join(err, p.probers.Stop(sctx), p.refresher.Stop(sctx), p.stopCluster(sctx))
 }
 
 // Stats sums the counters of all loops.
 func (p *Proxy) Stats() proxymetrics.Stats {
 	refreshed, refreshFailed := p.refresher.Counts()
-	st := proxymetrics.Stats{Reactor: p.rs.Stats(), Rejected: map[string]int64{}, Ended: map[string]int64{}, Moves: map[string]int64{},
+	st := proxymetrics.Stats{Reactor: p.rs.Stats(), Rejected: map[string]int64{}, Ended: map[string]int64{}, Moves: map[string]int64{}, Kicks: map[string]int64{},
 		StatusRefreshes: refreshed, StatusRefreshFailures: refreshFailed,
 		HandedOver: p.handedOver.Load(), HandedOverQueued: p.handedOverQueued.Load()}
 	for i := range p.loops {
@@ -216,6 +216,7 @@ func (p *Proxy) Stats() proxymetrics.Stats {
 		reasons.AddCounts(st.Rejected, &c.rejected)
 		reasons.AddCounts(st.Ended, &c.ended)
 		c.moves.AddTo(st.Moves)
+		c.kicks.AddTo(st.Kicks)
 	}
 	return st
 }
