@@ -7,6 +7,7 @@ import (
 
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/proxy/admin"
+	"github.com/tidegate/tidegate/session/proxy/bungeechan"
 	"github.com/tidegate/tidegate/session/proxy/inspect"
 	"github.com/tidegate/tidegate/session/proxy/kick"
 	"github.com/tidegate/tidegate/session/proxy/move"
@@ -26,6 +27,10 @@ func (s *session) keepPlayer() {
 		}
 	}
 	if s.via &^= viaInspect; kick.Watch(&ls.inspect, s, ls.players.Get(s), s.where(), s.username, &ls.counters.kicks, s.p.log) {
+		s.via |= viaInspect
+	}
+	if ls.bungee.Keep(s.p.bungee, &ls.inspect, s, (*moveHost)(s), ls.players.Get(s), bungeechan.Where{Loop: s.client.Loop(), S2C: &s.s2c, C2S: &s.c2s, Name: s.username,
+		Client: s.remoteAddrPort(), Group: s.group.name, On: s.gen.cfg.Groups[s.group.name].BungeeChannelOn()}, &ls.compressor) {
 		s.via |= viaInspect
 	}
 }
@@ -57,6 +62,11 @@ func (h *moveHost) Moving() bool  { return h.state == stMoving }
 func (h *moveHost) SendTo(g string, notice []byte) error {
 	return (*session)(h).sendTo(g, "", notice, nil)
 }
+
+// A moveHost is the session as the BungeeCord channel sees it too (bungeechan.Session).
+func (h *moveHost) WriteClient(frame []byte)  { (*session)(h).sendClient(frame) }
+func (h *moveHost) WriteBackend(frame []byte) { _ = h.backend.Write(frame) }
+func (h *moveHost) Relaying() bool            { return h.state == stRelay && !h.clientEOF && !h.backendEOF }
 
 // Kick sends the client packet, in its framing, and ends the session.
 func (h *moveHost) Kick(packet []byte) {

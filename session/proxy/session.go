@@ -224,6 +224,7 @@ func (h *clientHandler) OnClose(c *reactor.Conn, err error) {
 	s.dropProbe()
 	defer login.Forget(s, &ls.kept, &ls.ciphers) // after the rest is decrypted; one handed over has them in its state
 	ls.players.Delete(s)                         // abandoning its move in flight
+	ls.bungee.Leave(s)
 	if errors.Is(err, reactor.ErrHandedOver) {
 		return // the backend socket goes to the other process too, and the ticket with it
 	}

@@ -2,6 +2,7 @@ package bungeechan
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -9,25 +10,21 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tidegate/tidegate/protocol/bungeemsg"
+	"github.com/tidegate/tidegate/session/cluster"
+	"github.com/tidegate/tidegate/session/proxy/config"
 )
 
-// Server is one server (group) as the channel names it.
-type Server struct {
-	Name string
-	Addr string // its first backend's address, host:port
-}
-
-// Directory is what the channel knows of the proxy: its servers and its
-// players (those whose sessions joined it: terminated logins in play), by
-// name and by server. It is shared by the loops: its methods may be called
-// from any goroutine.
+// Directory is what the channel knows of the proxy: its servers (the
+// configuration's groups, by name) and its players (those whose sessions
+// joined it: terminated logins in play), by name and by server. It is
+// shared by the loops: its methods may be called from any goroutine.
 type Directory struct {
 	log     zerolog.Logger
+	cfg     func() *config.Config
+	network func() (online int, ok bool)
 	mu      sync.RWMutex
-	servers []Server
 	byName  map[string]*entry // by lower-cased name
 	bySess  map[*User]*entry
-	network func() (online int, ok bool)
 }
 
 type entry struct {
@@ -35,26 +32,19 @@ type entry struct {
 	u *User
 }
 
-// NewDirectory returns an empty directory, which logs to log.
-func NewDirectory(log zerolog.Logger) *Directory {
-	return &Directory{log: log, byName: map[string]*entry{}, bySess: map[*User]*entry{}}
-}
-
-// SetServers sets the servers, in the configuration's order (at start and
-// on each reload).
-func (d *Directory) SetServers(s []Server) {
-	d.mu.Lock()
-	d.servers = slices.Clone(s)
-	d.mu.Unlock()
-}
-
-// SetNetwork sets where PlayerCount ALL is counted across proxies: f
-// returns the network's players, ok false when it cannot tell (then this
-// proxy's own are counted).
-func (d *Directory) SetNetwork(f func() (online int, ok bool)) {
-	d.mu.Lock()
-	d.network = f
-	d.mu.Unlock()
+// NewDirectory returns an empty directory, which logs to log, names the
+// groups of the configuration cfg returns (the one new sessions start
+// under), and counts PlayerCount ALL across the network of net when it is
+// not nil and its view is fresh (this proxy's players otherwise).
+func NewDirectory(log zerolog.Logger, cfg func() *config.Config, net *cluster.Client) *Directory {
+	d := &Directory{log: log, cfg: cfg, byName: map[string]*entry{}, bySess: map[*User]*entry{}}
+	if net != nil {
+		d.network = func() (int, bool) {
+			n, ok := net.Network()
+			return n.Online, ok
+		}
+	}
+	return d
 }
 
 // lower is the form names are looked up by: ASCII letters lower-cased, as
@@ -117,42 +107,27 @@ func (h *host) Self() Player {
 }
 
 func (h *host) Servers() []string {
-	h.d.mu.RLock()
-	defer h.d.mu.RUnlock()
-	out := make([]string, len(h.d.servers))
-	for i, s := range h.d.servers {
-		out[i] = s.Name
-	}
-	return out
+	return slices.Sorted(maps.Keys(h.d.cfg().Groups))
 }
 
-// server returns the server named name; d.mu is held.
-func (d *Directory) server(name string) (Server, bool) {
-	for _, s := range d.servers {
-		if s.Name == name {
-			return s, true
-		}
-	}
-	return Server{}, false
+// server reports whether there is a group named name.
+func (d *Directory) server(name string) (config.GroupConfig, bool) {
+	g, ok := d.cfg().Groups[name]
+	return g, ok
 }
 
 func (h *host) ServerAddr(name string) (string, int, bool) {
-	h.d.mu.RLock()
-	s, ok := h.d.server(name)
-	h.d.mu.RUnlock()
-	if !ok {
+	g, ok := h.d.server(name)
+	if !ok || len(g.Backends) == 0 {
 		return "", 0, false
 	}
-	host, port := splitPort(s.Addr)
+	host, port := splitPort(g.Backends[0].Addr)
 	return host, port, true
 }
 
 func (h *host) Count(server string) (int, bool) {
-	h.d.mu.RLock()
-	net := h.d.network
-	h.d.mu.RUnlock()
-	if server == bungeemsg.All && net != nil {
-		if n, ok := net(); ok {
+	if server == bungeemsg.All && h.d.network != nil {
+		if n, ok := h.d.network(); ok {
 			return n, true
 		}
 	}
@@ -161,11 +136,11 @@ func (h *host) Count(server string) (int, bool) {
 }
 
 func (h *host) Names(server string) ([]string, bool) {
-	h.d.mu.RLock()
-	defer h.d.mu.RUnlock()
 	if _, ok := h.d.server(server); !ok && server != bungeemsg.All {
 		return nil, false
 	}
+	h.d.mu.RLock()
+	defer h.d.mu.RUnlock()
 	var out []string
 	for _, e := range h.d.bySess {
 		if server == bungeemsg.All || e.p.Server == server {
@@ -196,13 +171,10 @@ func (d *Directory) find(name string) *entry {
 }
 
 func (h *host) Send(player, server string) error {
-	h.d.mu.RLock()
-	_, ok := h.d.server(server)
-	h.d.mu.RUnlock()
-	if !ok {
+	if _, ok := h.d.server(server); !ok {
 		return fmt.Errorf("no server %.64q", server)
 	}
-	return h.on(player, func(u *User) error { return u.Session.SendTo(server) })
+	return h.on(player, func(u *User) error { return u.Session.SendTo(server, nil) })
 }
 
 func (h *host) Chat(player, text string) error {
@@ -240,7 +212,7 @@ func (h *host) run(u *User, f func() error) error {
 	if u == h.self {
 		return f()
 	}
-	if err := u.Session.Loop().Execute(func() { _ = f() }); err != nil {
+	if err := u.Loop.Execute(func() { _ = f() }); err != nil {
 		return fmt.Errorf("reaching the player's loop: %w", err)
 	}
 	return nil

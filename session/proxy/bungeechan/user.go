@@ -18,19 +18,18 @@ type Loop interface {
 // Session is a player's session as the channel acts on it. Loop may be
 // called from any goroutine; the other methods run on that loop.
 type Session interface {
-	Loop() Loop
-	// AtBoundary reports whether what the relay wrote to the client
-	// (toClient) or to the backend stands between frames, so that a frame
-	// can go in; false also when the session does not relay (it is being
-	// moved, or it ended).
-	AtBoundary(toClient bool) bool
-	// Write writes a whole frame, in that side's framing, to the client
-	// (sealed when the client is encrypted) or to the backend.
-	Write(toClient bool, frame []byte)
-	// SendTo starts moving the player to server.
-	SendTo(server string) error
-	// Close ends the session (after a kick's Disconnect).
-	Close()
+	// Relaying reports whether the session relays: it is not being
+	// moved, half-closed, or ended.
+	Relaying() bool
+	// WriteClient writes a whole frame, in the client's framing, sealed
+	// when the client is encrypted; WriteBackend one in the backend's.
+	WriteClient(frame []byte)
+	WriteBackend(frame []byte)
+	// SendTo starts moving the player to group (notice: none here).
+	SendTo(group string, notice []byte) error
+	// Kick sends the client packet (a play Disconnect), in its framing,
+	// and ends the session.
+	Kick(packet []byte)
 }
 
 // Between reports whether a relay's frame counter stands between frames.
@@ -63,15 +62,18 @@ type User struct {
 
 type heldFrame struct {
 	toClient bool
-	frame    []byte
+	frame    []byte // a kick's is the packet, which Session.Kick frames
 	what     string // for the log when it is dropped
 }
 
 // Member is a session as it joins the directory.
 type Member struct {
 	Session Session
+	Loop    Loop         // the session's
 	Player  *move.Player // the movable player of its terminated login
-	On      bool         // the channel is on for the player's group
+	// ToClient and ToBackend count the frames the relay wrote each way.
+	ToClient, ToBackend *mc.FrameCounter
+	On                  bool // the channel is on for the player's group
 	// ClientThreshold and BackendThreshold are the compression thresholds
 	// of the two sides (-1: off); a move keeps them.
 	ClientThreshold, BackendThreshold int
@@ -97,7 +99,7 @@ func (u *User) Moved(server string, on bool) {
 // Leave takes the user out of the directory as its session ends.
 func (u *User) Leave() {
 	u.d.leave(u)
-	u.Session.Loop().Stop(&u.timer)
+	u.Loop.Stop(&u.timer)
 	u.held, u.heldLen = nil, 0
 }
 
@@ -146,9 +148,7 @@ func (u *User) showChat(text string) {
 }
 
 // kick disconnects the player with reason.
-func (u *User) kick(reason string) {
-	u.hold(true, u.Scratch.AppendFrame(nil, u.Player.KickPacket(reason), u.ClientThreshold), "kick")
-}
+func (u *User) kick(reason string) { u.hold(true, u.Player.KickPacket(reason), "kick") }
 
 // hold queues frame for the client (toClient) or the backend and writes
 // what it can: a frame for the backend goes now when the backend's stream
@@ -164,7 +164,7 @@ func (u *User) hold(toClient bool, frame []byte, what string) {
 	u.heldLen += len(frame)
 	if toClient || len(u.held) > 1 {
 		if !u.timer.Armed() {
-			u.Session.Loop().Schedule(&u.timer, 0)
+			u.Loop.Schedule(&u.timer, 0)
 		}
 		return
 	}
@@ -176,13 +176,21 @@ func (u *User) hold(toClient bool, frame []byte, what string) {
 func (u *User) flush() {
 	for len(u.held) > 0 {
 		h := u.held[0]
-		if !u.Session.AtBoundary(h.toClient) {
+		fc := u.ToBackend
+		if h.toClient {
+			fc = u.ToClient
+		}
+		if !u.Session.Relaying() || !Between(fc) {
 			break
 		}
-		u.Session.Write(h.toClient, h.frame)
 		u.held, u.heldLen = u.held[1:], u.heldLen-len(h.frame)
-		if h.what == "kick" {
-			u.Session.Close()
+		switch {
+		case h.what == "kick":
+			u.Session.Kick(h.frame)
+		case h.toClient:
+			u.Session.WriteClient(h.frame)
+		default:
+			u.Session.WriteBackend(h.frame)
 		}
 	}
 	if len(u.held) == 0 {
@@ -190,17 +198,17 @@ func (u *User) flush() {
 		return
 	}
 	if u.tries++; u.tries > maxRetries {
-		kicked := false
-		for _, h := range u.held {
-			u.Counts[Failed].Add(1)
-			kicked = kicked || h.what == "kick"
-			u.d.log.Warn().Str("user", u.name()).Str("what", h.what).Msg("BungeeCord channel: the stream never stood between frames: dropped")
-		}
+		held := u.held
 		u.held, u.heldLen, u.tries = nil, 0, 0
-		if kicked {
-			u.Session.Close() // without its reason, but kicked all the same
+		for _, h := range held {
+			u.Counts[Failed].Add(1)
+			u.d.log.Warn().Str("user", u.name()).Str("what", h.what).Msg("BungeeCord channel: the stream never stood between frames: dropped")
+			if h.what == "kick" {
+				u.Session.Kick(h.frame) // ends the session all the same; its client may not read the reason
+				return
+			}
 		}
 		return
 	}
-	u.Session.Loop().Schedule(&u.timer, retryEvery)
+	u.Loop.Schedule(&u.timer, retryEvery)
 }

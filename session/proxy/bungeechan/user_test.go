@@ -15,6 +15,7 @@ import (
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/protocol/mc/play"
 	"github.com/tidegate/tidegate/reactor/looptimer"
+	"github.com/tidegate/tidegate/session/proxy/config"
 	"github.com/tidegate/tidegate/session/proxy/move"
 )
 
@@ -55,36 +56,37 @@ func (l *fakeLoop) run() {
 // fakeSession records what the channel writes and asks.
 type fakeSession struct {
 	loop       *fakeLoop
-	midFrame   [2]bool // [toClient]: the stream is inside a frame
 	toClient   [][]byte
 	toBackend  [][]byte
+	fc         [2]mc.FrameCounter // [toClient], inside or between frames (mid)
+	kicked     [][]byte           // the packets of Kick
 	sentTo     []string
 	closed     bool
 	sendFailed error
 }
 
-func (s *fakeSession) Loop() Loop { return s.loop }
-func (s *fakeSession) AtBoundary(toClient bool) bool {
-	return !s.closed && !s.midFrame[b2i(toClient)]
-}
-func (s *fakeSession) Write(toClient bool, f []byte) {
-	if toClient {
-		s.toClient = append(s.toClient, f)
-	} else {
-		s.toBackend = append(s.toBackend, f)
+func (s *fakeSession) Relaying() bool { return !s.closed }
+
+// mid stands the stream to the client (i 1) or to the backend (0) inside
+// a frame, or between frames.
+func (s *fakeSession) mid(i int, inside bool) {
+	s.fc[i] = mc.FrameCounter{}
+	if inside {
+		s.fc[i].Count([]byte{5, 0}) // a 5-byte frame's first byte
 	}
 }
-func (s *fakeSession) SendTo(server string) error {
+func (s *fakeSession) WriteClient(f []byte)  { s.toClient = append(s.toClient, f) }
+func (s *fakeSession) WriteBackend(f []byte) { s.toBackend = append(s.toBackend, f) }
+func (s *fakeSession) SendTo(server string, notice []byte) error {
+	if notice != nil {
+		panic("a notice")
+	}
 	s.sentTo = append(s.sentTo, server)
 	return s.sendFailed
 }
-func (s *fakeSession) Close() { s.closed = true }
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
+func (s *fakeSession) Kick(packet []byte) {
+	s.kicked = append(s.kicked, packet)
+	s.closed = true
 }
 
 type world struct {
@@ -98,8 +100,12 @@ type world struct {
 
 func newWorld(t *testing.T) *world {
 	w := &world{t: t, log: &logbuf.Buffer{}}
-	w.d = NewDirectory(zerolog.New(w.log))
-	w.d.SetServers([]Server{{Name: "lobby", Addr: "10.0.0.1:25565"}, {Name: "game", Addr: "[::1]:25566"}})
+	cfg := &config.Config{Groups: map[string]config.GroupConfig{
+		"lobby": {Backends: []config.BackendConfig{{Addr: "10.0.0.1:25565"}, {Addr: "10.0.0.2:25565"}}},
+		"game":  {Backends: []config.BackendConfig{{Addr: "[::1]:25566"}}},
+		"empty": {},
+	}}
+	w.d = NewDirectory(zerolog.New(w.log), func() *config.Config { return cfg }, nil)
 	return w
 }
 
@@ -113,7 +119,7 @@ func (w *world) join(p Player, v int32, i, threshold int) (*User, *fakeSession) 
 		pl.Play = &pk
 	}
 	s := &fakeSession{loop: &w.loops[i]}
-	u := w.d.Join(Member{Session: s, Player: pl, On: true, ClientThreshold: threshold, BackendThreshold: threshold, Counts: &w.counts, Scratch: &w.k}, p)
+	u := w.d.Join(Member{Session: s, Loop: s.loop, ToClient: &s.fc[1], ToBackend: &s.fc[0], Player: pl, On: true, ClientThreshold: threshold, BackendThreshold: threshold, Counts: &w.counts, Scratch: &w.k}, p)
 	return u, s
 }
 
@@ -181,7 +187,7 @@ func TestUserAnswers(t *testing.T) {
 			}{
 				{bungeemsg.Msg{Sub: bungeemsg.PlayerCount, Server: "ALL"}, bungeemsg.Msg{Sub: bungeemsg.PlayerCount, Server: "ALL", Count: 2}},
 				{bungeemsg.Msg{Sub: bungeemsg.PlayerList, Server: "game"}, bungeemsg.Msg{Sub: bungeemsg.PlayerList, Server: "game", Text: "Steve"}},
-				{bungeemsg.Msg{Sub: bungeemsg.GetServers}, bungeemsg.Msg{Sub: bungeemsg.GetServers, Text: "lobby, game"}},
+				{bungeemsg.Msg{Sub: bungeemsg.GetServers}, bungeemsg.Msg{Sub: bungeemsg.GetServers, Text: "empty, game, lobby"}},
 				{bungeemsg.Msg{Sub: bungeemsg.UUIDOther, Player: "steve"}, bungeemsg.Msg{Sub: bungeemsg.UUIDOther, Player: "Steve", UUID: undashed(steve.UUID)}},
 				{bungeemsg.Msg{Sub: bungeemsg.IP}, bungeemsg.Msg{Sub: bungeemsg.IP, Host: alex.IP, Port: int32(alex.Port)}},
 				{bungeemsg.Msg{Sub: bungeemsg.ServerIP, Server: "game"}, bungeemsg.Msg{Sub: bungeemsg.ServerIP, Server: "game", Host: "::1", Port: 25566}},
@@ -257,7 +263,7 @@ func TestUserHoldsUntilBoundary(t *testing.T) {
 	w := newWorld(t)
 	u, s := w.join(alex, 764, 0, -1)
 	st, ss := w.join(steve, 764, 1, 256)
-	s.midFrame[0] = true
+	s.mid(0, true)
 	u.Claim(plugin(t, u, "bungeecord:main", bungeemsg.Msg{Sub: bungeemsg.GetServer}))
 	if len(s.toBackend) != 0 {
 		t.Fatal("an answer went into the middle of a frame")
@@ -266,19 +272,18 @@ func TestUserHoldsUntilBoundary(t *testing.T) {
 	if len(s.toBackend) != 0 || w.counts[Failed].Load() != 1 || len(u.held) != 0 {
 		t.Fatalf("after the retries: %d written, %d failed, %d held", len(s.toBackend), w.counts[Failed].Load(), len(u.held))
 	}
-	s.midFrame[0] = false
+	s.mid(0, false)
 	u.Claim(plugin(t, u, "bungeecord:main", bungeemsg.Msg{Sub: bungeemsg.GetServer}))
 	if _, m := w.answer(u, s.toBackend[0], -1); m.Server != "lobby" {
 		t.Fatalf("GetServer answered %+v", m)
 	}
 
-	ss.midFrame[1] = true
+	ss.mid(1, true)
 	u.Claim(plugin(t, u, "bungeecord:main", bungeemsg.Msg{Sub: bungeemsg.Message, Player: "ALL", Text: "§ehello"}))
 	if len(s.toClient)+len(ss.toClient) != 0 {
 		t.Fatal("a chat message went to a client inside the relay's callback")
 	}
 	w.loops[0].run()
-	w.loops[1].tasks, w.loops[1].timers = w.loops[1].tasks, nil
 	for _, f := range w.loops[1].tasks { // Steve's loop gets the message, his stream is inside a frame
 		f()
 	}
@@ -286,7 +291,7 @@ func TestUserHoldsUntilBoundary(t *testing.T) {
 	if len(ss.toClient) != 0 || len(st.held) != 1 {
 		t.Fatalf("Steve: %d written, %d held", len(ss.toClient), len(st.held))
 	}
-	ss.midFrame[1] = false
+	ss.mid(1, false)
 	w.loops[1].run()
 	want := u.Player.ChatPacket("§ehello")
 	if len(s.toClient) != 1 || !bytes.Equal(w.unframe(s.toClient[0], -1), want) {
@@ -298,8 +303,8 @@ func TestUserHoldsUntilBoundary(t *testing.T) {
 
 	u.Claim(plugin(t, u, "bungeecord:main", bungeemsg.Msg{Sub: bungeemsg.KickPlayer, Player: "steve", Text: "bye"}))
 	w.loops[1].run()
-	if !ss.closed || len(ss.toClient) != 2 || !bytes.Equal(w.unframe(ss.toClient[1], 256), st.Player.KickPacket("bye")) {
-		t.Errorf("Steve kicked: closed %v, frames %q", ss.closed, ss.toClient)
+	if !ss.closed || len(ss.kicked) != 1 || !bytes.Equal(ss.kicked[0], st.Player.KickPacket("bye")) {
+		t.Errorf("Steve kicked: closed %v, kicks %q", ss.closed, ss.kicked)
 	}
 }
 
@@ -330,11 +335,11 @@ func TestUserMovesAndLeaves(t *testing.T) {
 	if _, ok := h.Find("steve"); ok {
 		t.Error("Steve is still found")
 	}
-	w.d.SetNetwork(func() (int, bool) { return 1234, true })
+	w.d.network = func() (int, bool) { return 1234, true }
 	if n, _ := h.Count("ALL"); n != 1234 {
 		t.Errorf("the network's count: %d", n)
 	}
-	w.d.SetNetwork(func() (int, bool) { return 0, false })
+	w.d.network = func() (int, bool) { return 0, false }
 	if n, _ := h.Count("ALL"); n != 1 {
 		t.Errorf("without the network: %d", n)
 	}
@@ -343,7 +348,7 @@ func TestUserMovesAndLeaves(t *testing.T) {
 func TestUserHeldBound(t *testing.T) {
 	w := newWorld(t)
 	u, s := w.join(alex, 764, 0, -1)
-	s.midFrame[0] = true
+	s.mid(0, true)
 	n := 0
 	for u.heldLen+200 <= MaxHeldBytes {
 		u.Claim(plugin(t, u, "BungeeCord", bungeemsg.Msg{Sub: bungeemsg.GetServers}))
@@ -355,7 +360,7 @@ func TestUserHeldBound(t *testing.T) {
 	if u.heldLen > MaxHeldBytes || w.counts[Failed].Load() == 0 {
 		t.Errorf("held %d bytes, %d failed", u.heldLen, w.counts[Failed].Load())
 	}
-	s.midFrame[0] = false
+	s.mid(0, false)
 	w.loops[0].run()
 	if len(s.toBackend) < n || u.heldLen != 0 {
 		t.Errorf("%d written of %d held", len(s.toBackend), n)

@@ -3,6 +3,7 @@ package inspect
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 
 	"github.com/tidegate/tidegate/internal/keyed"
@@ -197,6 +198,25 @@ func (l *Loop[K]) Start(k K, ids IDs, threshold int, users ...User) bool {
 		s = &Stream{}
 		s.nUsers = copy(s.users[:], users)
 		l.streams.Set(k, s)
+	}
+	s.reset(ids, threshold)
+	return true
+}
+
+// Ensure is Start with u among k's users: added to the users k's stream
+// kept when it is not one of them. It reports false when there is no room
+// for u (MaxUsers), the stream left as it was.
+func (l *Loop[K]) Ensure(k K, ids IDs, threshold int, u User) bool {
+	s := l.streams.Get(k)
+	if s == nil {
+		return l.Start(k, ids, threshold, u)
+	}
+	if !slices.Contains(s.Users(), u) {
+		if s.nUsers == MaxUsers {
+			return false
+		}
+		s.users[s.nUsers] = u
+		s.nUsers++
 	}
 	s.reset(ids, threshold)
 	return true

@@ -304,5 +304,8 @@ func Watch[K comparable](l *inspect.Loop[K], k K, pl *move.Player, w Where, user
 	}
 	ids, _ := inspect.IDsOf(pl.Handshake.ProtocolVersion)
 	_, backend := pl.Login.Thresholds()
-	return l.Start(k, ids, backend, NewPlayer(pl, user, counts, log))
+	if p := Of(l.Get(k)); p != nil {
+		return l.Ensure(k, ids, backend, p) // kept, with the stream's other users
+	}
+	return l.Ensure(k, ids, backend, NewPlayer(pl, user, counts, log))
 }
