@@ -163,12 +163,15 @@ func (s *Stream) follow(id int32) {
 // its ciphers (nil: not encrypted), counted as the relay counts, and
 // re-framed when Reframe is not Same (its zero value is).
 type Out struct {
-	Client        *reactor.Conn
+	Client        Writer
 	Ciphers       *login.Ciphers
 	S2C           *mc.FrameCounter
 	Bytes, Frames *atomic.Int64
 	Reframe       reframe.Direction
 }
+
+// Writer is where forwarded bytes are written: the client's connection.
+type Writer interface{ Write(b []byte) error }
 
 // ErrFrame is the class of Relay's errors for a frame the backend should
 // not have sent (a length past the frame limit, a compressed header or
