@@ -312,3 +312,22 @@ func TestKicked17FallsBack(t *testing.T) {
 	}
 	waitStats(t, p, "the kick counted", func(st proxymetrics.Stats) bool { return st.Kicks["moved"] == 1 && st.Active == 1 })
 }
+
+// TestGoMCBotKickedInConfiguration: a 1.20.2 backend that kicks the bot
+// in the configuration state (a config Disconnect right after its Login
+// Success) sends it to the fallback while it configures: the bot joins b's
+// play without ever seeing a's kick, and plays on there.
+func TestGoMCBotKickedInConfiguration(t *testing.T) {
+	checkNoLeaks(t)
+	_, sb, a, b := startMoveBackends(t, mcbackend.ForwardNone, false)
+	kick := mc.AppendPacket(nil, 0x01, mc.AppendString(nil, []byte(`{"text":"Your mods are not allowed"}`))) // 764: configuration Disconnect
+	ra := startKickRelay(t, a, kick)
+	p, addr := startProxy(t, moveConfig(t, ra.addr, b, "none", ""))
+	bot := gomcbot.Join(t, addr, "Modded", 60*time.Second)
+	bot.Echo(t, []byte("on b"))
+	if n := sb.Stats().EchoFrames; n != 1 || bot.Logins.Load() != 1 {
+		t.Fatalf("b echoed %d frames, the bot joined %d servers; want 1 and 1", n, bot.Logins.Load())
+	}
+	noKick(t, bot)
+	waitStats(t, p, "the kick counted", func(st proxymetrics.Stats) bool { return st.Kicks["moved"] == 1 && st.Active == 1 })
+}

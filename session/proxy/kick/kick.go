@@ -138,6 +138,7 @@ func (p *Player) Claim(f inspect.Frame) inspect.Verdict {
 		reason = "no reason given"
 	}
 	p.pending = &pending{packet: bytes.Clone(f.Packet), reason: reason, state: f.State}
+	p.pl.Configuring = f.State == inspect.Configuration // a move joins it there (move.Player)
 	return inspect.DropRest
 }
 
