@@ -331,3 +331,29 @@ func TestGoMCBotKickedInConfiguration(t *testing.T) {
 	noKick(t, bot)
 	waitStats(t, p, "the kick counted", func(st proxymetrics.Stats) bool { return st.Kicks["moved"] == 1 && st.Active == 1 })
 }
+
+// TestKickAfterAFailedMove: a move that fails leaves the player on its
+// backend with the inspection where it was (not started anew: the
+// stream is in play, mid-way): that backend's kick still moves it.
+func TestKickAfterAFailedMove(t *testing.T) {
+	checkNoLeaks(t)
+	_, sb, a, b := startMoveBackends(t, mcbackend.ForwardNone, true)
+	ra := startKickRelay(t, a, nil)
+	cfg := moveConfig(t, ra.addr, b, "none", "") + fmt.Sprintf("  c: {backends: [{addr: %q}], login: offline, forwarding: none}\n", closedAddr(t))
+	p, addr := startProxy(t, cfg)
+	bot := gomcbot.Join(t, addr, "Stays", 60*time.Second)
+	kc := ra.next(t)
+	if r := send(t, p, "Stays", "c"); r.Moved {
+		t.Fatalf("a move to a dead backend: %+v", r)
+	}
+	waitChat(t, bot, "Could not send you to c")
+	bot.Echo(t, []byte("still on a"))
+	kc.kick(disconnect764([]byte(`{"text":"Restarting"}`), 64), 1)
+	waitChat(t, bot, "(Restarting): you are now on b")
+	bot.WaitLogins(t, 2)
+	bot.Echo(t, []byte("on b"))
+	noKick(t, bot)
+	if n := sb.Stats().EchoFrames; n != 1 {
+		t.Fatalf("b echoed %d frames, want 1", n)
+	}
+}

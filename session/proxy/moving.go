@@ -25,7 +25,7 @@ func (s *session) keepPlayer() {
 			ls.players.Set(s, pl)
 		}
 	}
-	if s.via &^= viaInspect; kick.Watch(&ls.inspect, s, ls.players.Get(s), s.where(), s.username, &ls.counters.kicks, s.p.log) {
+	if s.via &^= viaInspect; kick.Watch(&ls.inspect, s, s.backend, ls.players.Get(s), s.where(), s.username, &ls.counters.kicks, s.p.log) {
 		s.via |= viaInspect
 	}
 }

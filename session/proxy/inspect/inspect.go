@@ -111,6 +111,7 @@ const MaxUsers = 4
 // Stream is one session's inspection: the backend's framing, where the
 // walk stands, and its users.
 type Stream struct {
+	from      any // the backend connection the walk follows
 	ids       IDs
 	threshold int // the backend's compression threshold, -1 when off
 	state     State
@@ -188,10 +189,11 @@ type Loop[K comparable] struct {
 }
 
 // Start gives session k of protocol ids a stream at the start of its
-// backend's stream, whose compression threshold is threshold (-1: off),
-// with users added when k has none yet; one k had is started anew, its
-// users kept. It reports false (k has no stream) for no users.
-func (l *Loop[K]) Start(k K, ids IDs, threshold int, users ...User) bool {
+// backend from's stream, whose compression threshold is threshold (-1:
+// off), with users added when k has none yet; one k had is started anew
+// for another backend, its users kept, and goes on as it was for the same
+// one. It reports false (k has no stream) for no users.
+func (l *Loop[K]) Start(k K, from any, ids IDs, threshold int, users ...User) bool {
 	s := l.streams.Get(k)
 	if s == nil {
 		if len(users) == 0 || len(users) > MaxUsers {
@@ -200,7 +202,10 @@ func (l *Loop[K]) Start(k K, ids IDs, threshold int, users ...User) bool {
 		s = &Stream{}
 		s.nUsers = copy(s.users[:], users)
 		l.streams.Set(k, s)
+	} else if s.from == from {
+		return true // relaying the same backend again (a move that failed)
 	}
+	s.from = from
 	s.reset(ids, threshold)
 	return true
 }

@@ -63,7 +63,7 @@ func newHarness(t testing.TB, v int32, threshold int, u User) *harness {
 		t.Fatalf("no IDs for protocol %d", v)
 	}
 	h := &harness{}
-	if !h.l.Start(1, ids, threshold, u) {
+	if !h.l.Start(1, h, ids, threshold, u) {
 		t.Fatal("Start refused a user")
 	}
 	h.s = h.l.Get(1)
@@ -227,19 +227,24 @@ func TestWalkViolations(t *testing.T) {
 	}
 }
 
-// TestStart: a stream needs a user; a second Start keeps the users and
-// starts the walk anew.
+// TestStart: a stream needs a user; a Start for another backend keeps the
+// users and starts the walk anew, one for the same backend (a move that
+// failed) changes nothing.
 func TestStart(t *testing.T) {
 	var l Loop[int]
 	ids, _ := IDsOf(765)
-	if l.Start(1, ids, -1) || l.Get(1) != nil {
+	if l.Start(1, "a", ids, -1) || l.Get(1) != nil {
 		t.Fatal("a stream without users")
 	}
 	u := &user{}
-	l.Start(1, ids, -1, u)
+	l.Start(1, "a", ids, -1, u)
 	s := l.Get(1)
-	s.state, s.rest, s.stopped = Play, 7, true
-	if !l.Start(1, ids, 64) || l.Get(1) != s || s.rest != 0 || s.stopped || s.state != Configuration || len(s.Users()) != 1 {
+	s.state, s.rest = Play, 7
+	if !l.Start(1, "a", ids, -1) || s.rest != 7 || s.state != Play {
+		t.Fatalf("the same backend again: the stream was reset: %+v", s)
+	}
+	s.stopped = true
+	if !l.Start(1, "b", ids, 64) || l.Get(1) != s || s.rest != 0 || s.stopped || s.state != Configuration || len(s.Users()) != 1 {
 		t.Fatalf("restarted stream %+v", s)
 	}
 	if _, ok := IDsOf(4); ok {
