@@ -26,10 +26,10 @@ func (s *session) keepPlayer() {
 			ls.players.Set(s, pl)
 		}
 	}
-	if s.via &^= viaInspect; kick.Watch(&ls.inspect, s, ls.players.Get(s), s.where(), s.username, &ls.counters.kicks, s.p.log) {
+	if s.via &^= viaInspect; kick.Watch(&ls.inspect, s, s.backend, ls.players.Get(s), s.where(), s.username, &ls.counters.kicks, s.p.log) {
 		s.via |= viaInspect
 	}
-	if ls.bungee.Keep(s.p.bungee, &ls.inspect, s, (*moveHost)(s), ls.players.Get(s), bungeechan.Where{Loop: s.client.Loop(), S2C: &s.s2c, C2S: &s.c2s, Name: s.username,
+	if ls.bungee.Keep(s.p.bungee, &ls.inspect, s, (*moveHost)(s), ls.players.Get(s), bungeechan.Where{Loop: s.client.Loop(), From: s.backend, S2C: &s.s2c, C2S: &s.c2s, Name: s.username,
 		Client: s.remoteAddrPort(), Group: s.group.name, On: s.gen.cfg.Groups[s.group.name].BungeeChannelOn()}, &ls.compressor) {
 		s.via |= viaInspect
 	}

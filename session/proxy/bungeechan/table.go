@@ -20,6 +20,7 @@ type Table[K comparable] struct {
 // Where is a session as Keep finds it at the start of a backend's stream.
 type Where struct {
 	Loop Loop // the session's
+	From any  // the backend's connection (inspect.Loop.Start)
 	// S2C and C2S count the frames the relay writes to the client and to
 	// the backend.
 	S2C, C2S *mc.FrameCounter
@@ -51,7 +52,7 @@ func (t *Table[K]) Keep(d *Directory, l *inspect.Loop[K], k K, s Session, pl *mo
 		return false
 	}
 	ids, _ := inspect.IDsOf(pl.Handshake.ProtocolVersion)
-	return l.Ensure(k, ids, u.BackendThreshold, (*inspectUser)(u))
+	return l.Ensure(k, w.From, ids, u.BackendThreshold, (*inspectUser)(u))
 }
 
 // Leave takes k's User, if any, out of its directory as k ends.

@@ -112,6 +112,7 @@ const MaxUsers = 4
 // Stream is one session's inspection: the backend's framing, where the
 // walk stands, and its users.
 type Stream struct {
+	from      any // the backend connection the walk follows
 	ids       IDs
 	threshold int // the backend's compression threshold, -1 when off
 	state     State
@@ -164,12 +165,15 @@ func (s *Stream) follow(id int32) {
 // its ciphers (nil: not encrypted), counted as the relay counts, and
 // re-framed when Reframe is not Same (its zero value is).
 type Out struct {
-	Client        *reactor.Conn
+	Client        Writer
 	Ciphers       *login.Ciphers
 	S2C           *mc.FrameCounter
 	Bytes, Frames *atomic.Int64
 	Reframe       reframe.Direction
 }
+
+// Writer is where forwarded bytes are written: the client's connection.
+type Writer interface{ Write(b []byte) error }
 
 // ErrFrame is the class of Relay's errors for a frame the backend should
 // not have sent (a length past the frame limit, a compressed header or
@@ -186,10 +190,11 @@ type Loop[K comparable] struct {
 }
 
 // Start gives session k of protocol ids a stream at the start of its
-// backend's stream, whose compression threshold is threshold (-1: off),
-// with users added when k has none yet; one k had is started anew, its
-// users kept. It reports false (k has no stream) for no users.
-func (l *Loop[K]) Start(k K, ids IDs, threshold int, users ...User) bool {
+// backend from's stream, whose compression threshold is threshold (-1:
+// off), with users added when k has none yet; one k had is started anew
+// for another backend, its users kept, and goes on as it was for the same
+// one. It reports false (k has no stream) for no users.
+func (l *Loop[K]) Start(k K, from any, ids IDs, threshold int, users ...User) bool {
 	s := l.streams.Get(k)
 	if s == nil {
 		if len(users) == 0 || len(users) > MaxUsers {
@@ -198,7 +203,10 @@ func (l *Loop[K]) Start(k K, ids IDs, threshold int, users ...User) bool {
 		s = &Stream{}
 		s.nUsers = copy(s.users[:], users)
 		l.streams.Set(k, s)
+	} else if s.from == from {
+		return true // relaying the same backend again (a move that failed)
 	}
+	s.from = from
 	s.reset(ids, threshold)
 	return true
 }
@@ -206,10 +214,10 @@ func (l *Loop[K]) Start(k K, ids IDs, threshold int, users ...User) bool {
 // Ensure is Start with u among k's users: added to the users k's stream
 // kept when it is not one of them. It reports false when there is no room
 // for u (MaxUsers), the stream left as it was.
-func (l *Loop[K]) Ensure(k K, ids IDs, threshold int, u User) bool {
+func (l *Loop[K]) Ensure(k K, from any, ids IDs, threshold int, u User) bool {
 	s := l.streams.Get(k)
 	if s == nil {
-		return l.Start(k, ids, threshold, u)
+		return l.Start(k, from, ids, threshold, u)
 	}
 	if !slices.Contains(s.Users(), u) {
 		if s.nUsers == MaxUsers {
@@ -218,8 +226,7 @@ func (l *Loop[K]) Ensure(k K, ids IDs, threshold int, u User) bool {
 		s.users[s.nUsers] = u
 		s.nUsers++
 	}
-	s.reset(ids, threshold)
-	return true
+	return l.Start(k, from, ids, threshold)
 }
 
 // Get returns k's stream, nil without one.

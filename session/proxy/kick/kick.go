@@ -138,6 +138,7 @@ func (p *Player) Claim(f inspect.Frame) inspect.Verdict {
 		reason = "no reason given"
 	}
 	p.pending = &pending{packet: bytes.Clone(f.Packet), reason: reason, state: f.State}
+	p.pl.Configuring = f.State == inspect.Configuration // a move joins it there (move.Player)
 	return inspect.DropRest
 }
 
@@ -289,11 +290,12 @@ func (p *Player) MoveFailed(h Host, err error) bool {
 	return true
 }
 
-// Watch inspects session k's backend for kicks when the movable player pl
-// (nil: not movable) is on a group with a fallback, at the start of each
-// of its backends' streams; it reports whether k is inspected. A kick's
+// Watch inspects session k's backend (its connection) for kicks when the
+// movable player pl (nil: not movable) is on a group with a fallback, as
+// it relays each of its backends (inspect.Loop.Start); it reports whether
+// k is inspected. A kick's
 // move that brought the player to w's group is counted here (Landed).
-func Watch[K comparable](l *inspect.Loop[K], k K, pl *move.Player, w Where, user string, counts *Counts, log zerolog.Logger) bool {
+func Watch[K comparable](l *inspect.Loop[K], k K, backend any, pl *move.Player, w Where, user string, counts *Counts, log zerolog.Logger) bool {
 	if pl == nil {
 		return false
 	}
@@ -303,9 +305,9 @@ func Watch[K comparable](l *inspect.Loop[K], k K, pl *move.Player, w Where, user
 		return false
 	}
 	ids, _ := inspect.IDsOf(pl.Handshake.ProtocolVersion)
-	_, backend := pl.Login.Thresholds()
+	_, threshold := pl.Login.Thresholds()
 	if p := Of(l.Get(k)); p != nil {
-		return l.Ensure(k, ids, backend, p) // kept, with the stream's other users
+		return l.Ensure(k, backend, ids, threshold, p) // kept, with the stream's other users
 	}
-	return l.Ensure(k, ids, backend, NewPlayer(pl, user, counts, log))
+	return l.Ensure(k, backend, ids, threshold, NewPlayer(pl, user, counts, log))
 }
