@@ -368,3 +368,45 @@ func TestBungeeChannelOff(t *testing.T) {
 		t.Fatalf("%d answered", n)
 	}
 }
+
+// TestBungeeChannelWithKicks: the channel and a kick's fallback share the
+// inspection across moves. The player starts on a (no fallback: the
+// channel alone inspects it), Connect takes it to b (whose fallback is
+// c): there the channel still answers, as b, and b's kick moves the
+// player to c instead of reaching the client.
+func TestBungeeChannelWithKicks(t *testing.T) {
+	checkNoLeaks(t)
+	pa, pb := startBungeeBackend(t, -1), startBungeeBackend(t, -1)
+	sc, c := startBackendServer(t, mcbackend.Config{})
+	p, addr := startProxy(t, fmt.Sprintf(`
+listeners: [{listen: "127.0.0.1:0"}]
+default_group: a
+groups:
+  a: {backends: [{addr: %q}], login: offline}
+  b: {backends: [{addr: %q}], login: offline, fallback: [c]}
+  c: {backends: [{addr: %q}], login: offline}
+`, pa.addr(), pb.addr(), c))
+	bot := gomcbot.Join(t, addr, "Kicked", 60*time.Second)
+	ca := pa.next(t)
+	connect, _ := bungeemsg.AppendRequest(nil, bungeemsg.Msg{Sub: bungeemsg.Connect, Server: "b"})
+	ca.send(bungeemsg.ModernChannel, connect)
+	cb := pb.next(t)
+	bot.WaitLogins(t, 2)
+	if got := cb.ask(t, bungeemsg.ModernChannel, bungeemsg.Msg{Sub: bungeemsg.GetServer}); got.Server != "b" {
+		t.Fatalf("GetServer on b: %q", got.Server)
+	}
+	if got := cb.ask(t, bungeemsg.ModernChannel, bungeemsg.Msg{Sub: bungeemsg.PlayerCount, Server: "a"}); got.Count != 0 {
+		t.Fatalf("PlayerCount a after the move: %d", got.Count)
+	}
+	cb.mu.Lock()
+	_, _ = cb.c.Write(disconnect764([]byte(`{"text":"go away"}`), -1))
+	cb.mu.Unlock()
+	bot.WaitLogins(t, 3)
+	waitfor.Value(t, "the player in play on c", func() int64 { return sc.Stats().PlayStarted }, func(n int64) bool { return n == 1 })
+	noKick(t, bot)
+	if st := p.Stats(); st.Kicks["moved"] != 1 || st.Bungee["acted"] != 1 || st.Bungee["answered"] != 2 {
+		t.Fatalf("kicks %v, bungee %v", st.Kicks, st.Bungee)
+	}
+	_ = bot.Client.Close()
+	waitStats(t, p, "the session to end", func(st proxymetrics.Stats) bool { return st.Active == 0 })
+}
