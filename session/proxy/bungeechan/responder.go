@@ -110,7 +110,7 @@ type Result struct {
 }
 
 // ErrForwardRefused is why Forward and ForwardToPlayer are refused.
-var ErrForwardRefused = errors.New("Forward and ForwardToPlayer are not supported: the proxy does not route plugin messages to other backends")
+var ErrForwardRefused = errors.New("the subchannels Forward and ForwardToPlayer are not supported: the proxy does not route plugin messages to other backends")
 
 // Handle reads one payload a backend sent on the BungeeCord channel, acts
 // on it through h and appends its answer, if any, to dst.
