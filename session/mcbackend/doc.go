@@ -61,7 +61,7 @@
 // vanilla client would.
 //
 // For protocol 764 and 765 only, play starts with a minimal Login (play)
-// packet, 0x29 (see appendJoinGame), unless Config.SkipJoinGame is set:
+// packet, 0x29 (see AppendJoinGame), unless Config.SkipJoinGame is set:
 // go-mc v1.20.2's bot returns from JoinServer after configuration, but its
 // bot/basic package and GameStart event fire on that packet. For other
 // versions the backend sends nothing of its own in play, so a 1.7.10 client

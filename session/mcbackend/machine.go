@@ -361,7 +361,7 @@ func (m *machine) startPlay(out emitter) {
 			m.joinHeld = true
 			return
 		}
-		m.emit(out, appendJoinGame(m.codec.packet[:0]))
+		m.emit(out, AppendJoinGame(m.codec.packet[:0]))
 	}
 }
 

@@ -90,14 +90,14 @@ func hasJoinGame(v int32) bool {
 	return v >= mc.Protocol1_20_2 && v <= protocol1_20_3
 }
 
-// appendJoinGame appends the body of a minimal Login (play) packet for
+// AppendJoinGame appends the body of a minimal Login (play) packet for
 // protocol 764/765 (ID 0x29) to dst: entity ID 1, not hardcore, one
 // dimension minecraft:overworld, max players 100, view and simulation
 // distance 2, no reduced debug info, respawn screen on, no limited crafting,
 // dimension type and name minecraft:overworld, hashed seed 0, survival
 // (previous game mode -1), not debug, not flat, no death location, portal
 // cooldown 0. go-mc v1.20.2's bot/basic reads it through "is flat".
-func appendJoinGame(dst []byte) []byte {
+func AppendJoinGame(dst []byte) []byte {
 	const overworld = "minecraft:overworld"
 	dst = mc.AppendVarInt(dst, packetJoinGame1202)
 	dst = append(dst, 0, 0, 0, 1) // Int entity ID

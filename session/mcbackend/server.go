@@ -389,7 +389,7 @@ func (s *session) onJoin() {
 		return
 	}
 	out := s.c.Loop().Batch()
-	s.m.emit(out, appendJoinGame(s.m.codec.packet[:0]))
+	s.m.emit(out, AppendJoinGame(s.m.codec.packet[:0]))
 	_ = s.c.WriteBatch(out)
 }
 

@@ -3,9 +3,13 @@ package proxy
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/proxy/admin"
+	"github.com/tidegate/tidegate/session/proxy/bungeechan"
+	"github.com/tidegate/tidegate/session/proxy/inspect"
+	"github.com/tidegate/tidegate/session/proxy/kick"
 	"github.com/tidegate/tidegate/session/proxy/move"
 	"github.com/tidegate/tidegate/session/proxy/reasons"
 )
@@ -13,13 +17,63 @@ import (
 // Moving players between servers: the session's hooks into
 // session/proxy/move, which does the work.
 
-// keepPlayer keeps what a terminated 1.20.2+ session needs to be moved.
+// keepPlayer keeps what a terminated session needs to be moved and, when
+// its group has a fallback, inspects its backend's packets for kicks.
 func (s *session) keepPlayer() {
+	ls := s.p.loopOf(s.client)
 	if s.pre != nil && s.pre.term != nil {
 		if pl, err := move.NewPlayer(s.pre.term, s.pre.handshake, s.protocol, s.ip); err == nil {
-			s.p.loopOf(s.client).players.Set(s, pl)
+			ls.players.Set(s, pl)
 		}
 	}
+	if s.via &^= viaInspect; kick.Watch(&ls.inspect, s, s.backend, ls.players.Get(s), s.where(), s.username, &ls.counters.kicks, s.p.log) {
+		s.via |= viaInspect
+	}
+	if ls.bungee.Keep(s.p.bungee, &ls.inspect, s, (*moveHost)(s), ls.players.Get(s), bungeechan.Where{Loop: s.client.Loop(), From: s.backend, S2C: &s.s2c, C2S: &s.c2s, Name: s.username,
+		Client: s.remoteAddrPort(), Group: s.group.name, On: s.gen.cfg.Groups[s.group.name].BungeeChannelOn()}, &ls.compressor) {
+		s.via |= viaInspect
+	}
+}
+
+// relayInspected relays the backend's input through the inspection.
+func (s *session) relayInspected() {
+	ls, bc := s.p.loopOf(s.client), s.backend
+	out := inspect.Out{Client: s.client, Ciphers: s.ciphers(), S2C: &s.s2c, Bytes: &ls.counters.bytesS2C, Frames: &ls.counters.framesS2C, Reframe: ls.reframes.S2C(s)}
+	u, err := ls.inspect.Relay(s, bc, &out, &ls.compressor)
+	s.lastActive = bc.Loop().Now()
+	bc.Backpressure()
+	if kp, ok := u.(*kick.Player); ok {
+		kp.Kicked((*moveHost)(s), s.where(), time.Now())
+	} else if err != nil {
+		ls.counters.ended[reasons.BadBackendFrame].Add(1)
+		s.p.log.Warn().Str("user", s.username).Str("backend", s.target.addr).Err(err).Msg("session closed: its backend sent a frame that does not read")
+		s.closeBoth()
+	}
+}
+
+// where is the session's group, backend and fallbacks.
+func (s *session) where() kick.Where {
+	return kick.Where{Group: s.group.name, Backend: s.target.addr, Fallback: s.gen.cfg.Groups[s.group.name].Fallback}
+}
+
+// A moveHost is the session as its kicks see it too (kick.Host).
+func (h *moveHost) CloseBackend() { h.backend.Close() }
+func (h *moveHost) Moving() bool  { return h.state == stMoving }
+func (h *moveHost) SendTo(g string, notice []byte) error {
+	return (*session)(h).sendTo(g, "", notice, nil)
+}
+
+// A moveHost is the session as the BungeeCord channel sees it too (bungeechan.Session).
+func (h *moveHost) WriteClient(frame []byte)  { (*session)(h).sendClient(frame) }
+func (h *moveHost) WriteBackend(frame []byte) { _ = h.backend.Write(frame) }
+func (h *moveHost) Relaying() bool            { return h.state == stRelay && !h.clientEOF && !h.backendEOF }
+
+// Kick sends the client packet, in its framing, and ends the session.
+func (h *moveHost) Kick(packet []byte) {
+	s, ls := (*session)(h), h.p.loopOf(h.client)
+	s.sendClient(ls.compressor.AppendFrame(nil, packet, ls.players.Get(s).Threshold))
+	s.leaveBackend()
+	s.closeBoth()
 }
 
 // moving returns the session's move in flight (state stMoving).
@@ -31,7 +85,7 @@ func (s *session) sendTo(group, addr string, notice []byte, done func(error)) er
 	ls := s.p.loopOf(s.client)
 	pl := ls.players.Get(s)
 	if err := move.Check(move.Session{Terminated: s.group != nil && s.group.login != nil, Protocol: s.protocol, Player: pl,
-		Relaying: s.state == stRelay && !s.clientEOF && !s.backendEOF, Framed: !s.c2s.Broken() && !s.s2c.Broken(), Reframed: s.reframed}); err != nil {
+		Relaying: s.state == stRelay && !s.clientEOF && !s.backendEOF, Framed: !s.c2s.Broken() && !s.s2c.Broken(), Reframed: s.via&viaReframe != 0}); err != nil {
 		return err
 	}
 	g, b, err := s.moveTarget(group, addr)
@@ -73,43 +127,17 @@ func (s *session) moveTarget(group, addr string) (*group, *backend, error) {
 	return nil, nil, fmt.Errorf("no group %q or backend %q whose logins the proxy completes", group, addr)
 }
 
-// oldBackendEnded handles the end of a session's backend bc during a move
-// or, with a fallback, in play; it reports false when the session ends.
-func (s *session) oldBackendEnded(bc *reactor.Conn) bool {
+// fallBack handles the end of a session's backend bc during a move, or in
+// play: it moves the player to the first of its group's fallbacks that
+// takes it (session/proxy/kick). It reports false when the session ends.
+func (s *session) fallBack(bc *reactor.Conn) bool {
 	if s.state == stMoving {
 		s.moving().OldClosed(bc)
-		s.leaveBackend()
-		return true
-	}
-	return s.state == stRelay && s.fallBack(bc)
-}
-
-// fallsBack closes a half-closed backend bc whose end moves the player
-// (OnClose: fallBack), and reports whether it did.
-func (s *session) fallsBack(bc *reactor.Conn) bool {
-	if s.gen.cfg.Groups[s.group.name].Fallback == nil || s.p.loopOf(bc).players.Get(s) == nil {
+	} else if kp := kick.Of(s.p.loopOf(bc).inspect.Get(s)); kp == nil || s.client.Closing() || !kp.Ended((*moveHost)(s), s.where(), time.Now()) {
 		return false
 	}
-	bc.Close()
+	s.leaveBackend()
 	return true
-}
-
-// fallBack moves a session whose backend bc ended to the first of its
-// group's fallback groups that takes it, and reports whether one did.
-func (s *session) fallBack(bc *reactor.Conn) bool {
-	pl := s.p.loopOf(bc).players.Get(s)
-	if pl == nil || s.client.Closing() {
-		return false
-	}
-	rest, _ := bc.Peek(-1) // sent on to the client (OnClose), not yet counted
-	s.s2c.Count(rest)
-	for _, f := range s.gen.cfg.Groups[s.group.name].Fallback {
-		if s.sendTo(f, "", move.FallbackNotice(pl, s.group.name, f), nil) == nil {
-			s.leaveBackend()
-			return true
-		}
-	}
-	return false
 }
 
 // moveHost is a session as its move sees it.
@@ -133,8 +161,7 @@ func (h *moveHost) Switched(m *move.Move, bc *reactor.Conn) {
 	}
 	s.target.Active.Add(1)
 	s.startRelay()
-	ls := s.p.loopOf(bc)
-	s.relay(bc, s.client, &s.s2c, &ls.counters.bytesS2C, &ls.counters.framesS2C) // its configuration so far
+	s.relay(false) // its configuration so far
 	s.p.log.Info().Str("user", s.username).Str("group", t.Group).Str("backend", t.Addr).Msg("player moved")
 }
 
@@ -145,9 +172,9 @@ func (h *moveHost) Failed(m *move.Move, err error) {
 	s.p.log.Warn().Str("user", s.username).Str("backend", m.Target().Addr).Err(err).Msg("move failed: the player stays")
 	if s.state = stRelay; !s.backend.Opened() || s.backend.Closing() {
 		ls := s.p.loopOf(s.client)
-		s.sendClient(move.AppendGoneKick(nil, ls.players.Get(s), &ls.compressor, err))
-		s.state = stDone
-		s.client.Close()
+		if !kick.Of(ls.inspect.Get(s)).MoveFailed((*moveHost)(s), err) {
+			(*moveHost)(s).Kick(move.GoneKick(ls.players.Get(s), err))
+		}
 		return
 	}
 	s.startRelay()

@@ -46,44 +46,18 @@ func (g *group) anyUp() bool {
 	return false
 }
 
-// startProbes starts the probers of the current configuration
-// when its health.interval is set.
-func (p *Proxy) startProbes() {
-	p.probesMu.Lock()
-	defer p.probesMu.Unlock()
-	p.startProbesLocked()
-}
-
-func (p *Proxy) startProbesLocked() {
+// newProbes starts the probers of the current configuration when its
+// health.interval is set (p.probers runs it).
+func (p *Proxy) newProbes() *probe.Runner {
 	gen := p.cur()
-	if gen.cfg.Probes.Interval <= 0 || p.probesEnded {
-		return
+	if gen.cfg.Probes.Interval <= 0 {
+		return nil
 	}
 	var all []*backend
 	for _, g := range gen.router.ordered {
 		all = append(all, g.backends...)
 	}
-	p.probes = probe.Start(gen.cfg.Probes.Interval, all, func(ctx context.Context, b *backend) { p.probeOnce(ctx, gen, b) })
-}
-
-// stopProbes stops the probers for good and waits for them until
-// ctx ends.
-func (p *Proxy) stopProbes(ctx context.Context) error {
-	p.probesMu.Lock()
-	defer p.probesMu.Unlock()
-	p.probesEnded = true
-	return p.stopProbesLocked(ctx)
-}
-
-func (p *Proxy) stopProbesLocked(ctx context.Context) error {
-	if p.probes == nil {
-		return nil
-	}
-	if err := p.probes.Stop(ctx); err != nil {
-		return err
-	}
-	p.probes = nil
-	return nil
+	return probe.Start(gen.cfg.Probes.Interval, all, func(ctx context.Context, b *backend) { p.probeOnce(ctx, gen, b) })
 }
 
 // probeOnce runs one active probe of b under gen and records its result

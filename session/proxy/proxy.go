@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,7 +19,9 @@ import (
 	"github.com/tidegate/tidegate/session/cluster"
 	"github.com/tidegate/tidegate/session/mcauth"
 	"github.com/tidegate/tidegate/session/proxy/admin"
+	"github.com/tidegate/tidegate/session/proxy/bungeechan"
 	"github.com/tidegate/tidegate/session/proxy/config"
+	"github.com/tidegate/tidegate/session/proxy/inspect"
 	"github.com/tidegate/tidegate/session/proxy/login"
 	"github.com/tidegate/tidegate/session/proxy/move"
 	"github.com/tidegate/tidegate/session/proxy/network"
@@ -49,15 +52,14 @@ type Proxy struct {
 	refusals ratelimit.RefusalLog // samples the refusal logs of the flood-prone reasons
 
 	backendSide backendHandler
-	probesMu    sync.Mutex
-	probes      *probe.Runner // active probes, when health.interval is set
-	probesEnded bool          // Stop or Shutdown stopped them for good
+	probers     probe.Probers // active probes, when health.interval is set (probe.go)
 
 	refresher status.Refresher // status cache refreshes (status.go)
 
 	handedOver, handedOverQueued atomic.Int64          // live upgrades (upgrade.go), see Stats
 	cluster                      *cluster.Client       // shared player state (cluster.go); nil when cluster.redis is off
 	auth                         *mcauth.Authenticator // login: online (online.go); nil when no group had it at New
+	bungee                       *bungeechan.Directory // the players and servers the BungeeCord channel names (moving.go)
 	clusterReset                 bool                  // at Start, remove what a previous run left under the proxy's ID
 
 	sentMu      sync.Mutex
@@ -82,6 +84,8 @@ type loopState struct {
 	kept           login.KeptTable[*session]   // what its terminated sessions keep of their login (terminate.go), for a live upgrade
 	players        move.Table[*session]        // of its movable sessions (moving.go)
 	reframes       reframe.Loop[*session]      // of its sessions whose two sides compress differently (session.go)
+	inspect        inspect.Loop[*session]      // of its sessions whose backends' packets are looked at (moving.go)
+	bungee         bungeechan.Table[*session]  // of its sessions that answer the BungeeCord channel (moving.go)
 }
 
 // New builds a proxy from a validated configuration; log receives its logs.
@@ -96,26 +100,19 @@ func NewWithListeners(cfg *config.Config, log zerolog.Logger, listeners []net.Li
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	p := &Proxy{
-		log: log,
-		src: ratelimit.New(),
-	}
+	p := &Proxy{log: log, src: ratelimit.New()}
 	p.backendSide.p = p
 	var err error
 	if p.cluster, err = network.NewClient(cfg.Cluster, p.log, p.onKick); err != nil {
 		return nil, err
 	}
+	p.bungee = bungeechan.NewDirectory(log, func() *config.Config { return p.cur().cfg }, p.cluster)
 	if p.auth, err = login.NewAuthenticator(cfg); err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}
 	// A process started with listeners handed over takes the sessions of
 	// the one before it, which stay published under the same ID.
-	p.clusterReset = true
-	for _, l := range listeners {
-		if l != nil {
-			p.clusterReset = false
-		}
-	}
+	p.clusterReset = !slices.ContainsFunc(listeners, func(l net.Listener) bool { return l != nil })
 	addrs := make([]string, len(cfg.Listeners))
 	for i := range cfg.Listeners {
 		addrs[i] = "tcp://" + cfg.Listeners[i].Listen
@@ -165,7 +162,7 @@ func (p *Proxy) Start() error {
 		}
 		return fmt.Errorf("proxy: %w", err)
 	}
-	p.startProbes()
+	p.probers.Start(p.newProbes)
 	return nil
 }
 
@@ -178,7 +175,7 @@ func (p *Proxy) Reactor() *reactor.Server { return p.rs }
 // Stop stops the active probes, closes every connection and waits for the
 // probers and the loops to exit.
 func (p *Proxy) Stop(ctx context.Context) error {
-	err := errors.Join(p.stopProbes(ctx), p.refresher.Stop(ctx), p.rs.Stop(ctx))
+	err := errors.Join(p.probers.Stop(ctx), p.refresher.Stop(ctx), p.rs.Stop(ctx))
 	return errors.Join(err, login.CloseAuthenticator(ctx, p.auth), p.stopCluster(ctx))
 }
 
@@ -191,13 +188,13 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 	err := p.rs.Shutdown(ctx)
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return errors.Join(err, p.stopProbes(sctx), p.refresher.Stop(sctx), p.stopCluster(sctx))
+	return errors.Join(err, p.probers.Stop(sctx), p.refresher.Stop(sctx), p.stopCluster(sctx))
 }
 
 // Stats sums the counters of all loops.
 func (p *Proxy) Stats() proxymetrics.Stats {
 	refreshed, refreshFailed := p.refresher.Counts()
-	st := proxymetrics.Stats{Reactor: p.rs.Stats(), Rejected: map[string]int64{}, Ended: map[string]int64{}, Moves: map[string]int64{},
+	st := proxymetrics.Stats{Reactor: p.rs.Stats(), Rejected: map[string]int64{}, Ended: map[string]int64{}, Moves: map[string]int64{}, Kicks: map[string]int64{}, Bungee: map[string]int64{},
 		StatusRefreshes: refreshed, StatusRefreshFailures: refreshFailed,
 		HandedOver: p.handedOver.Load(), HandedOverQueued: p.handedOverQueued.Load()}
 	for i := range p.loops {
@@ -216,6 +213,8 @@ func (p *Proxy) Stats() proxymetrics.Stats {
 		reasons.AddCounts(st.Rejected, &c.rejected)
 		reasons.AddCounts(st.Ended, &c.ended)
 		c.moves.AddTo(st.Moves)
+		c.kicks.AddTo(st.Kicks)
+		p.loops[i].bungee.Counts.AddTo(st.Bungee)
 	}
 	return st
 }

@@ -772,8 +772,9 @@ func TestIdleTimeoutIsAnEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
-# HELP tidegate_proxy_session_ends_total Relaying sessions the proxy ended, by reason (idle_timeout, fin_timeout, shutdown at the drain deadline, logged_in_elsewhere, move_timeout, move_queue_full, move_lost, a re-framed session's inflate_too_large, bad_compression, reframe_too_large).
+# HELP tidegate_proxy_session_ends_total Relaying sessions the proxy ended, by reason (idle_timeout, fin_timeout, shutdown at the drain deadline, logged_in_elsewhere, move_timeout, move_queue_full, move_lost, a re-framed session's inflate_too_large, bad_compression, reframe_too_large, an inspected session's bad_backend_frame).
 # TYPE tidegate_proxy_session_ends_total counter
+tidegate_proxy_session_ends_total{reason="bad_backend_frame"} 0
 tidegate_proxy_session_ends_total{reason="bad_compression"} 0
 tidegate_proxy_session_ends_total{reason="fin_timeout"} 0
 tidegate_proxy_session_ends_total{reason="idle_timeout"} 1
@@ -791,7 +792,7 @@ tidegate_proxy_session_ends_total{reason="shutdown"} 0
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := int(reasons.Count) - 8; n != want {
-		t.Fatalf("rejected_total has %d reasons, want %d (all but the end-only idle_timeout, fin_timeout, the three move ends and the three of re-framing)", n, want)
+	if want := int(reasons.Count) - 9; n != want {
+		t.Fatalf("rejected_total has %d reasons, want %d (all but the end-only idle_timeout, fin_timeout, the three move ends, the three of re-framing and bad_backend_frame)", n, want)
 	}
 }

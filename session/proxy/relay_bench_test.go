@@ -19,11 +19,12 @@ import (
 // (velocity forwarding): its relay is the same. online is a 1.7.10 login
 // authenticated by the proxy (bungeecord forwarding): the relay decrypts
 // and encrypts the client's side in place, and the client does the same
-// (in place or in a reused buffer).
+// (in place or in a reused buffer). inspected is offline with a fallback
+// group: the backend's frames are walked for kicks (session/proxy/inspect).
 func BenchmarkRelay(b *testing.B) {
-	for _, mode := range []string{"minecraft", "raw", "offline", "online"} {
+	for _, mode := range []string{"minecraft", "raw", "offline", "inspected", "online"} {
 		b.Run(mode, func(b *testing.B) {
-			fw := map[string]mcbackend.Forwarding{"offline": mcbackend.ForwardVelocity, "online": mcbackend.ForwardBungeeCord}[mode]
+			fw := map[string]mcbackend.Forwarding{"offline": mcbackend.ForwardVelocity, "inspected": mcbackend.ForwardVelocity, "online": mcbackend.ForwardBungeeCord}[mode]
 			be := startBackend(b, mcbackend.Config{Forwarding: fw, ForwardingSecret: []byte(testForwardingSecret)})
 			ss := sessionserver.Start(b)
 			ss.AddPlayer(alice)
@@ -33,6 +34,8 @@ func BenchmarkRelay(b *testing.B) {
 				cfg = rawConfig(be)
 			case "offline":
 				cfg = offlineConfig(b, be, "velocity")
+			case "inspected":
+				cfg = moveConfig(b, be, be, "velocity", "")
 			case "online":
 				cfg = onlineConfig(b, be, "bungeecord", ss.URL, 5*time.Second, 5*time.Second)
 			}

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -170,14 +169,7 @@ func (p *Proxy) Reload(cfg *config.Config) error {
 	gen.router.now = old.router.now
 	// The old checkers stop before the new ones start, so that a backend
 	// kept is never checked twice at once.
-	p.probesMu.Lock()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	err = p.stopProbesLocked(ctx)
-	cancel()
-	p.gen.Store(gen)
-	p.startProbesLocked()
-	p.probesMu.Unlock()
-	if err != nil {
+	if err = p.probers.Replace(5*time.Second, func() { p.gen.Store(gen) }, p.newProbes); err != nil {
 		p.log.Warn().Err(err).Msg("reload: the previous health checkers did not stop in time")
 	}
 	// Only now that the generation that routes them is in place: a session

@@ -1,7 +1,8 @@
 package proxy
 
 import (
-	"sort"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/tidegate/tidegate/protocol/mc"
@@ -78,26 +79,15 @@ func newRouter(cfg *config.Config, prev *router, loops int) *router {
 		groups: map[string]*group{}, health: h, now: nowUnix,
 		lease: int64(max(cfg.Limits.ConnectTimeout, h.Timeout) + 5*time.Second),
 	}
-	names := make([]string, 0, len(cfg.Groups))
-	for name := range cfg.Groups {
-		names = append(names, name)
-	}
-	sort.Strings(names)
 	routed := cfg.RoutedGroups()
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(cfg.Groups)) {
 		gc := cfg.Groups[name]
 		g := &group{
 			name:              name,
 			offlineDisconnect: mc.AppendLoginDisconnect(nil, status.ChatJSON(cfg.OfflineMessage(gc))),
 			strategy:          gc.Strategy,
 		}
-		g.probeKind, g.routed = routed[name]
-		switch {
-		case h.Kind != config.ProbeAuto:
-			g.probeKind = h.Kind
-		case !g.routed:
-			g.probeKind = config.ProbeTCP
-		}
+		g.probeKind, g.routed = cfg.ProbeKindOf(routed, name)
 		g.status = status.NewGroup[*statusWaiter](cfg.Status.Offline, cfg.OfflineMOTD(gc))
 		g.sendPP = gc.SendVersions()
 		g.bungee, g.login = cfg.ForwardingOf(gc) == config.ForwardBungeeCord, login.NewSettings(cfg, gc)

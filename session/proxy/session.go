@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"errors"
-	"sync/atomic"
 	"time"
 
 	"github.com/tidegate/tidegate/protocol/mc"
@@ -78,7 +77,7 @@ type session struct {
 	adopted               bool // taken over from another process (upgrade.go)
 	keptHere              bool // taken back by this hand-over (handoversettle.go): it does not go again in it
 	encrypted             bool // login: online: its ciphers are in its loop's ciphers (online.go)
-	reframed              bool // its client and backend compress at different thresholds: its loop's reframes has it
+	via                   via  // how its relay goes besides copying: re-framed, inspected (terminate.go)
 }
 
 // preRelay is the part of a session's state that it needs only until it
@@ -193,8 +192,7 @@ func (h *clientHandler) OnTraffic(c *reactor.Conn) {
 		if s.state == stMoving && s.moving().ClientTraffic() {
 			break
 		}
-		cnt := &s.p.loopOf(c).counters
-		s.relay(c, s.backend, &s.c2s, &cnt.bytesC2S, &cnt.framesC2S)
+		s.relay(true)
 	case stEncryption:
 		s.readEncryptionResponse()
 	case stClusterWait, stBackendLogin:
@@ -226,6 +224,7 @@ func (h *clientHandler) OnClose(c *reactor.Conn, err error) {
 	s.dropProbe()
 	defer login.Forget(s, &ls.kept, &ls.ciphers) // after the rest is decrypted; one handed over has them in its state
 	ls.players.Delete(s)                         // abandoning its move in flight
+	ls.bungee.Leave(s)
 	if errors.Is(err, reactor.ErrHandedOver) {
 		return // the backend socket goes to the other process too, and the ticket with it
 	}
@@ -233,9 +232,10 @@ func (h *clientHandler) OnClose(c *reactor.Conn, err error) {
 	s.releaseTicket()
 	s.state = stDone
 	defer ls.reframes.Stop(s)
+	defer ls.inspect.Stop(s)
 	if b := s.backend; b != nil {
 		if b.Opened() && !b.Closing() {
-			s.relay(c, b, &s.c2s, &ls.counters.bytesC2S, &ls.counters.framesC2S) // what the client sent before it left
+			s.relay(true) // what the client sent before it left
 		}
 		b.Close()
 	}
@@ -301,8 +301,7 @@ func (h *backendHandler) OnTraffic(bc *reactor.Conn) {
 		bc.Discard(-1)
 		return
 	}
-	ls := s.p.loopOf(bc)
-	s.relay(bc, s.client, &s.s2c, &ls.counters.bytesS2C, &ls.counters.framesS2C)
+	s.relay(false)
 }
 
 func (h *backendHandler) OnClose(bc *reactor.Conn, err error) {
@@ -346,8 +345,8 @@ func (h *backendHandler) OnClose(bc *reactor.Conn, err error) {
 		}
 		return
 	}
-	if ls := p.loopOf(bc); s.state == stRelay && !c.Closing() { // what the backend sent before it left
-		s.relay(bc, c, &s.s2c, &ls.counters.bytesS2C, &ls.counters.framesS2C)
+	if s.state == stRelay && !c.Closing() { // what the backend sent before it left
+		s.relay(false)
 	}
 	if s.state == stBackendLogin && !c.Closing() {
 		if s.backendLogin(bc); s.state == stBackendLogin { // what it sent, then the end
@@ -355,7 +354,7 @@ func (h *backendHandler) OnClose(bc *reactor.Conn, err error) {
 		}
 		return
 	}
-	if s.oldBackendEnded(bc) { // moving.go
+	if (s.state == stMoving || s.state == stRelay) && s.fallBack(bc) { // moving.go
 		return
 	}
 	s.leaveBackend()
@@ -374,9 +373,8 @@ func (h *clientHandler) OnReadEOF(c *reactor.Conn) {
 	}
 	switch s.state {
 	case stRelay:
-		cnt := &s.p.loopOf(c).counters
 		s.clientEOF = true // first: a re-framed relay then takes all that is left
-		s.relay(c, s.backend, &s.c2s, &cnt.bytesC2S, &cnt.framesC2S)
+		s.relay(true)
 		s.backend.CloseWrite()
 		s.halfClosed()
 	case stConnecting:
@@ -405,40 +403,24 @@ func (h *backendHandler) OnReadEOF(bc *reactor.Conn) {
 		bc.Close()
 		return
 	}
-	ls := s.p.loopOf(bc)
-	s.relay(bc, s.client, &s.s2c, &ls.counters.bytesS2C, &ls.counters.framesS2C)
-	if s.fallsBack(bc) {
+	if s.relay(false); s.via&viaInspect != 0 { // its end moves the player (OnClose: fallBack)
+		bc.Close()
 		return
 	}
 	s.backendEOF = true // a re-framed session's last frames are final now (relayReframed)
-	s.relay(bc, s.client, &s.s2c, &ls.counters.bytesS2C, &ls.counters.framesS2C)
+	s.relay(false)
 	s.client.CloseWrite()
 	s.halfClosed()
 }
 
-// halfClosed runs when one direction of a relayed session has ended: once
-// both have, the session closes (each side after its output drains);
-// until then the other direction has FinTimeout to finish.
-func (s *session) halfClosed() {
-	if s.clientEOF && s.backendEOF {
-		s.closeBoth()
-		return
+// relay moves what the client (fromClient) or the backend has buffered to
+// the other side, with one write, and applies flow control to it.
+func (s *session) relay(fromClient bool) {
+	cnt := &s.p.loopOf(s.client).counters
+	from, to, fs, bytes, frames := s.backend, s.client, &s.s2c, &cnt.bytesS2C, &cnt.framesS2C
+	if fromClient {
+		from, to, fs, bytes, frames = s.client, s.backend, &s.c2s, &cnt.bytesC2S, &cnt.framesC2S
 	}
-	s.client.Loop().Schedule(&s.timer, s.gen.cfg.Limits.FinTimeout)
-}
-
-// closeBoth ends the session: each side closes after its output drains.
-func (s *session) closeBoth() {
-	s.state = stDone
-	s.client.Close()
-	if s.backend != nil {
-		s.backend.Close()
-	}
-}
-
-// relay moves what from has buffered to to, with one write, and applies
-// flow control to from.
-func (s *session) relay(from, to *reactor.Conn, fs *mc.FrameCounter, bytes, frames *atomic.Int64) {
 	buf, _ := from.Peek(-1)
 	if len(buf) == 0 {
 		return
@@ -447,7 +429,10 @@ func (s *session) relay(from, to *reactor.Conn, fs *mc.FrameCounter, bytes, fram
 		from.Discard(-1)
 		return
 	}
-	if s.reframed {
+	if s.via&viaInspect != 0 && !fromClient {
+		s.relayInspected() // moving.go
+		return
+	} else if s.via&viaReframe != 0 {
 		s.relayReframed(from, to, fs, bytes, frames)
 		return
 	}
@@ -457,7 +442,7 @@ func (s *session) relay(from, to *reactor.Conn, fs *mc.FrameCounter, bytes, fram
 	if !s.raw && !fs.Broken() {
 		frames.Add(int64(fs.Count(buf)))
 		if fs.Broken() {
-			s.p.loopOf(from).counters.unframed.Add(1)
+			cnt.unframed.Add(1)
 		}
 	}
 	cr.Outbound(buf, to == s.client) // counted above, in the clear

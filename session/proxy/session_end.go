@@ -122,3 +122,23 @@ func (h *clientHandler) OnDrainDeadline(c *reactor.Conn) {
 		s.backend.Close()
 	}
 }
+
+// halfClosed runs when one direction of a relayed session has ended: once
+// both have, the session closes (each side after its output drains);
+// until then the other direction has FinTimeout to finish.
+func (s *session) halfClosed() {
+	if s.clientEOF && s.backendEOF {
+		s.closeBoth()
+		return
+	}
+	s.client.Loop().Schedule(&s.timer, s.gen.cfg.Limits.FinTimeout)
+}
+
+// closeBoth ends the session: each side closes after its output drains.
+func (s *session) closeBoth() {
+	s.state = stDone
+	s.client.Close()
+	if s.backend != nil {
+		s.backend.Close()
+	}
+}

@@ -3,6 +3,7 @@ package proxy
 import (
 	"sync/atomic"
 
+	"github.com/tidegate/tidegate/session/proxy/kick"
 	"github.com/tidegate/tidegate/session/proxy/move"
 	"github.com/tidegate/tidegate/session/proxy/reasons"
 )
@@ -29,5 +30,6 @@ type loopCounters struct {
 	rejected      [reasons.Count]atomic.Int64 // sessions refused before they relayed
 	ended         [reasons.Count]atomic.Int64 // relaying sessions the proxy ended
 	moves         move.Counts                 // moves by outcome
+	kicks         kick.Counts                 // backends' kicks by outcome
 	_             [64]byte
 }

@@ -46,10 +46,12 @@ func (s *session) backendLogin(bc *reactor.Conn) {
 func (s *session) loginDone(bc *reactor.Conn, toClient []byte) {
 	ls := s.p.loopOf(bc)
 	s.sendClient(toClient)
-	s.reframed = ls.reframes.Start(s, s.pre.term)
+	if ls.reframes.Start(s, s.pre.term) {
+		s.via |= viaReframe
+	}
 	s.startRelay()
 	bc.ResumeRead() // if a held Login Success paused it
-	s.relay(bc, s.client, &s.s2c, &ls.counters.bytesS2C, &ls.counters.framesS2C)
+	s.relay(false)
 }
 
 // waitingInput handles what a client sends while its login waits: the
@@ -97,7 +99,7 @@ func (s *session) startRelay() {
 	if s.pre != nil { // nil after a move: the player's identity and thresholds are the first login's
 		s.p.loopOf(c).kept.Keep(s, s.pre.term) // a terminated login's thresholds and profile, for a live upgrade
 	}
-	s.keepPlayer() // moving.go
+	s.keepPlayer() // moving.go, and the inspection with it
 	s.dropPre()    // what the login needed is sent; relaying needs none of it
 	c.SetSink(bc)
 	bc.SetSink(c)
@@ -114,6 +116,14 @@ func (s *session) startRelay() {
 	s.p.log.Debug().Str("remote", s.remoteAddr()).Str("host", s.host).Str("user", s.username).
 		Str("backend", s.target.addr).Msg("session routed")
 }
+
+// via is how a session's relay goes besides copying the bytes.
+type via uint8
+
+const (
+	viaReframe via = 1 << iota // its client and backend compress at different thresholds: its loop's reframes has it
+	viaInspect                 // its backend's packets are looked at (moving.go): its loop's inspect has it
+)
 
 // relayReframed is relay for a session whose client is told another
 // compression threshold than its backend's (session/proxy/reframe).

@@ -222,7 +222,7 @@ func (p *Proxy) handOverOnLoop(l *reactor.Loop, out chan<- handed, quota, v int)
 			return
 		}
 		// A session whose login's state the other process cannot take stays.
-		if s.state != stRelay || s.clientEOF || s.backendEOF || s.backend == nil || !s.backend.Opened() || c.Closing() || s.backend.Closing() || s.reframed || v < handover.StateV2 && handover.NeedsV2(p.loopOf(c).kept.Get(s), s.encrypted) {
+		if s.state != stRelay || s.clientEOF || s.backendEOF || s.backend == nil || !s.backend.Opened() || c.Closing() || s.backend.Closing() || s.via&viaReframe != 0 || v < handover.StateV2 && handover.NeedsV2(p.loopOf(c).kept.Get(s), s.encrypted) {
 			return
 		}
 		c.PauseRead()

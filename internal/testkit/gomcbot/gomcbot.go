@@ -56,7 +56,13 @@ type Bot struct {
 	StallOnReconfigure atomic.Bool
 	// Chats gets the data of each System Chat (the component, then the
 	// overlay flag); one that finds it full is dropped.
-	Chats    chan []byte
+	Chats chan []byte
+	// Plugins gets the channel of each play plugin message (custom
+	// payload); one that finds it full is dropped.
+	Plugins chan string
+	// Kicks gets the data of each play Disconnect (the reason, a JSON
+	// string at 764); one that finds it full is dropped.
+	Kicks    chan []byte
 	echoes   chan []byte
 	gameDone chan struct{} // closed when HandleGame returns, with gameErr
 	unstall  chan struct{} // closed when the test ends
@@ -78,7 +84,7 @@ func Join(t testing.TB, addr, name string, deadline time.Duration) *Bot {
 func JoinAs(t testing.TB, addr string, auth bot.Auth, deadline time.Duration) *Bot {
 	t.Helper()
 	name := auth.Name
-	b := &Bot{Client: bot.NewClient(), echoes: make(chan []byte, 8), Chats: make(chan []byte, 16), gameDone: make(chan struct{}), unstall: make(chan struct{})}
+	b := &Bot{Client: bot.NewClient(), echoes: make(chan []byte, 8), Chats: make(chan []byte, 16), Plugins: make(chan string, 16), Kicks: make(chan []byte, 4), gameDone: make(chan struct{}), unstall: make(chan struct{})}
 	b.Client.Auth = auth
 	joined := make(chan struct{}, 1)
 	b.Client.Events.AddListener(
@@ -99,6 +105,24 @@ func JoinAs(t testing.TB, addr string, auth bot.Auth, deadline time.Duration) *B
 		bot.PacketHandler{ID: packetid.ClientboundSystemChat, F: func(p pk.Packet) error {
 			select {
 			case b.Chats <- bytes.Clone(p.Data):
+			default:
+			}
+			return nil
+		}},
+		bot.PacketHandler{ID: packetid.ClientboundCustomPayload, F: func(p pk.Packet) error {
+			var ch pk.Identifier
+			if err := p.Scan(&ch); err != nil {
+				return err
+			}
+			select {
+			case b.Plugins <- string(ch):
+			default:
+			}
+			return nil
+		}},
+		bot.PacketHandler{ID: packetid.ClientboundDisconnect, F: func(p pk.Packet) error {
+			select {
+			case b.Kicks <- bytes.Clone(p.Data):
 			default:
 			}
 			return nil

@@ -6,6 +6,8 @@ package testbytes
 import (
 	"encoding/binary"
 	"math/rand/v2"
+
+	"github.com/tidegate/tidegate/protocol/mc"
 )
 
 // Patterned returns n pseudo-random bytes determined by seed, with its
@@ -28,4 +30,15 @@ func FirstDiff(a, b []byte) int {
 		}
 	}
 	return min(len(a), len(b))
+}
+
+// MCFrames joins Minecraft packets (ID and data) as frames in the framing
+// of threshold: plain when -1, else compressed (mc.Compressor.AppendFrame).
+func MCFrames(threshold int, packets ...[]byte) []byte {
+	var k mc.Compressor
+	var out []byte
+	for _, p := range packets {
+		out = k.AppendFrame(out, p, threshold)
+	}
+	return out
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/tidegate/tidegate/protocol/mc"
+	"github.com/tidegate/tidegate/protocol/textcomp"
 )
 
 // row returns the table's row of protocol v.
@@ -22,14 +23,14 @@ func row(t testing.TB, v int32) Packets {
 
 // nbtCompound is a small named compound: {"": {name: "overworld", height: 256, list: [1b, 2b], sub: {}}}.
 func nbtCompound() []byte {
-	b := []byte{tagCompound, 0, 0}
-	b = append(b, tagString, 0, 4, 'n', 'a', 'm', 'e', 0, 9)
+	b := []byte{textcomp.TagCompound, 0, 0}
+	b = append(b, textcomp.TagString, 0, 4, 'n', 'a', 'm', 'e', 0, 9)
 	b = append(b, "overworld"...)
-	b = append(b, tagInt, 0, 6, 'h', 'e', 'i', 'g', 'h', 't', 0, 0, 1, 0)
-	b = append(b, tagList, 0, 4, 'l', 'i', 's', 't', tagByte, 0, 0, 0, 2, 1, 2)
-	b = append(b, tagCompound, 0, 3, 's', 'u', 'b', tagEnd)
-	b = append(b, tagLongArray, 0, 1, 'l', 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 7)
-	return append(b, tagEnd)
+	b = append(b, textcomp.TagInt, 0, 6, 'h', 'e', 'i', 'g', 'h', 't', 0, 0, 1, 0)
+	b = append(b, textcomp.TagList, 0, 4, 'l', 'i', 's', 't', textcomp.TagByte, 0, 0, 0, 2, 1, 2)
+	b = append(b, textcomp.TagCompound, 0, 3, 's', 'u', 'b', textcomp.TagEnd)
+	b = append(b, textcomp.TagLongArray, 0, 1, 'l', 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 7)
+	return append(b, textcomp.TagEnd)
 }
 
 // joinGame builds the data of a Join Game of layout l: entity ID 42,
@@ -166,12 +167,12 @@ func TestSkipNamedNBT(t *testing.T) {
 	if n, err := skipNamedNBT(append(good, 9, 9)); err != nil || n != len(good) {
 		t.Fatalf("skip = %d, %v; want %d", n, err, len(good))
 	}
-	if n, err := skipNamedNBT([]byte{tagEnd}); err != nil || n != 1 {
+	if n, err := skipNamedNBT([]byte{textcomp.TagEnd}); err != nil || n != 1 {
 		t.Fatalf("end tag: %d, %v", n, err)
 	}
-	deep := []byte{tagCompound, 0, 0}
+	deep := []byte{textcomp.TagCompound, 0, 0}
 	for range maxNBTDepth + 1 {
-		deep = append(deep, tagCompound, 0, 0)
+		deep = append(deep, textcomp.TagCompound, 0, 0)
 	}
 	for _, tc := range []struct {
 		name string
@@ -179,19 +180,19 @@ func TestSkipNamedNBT(t *testing.T) {
 		want string
 	}{
 		{"empty", nil, "ends early"},
-		{"byte array too long", []byte{tagByteArray, 0, 0, 0x7f, 0xff, 0xff, 0xff}, "ends early"},
-		{"negative length", []byte{tagIntArray, 0, 0, 0xff, 0xff, 0xff, 0xff}, "negative length"},
-		{"list of longs too long", []byte{tagList, 0, 0, tagLong, 0x10, 0, 0, 0}, "ends early"},
-		{"list of compounds too long", []byte{tagList, 0, 0, tagCompound, 0x7f, 0, 0, 0, 0}, "ends early"},
-		{"unknown type", []byte{tagCompound, 0, 0, 13, 0, 0}, "unknown"},
+		{"byte array too long", []byte{textcomp.TagByteArray, 0, 0, 0x7f, 0xff, 0xff, 0xff}, "ends early"},
+		{"negative length", []byte{textcomp.TagIntArray, 0, 0, 0xff, 0xff, 0xff, 0xff}, "negative length"},
+		{"list of longs too long", []byte{textcomp.TagList, 0, 0, textcomp.TagLong, 0x10, 0, 0, 0}, "ends early"},
+		{"list of compounds too long", []byte{textcomp.TagList, 0, 0, textcomp.TagCompound, 0x7f, 0, 0, 0, 0}, "ends early"},
+		{"unknown type", []byte{textcomp.TagCompound, 0, 0, 13, 0, 0}, "unknown"},
 		{"too deep", deep, "deeper"},
-		{"string too long", []byte{tagString, 0, 0, 0, 5, 'a'}, "ends early"},
+		{"string too long", []byte{textcomp.TagString, 0, 0, 0, 5, 'a'}, "ends early"},
 	} {
 		if _, err := skipNamedNBT(tc.in); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error with %q", tc.name, err, tc.want)
 		}
 	}
-	if n, err := skipNamedNBT([]byte{tagList, 0, 0, tagEnd, 0x40, 0, 0, 0}); err != nil || n != 8 {
+	if n, err := skipNamedNBT([]byte{textcomp.TagList, 0, 0, textcomp.TagEnd, 0x40, 0, 0, 0}); err != nil || n != 8 {
 		t.Errorf("a list of 2^30 end tags: %d, %v", n, err)
 	}
 }
@@ -270,7 +271,7 @@ func FuzzParseJoinGame(f *testing.F) {
 // within the input.
 func FuzzSkipNamedNBT(f *testing.F) {
 	f.Add(nbtCompound())
-	f.Add([]byte{tagList, 0, 0, tagList, 0, 0, 0, 2, tagEnd, 0, 0, 0, 0, tagEnd, 0, 0, 0, 0})
+	f.Add([]byte{textcomp.TagList, 0, 0, textcomp.TagList, 0, 0, 0, 2, textcomp.TagEnd, 0, 0, 0, 0, textcomp.TagEnd, 0, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		n, err := skipNamedNBT(b)
 		if err == nil && (n < 1 || n > len(b)) {

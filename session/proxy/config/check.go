@@ -140,6 +140,7 @@ func (c *Config) check(isSet func(path string) bool) []Problem {
 		}
 		c.checkLogin(bad, p, g)
 		c.checkFallback(bad, p, name, g)
+		checkBungeeChannel(bad, p, g)
 	}
 	switch c.Forwarding {
 	case ForwardNone, ForwardBungeeCord:

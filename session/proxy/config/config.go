@@ -117,6 +117,10 @@ type GroupConfig struct {
 	// Fallback are the groups, in order, a terminated 1.20.2+ player of
 	// this group is moved to when its backend ends (session/proxy/move).
 	Fallback []string `yaml:"fallback"`
+	// BungeeChannel is whether the proxy answers, for the terminated
+	// sessions of this group, the BungeeCord plugin channel (see
+	// BungeeChannel); empty means BungeeChannelOn.
+	BungeeChannel BungeeChannel `yaml:"bungee_channel"`
 
 	// secretFromFile says ForwardingSecret was read from ForwardingKeyFile,
 	// so that validating the configuration again does not see it set twice.

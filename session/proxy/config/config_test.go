@@ -350,7 +350,7 @@ groups:
 			`proxy.yaml:14:5: listeners[4].proxy: unknown key; the keys here are listen, mode, group and proxy_protocol`,
 			`proxy.yaml:19:26: groups.main.send_proxy_protocol: "v3": want off, v1 or v2`,
 			`proxy.yaml:22:26: groups.other.send_proxy_protocol: "any": want off, v1 or v2`,
-			`proxy.yaml:26:5: groups.fine.send_proxy: unknown key; the keys here are backends, offline_message, send_proxy_protocol, strategy, login, forwarding, forwarding_key_file, compression_threshold, forwarding_secret and fallback`,
+			`proxy.yaml:26:5: groups.fine.send_proxy: unknown key; the keys here are backends, offline_message, send_proxy_protocol, strategy, login, forwarding, forwarding_key_file, compression_threshold, forwarding_secret, fallback and bungee_channel`,
 		}},
 		{"a file with nothing in it", "# only a comment\n", []string{
 			`proxy.yaml: listeners: at least one listener is needed`,

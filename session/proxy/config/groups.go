@@ -25,6 +25,21 @@ func (c *Config) RoutedGroups() map[string]ProbeKind {
 	return out
 }
 
+// ProbeKindOf returns the kind of active check group name gets, of
+// routed (RoutedGroups): health.check when it is not auto, else the one
+// routed gives it, and ProbeTCP for a group no listener routes to; routed
+// tells whether one does.
+func (c *Config) ProbeKindOf(routed map[string]ProbeKind, name string) (kind ProbeKind, isRouted bool) {
+	kind, isRouted = routed[name]
+	switch {
+	case c.Probes.Kind != ProbeAuto:
+		kind = c.Probes.Kind
+	case !isRouted:
+		kind = ProbeTCP
+	}
+	return kind, isRouted
+}
+
 // OfflineMessage is the text of the login disconnect of group gc while it
 // has no backend up: its offline_message, else health.offline_message.
 func (c *Config) OfflineMessage(gc GroupConfig) string {

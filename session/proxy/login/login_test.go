@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/tidegate/tidegate/internal/testkit/testbytes"
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/session/mcauth"
 	"github.com/tidegate/tidegate/session/proxy/config"
@@ -29,12 +30,7 @@ func newTestBackend(t testing.TB, set *Settings, v int32) *Backend {
 
 // frames joins packets as frames in the framing of threshold (-1 plain).
 func frames(threshold int, packets ...[]byte) []byte {
-	var k mc.Compressor
-	var out []byte
-	for _, p := range packets {
-		out = k.AppendFrame(out, p, threshold)
-	}
-	return out
+	return testbytes.MCFrames(threshold, packets...)
 }
 
 func TestVelocityLogin(t *testing.T) {

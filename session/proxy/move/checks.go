@@ -38,11 +38,10 @@ func Check(s Session) error {
 	return nil
 }
 
-// AppendGoneKick appends the play Disconnect frame, in the client's
-// framing, for a player whose backend ended and whom no fallback took in
-// (err: why the last one did not).
-func AppendGoneKick(dst []byte, p *Player, k *mc.Compressor, err error) []byte {
-	return k.AppendFrame(dst, p.kick("The server went away and no other took you in: "+Why(err)), p.Threshold)
+// GoneKick is the play Disconnect packet for a player whose backend
+// ended and whom no fallback took in (err: why the last one did not).
+func GoneKick(p *Player, err error) []byte {
+	return p.kick("The server went away and no other took you in: " + Why(err))
 }
 
 // FallbackNotice is the chat component a player moved off a backend that

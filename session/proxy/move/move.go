@@ -56,6 +56,10 @@ type Player struct {
 	// sequence (respawn.go); Packets is then empty.
 	Play *play.Packets
 	Move *Move // the move in flight, nil otherwise
+	// Configuring: the client is in the configuration state, not play
+	// (1.20.2+: its backend kicked it there): a move joins it to the new
+	// backend as it is, without Start Configuration or a chat notice.
+	Configuring bool
 }
 
 // ErrTooOld is why a session older than 1.20.2 is not moved.
@@ -270,6 +274,13 @@ func (m *Move) atBoundary(f func()) {
 // notice if there is one; nothing of the old backend reaches it after.
 func (m *Move) startConfiguration() {
 	pk := &m.player.Packets
+	if m.player.Configuring {
+		m.phase = phAwaitAck
+		if p := m.pair.C2S.Position(); p.Shift == 0 && p.Remaining == 0 && !p.Broken {
+			m.switchOver(nil) // between two of the client's frames: now
+		}
+		return // at the end of the client's frame in flight (readClient)
+	}
 	m.scratch = m.scratch[:0]
 	if n := m.target.Notice; n != nil {
 		m.scratch = m.appendFrame(m.scratch, mc.AppendSystemChat(nil, *pk, n))
@@ -360,8 +371,16 @@ func (m *Move) readClient() {
 		return
 	}
 	m.pair.Ciphers.Inbound(buf, true)
-	k, _ := toBoundary(m.pair.C2S, buf)
+	k, done := toBoundary(m.pair.C2S, buf)
 	m.toOld(buf[:k])
+	if m.player.Configuring { // the old backend is gone: its frame in flight ends nowhere
+		rest := append(m.in, buf[k:]...)
+		c.Discard(-1)
+		if done {
+			m.switchOver(rest)
+		}
+		return
+	}
 	if len(m.in)+len(buf)-k > MaxQueuedBytes {
 		c.Discard(-1)
 		m.lose(reasons.MoveQueueFull, fmt.Errorf("the client sent over %d bytes without acknowledging the reconfiguration", MaxQueuedBytes))
@@ -424,7 +443,7 @@ func (m *Move) switchOver(rest []byte) {
 		m.pair.Old = nil
 	}
 	m.phase = phSwitched
-	m.player.Move = nil
+	m.player.Move, m.player.Configuring = nil, false
 	m.host.Switched(m, m.bc)
 	m.bc.ResumeRead()
 	if m.target.Done != nil {

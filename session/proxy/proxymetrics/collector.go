@@ -5,6 +5,8 @@ import (
 
 	"github.com/tidegate/tidegate/session/cluster"
 	"github.com/tidegate/tidegate/session/proxy/admin"
+	"github.com/tidegate/tidegate/session/proxy/bungeechan"
+	"github.com/tidegate/tidegate/session/proxy/kick"
 	"github.com/tidegate/tidegate/session/proxy/move"
 )
 
@@ -44,6 +46,8 @@ type Collector struct {
 	bytes, frames, unframed, rejected, ends *prometheus.Desc
 	paused, pauseEvents, lingerExpired      *prometheus.Desc
 	moves                                   *prometheus.Desc
+	kicks                                   *prometheus.Desc
+	bungee                                  *prometheus.Desc
 
 	backendUp, backendLatency, backendSessions, backendChecks *prometheus.Desc
 
@@ -76,7 +80,9 @@ func NewCollector(src Source) *Collector {
 		frames:        d("frames_total", "Minecraft frames relayed, by direction.", "direction"),
 		unframed:      d("unframed_streams_total", "Streams whose framing could not be followed (encryption)."),
 		rejected:      d("rejected_total", "Sessions refused before they relayed, by reason.", "reason"),
-		ends:          d("session_ends_total", "Relaying sessions the proxy ended, by reason (idle_timeout, fin_timeout, shutdown at the drain deadline, logged_in_elsewhere, move_timeout, move_queue_full, move_lost, a re-framed session's inflate_too_large, bad_compression, reframe_too_large).", "reason"),
+		ends:          d("session_ends_total", "Relaying sessions the proxy ended, by reason (idle_timeout, fin_timeout, shutdown at the drain deadline, logged_in_elsewhere, move_timeout, move_queue_full, move_lost, a re-framed session's inflate_too_large, bad_compression, reframe_too_large, an inspected session's bad_backend_frame).", "reason"),
+		bungee:        d("bungee_messages_total", "Messages backends sent on the BungeeCord plugin channel, by outcome (answered; acted: a move, chat or kick asked; unanswered: about no such server or player; failed; refused: Forward; malformed; unknown_subchannel).", "outcome"),
+		kicks:         d("kicks_total", "Backends' kicks (Disconnect) of players on a group with a fallback, by outcome (moved to a fallback; none_took: no fallback took them and the client got the kick; hop_limit: too many kicks in a row; unreadable_reason: counted as well, the kick's reason did not decode).", "outcome"),
 		moves:         d("moves_total", "Moves of players between servers, by outcome (moved; before the switch, the player staying: unreachable, refused, timeout, failed; lost after it, also counted in session_ends_total).", "outcome"),
 		paused:        d("paused_connections", "Connections not being read now (flow control)."),
 		pauseEvents:   d("pause_events_total", "Times a connection stopped being read."),
@@ -116,7 +122,7 @@ func cd(name, help string, labels ...string) *prometheus.Desc {
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.accepted, c.active, c.routed, c.connectFailed, c.bytes, c.frames,
-		c.unframed, c.rejected, c.ends, c.moves, c.paused, c.pauseEvents, c.lingerExpired,
+		c.unframed, c.rejected, c.ends, c.moves, c.kicks, c.bungee, c.paused, c.pauseEvents, c.lingerExpired,
 		c.backendUp, c.backendLatency, c.backendSessions, c.backendChecks, c.reloads, c.configInfo,
 		c.statusAnswers, c.statusRefreshes, c.rateAddresses, c.rateEvictions, c.rateUntracked,
 		c.clusterUp, c.clusterFallbacks, c.clusterRoundTrips, c.clusterSessions, c.clusterNetSessions, c.clusterNetProxies,
@@ -150,6 +156,12 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for o := range move.Outcomes {
 		counter(c.moves, st.Moves[o.String()], o.String())
+	}
+	for o := range kick.Outcomes {
+		counter(c.kicks, st.Kicks[o.String()], o.String())
+	}
+	for o := range bungeechan.Outcomes {
+		counter(c.bungee, st.Bungee[o.String()], o.String())
 	}
 	gauge(c.paused, st.Reactor.Paused)
 	counter(c.pauseEvents, st.Reactor.PauseEvents)

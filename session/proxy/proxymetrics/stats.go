@@ -20,6 +20,8 @@ type Stats struct {
 	Rejected      map[string]int64 // sessions refused before they relayed, by reason
 	Ended         map[string]int64 // relaying sessions the proxy ended (idle_timeout, fin_timeout, shutdown)
 	Moves         map[string]int64 // moves between servers by outcome (session/proxy/move.Outcome)
+	Kicks         map[string]int64 // backends' kicks by outcome (session/proxy/kick.Outcome)
+	Bungee        map[string]int64 // BungeeCord channel messages by outcome (session/proxy/bungeechan.Outcome)
 
 	// StatusCached and StatusWaited count the status pings (modern and
 	// legacy) answered from a group's cache, at once or after waiting for

@@ -70,6 +70,10 @@ const (
 	// completes, anything but an answer to a login plugin request relayed
 	// to it (session/proxy/login/plugin.go).
 	BadLoginPacket
+	// A session whose backend's packets are inspected (a fallback is
+	// configured: session/proxy/inspect) ended by a backend frame past the
+	// protocol's frame limit or whose compression does not read.
+	BadBackendFrame
 	Count
 )
 
@@ -112,6 +116,7 @@ var labels = [Count]string{
 	BadCompression:         "bad_compression",
 	ReframeTooLarge:        "reframe_too_large",
 	BadLoginPacket:         "bad_login_packet",
+	BadBackendFrame:        "bad_backend_frame",
 }
 
 // String returns the reason's label, as counted and logged.
@@ -146,12 +151,12 @@ func AddCounts(m map[string]int64, c *[Count]atomic.Int64) {
 }
 
 // Ends are the reasons a relaying session is ended for.
-var Ends = []Reason{IdleTimeout, FinTimeout, Shutdown, LoggedInElsewhere, MoveTimeout, MoveQueueFull, MoveLost, InflateTooLarge, BadCompression, ReframeTooLarge}
+var Ends = []Reason{IdleTimeout, FinTimeout, Shutdown, LoggedInElsewhere, MoveTimeout, MoveQueueFull, MoveLost, InflateTooLarge, BadCompression, ReframeTooLarge, BadBackendFrame}
 
 // OnlyEnds reports whether r never refuses a session, only ends one.
 func (r Reason) OnlyEnds() bool {
 	switch r {
-	case IdleTimeout, FinTimeout, MoveTimeout, MoveQueueFull, MoveLost, InflateTooLarge, BadCompression, ReframeTooLarge:
+	case IdleTimeout, FinTimeout, MoveTimeout, MoveQueueFull, MoveLost, InflateTooLarge, BadCompression, ReframeTooLarge, BadBackendFrame:
 		return true
 	}
 	return false

@@ -30,6 +30,10 @@ func (l *Loop[K]) Start(k K, b *login.Backend) bool {
 	return true
 }
 
+// S2C returns session k's clientbound direction; its zero value (Same)
+// when k is not re-framed.
+func (l *Loop[K]) S2C(k K) Direction { return l.pairs.Get(k).S2C }
+
 // Stop forgets session k.
 func (l *Loop[K]) Stop(k K) { l.pairs.Delete(k) }
 
