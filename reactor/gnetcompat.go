@@ -110,15 +110,12 @@ var gnetReliances = []gnetReliance{{
 	guard: "TestGnetWorkersFollowRegistrations",
 }}
 
-// GnetWorkers returns the goroutines of gnet's worker pool alive now (the
-// metric tidegate_gnet_workers). gnet runs each registration (an accepted
-// connection's hand-over to its loop, a dial) on one of them until the
-// loop has opened the connection, and keeps a worker idle for 10 s after
-// its last task, so this number follows the peak of registrations in
-// flight over the last seconds: it rises while loops are slow to take new
-// connections and falls back when they catch up. A leak detector counting
-// goroutines (bench soak) leaves these out; a registration that never
-// ended would also hold a descriptor, which it counts.
+// GnetWorkers returns the goroutines of gnet's worker pool alive now
+// (tidegate_gnet_workers). Each registration (an accepted connection's
+// hand-over to its loop, a dial) runs on one until the loop has opened the
+// connection, and a worker idles 10 s after its last task: the count follows
+// registrations in flight times the loops' lag, so bench soak's leak test
+// leaves it out (a stuck registration would still hold a counted descriptor).
 func GnetWorkers() int { return goroutine.DefaultWorkerPool.Running() }
 
 // gnetPlaceholder makes the listen address gnet is given: gnet needs a
