@@ -189,6 +189,7 @@ type Client struct {
 	ttl      time.Duration
 	rdb      redis.UniversalClient
 	prefix   string // of every key (see redis.go)
+	reload   func() // on Redis Cluster: re-read the slot map (see New)
 	where    string // the Redis, for messages
 	instance string
 	seq      atomic.Uint64
@@ -246,6 +247,13 @@ func New(cfg Config) (*Client, error) {
 		cfg: cfg, ttl: TTLFactor * cfg.Heartbeat, rdb: rdb, prefix: prefix, where: where, instance: hex.EncodeToString(inst[:]),
 		byToken: map[string]*Ticket{}, byName: map[string]*Ticket{}, byUUID: map[string]*Ticket{},
 		queue: make(chan op, cfg.Queue), fallbacks: map[string]*atomic.Int64{}, stop: make(chan struct{}),
+	}
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		// go-redis re-reads the slot map on MOVED and READONLY and every
+		// minute; a failed call asks for it too (once per 200 ms at most),
+		// so that the replica promoted in place of a master that died
+		// takes the calls within a node timeout, not a minute.
+		c.reload = func() { cc.ReloadState(context.Background()) }
 	}
 	for _, o := range Ops {
 		c.fallbacks[o] = new(atomic.Int64)

@@ -316,6 +316,9 @@ func (c *Client) result(opName string, err error) {
 		return
 	}
 	c.fallbacks[opName].Add(1)
+	if c.reload != nil {
+		c.reload()
+	}
 	n := c.fails.Add(1)
 	if int(n) >= c.cfg.Failures && c.open.CompareAndSwap(false, true) {
 		c.cfg.Log.Warn().Err(err).Str("op", opName).Str("redis", c.addr()).Int32("failures", n).Dur("retry", c.cfg.Retry).
