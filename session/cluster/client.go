@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
 	"github.com/rs/zerolog"
 
 	"github.com/tidegate/tidegate/session/cluster/clusterconf"
@@ -39,9 +38,9 @@ const (
 
 // Config configures a Client.
 type Config struct {
-	// URL is the Redis server, as redis://[user:password@]host:port/db
-	// (rediss:// for TLS, unix:///path).
-	URL string
+	// Redis is where Redis is: one server by URL or address, the master
+	// of Sentinels, or a Redis Cluster.
+	Redis clusterconf.Redis
 	// ID names this proxy in the network; proxies must have distinct IDs.
 	ID string
 	// Heartbeat is how often the proxy refreshes its keys; they expire
@@ -188,7 +187,10 @@ type op struct {
 type Client struct {
 	cfg      Config
 	ttl      time.Duration
-	rdb      *redis.Client
+	rdb      redis.UniversalClient
+	prefix   string // of every key (see redis.go)
+	reload   func() // on Redis Cluster: re-read the slot map (see New)
+	where    string // the Redis, for messages
 	instance string
 	seq      atomic.Uint64
 
@@ -212,6 +214,8 @@ type Client struct {
 	roundTrips atomic.Int64
 	conflicts  atomic.Int64
 	kicks      atomic.Int64
+	acked      atomic.Int64 // the highest write count a script returned (checkGen)
+	lostWrites atomic.Int64
 
 	stop     chan struct{}
 	wg       sync.WaitGroup
@@ -227,28 +231,29 @@ func New(cfg Config) (*Client, error) {
 	if msg := clusterconf.CheckID(cfg.ID); msg != "" {
 		return nil, fmt.Errorf("cluster: id %s", msg)
 	}
-	opt, err := redis.ParseURL(cfg.URL)
-	if err != nil {
-		return nil, fmt.Errorf("cluster: redis %s", clusterconf.CheckURL(cfg.URL))
-	}
 	if cfg.Heartbeat <= 0 || cfg.Timeout <= 0 || cfg.LoginWait <= 0 || cfg.Retry <= 0 {
 		return nil, fmt.Errorf("cluster: heartbeat %v, timeout %v, login wait %v and retry %v must be positive",
 			cfg.Heartbeat, cfg.Timeout, cfg.LoginWait, cfg.Retry)
 	}
 	cfg.Workers, cfg.Queue, cfg.Failures = max(cfg.Workers, 1), max(cfg.Queue, 1), max(cfg.Failures, 1)
 	cfg.Sample = min(max(cfg.Sample, 0), 12)
-	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout, opt.PoolTimeout = cfg.Timeout, cfg.Timeout, cfg.Timeout, cfg.Timeout
-	opt.MaxRetries = -1 // a failed call falls back at once; the breaker decides when to try again
-	opt.PoolSize = cfg.Workers + 2
-	opt.ContextTimeoutEnabled = true
-	opt.DisableIdentity = true
-	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	rdb, prefix, where, err := newRedis(&cfg)
+	if err != nil {
+		return nil, err
+	}
 	var inst [4]byte
 	_, _ = rand.Read(inst[:])
 	c := &Client{
-		cfg: cfg, ttl: TTLFactor * cfg.Heartbeat, rdb: redis.NewClient(opt), instance: hex.EncodeToString(inst[:]),
+		cfg: cfg, ttl: TTLFactor * cfg.Heartbeat, rdb: rdb, prefix: prefix, where: where, instance: hex.EncodeToString(inst[:]),
 		byToken: map[string]*Ticket{}, byName: map[string]*Ticket{}, byUUID: map[string]*Ticket{},
 		queue: make(chan op, cfg.Queue), fallbacks: map[string]*atomic.Int64{}, stop: make(chan struct{}),
+	}
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		// go-redis re-reads the slot map on MOVED and READONLY and every
+		// minute; a failed call asks for it too (once per 200 ms at most),
+		// so that the replica promoted in place of a master that died
+		// takes the calls within a node timeout, not a minute.
+		c.reload = func() { cc.ReloadState(context.Background()) }
 	}
 	for _, o := range Ops {
 		c.fallbacks[o] = new(atomic.Int64)
@@ -296,7 +301,7 @@ func (c *Client) Start(reset bool) {
 		c.wg.Add(1)
 		go c.work()
 	}
-	c.pubsub = c.rdb.Subscribe(context.Background(), "tidegate:kick:"+c.cfg.ID)
+	c.pubsub = c.rdb.Subscribe(context.Background(), kickChannel+c.cfg.ID)
 	ch := c.pubsub.Channel()
 	c.wg.Add(2)
 	go func() {
@@ -360,7 +365,7 @@ func (c *Client) Stop(ctx context.Context) error {
 }
 
 // addr is the Redis address, for messages.
-func (c *Client) addr() string { return c.rdb.Options().Addr }
+func (c *Client) addr() string { return c.where }
 
 // nextToken returns a token no other session of any process has.
 func (c *Client) nextToken() string {
@@ -397,6 +402,10 @@ func (c *Client) RoundTrips() int64 { return c.roundTrips.Load() }
 // Conflicts returns how many sessions a republish found another owner's
 // session holding the name or UUID of.
 func (c *Client) Conflicts() int64 { return c.conflicts.Load() }
+
+// LostWrites returns how many times Redis was found to have lost writes it
+// had acknowledged (a failover, a restart), each followed by a republish.
+func (c *Client) LostWrites() int64 { return c.lostWrites.Load() }
 
 // Kicks returns how many local sessions a newer login displaced.
 func (c *Client) Kicks() int64 { return c.kicks.Load() }

@@ -14,6 +14,7 @@ import (
 	"github.com/tidegate/tidegate/internal/testkit/leaktest"
 	"github.com/tidegate/tidegate/internal/testkit/testredis"
 	"github.com/tidegate/tidegate/internal/testkit/waitfor"
+	"github.com/tidegate/tidegate/session/cluster/clusterconf"
 )
 
 func TestMain(m *testing.M) { os.Exit(leaktest.Main(m)) }
@@ -32,7 +33,7 @@ func startTestClient(t *testing.T, url, id string, mode Mode, kicked func(any), 
 	if kicked == nil {
 		kicked = func(any) {}
 	}
-	c, err := New(Config{URL: url, ID: id, Heartbeat: 200 * time.Millisecond, Timeout: 2 * time.Second, LoginWait: 5 * time.Second,
+	c, err := New(Config{Redis: clusterconf.Redis{URL: url}, ID: id, Heartbeat: 200 * time.Millisecond, Timeout: 2 * time.Second, LoginWait: 5 * time.Second,
 		Mode: mode, Sample: 12, Workers: 2, Queue: 64, Failures: 2, Retry: 100 * time.Millisecond,
 		Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel), OnKick: kicked})
 	if err != nil {

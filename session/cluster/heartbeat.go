@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -46,12 +47,13 @@ func (c *Client) tick() {
 		c.open.Store(false)
 		c.cfg.Log.Info().Str("redis", c.addr()).Msg("cluster: Redis answers again; republishing this proxy's sessions")
 	}
-	if c.needReset.Load() {
+	if c.needReset.Swap(false) {
+		// Cleared first: a failure while this runs asks for another.
 		if err := c.republish(true); err != nil {
+			c.needReset.Store(true)
 			c.result(OpRepublish, err)
 			return
 		}
-		c.needReset.Store(false)
 	} else {
 		c.flushReleases(ctx)
 		if err := c.republish(false); err != nil {
@@ -59,18 +61,24 @@ func (c *Client) tick() {
 			return
 		}
 	}
+	floor := c.acked.Load()
 	res, err := c.run(ctx, heartbeatScript, c.cfg.ID, c.ttl.Milliseconds(), c.instance).Int64Slice()
-	if err == nil && len(res) != 2 {
-		err = fmt.Errorf("heartbeat script answered %v, want 2 numbers", res)
+	if err == nil && len(res) != 3 {
+		err = fmt.Errorf("heartbeat script answered %v, want 3 numbers", res)
 	}
 	c.result(OpHeartbeat, err)
 	if err != nil {
 		return
 	}
-	if res[0] == 0 && c.beaten.Load() {
+	c.checkGen(floor, res[2])
+	if lost := res[0] == 0 && c.beaten.Load(); lost || c.needReset.Load() {
 		// Redis lost this proxy's keys (a restart, or no heartbeat for a
-		// whole TTL): publish everything again now.
-		c.cfg.Log.Info().Str("redis", c.addr()).Msg("cluster: this proxy's keys were gone from Redis; republishing its sessions")
+		// whole TTL), or writes it had acknowledged (checkGen): publish
+		// everything again now.
+		if lost {
+			c.cfg.Log.Info().Str("redis", c.addr()).Msg("cluster: this proxy's keys were gone from Redis; republishing its sessions")
+		}
+		c.needReset.Store(false)
 		if err := c.republish(true); err != nil {
 			c.needReset.Store(true)
 			c.result(OpRepublish, err)
@@ -160,11 +168,21 @@ func (c *Client) publish(ts []*Ticket, reset bool) error {
 		}
 		c.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.Timeout)
+		floor := c.acked.Load()
 		res, err := c.run(ctx, republishScript, args...).StringSlice()
 		cancel()
 		if err != nil && !errors.Is(err, redis.Nil) {
 			return fmt.Errorf("republishing %d sessions at %s: %w", len(ts), c.addr(), err)
 		}
+		if len(res) == 0 {
+			return fmt.Errorf("republishing %d sessions at %s: the script answered nothing, want a write count", len(ts), c.addr())
+		}
+		if g, e := strconv.ParseInt(res[0], 10, 64); e == nil && !reset {
+			c.checkGen(floor, g)
+		} else if e == nil {
+			c.acked.Store(g) // a clean slate: what was lost before is published again
+		}
+		res = res[1:]
 		conflicts = append(conflicts, res...)
 		c.published(ts[:n], res, args[3:])
 		ts, mode = ts[n:], "0"

@@ -169,6 +169,12 @@ func (c *Client) work() {
 		err := c.runRelease(ctx, []*Ticket{o.t})
 		cancel()
 		c.result(OpRelease, err)
+		if err != nil {
+			// It may or may not have been made: the next heartbeat
+			// starts from a clean slate, so that no record outlives
+			// its session.
+			c.needReset.Store(true)
+		}
 	}
 }
 
@@ -179,18 +185,44 @@ func (c *Client) runRelease(ctx context.Context, ts []*Ticket) error {
 	for _, t := range ts {
 		args = append(args, t.token, t.lname, t.sess.UUID, t.sess.Subnet)
 	}
-	return c.run(ctx, releaseScript, args...).Err()
+	floor := c.acked.Load()
+	g, err := c.run(ctx, releaseScript, args...).Int64()
+	if err == nil {
+		c.checkGen(floor, g)
+	}
+	return err
 }
 
 // run runs s with args by EVALSHA, and by EVAL when Redis does not have
 // it (it restarted): the client is called directly, never as an
 // interface (see script).
 func (c *Client) run(ctx context.Context, s *script, args ...any) *redis.Cmd {
-	cmd := c.rdb.EvalSha(ctx, s.sha, nil, args...)
+	keys := []string{c.prefix}
+	cmd := c.rdb.EvalSha(ctx, s.sha, keys, args...)
 	if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		return c.rdb.Eval(ctx, s.src, nil, args...)
+		return c.rdb.Eval(ctx, s.src, keys, args...)
 	}
 	return cmd
+}
+
+// checkGen takes the write count g that a script returned, for a call sent
+// when the highest count seen was floor. The count only grows, and a call
+// sent after floor's answer came runs after it: so a g not above floor
+// means that Redis no longer holds writes it had acknowledged (a failover
+// to a replica that had not received them yet, or a restart), and the next
+// heartbeat republishes this proxy's sessions from a clean slate.
+func (c *Client) checkGen(floor, g int64) {
+	if g > floor {
+		for cur := c.acked.Load(); g > cur && !c.acked.CompareAndSwap(cur, g); cur = c.acked.Load() {
+		}
+		return
+	}
+	c.acked.Store(g)
+	if !c.needReset.Swap(true) {
+		c.lostWrites.Add(1)
+		c.cfg.Log.Info().Str("redis", c.addr()).Int64("count", g).Int64("acknowledged", floor).
+			Msg("cluster: Redis lost writes it had acknowledged (a failover or a restart); republishing this proxy's sessions")
+	}
 }
 
 // login makes a login call and hands its answer to the caller.
@@ -209,11 +241,17 @@ func (c *Client) login(o op) {
 	if c.cfg.Mode == KickOld {
 		mode = "kick"
 	}
+	floor := c.acked.Load()
 	res, err := c.run(ctx, loginScript, c.cfg.ID, t.token, t.lname, t.sess.UUID, t.record, c.ttl.Milliseconds(), mode,
 		t.sess.Subnet, o.lim.SubnetCap, o.lim.RateKey, ms(o.lim.RateInterval), ms(o.lim.RateTolerance)).StringSlice()
 	cancel()
-	if err == nil && len(res) != 2 {
-		err = fmt.Errorf("login script answered %q, want a verdict and a detail", res)
+	if err == nil && len(res) != 3 {
+		err = fmt.Errorf("login script answered %q, want a verdict, a detail and a write count", res)
+	}
+	if err == nil && res[2] != "" {
+		if g, e := strconv.ParseInt(res[2], 10, 64); e == nil {
+			c.checkGen(floor, g)
+		}
 	}
 	c.result(OpLogin, err)
 	if err != nil {
@@ -278,6 +316,9 @@ func (c *Client) result(opName string, err error) {
 		return
 	}
 	c.fallbacks[opName].Add(1)
+	if c.reload != nil {
+		c.reload()
+	}
 	n := c.fails.Add(1)
 	if int(n) >= c.cfg.Failures && c.open.CompareAndSwap(false, true) {
 		c.cfg.Log.Warn().Err(err).Str("op", opName).Str("redis", c.addr()).Int32("failures", n).Dur("retry", c.cfg.Retry).

@@ -22,7 +22,7 @@ func TestRedisSecretStaysOutOfErrorsAndLogs(t *testing.T) {
 	cfg := Config{ID: "p1", Heartbeat: 50 * time.Millisecond, Timeout: 200 * time.Millisecond, LoginWait: 200 * time.Millisecond,
 		Mode: Refuse, Workers: 1, Queue: 16, Failures: 1, Retry: 50 * time.Millisecond, OnKick: func(any) {}}
 	for _, bad := range []string{"redis://default:" + secret + "@127.0.0.1:bad/0", "redis://default:" + secret + "@127.0.0.1:1/x"} {
-		cfg.URL = bad
+		cfg.Redis.URL = bad
 		if _, err := New(cfg); err == nil || strings.Contains(err.Error(), secret) {
 			t.Errorf("New(%q): %v, want an error without the password", bad, err)
 		}
@@ -35,7 +35,7 @@ func TestRedisSecretStaysOutOfErrorsAndLogs(t *testing.T) {
 	closed := l.Addr().String() // nothing listens there once l is closed
 	l.Close()
 	var logs logbuf.Buffer
-	cfg.URL = "redis://default:" + secret + "@" + closed + "/0"
+	cfg.Redis.URL = "redis://default:" + secret + "@" + closed + "/0"
 	cfg.Log = zerolog.New(&logs)
 	c, err := New(cfg)
 	if err != nil {

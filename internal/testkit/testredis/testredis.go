@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +21,12 @@ type Server struct {
 	t    testing.TB
 	bin  string
 	port int
+	// args come after the common ones; with conf, the first argument is a
+	// configuration file written from conf (Sentinel needs one it can
+	// rewrite) and args follow it.
+	args []string
+	conf func(port int) string
+	dir  string
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -31,15 +38,29 @@ type Server struct {
 // installs it), where that fails it.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
+	return launch(t, nil, nil)
+}
+
+// program returns the path of name (redis-server, redis-cli), skipping the
+// test when it is not installed, or failing it under CI.
+func program(t testing.TB, name string) string {
+	t.Helper()
+	bin, err := exec.LookPath(name)
 	if err != nil {
 		if os.Getenv("CI") != "" {
-			t.Fatalf("redis-server is not installed (.ci/run installs the redis-server package): %v", err)
+			t.Fatalf("%s is not installed (.ci/run installs the redis-server package): %v", name, err)
 		}
-		t.Skipf("redis-server is not installed (apt-get install redis-server): %v", err)
+		t.Skipf("%s is not installed (apt-get install redis-server): %v", name, err)
 	}
-	s := &Server{t: t, bin: bin}
-	var lastErr error
+	return bin
+}
+
+// launch starts a redis-server with args (and, with conf, a configuration
+// file) on a free port, killed when the test ends.
+func launch(t testing.TB, conf func(port int) string, args []string) *Server {
+	t.Helper()
+	s := &Server{t: t, bin: program(t, "redis-server"), args: args, conf: conf, dir: t.TempDir()}
+	var err, lastErr error
 	for range 5 {
 		if s.port, err = freePort(); err != nil {
 			t.Fatal(err)
@@ -67,8 +88,18 @@ func freePort() (int, error) {
 
 // start runs redis-server on s.port and waits until it answers PING.
 func (s *Server) start() error {
-	cmd := exec.Command(s.bin, "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--daemonize", "no", "--protected-mode", "no", "--loglevel", "warning")
+	var argv []string
+	if s.conf != nil {
+		path := filepath.Join(s.dir, "redis-"+strconv.Itoa(s.port)+".conf")
+		if err := os.WriteFile(path, []byte(s.conf(s.port)), 0o600); err != nil {
+			return err
+		}
+		argv = append(argv, path)
+	}
+	argv = append(argv, "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--daemonize", "no", "--protected-mode", "no", "--loglevel", "warning", "--repl-diskless-sync-delay", "0")
+	cmd := exec.Command(s.bin, append(argv, s.args...)...)
+	cmd.Dir = s.dir
 	out := &strings.Builder{}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = procAttr()
@@ -120,6 +151,9 @@ func ping(addr string) error {
 	}
 	return nil
 }
+
+// Port is the server's port.
+func (s *Server) Port() int { return s.port }
 
 // Addr is the server's host:port.
 func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }

@@ -17,11 +17,29 @@ const (
 )
 
 // ClusterConfig joins the proxy to a network of proxies that share player
-// state through Redis; off while Redis is "".
+// state through Redis; off while Redis and RedisAddrs are empty.
 type ClusterConfig struct {
-	// Redis is the server's URL, redis://[user:password@]host:port/db;
+	// Redis is one server's URL, redis://[user:password@]host:port/db;
 	// wherever it is shown, its credentials are redacted (SecretURL).
 	Redis SecretURL `yaml:"redis"`
+	// RedisAddrs, instead of Redis, are host:port addresses: one server,
+	// the Sentinels of MasterName, or (RedisCluster) Redis Cluster nodes.
+	RedisAddrs []string `yaml:"addrs"`
+	// MasterName is the master's name at the Sentinels of RedisAddrs.
+	MasterName string `yaml:"master_name"`
+	// RedisCluster says that RedisAddrs are Redis Cluster nodes.
+	RedisCluster bool `yaml:"cluster_mode"`
+	// RedisUsername and RedisPassword authenticate to Redis, with
+	// RedisAddrs (a Redis URL holds its own).
+	RedisUsername string `yaml:"username"`
+	RedisPassword Secret `yaml:"password"`
+	// SentinelUsername and SentinelPassword authenticate to the Sentinels.
+	SentinelUsername string `yaml:"sentinel_username"`
+	SentinelPassword Secret `yaml:"sentinel_password"`
+	// RedisDB is the database, with RedisAddrs (0 on Redis Cluster).
+	RedisDB int `yaml:"db"`
+	// RedisTLS makes the connections of RedisAddrs TLS.
+	RedisTLS bool `yaml:"tls"`
 	// ID names this proxy in the network (letters, digits, . _ -); ""
 	// means the host name. Proxies need distinct IDs; a live upgrade keeps
 	// the ID and the sessions published under it.
@@ -58,6 +76,20 @@ type ClusterConfig struct {
 	Retry    time.Duration `yaml:"retry"`
 }
 
+// Enabled reports whether the cluster is on: a Redis is named.
+func (cc *ClusterConfig) Enabled() bool { return cc.Redis != "" || len(cc.RedisAddrs) > 0 }
+
+// RedisTarget returns where cc's Redis is, credentials revealed, for the
+// cluster client.
+func (cc *ClusterConfig) RedisTarget() clusterconf.Redis {
+	return clusterconf.Redis{
+		URL: cc.Redis.Reveal(), Addrs: cc.RedisAddrs, MasterName: cc.MasterName, Cluster: cc.RedisCluster,
+		Username: cc.RedisUsername, Password: cc.RedisPassword.Reveal(),
+		SentinelUsername: cc.SentinelUsername, SentinelPassword: cc.SentinelPassword.Reveal(),
+		DB: cc.RedisDB, TLS: cc.RedisTLS,
+	}
+}
+
 // defaultClusterConfig is cluster: as a file that leaves it out gets it.
 func defaultClusterConfig() ClusterConfig {
 	return ClusterConfig{
@@ -69,10 +101,9 @@ func defaultClusterConfig() ClusterConfig {
 // checkCluster reports the problems of cluster:.
 func (c *Config) checkCluster(bad func(path, format string, args ...any)) {
 	cc := c.Cluster
-	if cc.Redis != "" {
-		if msg := clusterconf.CheckURL(cc.Redis.Reveal()); msg != "" {
-			bad("cluster.redis", "%s", msg)
-		}
+	target := cc.RedisTarget()
+	for _, p := range target.Check() {
+		bad("cluster."+p.Key, "%s", p.Msg)
 	}
 	if cc.ID != "" {
 		if msg := clusterconf.CheckID(cc.ID); msg != "" {
@@ -113,7 +144,7 @@ func (c *Config) checkCluster(bad func(path, format string, args ...any)) {
 // meant.
 func (c *Config) clusterWarnings(warn func(path, format string, args ...any)) {
 	cc := c.Cluster
-	if cc.Redis == "" {
+	if !cc.Enabled() {
 		return
 	}
 	if cc.LoginWait >= c.Limits.HandshakeTimeout {

@@ -1,6 +1,9 @@
 package config
 
-import "fmt"
+import (
+	"fmt"
+	"reflect"
+)
 
 // RestartChanges lists what differs between a and b that a reload cannot
 // change: a reload from a to b is refused while the list is not empty.
@@ -19,7 +22,7 @@ func (a *Config) RestartChanges(b *Config) []string {
 	if a.ReusePort != b.ReusePort {
 		out = append(out, "reuse_port changed (needs a restart)")
 	}
-	if a.Cluster != b.Cluster {
+	if !reflect.DeepEqual(a.Cluster, b.Cluster) {
 		out = append(out, "cluster changed (the Redis connection, the proxy's ID and what it publishes need a restart)")
 	}
 	if !a.OnlineGroups() && b.OnlineGroups() {

@@ -15,9 +15,9 @@ import (
 
 // NewClient builds the cluster client of cc, logging to log and calling
 // onKick with the handle of a session a newer login elsewhere displaced;
-// nil when cluster.redis is off.
+// nil when the cluster is off (no cluster.redis nor cluster.redis_addrs).
 func NewClient(cc config.ClusterConfig, log zerolog.Logger, onKick func(handle any)) (*cluster.Client, error) {
-	if cc.Redis == "" {
+	if !cc.Enabled() {
 		return nil, nil
 	}
 	c, err := cluster.New(ClientConfig(cc, log, onKick))

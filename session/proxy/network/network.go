@@ -45,7 +45,7 @@ func ClientConfig(cc config.ClusterConfig, log zerolog.Logger, onKick func(handl
 		mode = cluster.KickOld
 	}
 	return cluster.Config{
-		URL: cc.Redis.Reveal(), ID: id, Heartbeat: cc.Heartbeat, Timeout: cc.Timeout, LoginWait: cc.LoginWait, Mode: mode,
+		Redis: cc.RedisTarget(), ID: id, Heartbeat: cc.Heartbeat, Timeout: cc.Timeout, LoginWait: cc.LoginWait, Mode: mode,
 		Sample: cc.StatusSample, Workers: cc.Workers, Queue: cc.Queue, Failures: cc.Failures, Retry: cc.Retry,
 		Log: log, OnKick: onKick,
 	}
