@@ -19,6 +19,7 @@ import (
 // backends count every batch.
 func TestNodeMCClientsMovedBetweenBackends(t *testing.T) {
 	checkNoLeaks(t)
+	nodemc.Require(t) // before the mover goroutine, which a skip would leave behind
 	sa, sb, a, b := startMoveBackends(t, mcbackend.ForwardVelocity, true)
 	p, addr := startProxy(t, moveConfig(t, a, b, "velocity", ""))
 	const moves, packets = 3, 6

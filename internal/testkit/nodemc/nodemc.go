@@ -67,6 +67,14 @@ func lookup(t testing.TB) env {
 	return envVal
 }
 
+// Require skips the test (fails it under CI=true) unless node and the
+// scripts are installed. A test that starts goroutines around RunClients
+// calls it first, so that a skip does not leave them running.
+func Require(t testing.TB) {
+	t.Helper()
+	lookup(t)
+}
+
 // find looks for node on PATH and for the scripts' node_modules below the
 // module root (found from the working directory, a package folder under go
 // test).
