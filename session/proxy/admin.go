@@ -16,7 +16,7 @@ import (
 // address that serves it (internal/adminaccess).
 func (p *Proxy) AdminHandler() http.Handler {
 	return admin.Handler(adminSource{p}, admin.Options{
-		Reasons: reasons.Labels(), KeptPerLoop: admin.RecentPerLoop, Loops: len(p.loops),
+		Reasons: reasons.Labels(), KeptPerLoop: admin.RecentPerLoop, Loops: len(p.loops), Network: p.cluster,
 	})
 }
 

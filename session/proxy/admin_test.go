@@ -308,6 +308,8 @@ func TestAdminBadRequests(t *testing.T) {
 		{"/api/v1/rejections?reason=nope", 400, `reason "nope": want one of max_sessions_per_ip, `},
 		{"/api/v1/rejections?limit=129", 400, `limit "129": want a number from 0 to 128`},
 		{"/?x=1", 400, `unknown parameter "x": / takes none`},
+		{"/api/v1/network/sessions", 404, "no network view: cluster.redis is not configured"},
+		{"/api/v1/network/sessions?backend=x", 400, `unknown parameter "backend": /api/v1/network/sessions takes host, user, group, proxy, limit`},
 	} {
 		code, body := adminGet(t, base+tc.path, nil)
 		var e apiError

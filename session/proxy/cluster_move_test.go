@@ -1,7 +1,10 @@
 package proxy
 
 import (
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -9,11 +12,12 @@ import (
 	"github.com/tidegate/tidegate/internal/testkit/testredis"
 	"github.com/tidegate/tidegate/internal/testkit/waitfor"
 	"github.com/tidegate/tidegate/session/mcbackend"
+	"github.com/tidegate/tidegate/session/proxy/admin"
 )
 
 // TestClusterRecordsTheCurrentServer: with several proxies, a player's
 // record in Redis names the group a move took it to, after the next
-// heartbeat.
+// heartbeat, and GET /api/v1/network/sessions lists it there.
 func TestClusterRecordsTheCurrentServer(t *testing.T) {
 	checkNoLeaks(t)
 	rs := testredis.Start(t)
@@ -28,11 +32,30 @@ func TestClusterRecordsTheCurrentServer(t *testing.T) {
 		}
 		return n.Sample[0].Backend
 	}
+	api := httptest.NewServer(p.AdminHandler())
+	defer api.Close()
+	listed := func() string {
+		resp, err := http.Get(api.URL + "/api/v1/network/sessions?user=tracked")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var v admin.NetworkSessionsView
+		if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET /api/v1/network/sessions: %s, %v", resp.Status, err)
+		}
+		if v.Proxies != 1 || v.Matched != 1 || len(v.Sessions) != 1 || v.Sessions[0].Proxy != "proxy-0" || v.Sessions[0].User != "Tracked" {
+			return fmt.Sprintf("%+v", v)
+		}
+		return v.Sessions[0].Group
+	}
 	waitfor.Value(t, "the record at a", current, func(s string) bool { return s == "a" })
+	waitfor.Value(t, "the network listing at a", listed, func(s string) bool { return s == "a" })
 	for _, to := range []string{"b", "a"} {
 		if r := send(t, p, "Tracked", to); !r.Moved {
 			t.Fatalf("move to %s: %+v", to, r)
 		}
 		waitfor.Value(t, "the record at "+to, current, func(s string) bool { return s == to })
+		waitfor.Value(t, "the network listing at "+to, listed, func(s string) bool { return s == to })
 	}
 }

@@ -65,16 +65,20 @@ type Options struct {
 	// KeptPerLoop is how many refusals each event loop remembers, and
 	// Loops how many loops there are.
 	KeptPerLoop, Loops int
+	// Network lists the network's sessions (GET /api/v1/network/sessions);
+	// nil, or a nil *cluster.Client, answers that cluster.redis is off.
+	Network NetworkLister
 }
 
 // adminEndpoints are the paths Handler answers, with what each takes.
 var adminEndpoints = map[string][]string{
-	"/api/v1/backends":   {"group"},
-	"/api/v1/sessions":   {"host", "user", "group", "backend", "limit"},
-	"/api/v1/rejections": {"reason", "limit"},
-	"/api/v1/config":     {},
-	"/api/v1/sends":      {},
-	"/":                  {},
+	"/api/v1/backends":         {"group"},
+	"/api/v1/sessions":         {"host", "user", "group", "backend", "limit"},
+	"/api/v1/network/sessions": {"host", "user", "group", "proxy", "limit"},
+	"/api/v1/rejections":       {"reason", "limit"},
+	"/api/v1/config":           {},
+	"/api/v1/sends":            {},
+	"/":                        {},
 }
 
 // handler answers the admin API and the status page from src.
@@ -85,7 +89,8 @@ type handler struct {
 }
 
 // Handler returns the handler of the admin API and the status page:
-// GET /api/v1/backends, /api/v1/sessions, /api/v1/rejections,
+// GET /api/v1/backends, /api/v1/sessions, /api/v1/network/sessions
+// (network.go: every proxy's, from Redis), /api/v1/rejections,
 // /api/v1/sends (send.go, sendop.go: the writes POST /api/v1/send and
 // /api/v1/sessions/{id}/send start them),
 // /api/v1/config (JSON) and / (HTML). It answers only while admin.enabled
@@ -97,6 +102,7 @@ func Handler(src Source, opt Options) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/v1/backends", h.serveBackends)
 	mux.HandleFunc("GET /api/v1/sessions", h.serveSessions)
+	mux.HandleFunc("GET /api/v1/network/sessions", h.serveNetworkSessions) // network.go
 	mux.HandleFunc("GET /api/v1/rejections", h.serveRejections)
 	mux.HandleFunc("GET /api/v1/config", h.serveConfig)
 	mux.HandleFunc("GET /{$}", h.serveStatusPage)
@@ -199,14 +205,23 @@ func (h *handler) serveBackends(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, v)
 }
 
-func (h *handler) serveSessions(w http.ResponseWriter, r *http.Request) {
+// listQuery reads the query and ?limit= of a session listing; when they
+// are wrong it answers 400 itself and ok is false.
+func listQuery(w http.ResponseWriter, r *http.Request) (q url.Values, limit int, ok bool) {
 	q, err := query(r)
-	var limit int
 	if err == nil {
 		limit, err = limitParam(q, defaultSessions, MaxSessionsListed)
 	}
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
+		return nil, 0, false
+	}
+	return q, limit, true
+}
+
+func (h *handler) serveSessions(w http.ResponseWriter, r *http.Request) {
+	q, limit, ok := listQuery(w, r)
+	if !ok {
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), adminTimeout)
