@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -55,7 +56,10 @@ func newRedis(cfg *Config) (redis.UniversalClient, string, string, error) {
 		return redis.NewClient(opt), prefixServer, opt.Addr, nil
 	}
 	u := &redis.UniversalOptions{
-		Addrs: r.Addrs, MasterName: r.MasterName, IsClusterMode: r.Cluster, DB: r.DB,
+		// A copy: go-redis's cluster client appends the nodes it finds to
+		// the slice it was given, so two clients of one configuration
+		// (two proxies in a test, a reload) raced on its backing array.
+		Addrs: slices.Clone(r.Addrs), MasterName: r.MasterName, IsClusterMode: r.Cluster, DB: r.DB,
 		Username: r.Username, Password: r.Password, SentinelUsername: r.SentinelUsername, SentinelPassword: r.SentinelPassword,
 		DialTimeout: cfg.Timeout, ReadTimeout: cfg.Timeout, WriteTimeout: cfg.Timeout, PoolTimeout: cfg.Timeout,
 		// No retries: a failed call falls back at once. Redirections
