@@ -44,9 +44,9 @@ func (s *session) relayInspected() {
 	bc.Backpressure()
 	if kp, ok := u.(*kick.Player); ok {
 		kp.Kicked((*moveHost)(s), s.where(), time.Now())
-	} else if err != nil {
-		ls.counters.ended[reasons.BadBackendFrame].Add(1)
-		s.p.log.Warn().Str("user", s.username).Str("backend", s.target.addr).Err(err).Msg("session closed: its backend sent a frame that does not read")
+	} else if r := inspect.Reason(err); err != nil {
+		ls.counters.ended[r].Add(1)
+		s.p.log.Warn().Str("remote", s.remoteAddr()).Str("user", s.username).Str("backend", s.target.addr).Bool("from_client", false).Str("reason", r.String()).Err(err).Msg(inspect.EndMessage(r))
 		s.closeBoth()
 	}
 }

@@ -33,7 +33,7 @@ func (r *idReader) read(body []byte, threshold int, complete bool) (id int32, ok
 		case n == 0:
 			return 0, false, r.short(complete, "data length")
 		case size < 0 || size > mc.MaxClientboundUncompressed:
-			return 0, false, fmt.Errorf("data length %d: want 0..%d", size, mc.MaxClientboundUncompressed)
+			return 0, false, fmt.Errorf("data length %d: want 0..%d: %w", size, mc.MaxClientboundUncompressed, mc.ErrInflateTooLarge)
 		case size > 0:
 			return r.inflated(body[n:], complete)
 		}

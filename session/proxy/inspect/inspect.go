@@ -11,6 +11,7 @@ import (
 	"github.com/tidegate/tidegate/protocol/mc/play"
 	"github.com/tidegate/tidegate/reactor"
 	"github.com/tidegate/tidegate/session/proxy/login"
+	"github.com/tidegate/tidegate/session/proxy/reasons"
 	"github.com/tidegate/tidegate/session/proxy/reframe"
 )
 
@@ -179,6 +180,31 @@ type Writer interface{ Write(b []byte) error }
 // not have sent (a length past the frame limit, a compressed header or
 // zlib stream that does not read).
 var ErrFrame = errors.New("bad frame from the backend")
+
+// errReframe marks Relay's errors from re-framing a frame for the client.
+var errReframe = errors.New("re-framing")
+
+// Reason is the end reason of a session whose Relay failed with err: a
+// re-framed session's own reasons (reframe.Reason) for a packet declared
+// past the limit or a frame that re-framing could not convert, as the
+// relay without inspection counts them; bad_backend_frame otherwise.
+func Reason(err error) reasons.Reason {
+	switch {
+	case mc.ErrorReason(err) == mc.ReasonInflateTooLarge, errors.Is(err, errReframe):
+		return reframe.Reason(err)
+	}
+	return reasons.BadBackendFrame
+}
+
+// EndMessage is the log message of a session ended for r (Reason): the
+// re-framed relay's own for its reasons, so that an end reads the same
+// with inspection or without.
+func EndMessage(r reasons.Reason) string {
+	if r == reasons.BadBackendFrame {
+		return "session closed: its backend sent a frame that does not read"
+	}
+	return "session closed: a frame could not be re-framed"
+}
 
 // Loop is one event loop's inspection: the streams of its sessions by
 // key, and its scratch. The zero value is ready; it is used on its loop
@@ -369,7 +395,7 @@ func (l *Loop[K]) forward(b []byte, out *Out) error {
 			_ = out.Client.Write(conv)
 		}
 		if err != nil {
-			return fmt.Errorf("%w: re-framing: %w", ErrFrame, err)
+			return fmt.Errorf("%w: %w: %w", ErrFrame, errReframe, err)
 		}
 		if n == 0 {
 			return nil // not a whole frame: cannot happen, walk gives whole ones
