@@ -33,12 +33,26 @@ func startTestClient(t *testing.T, url, id string, mode Mode, kicked func(any), 
 	if kicked == nil {
 		kicked = func(any) {}
 	}
-	c, err := New(Config{Redis: clusterconf.Redis{URL: url}, ID: id, Heartbeat: 200 * time.Millisecond, Timeout: 2 * time.Second, LoginWait: 5 * time.Second,
+	return startClient(t, testConfig(t, clusterconf.Redis{URL: url}, id, mode, kicked), reset)
+}
+
+// testConfig is the configuration of the tests' clients of r: a 200 ms
+// heartbeat, short timeouts, warnings logged to the test.
+func testConfig(t *testing.T, r clusterconf.Redis, id string, mode Mode, kicked func(any)) Config {
+	return Config{Redis: r, ID: id, Heartbeat: 200 * time.Millisecond, Timeout: 2 * time.Second, LoginWait: 5 * time.Second,
 		Mode: mode, Sample: 12, Workers: 2, Queue: 64, Failures: 2, Retry: 100 * time.Millisecond,
-		Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel), OnKick: kicked})
+		Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel), OnKick: kicked}
+}
+
+// startClient starts a client of cfg (reset: see Client.Start), stopped
+// when the test ends.
+func startClient(t *testing.T, cfg Config, reset bool) *Client {
+	t.Helper()
+	c, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	id := cfg.ID
 	c.Start(reset)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

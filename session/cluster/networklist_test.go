@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/rs/zerolog"
 	"testing"
 	"time"
 
@@ -83,9 +82,7 @@ func TestNetworkSessionsSkipsExpiredProxies(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c, err := New(Config{Redis: clusterconf.Redis{URL: rs.URL()}, ID: "lister", Heartbeat: time.Second, Timeout: 2 * time.Second,
-		LoginWait: time.Second, Mode: Refuse, Sample: 12, Workers: 1, Queue: 8, Failures: 2, Retry: 100 * time.Millisecond,
-		Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel), OnKick: func(any) {}})
+	c, err := New(testConfig(t, clusterconf.Redis{URL: rs.URL()}, "lister", Refuse, func(any) {}))
 	if err != nil {
 		t.Fatal(err)
 	}

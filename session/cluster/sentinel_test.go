@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -20,21 +19,12 @@ import (
 // ends.
 func newTopologyClient(t *testing.T, r clusterconf.Redis, id string) *Client {
 	t.Helper()
-	c, err := New(Config{Redis: r, ID: id, Heartbeat: 200 * time.Millisecond, Timeout: 500 * time.Millisecond,
-		LoginWait: time.Second, Mode: Refuse, Sample: 12, Workers: 2, Queue: 256, Failures: 3, Retry: 100 * time.Millisecond,
-		Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel), OnKick: func(any) {}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Start(true)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := c.Stop(ctx); err != nil {
-			t.Errorf("stopping %s: %v", id, err)
-		}
-	})
-	return c
+	cfg := testConfig(t, r, id, Refuse, func(any) {})
+	// Failovers: calls give up sooner, logins wait less, and the breaker
+	// opens after three failures; info lines show the failover's steps.
+	cfg.Timeout, cfg.LoginWait, cfg.Queue, cfg.Failures = 500*time.Millisecond, time.Second, 256, 3
+	cfg.Log = cfg.Log.Level(zerolog.InfoLevel)
+	return startClient(t, cfg, true)
 }
 
 // churn logs players in through c, one after another, until stop is

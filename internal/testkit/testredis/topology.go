@@ -44,38 +44,36 @@ func StartSentinels(t testing.TB, name string, master *Server, n, quorum int) *S
 }
 
 // Addrs are the Sentinels' addresses.
-func (ss *Sentinels) Addrs() []string {
-	out := make([]string, len(ss.Servers))
-	for i, s := range ss.Servers {
+func (ss *Sentinels) Addrs() []string { return addrs(ss.Servers) }
+
+// addrs are the servers' addresses.
+func addrs(servers []*Server) []string {
+	out := make([]string, len(servers))
+	for i, s := range servers {
 		out[i] = s.Addr()
 	}
 	return out
-}
-
-// MasterAddr is the master's address as the first Sentinel that answers
-// gives it, "" when none does.
-func (ss *Sentinels) MasterAddr() string {
-	for _, s := range ss.Servers {
-		if r, err := Command(s.Addr(), "SENTINEL", "get-master-addr-by-name", ss.Master); err == nil {
-			if f := strings.Fields(r); len(f) == 2 {
-				return net.JoinHostPort(f[0], f[1])
-			}
-		}
-	}
-	return ""
 }
 
 // Name returns nil when every Sentinel names addr the master, else which
 // does not.
 func (ss *Sentinels) Name(addr string) error {
 	for _, s := range ss.Servers {
-		r, err := Command(s.Addr(), "SENTINEL", "get-master-addr-by-name", ss.Master)
-		if err != nil {
+		if err := ss.names(s, addr); err != nil {
 			return err
 		}
-		if f := strings.Fields(r); len(f) != 2 || net.JoinHostPort(f[0], f[1]) != addr {
-			return fmt.Errorf("sentinel %s names %q the master, want %s", s.Addr(), r, addr)
-		}
+	}
+	return nil
+}
+
+// names returns nil when the Sentinel s names addr the master.
+func (ss *Sentinels) names(s *Server, addr string) error {
+	r, err := Command(s.Addr(), "SENTINEL", "get-master-addr-by-name", ss.Master)
+	if err != nil {
+		return err
+	}
+	if f := strings.Fields(r); len(f) != 2 || net.JoinHostPort(f[0], f[1]) != addr {
+		return fmt.Errorf("sentinel %s names %q the master, want %s", s.Addr(), r, addr)
 	}
 	return nil
 }
@@ -106,12 +104,8 @@ func (s *Server) ReplicaOf(master *Server) error {
 // could fail it over; else what is missing.
 func (ss *Sentinels) Agree(addr string, want int) error {
 	for _, s := range ss.Servers {
-		r, err := Command(s.Addr(), "SENTINEL", "get-master-addr-by-name", ss.Master)
-		if err != nil {
+		if err := ss.names(s, addr); err != nil {
 			return err
-		}
-		if f := strings.Fields(r); len(f) != 2 || net.JoinHostPort(f[0], f[1]) != addr {
-			return fmt.Errorf("sentinel %s names %q the master, want %s", s.Addr(), r, addr)
 		}
 		rs, err := Command(s.Addr(), "SENTINEL", "replicas", ss.Master)
 		if err != nil {
@@ -176,13 +170,7 @@ func StartCluster(t testing.TB, masters, replicas int) *Cluster {
 }
 
 // Addrs are the nodes' addresses.
-func (c *Cluster) Addrs() []string {
-	out := make([]string, len(c.Nodes))
-	for i, s := range c.Nodes {
-		out[i] = s.Addr()
-	}
-	return out
-}
+func (c *Cluster) Addrs() []string { return addrs(c.Nodes) }
 
 // Command sends one command to the Redis at addr and returns its answer
 // flattened to text: a status, number or string as it is, an array's
