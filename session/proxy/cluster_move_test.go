@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -57,5 +58,26 @@ func TestClusterRecordsTheCurrentServer(t *testing.T) {
 		}
 		waitfor.Value(t, "the record at "+to, current, func(s string) bool { return s == to })
 		waitfor.Value(t, "the network listing at "+to, listed, func(s string) bool { return s == to })
+	}
+}
+
+// TestNetworkSessionsWhileRedisIsDown: with Redis unreachable the network
+// listing answers 503 and says why, and the proxy's own listing still
+// answers.
+func TestNetworkSessionsWhileRedisIsDown(t *testing.T) {
+	checkNoLeaks(t)
+	be := startBackend(t, mcbackend.Config{})
+	p, _ := startProxy(t, mcConfig(be, fmt.Sprintf(
+		"cluster: {redis: \"redis://%s\", id: proxy-0, heartbeat: 200ms, timeout: 300ms, login_wait: 1s}", refusedAddr(t))))
+	base := serveAdmin(t, p, "127.0.0.1:0")
+	for _, path := range []string{"/api/v1/network/sessions", "/api/v1/network/sessions?user=steve"} {
+		code, body := adminGet(t, base+path, nil)
+		var e apiError
+		if code != http.StatusServiceUnavailable || json.Unmarshal(body, &e) != nil || !strings.Contains(e.Error, "GET /api/v1/network/sessions: cluster:") {
+			t.Errorf("%s: %d %s, want 503 saying why", path, code, body)
+		}
+	}
+	if code, _ := adminGet(t, base+"/api/v1/sessions", nil); code != http.StatusOK {
+		t.Errorf("/api/v1/sessions while Redis is down: %d", code)
 	}
 }
