@@ -24,6 +24,7 @@ var nodeHandOverVersions = []string{"1.8.8", "1.16.5", "1.21.11"}
 // in order (client.js checks each), and none disconnects.
 func TestHandOverNodeMCOnlineClients(t *testing.T) {
 	checkNoLeaks(t)
+	nodemc.Require(t) // RunClients runs on a goroutine below, where a skip cannot end the test
 	ss := sessionserver.Start(t)
 	srv, be := startBackendServer(t, mcbackend.Config{Compression: true, CompressionThreshold: nodeMCThreshold,
 		Forwarding: mcbackend.ForwardVelocity, ForwardingSecret: []byte(testForwardingSecret)})
