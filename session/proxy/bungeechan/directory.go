@@ -22,6 +22,7 @@ type Directory struct {
 	log     zerolog.Logger
 	cfg     func() *config.Config
 	network func() (online int, ok bool)
+	roster  *roster // the other proxies' players; nil without a cluster
 	mu      sync.RWMutex
 	byName  map[string]*entry // by lower-cased name
 	bySess  map[*User]*entry
@@ -32,19 +33,40 @@ type entry struct {
 	u *User
 }
 
-// NewDirectory returns an empty directory, which logs to log, names the
+// NewDirectory returns an empty directory, which logs to log and names the
 // groups of the configuration cfg returns (the one new sessions start
-// under), and counts PlayerCount ALL across the network of net when it is
-// not nil and its view is fresh (this proxy's players otherwise).
+// under). With a cluster (net not nil) it counts PlayerCount ALL across
+// the network while net's view is fresh, and answers PlayerList,
+// PlayerCount of a server, GetPlayerServer and UUIDOther with the other
+// proxies' players too, read off Redis (network.go); without one, or when
+// that read fails, it answers with this proxy's players.
 func NewDirectory(log zerolog.Logger, cfg func() *config.Config, net *cluster.Client) *Directory {
-	d := &Directory{log: log, cfg: cfg, byName: map[string]*entry{}, bySess: map[*User]*entry{}}
+	if net == nil {
+		return newDirectory(log, cfg, nil, nil)
+	}
+	return newDirectory(log, cfg, net, func() (int, bool) {
+		n, ok := net.Network()
+		return n.Online, ok
+	})
+}
+
+// newDirectory is NewDirectory with the network's players read from net
+// and its count from online (both nil without a cluster).
+func newDirectory(log zerolog.Logger, cfg func() *config.Config, net NetworkReader, online func() (int, bool)) *Directory {
+	d := &Directory{log: log, cfg: cfg, network: online, byName: map[string]*entry{}, bySess: map[*User]*entry{}}
 	if net != nil {
-		d.network = func() (int, bool) {
-			n, ok := net.Network()
-			return n.Online, ok
-		}
+		d.roster = newRoster(net)
 	}
 	return d
+}
+
+// RosterReads returns how many times the directory read the network's
+// players off Redis.
+func (d *Directory) RosterReads() int64 {
+	if d.roster == nil {
+		return 0
+	}
+	return d.roster.reads.Load()
 }
 
 // lower is the form names are looked up by: ASCII letters lower-cased, as
@@ -91,10 +113,12 @@ func (d *Directory) Players() int {
 	return len(d.bySess)
 }
 
-// host is a Directory as one session's backend asks it.
+// host is a Directory as one session's backend asks it, with the other
+// proxies' players of net (nil: this proxy's alone).
 type host struct {
 	d    *Directory
 	self *User
+	net  *networkView
 }
 
 func (h *host) Self() Player {
@@ -139,12 +163,18 @@ func (h *host) Names(server string) ([]string, bool) {
 	if _, ok := h.d.server(server); !ok && server != bungeemsg.All {
 		return nil, false
 	}
+	all := server == bungeemsg.All
 	h.d.mu.RLock()
-	defer h.d.mu.RUnlock()
 	var out []string
 	for _, e := range h.d.bySess {
-		if server == bungeemsg.All || e.p.Server == server {
+		if all || e.p.Server == server {
 			out = append(out, e.p.Name)
+		}
+	}
+	h.d.mu.RUnlock()
+	for _, name := range h.net.names(server, all) {
+		if h.d.find(name) == nil { // on this proxy too, as a player moves between proxies
+			out = append(out, name)
 		}
 	}
 	slices.Sort(out)
@@ -152,11 +182,10 @@ func (h *host) Names(server string) ([]string, bool) {
 }
 
 func (h *host) Find(name string) (Player, bool) {
-	e := h.d.find(name)
-	if e == nil {
-		return Player{}, false
+	if e := h.d.find(name); e != nil {
+		return e.p, true
 	}
-	return e.p, true
+	return h.net.find(name)
 }
 
 // find returns the entry of the player named name, nil when there is none.

@@ -185,7 +185,9 @@ func answer(h Host, m bungeemsg.Msg) (ans bungeemsg.Msg, act func() error, ok bo
 	p, found := h.Find(m.Player) // the subchannels about another player
 	switch m.Sub {
 	case bungeemsg.IPOther:
-		return bungeemsg.Msg{Player: p.Name, Host: p.IP, Port: int32(p.Port)}, nil, found
+		// The other proxies' records have no address: only a player with
+		// one is answered.
+		return bungeemsg.Msg{Player: p.Name, Host: p.IP, Port: int32(p.Port)}, nil, found && p.IP != ""
 	case bungeemsg.UUIDOther:
 		return bungeemsg.Msg{Player: p.Name, UUID: undashed(p.UUID)}, nil, found
 	case bungeemsg.GetPlayerServer:

@@ -1,8 +1,10 @@
 package bungeechan
 
 import (
+	"slices"
 	"time"
 
+	"github.com/tidegate/tidegate/protocol/bungeemsg"
 	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/reactor/looptimer"
 	"github.com/tidegate/tidegate/session/proxy/move"
@@ -58,6 +60,19 @@ type User struct {
 	heldLen int
 	tries   int
 	timer   looptimer.Timer
+	// waiting are the messages that wait for the network's players
+	// (network.go), in order, with every later message behind them;
+	// asking says a read is asked for; left that the session ended.
+	waiting    []waitingMsg
+	waitingLen int
+	asking     bool
+	left       bool
+}
+
+// waitingMsg is a message held until the network's players are read.
+type waitingMsg struct {
+	channel string
+	payload []byte // a copy
 }
 
 type heldFrame struct {
@@ -94,10 +109,13 @@ func (d *Directory) Join(m Member, p Player) *User {
 func (u *User) Moved(server string, on bool) {
 	u.On = on
 	u.d.moved(u, server)
+	u.dropWaiting("the player moved to another server before the answer")
 }
 
 // Leave takes the user out of the directory as its session ends.
 func (u *User) Leave() {
+	u.left = true
+	u.waiting, u.waitingLen = nil, 0
 	u.d.leave(u)
 	u.Loop.Stop(&u.timer)
 	u.held, u.heldLen = nil, 0
@@ -117,7 +135,92 @@ func (u *User) Claim(packet []byte) bool {
 	if !ok {
 		return false
 	}
-	r := Handle(&host{d: u.d, self: u}, payload, nil)
+	if u.d.roster != nil && (len(u.waiting) > 0 || needsNetwork(&host{d: u.d, self: u}, payload)) {
+		u.wait(channel, payload)
+		return true
+	}
+	u.handle(&host{d: u.d, self: u}, channel, payload)
+	return true
+}
+
+// needsNetwork reports whether the answer to payload depends on the
+// players of the other proxies: PlayerList, PlayerCount of a server (ALL
+// is the heartbeat's count), and GetPlayerServer and UUIDOther about a
+// player who is not on this proxy.
+func needsNetwork(h *host, payload []byte) bool {
+	m, err := bungeemsg.ParseRequest(payload)
+	if err != nil {
+		return false
+	}
+	switch m.Sub {
+	case bungeemsg.PlayerList:
+		return true
+	case bungeemsg.PlayerCount:
+		return m.Server != bungeemsg.All
+	case bungeemsg.GetPlayerServer, bungeemsg.UUIDOther:
+		return h.d.find(m.Player) == nil
+	}
+	return false
+}
+
+// wait holds a message until the network's players are read, and asks
+// for them: the answer is made on the loop, in the messages' order.
+func (u *User) wait(channel string, payload []byte) {
+	if u.waitingLen+len(payload) > MaxHeldBytes {
+		u.Counts[Failed].Add(1)
+		u.d.log.Warn().Str("user", u.name()).Str("channel", channel).Int("held_bytes", u.waitingLen).
+			Msg("BungeeCord channel: too many messages wait for the network's players: dropped")
+		return
+	}
+	u.waiting = append(u.waiting, waitingMsg{channel: channel, payload: slices.Clone(payload)})
+	u.waitingLen += len(payload)
+	if u.asking {
+		return
+	}
+	u.asking = true
+	if v := u.d.roster.fresh(); v != nil {
+		u.answerWaiting(v, nil)
+		return
+	}
+	u.d.roster.get(func(v *networkView, err error) {
+		if e := u.Loop.Execute(func() { u.answerWaiting(v, err) }); e != nil {
+			u.d.log.Debug().Err(e).Msg("BungeeCord channel: the network's players came after the loop stopped")
+		}
+	})
+}
+
+// answerWaiting answers the waiting messages with the other proxies'
+// players of v, or, when their read failed (err), with this proxy's.
+func (u *User) answerWaiting(v *networkView, err error) {
+	u.asking = false
+	if u.left || len(u.waiting) == 0 {
+		return
+	}
+	if err != nil {
+		u.d.log.Warn().Str("user", u.name()).Int("messages", len(u.waiting)).Err(err).
+			Msg("BungeeCord channel: the network's players could not be read: answered with this proxy's")
+	}
+	waiting := u.waiting
+	u.waiting, u.waitingLen = nil, 0
+	h := &host{d: u.d, self: u, net: v}
+	for _, m := range waiting {
+		u.handle(h, m.channel, m.payload)
+	}
+}
+
+// dropWaiting drops the waiting messages: their backend is gone.
+func (u *User) dropWaiting(why string) {
+	if len(u.waiting) == 0 {
+		return
+	}
+	u.Counts[Failed].Add(int64(len(u.waiting)))
+	u.d.log.Info().Str("user", u.name()).Int("messages", len(u.waiting)).Msg("BungeeCord channel: not answered: " + why)
+	u.waiting, u.waitingLen = nil, 0
+}
+
+// handle answers or acts on one message, through h.
+func (u *User) handle(h *host, channel string, payload []byte) {
+	r := Handle(h, payload, nil)
 	u.Counts[r.Outcome].Add(1)
 	if r.Answer != nil {
 		u.hold(false, AppendAnswer(nil, u.pk, channel, r.Answer, u.BackendThreshold, u.Scratch), r.Msg.Sub.String())
@@ -130,7 +233,6 @@ func (u *User) Claim(packet []byte) bool {
 		ev.Str("user", u.name()).Str("channel", channel).Str("subchannel", r.Msg.Sub.String()).Str("outcome", r.Outcome.String()).
 			Int("bytes", len(payload)).Err(r.Err).Msg("BungeeCord channel: message not done")
 	}
-	return true
 }
 
 func (u *User) name() string {

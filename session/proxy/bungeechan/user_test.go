@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,12 +21,26 @@ import (
 )
 
 // fakeLoop runs what is executed or scheduled on it when the test says.
+// Execute may be called from any goroutine (the network's read).
 type fakeLoop struct {
+	mu     sync.Mutex
 	tasks  []func()
 	timers []*looptimer.Timer
 }
 
-func (l *fakeLoop) Execute(f func()) error { l.tasks = append(l.tasks, f); return nil }
+func (l *fakeLoop) Execute(f func()) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.tasks = append(l.tasks, f)
+	return nil
+}
+
+// queued returns how many tasks wait to run.
+func (l *fakeLoop) queued() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.tasks)
+}
 func (l *fakeLoop) Schedule(t *looptimer.Timer, _ time.Duration) {
 	l.Stop(t)
 	l.timers = append(l.timers, t)
@@ -41,9 +56,11 @@ func (l *fakeLoop) Stop(t *looptimer.Timer) {
 
 // run runs the tasks and timers due, until there are none.
 func (l *fakeLoop) run() {
-	for len(l.tasks)+len(l.timers) > 0 {
+	for l.queued()+len(l.timers) > 0 {
+		l.mu.Lock()
 		ts, tm := l.tasks, l.timers
 		l.tasks, l.timers = nil, nil
+		l.mu.Unlock()
 		for _, f := range ts {
 			f()
 		}

@@ -47,6 +47,11 @@ func Login(cfg *config.Config, name, host, group string, body []byte, protocol i
 	sess := cluster.Session{Name: name, Host: host, Backend: group, Since: time.Now()}
 	if u, ok := mc.LoginStartUUID(body, protocol); ok {
 		sess.UUID = string(mc.AppendUUID(nil, u, false))
+	} else if g, ok := cfg.Groups[group]; ok && g.LoginMode() == config.LoginOffline {
+		// The proxy completes this login with the offline UUID, whatever
+		// the client's version: the network knows the player by it.
+		u := mc.OfflineUUID([]byte(name))
+		sess.UUID = string(mc.AppendUUID(nil, u, false))
 	}
 	var lim cluster.Limits
 	if cfg.Cluster.NetworkLimits {

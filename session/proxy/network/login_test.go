@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/session/cluster"
 	"github.com/tidegate/tidegate/session/proxy/config"
 	"github.com/tidegate/tidegate/session/proxy/reasons"
@@ -52,5 +53,20 @@ func TestLogin(t *testing.T) {
 	cfg.Cluster.NetworkLimits = true
 	if sess, lim = Login(cfg, "Steve", "lobby", "main", body, 764, "10.1.2.3"); lim.SubnetCap != 3 || sess.Subnet != "10.1.2.0/24" {
 		t.Errorf("with network_limits: %+v, %+v", sess, lim)
+	}
+}
+
+// TestLoginOfflineUUID: a login the proxy completes offline is published
+// with the offline UUID even when its Login Start carries none (before
+// 1.19.3); a transparent one without a UUID is published without.
+func TestLoginOfflineUUID(t *testing.T) {
+	body := append([]byte{0x05}, "Steve"...) // 1.8's Login Start: the name alone
+	cfg := &config.Config{Groups: map[string]config.GroupConfig{"off": {Login: config.LoginOffline}, "plain": {}}}
+	u := mc.OfflineUUID([]byte("Steve"))
+	if sess, _ := Login(cfg, "Steve", "lobby", "off", body, 47, "10.1.2.3"); sess.UUID != string(mc.AppendUUID(nil, u, false)) {
+		t.Errorf("offline group: UUID %q, want the offline one %x", sess.UUID, u)
+	}
+	if sess, _ := Login(cfg, "Steve", "lobby", "plain", body, 47, "10.1.2.3"); sess.UUID != "" {
+		t.Errorf("transparent group: UUID %q, want none", sess.UUID)
 	}
 }
