@@ -81,3 +81,34 @@ func TestNetworkSessionsWhileRedisIsDown(t *testing.T) {
 		t.Errorf("/api/v1/sessions while Redis is down: %d", code)
 	}
 }
+
+// TestStatusPageShowsTheNetwork: with several proxies the status page
+// shows the network's players by proxy and server; without Redis it says
+// why they are missing, and still renders.
+func TestStatusPageShowsTheNetwork(t *testing.T) {
+	checkNoLeaks(t)
+	rs, _, ps, addrs := startCluster(t, 2, "")
+	rawLogin(t, addrs[0], "Alice")
+	rawLogin(t, addrs[0], "Bob")
+	rawLogin(t, addrs[1], "Carol")
+	waitForNetwork(t, 3, ps...)
+	base := serveAdmin(t, ps[1], "127.0.0.1:0")
+	code, body := adminGet(t, base+"/", nil)
+	page := string(body)
+	if code != http.StatusOK || !strings.Contains(page, `<h2 id="network">Network</h2>`) || !strings.Contains(page, "3 players on 2 live proxies") {
+		t.Fatalf("GET /: %d\n%s", code, page)
+	}
+	for _, row := range []string{
+		`<tr><td>proxy-0</td><td>main</td><td class="n">2</td></tr>`,
+		`<tr><td>proxy-1</td><td>main</td><td class="n">1</td></tr>`,
+	} {
+		if !strings.Contains(page, row) {
+			t.Errorf("the status page has no row %s:\n%s", row, page)
+		}
+	}
+	rs.Kill()
+	waitfor.For(t, "the page to say the network is missing", func() bool {
+		code, body := adminGet(t, base+"/", nil)
+		return code == http.StatusOK && strings.Contains(string(body), "could not be read from Redis")
+	})
+}

@@ -297,6 +297,9 @@ type statusPage struct {
 	// Unanswered counts the loops that missed the deadline, for either
 	// scan.
 	Unanswered int
+	// Network is the network's players by proxy and server (nil without
+	// cluster.redis).
+	Network *NetworkSummary
 }
 
 type reasonTotal struct {
@@ -313,7 +316,7 @@ func (h *handler) serveStatusPage(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	_, hash := h.src.Running()
 	page := statusPage{ConfigHash: hash, Now: time.Now(), Backends: h.src.BackendHealth(), GroupsDown: h.src.GroupsDown(),
-		Sessions: h.src.Sessions(ctx, SessionFilter{})}
+		Sessions: h.src.Sessions(ctx, SessionFilter{}), Network: h.networkSummary(ctx)}
 	var missing int
 	page.Rejections, missing = h.src.RecentRejections(ctx, pageRejections)
 	page.Unanswered = max(page.Sessions.LoopsUnanswered, missing)

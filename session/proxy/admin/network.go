@@ -1,9 +1,11 @@
 package admin
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/tidegate/tidegate/session/cluster"
@@ -80,4 +82,58 @@ func (h *handler) serveNetworkSessions(w http.ResponseWriter, r *http.Request) {
 		v.Sessions = append(v.Sessions, NetworkSession{Proxy: l.Proxy, User: l.Name, UUID: l.UUID, Host: l.Host, Group: l.Backend, Since: l.Since})
 	}
 	writeJSON(w, http.StatusOK, v)
+}
+
+// networkPageTimeout bounds the status page's read of the network: the
+// page still renders, saying why the network is missing, when Redis is
+// slow.
+const networkPageTimeout = 2 * time.Second
+
+// NetworkSummary is the status page's view of the network: its players by
+// proxy and by server, as each proxy last published them.
+type NetworkSummary struct {
+	// Proxies is the number of live proxies, Players their sessions.
+	Proxies, Players int
+	// Rows are the counts by proxy and server, in that order.
+	Rows []NetworkRow
+	// Truncated says cluster.MaxNetworkScan records were read first.
+	Truncated bool
+	// Err says why the network could not be read ("" when it was).
+	Err string
+}
+
+// NetworkRow is the number of a proxy's players on one server.
+type NetworkRow struct {
+	Proxy, Server string
+	Players       int
+}
+
+// networkSummary reads the network for the status page; nil without a
+// cluster.
+func (h *handler) networkSummary(ctx context.Context) *NetworkSummary {
+	if h.opt.Network == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, networkPageTimeout)
+	defer cancel()
+	type key struct{ proxy, server string }
+	counts := map[key]int{}
+	list, err := h.opt.Network.NetworkSessions(ctx, func(l cluster.Listed) bool {
+		counts[key{l.Proxy, l.Backend}]++
+		return false // counted, not kept
+	}, 0)
+	if errors.Is(err, cluster.ErrNoCluster) {
+		return nil
+	}
+	s := &NetworkSummary{Proxies: list.Proxies, Truncated: list.Truncated}
+	if err != nil {
+		s.Err = err.Error()
+		return s
+	}
+	for k, n := range counts {
+		s.Rows = append(s.Rows, NetworkRow{Proxy: k.proxy, Server: k.server, Players: n})
+		s.Players += n
+	}
+	slices.SortFunc(s.Rows, func(a, b NetworkRow) int { return cmp.Or(cmp.Compare(a.Proxy, b.Proxy), cmp.Compare(a.Server, b.Server)) })
+	return s
 }
