@@ -134,6 +134,8 @@ func (h *handler) networkSummary(ctx context.Context) *NetworkSummary {
 		s.Rows = append(s.Rows, NetworkRow{Proxy: k.proxy, Server: k.server, Players: n})
 		s.Players += n
 	}
-	slices.SortFunc(s.Rows, func(a, b NetworkRow) int { return cmp.Or(cmp.Compare(a.Proxy, b.Proxy), cmp.Compare(a.Server, b.Server)) })
+	slices.SortFunc(s.Rows, func(a, b NetworkRow) int {
+		return cmp.Or(cmp.Compare(a.Proxy, b.Proxy), cmp.Compare(a.Server, b.Server))
+	})
 	return s
 }
