@@ -171,12 +171,12 @@ func (h *host) Names(server string) ([]string, bool) {
 			out = append(out, e.p.Name)
 		}
 	}
-	h.d.mu.RUnlock()
 	for _, name := range h.net.names(server, all) {
-		if h.d.find(name) == nil { // on this proxy too, as a player moves between proxies
+		if h.d.byName[lower(name)] == nil { // not on this proxy too, as a player moving between proxies is
 			out = append(out, name)
 		}
 	}
+	h.d.mu.RUnlock()
 	slices.Sort(out)
 	return out, true
 }

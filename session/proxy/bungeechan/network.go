@@ -2,13 +2,13 @@ package bungeechan
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/tidegate/tidegate/protocol/mc"
 	"github.com/tidegate/tidegate/session/cluster"
 )
 
@@ -63,31 +63,21 @@ func newRoster(net NetworkReader) *roster {
 	return &roster{net: net, ttl: RosterTTL, timeout: rosterTimeout, max: maxRosterWaiters}
 }
 
-// fresh returns the view when it is fresh, nil otherwise.
-func (r *roster) fresh() *networkView {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.view != nil && time.Since(r.at) < r.ttl {
-		return r.view
-	}
-	return nil
-}
-
-// get calls f with the network's view: now when a fresh one is at hand,
-// from the reading goroutine otherwise (with an error when the read
-// failed or too many wait, and a nil view).
-func (r *roster) get(f func(*networkView, error)) {
+// get returns the network's view when a fresh one is at hand; otherwise
+// it returns nil and calls f with the view once read, from the reading
+// goroutine (or at once, when too many wait): with a nil view and an
+// error when the read failed or was refused.
+func (r *roster) get(f func(*networkView, error)) *networkView {
 	r.mu.Lock()
 	if r.view != nil && time.Since(r.at) < r.ttl {
 		v := r.view
 		r.mu.Unlock()
-		f(v, nil)
-		return
+		return v
 	}
 	if len(r.waiters) >= r.max {
 		r.mu.Unlock()
 		f(nil, errRosterBusy)
-		return
+		return nil
 	}
 	r.waiters = append(r.waiters, f)
 	start := !r.reading
@@ -96,6 +86,7 @@ func (r *roster) get(f func(*networkView, error)) {
 	if start {
 		go r.read()
 	}
+	return nil
 }
 
 // read reads the network once and hands the view to every waiter.
@@ -129,8 +120,8 @@ func newNetworkView(sessions []cluster.Listed) *networkView {
 			continue
 		}
 		p := Player{Name: l.Name, Server: l.Backend}
-		if b, err := hex.DecodeString(l.UUID); err == nil && len(b) == 16 {
-			copy(p.UUID[:], b)
+		if u, ok := mc.ParseUUID([]byte(l.UUID)); ok {
+			p.UUID = u
 		}
 		v.byName[key] = p
 		v.byServer[l.Backend] = append(v.byServer[l.Backend], l.Name)

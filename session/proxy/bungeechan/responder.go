@@ -116,6 +116,11 @@ var ErrForwardRefused = errors.New("the subchannels Forward and ForwardToPlayer 
 // on it through h and appends its answer, if any, to dst.
 func Handle(h Host, payload, dst []byte) Result {
 	m, err := bungeemsg.ParseRequest(payload)
+	return handleRequest(h, m, err, dst)
+}
+
+// handleRequest is Handle of a payload already parsed (as m, with err).
+func handleRequest(h Host, m bungeemsg.Msg, err error, dst []byte) Result {
 	r := Result{Msg: m}
 	switch {
 	case errors.Is(err, bungeemsg.ErrUnknownSub):

@@ -135,30 +135,27 @@ func (u *User) Claim(packet []byte) bool {
 	if !ok {
 		return false
 	}
-	if u.d.roster != nil && (len(u.waiting) > 0 || needsNetwork(&host{d: u.d, self: u}, payload)) {
+	m, err := bungeemsg.ParseRequest(payload)
+	if u.d.roster != nil && (len(u.waiting) > 0 || err == nil && u.d.needsNetwork(m)) {
 		u.wait(channel, payload)
 		return true
 	}
-	u.handle(&host{d: u.d, self: u}, channel, payload)
+	u.handle(channel, len(payload), handleRequest(&host{d: u.d, self: u}, m, err, nil))
 	return true
 }
 
-// needsNetwork reports whether the answer to payload depends on the
-// players of the other proxies: PlayerList, PlayerCount of a server (ALL
-// is the heartbeat's count), and GetPlayerServer and UUIDOther about a
-// player who is not on this proxy.
-func needsNetwork(h *host, payload []byte) bool {
-	m, err := bungeemsg.ParseRequest(payload)
-	if err != nil {
-		return false
-	}
+// needsNetwork reports whether the answer to m depends on the players of
+// the other proxies: PlayerList, PlayerCount of a server (ALL is the
+// heartbeat's count), and GetPlayerServer and UUIDOther about a player who
+// is not on this proxy.
+func (d *Directory) needsNetwork(m bungeemsg.Msg) bool {
 	switch m.Sub {
 	case bungeemsg.PlayerList:
 		return true
 	case bungeemsg.PlayerCount:
 		return m.Server != bungeemsg.All
 	case bungeemsg.GetPlayerServer, bungeemsg.UUIDOther:
-		return h.d.find(m.Player) == nil
+		return d.find(m.Player) == nil
 	}
 	return false
 }
@@ -178,15 +175,13 @@ func (u *User) wait(channel string, payload []byte) {
 		return
 	}
 	u.asking = true
-	if v := u.d.roster.fresh(); v != nil {
-		u.answerWaiting(v, nil)
-		return
-	}
-	u.d.roster.get(func(v *networkView, err error) {
+	if v := u.d.roster.get(func(v *networkView, err error) {
 		if e := u.Loop.Execute(func() { u.answerWaiting(v, err) }); e != nil {
 			u.d.log.Debug().Err(e).Msg("BungeeCord channel: the network's players came after the loop stopped")
 		}
-	})
+	}); v != nil {
+		u.answerWaiting(v, nil)
+	}
 }
 
 // answerWaiting answers the waiting messages with the other proxies'
@@ -204,7 +199,7 @@ func (u *User) answerWaiting(v *networkView, err error) {
 	u.waiting, u.waitingLen = nil, 0
 	h := &host{d: u.d, self: u, net: v}
 	for _, m := range waiting {
-		u.handle(h, m.channel, m.payload)
+		u.handle(m.channel, len(m.payload), Handle(h, m.payload, nil))
 	}
 }
 
@@ -214,13 +209,13 @@ func (u *User) dropWaiting(why string) {
 		return
 	}
 	u.Counts[Failed].Add(int64(len(u.waiting)))
-	u.d.log.Info().Str("user", u.name()).Int("messages", len(u.waiting)).Msg("BungeeCord channel: not answered: " + why)
+	u.d.log.Info().Str("user", u.name()).Int("messages", len(u.waiting)).Str("why", why).Msg("BungeeCord channel: messages not answered")
 	u.waiting, u.waitingLen = nil, 0
 }
 
-// handle answers or acts on one message, through h.
-func (u *User) handle(h *host, channel string, payload []byte) {
-	r := Handle(h, payload, nil)
+// handle counts, answers and logs r, what Handle made of one message of
+// size bytes on channel.
+func (u *User) handle(channel string, size int, r Result) {
 	u.Counts[r.Outcome].Add(1)
 	if r.Answer != nil {
 		u.hold(false, AppendAnswer(nil, u.pk, channel, r.Answer, u.BackendThreshold, u.Scratch), r.Msg.Sub.String())
@@ -231,7 +226,7 @@ func (u *User) handle(h *host, channel string, payload []byte) {
 			ev = u.d.log.Info()
 		}
 		ev.Str("user", u.name()).Str("channel", channel).Str("subchannel", r.Msg.Sub.String()).Str("outcome", r.Outcome.String()).
-			Int("bytes", len(payload)).Err(r.Err).Msg("BungeeCord channel: message not done")
+			Int("bytes", size).Err(r.Err).Msg("BungeeCord channel: message not done")
 	}
 }
 
